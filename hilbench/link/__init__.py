@@ -1,0 +1,1 @@
+"""Byte transports between host and device: pyserial URLs, ptys."""

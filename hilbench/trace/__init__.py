@@ -1,0 +1,1 @@
+"""HDF5 traces: the schema, an appending writer and a reader."""

@@ -1,0 +1,1 @@
+"""The host's training loop: estimators, q schedules, the trainer."""

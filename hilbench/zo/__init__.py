@@ -1,0 +1,1 @@
+"""Zeroth-order math shared by host and device: PRNG, perturbations, integer updates, loss."""
