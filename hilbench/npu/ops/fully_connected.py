@@ -1,0 +1,252 @@
+"""int8 FULLY_CONNECTED, TFLM reference-kernel semantics, batched over weight sets.
+
+Reference: ``tensorflow/lite/kernels/internal/reference/integer_ops/fully_connected.h``::
+
+    acc = sum_k w[m, k] * (x[n, k] + input_offset)      (int32, weights symmetric: zp 0)
+    acc += bias[m]
+    acc = MultiplyByQuantizedMultiplier(acc, multiplier[m], shift[m])
+    out = clamp(acc + output_offset, act_min, act_max)
+
+The dot products go through BLAS in floating point, which is exact: float32 while every
+partial sum is below 2**24 (checked per call from the actual data), float64 otherwise
+(|sum| <= K * 255 * 128 < 2**53 for any K this project meets).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hilbench.errors import ModelError
+from hilbench.npu.quant import (
+    ACTIVATIONS,
+    INT8_MAX,
+    INT8_MIN,
+    activation_range,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    wrap_int32,
+)
+
+if TYPE_CHECKING:
+    from hilbench.npu.graph import Graph, Op
+
+KIND = "FULLY_CONNECTED"
+OPCODE = 1
+WEIGHT_INPUT = 1
+BIAS_INPUT = 2
+
+_F32_EXACT = 1 << 24
+
+
+def fully_connected(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    input_offset: int,
+    output_offset: int,
+    multiplier: int | np.ndarray,
+    shift: int | np.ndarray,
+    act_min: int,
+    act_max: int,
+) -> np.ndarray:
+    """int8 FC. ``x`` (S, N, K) int8; ``w`` (M, K) or (S, M, K) int8; ``bias`` (M,) or (S, M)
+    int32 or None; per-tensor scalars or per-channel (M,) ``multiplier``/``shift``.
+    Returns (S, N, M) int8 (S broadcast between activation, weights and bias)."""
+    x = np.asarray(x)
+    w = np.asarray(w)
+    if x.ndim == 2:
+        x = x[None]
+    s_x, n, k = x.shape
+    m = w.shape[-2]
+    if x.size:
+        lo, hi = int(x.min()) + input_offset, int(x.max()) + input_offset
+        amax = max(abs(lo), abs(hi))
+    else:
+        amax = 0
+    wmax = max(abs(int(w.min())), abs(int(w.max()))) if w.size else 0
+    ft = np.float32 if k * amax * wmax <= _F32_EXACT else np.float64
+    xf = x.astype(ft)
+    xf += ft(input_offset)
+    wf = w.astype(ft)
+    if w.ndim == 2:
+        acc_f = (xf.reshape(s_x * n, k) @ wf.T).reshape(s_x, n, m)
+    elif s_x == 1:
+        s_w = w.shape[0]
+        acc_f = (xf[0] @ wf.reshape(s_w * m, k).T).reshape(n, s_w, m).transpose(1, 0, 2)
+    else:
+        acc_f = np.matmul(xf, wf.transpose(0, 2, 1))
+    acc = acc_f.astype(np.int64)
+    if bias is not None:
+        b = np.asarray(bias, dtype=np.int64)
+        acc = acc + (b[:, None, :] if b.ndim == 2 else b)
+    acc = wrap_int32(acc)  # the C accumulator is int32
+    out = multiply_by_quantized_multiplier(acc, multiplier, shift).astype(np.int64)
+    out += output_offset
+    np.clip(out, act_min, act_max, out=out)
+    return out.astype(np.int8)
+
+
+def prepare(
+    input_scale: float,
+    input_zero_point: int,
+    weight_scales: np.ndarray,
+    output_scale: float,
+    output_zero_point: int,
+    activation: str,
+) -> dict[str, Any]:
+    """Integer kernel params from float32 scales, as TFLM's FC Prepare computes them
+    (double ``input_scale * weight_scale / output_scale``, then QuantizeMultiplier)."""
+    ws = np.atleast_1d(np.asarray(weight_scales, dtype=np.float32))
+    mult = np.empty(ws.shape, dtype=np.int32)
+    shift = np.empty(ws.shape, dtype=np.int32)
+    for i, s in enumerate(ws):
+        real = float(np.float32(input_scale)) * float(s) / float(np.float32(output_scale))
+        mult[i], shift[i] = quantize_multiplier(real)
+    act_min, act_max = activation_range(activation, float(output_scale), int(output_zero_point))
+    return {
+        "input_offset": -int(input_zero_point),
+        "output_offset": int(output_zero_point),
+        "multiplier": mult,
+        "shift": shift,
+        "act_min": int(act_min),
+        "act_max": int(act_max),
+        "activation": activation,
+    }
+
+
+def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
+    """Graph entry: ``inputs[0]`` (S, N, *in_shape) activation, then weights, optional bias."""
+    x, w = inputs[0], inputs[1]
+    bias = inputs[2] if len(inputs) > 2 else None
+    k = w.shape[-1]
+    x = x.reshape(x.shape[0], x.shape[1], k)
+    p = op.params
+    return fully_connected(
+        x,
+        w,
+        bias,
+        input_offset=p["input_offset"],
+        output_offset=p["output_offset"],
+        multiplier=p["multiplier"],
+        shift=p["shift"],
+        act_min=p["act_min"],
+        act_max=p["act_max"],
+    )
+
+
+def _bad(rule: str, where: str, fix: str) -> ModelError:
+    return ModelError(f"{where}: {rule}", fix)
+
+
+def check(graph: Graph, op: Op) -> None:
+    """Shapes, TFLite quantization rules and integer params of one FC op."""
+    where = f"{KIND} op producing {op.outputs[0] if op.outputs else '?'}"
+    if len(op.inputs) not in (2, 3) or len(op.outputs) != 1:
+        raise _bad("needs inputs (input, weights[, bias]) and one output", where, "fix the op")
+    t = graph.tensors
+    x, w, out = t[op.inputs[0]], t[op.inputs[1]], t[op.outputs[0]]
+    b = t[op.inputs[2]] if len(op.inputs) == 3 else None
+    if w.data is None or w.dtype != "int8" or len(w.shape) != 2:
+        raise _bad(f"weights {w.name} must be a constant int8 [out, in] matrix", where,
+                   "store the filter as int8 data of rank 2")
+    m, k = w.shape
+    if x.dtype != "int8" or int(np.prod(x.shape)) != k:
+        raise _bad(f"input {x.name} must be int8 with {k} elements per sample, got "
+                   f"{x.dtype} {x.shape}", where, "match the input size to the weights' columns")
+    if out.dtype != "int8" or tuple(out.shape) != (m,):
+        raise _bad(f"output {out.name} must be int8 of shape ({m},), got {out.dtype} "
+                   f"{out.shape}", where, "match the output size to the weights' rows")
+    for a in (x, out):
+        if a.qparams is None or a.qparams.scale.size != 1:
+            raise _bad(f"activation {a.name} must be per-tensor quantized", where,
+                       "give it one scale and one zero point")
+    wq = w.qparams
+    if wq is None:
+        raise _bad(f"weights {w.name} have no quantization", where, "quantize the weights")
+    nch = wq.scale.size
+    if nch != 1 and (nch != m or wq.axis != 0):
+        raise _bad(f"weights {w.name} must be per-tensor or per-channel on axis 0 with {m} "
+                   f"scales, got {nch} on axis {wq.axis}", where, "quantize per output row")
+    if b is not None:
+        if b.data is None or b.dtype != "int32" or tuple(b.shape) != (m,):
+            raise _bad(f"bias {b.name} must be constant int32 of shape ({m},)", where,
+                       "store the bias as int32 data")
+        bq = b.qparams
+        if bq is None or bq.scale.size != nch or np.any(bq.zero_point != 0):
+            raise _bad(f"bias {b.name} must have zero point 0 and one scale per weight scale",
+                       where, "quantize the bias with scale input_scale * weight_scale")
+        want = x.qparams.scale.astype(np.float64) * wq.scale.astype(np.float64)
+        if not np.allclose(bq.scale.astype(np.float64), want, rtol=1e-5, atol=0.0):
+            raise _bad(f"bias {b.name} scale must equal input_scale * weight_scale", where,
+                       "quantize the bias with scale input_scale * weight_scale")
+    p = op.params
+    act = p.get("activation", "NONE")
+    if act not in ACTIVATIONS:
+        raise _bad(f"unknown fused activation {act!r}", where, f"use one of {ACTIVATIONS}")
+    want_p = prepare(float(x.qparams.scale[0]), int(x.qparams.zero_point[0]), wq.scale,
+                     float(out.qparams.scale[0]), int(out.qparams.zero_point[0]), act)
+    for key in ("input_offset", "output_offset", "act_min", "act_max"):
+        if int(p.get(key, 1 << 40)) != want_p[key]:
+            raise _bad(f"param {key}={p.get(key)} disagrees with the tensors' quantization "
+                       f"(expected {want_p[key]})", where, "recompute the op params (prepare)")
+    for key in ("multiplier", "shift"):
+        got = np.asarray(p.get(key, []))
+        if got.shape != want_p[key].shape or np.any(got != want_p[key]):
+            raise _bad(f"param {key} disagrees with the tensors' quantization", where,
+                       "recompute the op params (prepare)")
+
+
+# --- blob params --------------------------------------------------------------------------
+# i32 input_offset, i32 output_offset, i32 act_min, i32 act_max,
+# u16 n_channels, u8 activation (0 NONE, 1 RELU, 2 RELU6), u8 reserved (0),
+# i32 multiplier[n_channels], i8 shift[n_channels], zero padding to a multiple of 4.
+_HEAD = struct.Struct("<iiiiHBB")
+
+
+def pack_params(params: dict[str, Any]) -> bytes:
+    """Little-endian FC param record (see docs/model-blob.md)."""
+    mult = np.asarray(params["multiplier"], dtype="<i4").reshape(-1)
+    shift = np.asarray(params["shift"]).reshape(-1)
+    data = _HEAD.pack(params["input_offset"], params["output_offset"], params["act_min"],
+                      params["act_max"], mult.size, ACTIVATIONS.index(params["activation"]), 0)
+    data += mult.tobytes() + shift.astype("i1").tobytes()
+    return data + b"\0" * (-len(data) % 4)
+
+
+def unpack_params(data: bytes) -> dict[str, Any]:
+    """Inverse of :func:`pack_params`; every field range-checked."""
+    def bad(what: str) -> ModelError:
+        return ModelError(f"{KIND} params: {what}", "rebuild the blob with hilbench.npu.blob")
+
+    if len(data) < _HEAD.size:
+        raise bad(f"record is {len(data)} bytes, shorter than the {_HEAD.size}-byte header")
+    io, oo, amin, amax, nch, act, res = _HEAD.unpack_from(data, 0)
+    need = _HEAD.size + 5 * nch
+    need += -need % 4
+    if nch == 0 or len(data) != need:
+        raise bad(f"{nch} channels need a {need}-byte record, got {len(data)} bytes")
+    if act >= len(ACTIVATIONS) or res != 0:
+        raise bad(f"activation code {act} / reserved byte {res} invalid")
+    if not (INT8_MIN <= amin <= amax <= INT8_MAX):
+        raise bad(f"activation range [{amin}, {amax}] not inside [-128, 127]")
+    if not (-INT8_MAX <= io <= -INT8_MIN and INT8_MIN <= oo <= INT8_MAX):
+        raise bad(f"input_offset {io} / output_offset {oo} out of range")
+    mult = np.frombuffer(data, dtype="<i4", count=nch, offset=_HEAD.size).astype(np.int32)
+    shift = np.frombuffer(data, dtype="i1", count=nch, offset=_HEAD.size + 4 * nch)
+    if np.any(mult < 0):
+        raise bad("negative multiplier")
+    if np.any(shift < -31) or np.any(shift > 30):
+        raise bad("shift outside [-31, 30]")
+    return {
+        "input_offset": io,
+        "output_offset": oo,
+        "multiplier": mult,
+        "shift": shift.astype(np.int32),
+        "act_min": amin,
+        "act_max": amax,
+        "activation": ACTIVATIONS[act],
+    }
