@@ -21,9 +21,9 @@ class RunConfig:
     model: str = "mlp"
     dataset: str = "digits"
     scheduler: str = "fixed:4"
-    budget: int = 40_000  # forward passes (one forward of one perturbed model on one batch)
+    budget: int = 30_000  # forward passes (one forward of one perturbed model on one batch)
     seed: int = 0
-    lr: float = 0.25  # Q16-LSB step per nat/LSB of projected gradient
+    lr: float = 1000.0  # weight LSBs moved per (nat per LSB) of projected gradient
     eps: int = 2  # perturbation size in weight LSBs
     batch_size: int = 32
     eval_every: int = 2_000  # forward passes between test evaluations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hilbench.zo.rng import STREAM_PERTURB, stream_words
+from hilbench.zo.rng import STREAM_PERTURB, stream_words, stream_words_many
 
 _BITS = np.arange(32, dtype=np.uint32)
 
@@ -27,9 +27,9 @@ def rademacher(seed: int, tensor: int, n_elements: int) -> np.ndarray:
 
 
 def directions(seeds: np.ndarray, tensor: int, shape: tuple[int, ...]) -> np.ndarray:
-    """Stacked directions ``(len(seeds), *shape)`` for one tensor."""
+    """Stacked directions ``(len(seeds), *shape)`` for one tensor, in one PRNG call."""
     n = int(np.prod(shape))
-    out = np.empty((len(seeds), n), dtype=np.int8)
-    for k, seed in enumerate(seeds):
-        out[k] = rademacher(int(seed), tensor, n)
-    return out.reshape((len(seeds), *shape))
+    words = stream_words_many(seeds, STREAM_PERTURB, tensor, words_needed(n))
+    bits = (words[:, :, None] >> _BITS) & np.uint32(1)
+    u = bits.reshape(len(words), -1)[:, :n].astype(np.int8) * np.int8(2) - np.int8(1)
+    return u.reshape((len(words), *shape))

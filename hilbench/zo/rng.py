@@ -24,25 +24,39 @@ STREAM_ROUNDING = 3
 _MASK32 = np.uint64(0xFFFFFFFF)
 
 
-def philox4x32(counter: np.ndarray, key: tuple[int, int], rounds: int = ROUNDS) -> np.ndarray:
-    """Philox4x32-R of each row of ``counter`` (shape (n, 4), uint32) under ``key``."""
+def philox4x32(
+    counter: np.ndarray, key: tuple[int, int] | np.ndarray, rounds: int = ROUNDS
+) -> np.ndarray:
+    """Philox4x32-R of each row of ``counter`` (n, 4) under ``key``: one (k0, k1) pair, or
+    one pair per row (n, 2). Returns (n, 4) uint32."""
     c = np.asarray(counter, dtype=np.uint32).reshape(-1, 4).astype(np.uint64)
     c0, c1, c2, c3 = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
-    k0, k1 = int(key[0]) & 0xFFFFFFFF, int(key[1]) & 0xFFFFFFFF
+    k = np.asarray(key, dtype=np.uint64).reshape(-1, 2)
+    k0, k1 = k[:, 0], k[:, 1]
     m0, m1 = np.uint64(PHILOX_M0), np.uint64(PHILOX_M1)
+    w0, w1, s32 = np.uint64(PHILOX_W0), np.uint64(PHILOX_W1), np.uint64(32)
     for r in range(rounds):
         if r:
-            k0 = (k0 + PHILOX_W0) & 0xFFFFFFFF
-            k1 = (k1 + PHILOX_W1) & 0xFFFFFFFF
+            k0 = (k0 + w0) & _MASK32
+            k1 = (k1 + w1) & _MASK32
         p0 = c0 * m0
         p1 = c2 * m1
-        c0, c1, c2, c3 = (
-            (p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0),
-            p1 & _MASK32,
-            (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1),
-            p0 & _MASK32,
-        )
+        c0, c1, c2, c3 = (p1 >> s32) ^ c1 ^ k0, p1 & _MASK32, (p0 >> s32) ^ c3 ^ k1, p0 & _MASK32
     return np.stack([c0, c1, c2, c3], axis=1).astype(np.uint32)
+
+
+def stream_words_many(seeds: np.ndarray, stream: int, tensor: int, n_words: int) -> np.ndarray:
+    """Words ``0 .. n_words-1`` of the streams of several seeds at once: (len(seeds), n_words)."""
+    seeds = np.asarray(seeds, dtype=np.uint32).reshape(-1)
+    n_blocks = (n_words + 3) // 4
+    counter = np.zeros((seeds.size, n_blocks, 4), dtype=np.uint32)
+    counter[:, :, 0] = np.arange(n_blocks, dtype=np.uint32)
+    counter[:, :, 1] = tensor
+    key = np.empty((seeds.size, n_blocks, 2), dtype=np.uint32)
+    key[:, :, 0] = seeds[:, None]
+    key[:, :, 1] = stream
+    words = philox4x32(counter.reshape(-1, 4), key.reshape(-1, 2))
+    return words.reshape(seeds.size, n_blocks * 4)[:, :n_words]
 
 
 def stream_words(seed: int, stream: int, tensor: int, n_words: int, start: int = 0) -> np.ndarray:

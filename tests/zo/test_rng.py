@@ -50,3 +50,12 @@ def test_batch_indices_cover_the_range_uniformly():
     assert counts.min() > 870 and counts.max() < 1180
     words = stream_words(3, STREAM_BATCH, 0, 256).astype(np.uint64)
     np.testing.assert_array_equal(idx, (words * 10) >> 32)
+
+
+def test_many_seeds_at_once_equal_one_at_a_time():
+    from hilbench.zo.rng import stream_words_many
+
+    seeds = np.array([0, 1, 2**32 - 1, 12345], dtype=np.uint32)
+    many = stream_words_many(seeds, stream=1, tensor=2, n_words=11)
+    for row, seed in zip(many, seeds, strict=True):
+        np.testing.assert_array_equal(row, stream_words(int(seed), 1, 2, 11))

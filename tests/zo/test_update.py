@@ -52,3 +52,10 @@ def test_coefficients_follow_the_two_point_formula():
     grads, coeffs = update.quantize_coefficients(lp, lm, lr=0.5, eps=2)
     np.testing.assert_allclose(grads, [4464 / 4 / 65536, -4464 / 4 / 65536])
     np.testing.assert_array_equal(coeffs, [np.rint(0.5 * 4464 / 4 / 2), -np.rint(0.5 * 4464 / 4 / 2)])
+
+
+def test_stacked_directions_equal_single_ones():
+    seeds = np.array([3, 99, 2**31], dtype=np.uint32)
+    stack = directions(seeds, 4, (7, 9))
+    for k, seed in enumerate(seeds):
+        np.testing.assert_array_equal(stack[k].reshape(-1), rademacher(int(seed), 4, 63))

@@ -1,0 +1,118 @@
+"""Which device answers the host: the twin (emulate), the firmware in QEMU, or a board.
+
+One small base class and one subclass per backend, chosen from one option (the model is
+Zephyr's pytest-twister-harness device adapters). ``open()`` returns a connected ``Target``
+that has already answered HELLO.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from hilbench.config import RunConfig
+from hilbench.device.server import ThreadedServer
+from hilbench.device.twin import DeviceTwin
+from hilbench.errors import HilbenchError
+from hilbench.link.pty_pair import PtyPair
+from hilbench.link.serial_port import open_port
+from hilbench.target.client import Target
+
+HELLO_TIMEOUT_S = 3.0
+
+
+class Backend(ABC):
+    """A way to reach a device; use as a context manager."""
+
+    kind: str = ""
+    timing_source: str | None = None  # what device durations mean: "device", "modeled", None
+
+    def __init__(self) -> None:
+        self.target: Target | None = None
+
+    @abstractmethod
+    def open(self) -> Target: ...
+
+    def close(self) -> None:
+        if self.target is not None:
+            self.target.close()
+            self.target = None
+
+    def __enter__(self) -> Target:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _connect(self, url: str, name: str) -> Target:
+        target = Target(open_port(url), name=name)
+        try:
+            target.hello(timeout=HELLO_TIMEOUT_S)
+        except BaseException:
+            target.close()
+            raise
+        self.target = target
+        return target
+
+
+class EmulatorBackend(Backend):
+    """The device twin in this process, behind a pty that pyserial opens like a board's port."""
+
+    kind = "emulate"
+    timing_source = "modeled"
+
+    def __init__(self, twin: DeviceTwin | None = None) -> None:
+        super().__init__()
+        self.twin = twin or DeviceTwin()
+        self._pty: PtyPair | None = None
+        self._server: ThreadedServer | None = None
+
+    def open(self) -> Target:
+        self._pty = PtyPair()
+        self._server = ThreadedServer(self.twin, self._pty.device_stream())
+        return self._connect(self._pty.path, name=f"emulator ({self._pty.path})")
+
+    def close(self) -> None:
+        super().close()
+        if self._server:
+            self._server.close()
+            self._server = None
+        if self._pty:
+            self._pty.close()
+            self._pty = None
+
+
+class SerialBackend(Backend):
+    """A device on any pyserial URL: a board's /dev/ttyACM0, or socket://HOST:PORT."""
+
+    kind = "board"
+    timing_source = "device"
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+    def open(self) -> Target:
+        return self._connect(self.url, name=self.url)
+
+
+class QemuBackend(Backend):
+    """The real firmware under qemu-system-arm (mps3-an547). Not built yet."""
+
+    kind = "qemu"
+    timing_source = None
+
+    def open(self) -> Target:
+        raise HilbenchError(
+            "the QEMU backend needs device_fw built for mps3-an547, which has not landed yet",
+            "run on the emulator (--emulate), or drive a twin over TCP with "
+            "`hilbench emulate --listen HOST:PORT` and --board socket://HOST:PORT",
+        )
+
+
+def make_backend(config: RunConfig) -> Backend:
+    """The backend ``config`` names."""
+    if config.backend == "qemu":
+        return QemuBackend()
+    if config.backend == "board":
+        return SerialBackend(config.port or "")
+    return EmulatorBackend()

@@ -1,0 +1,163 @@
+"""Showing a run as it goes: a rich live panel on a terminal, plain lines elsewhere."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Protocol
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+
+@dataclass
+class Progress:
+    """What the view shows: the latest step and the latest evaluation."""
+
+    step: int = 0
+    q: int = 0
+    loss: float = float("nan")
+    accuracy: float | None = None
+    forward_passes: int = 0
+    budget: int = 0
+    step_host_s: float = 0.0  # host wall clock for the last step's round trips
+    step_device_s: float | None = None  # the device's own time for the step
+    device_source: str | None = None  # "device" or "modeled"
+
+
+class RunView(Protocol):
+    def start(self, title: str) -> None: ...
+    def update(self, progress: Progress) -> None: ...
+    def finish(self) -> None: ...
+
+
+class NullView:
+    """Shows nothing."""
+
+    def start(self, title: str) -> None:
+        pass
+
+    def update(self, progress: Progress) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def _fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def _accuracy(progress: Progress) -> str:
+    return "-" if progress.accuracy is None else f"{progress.accuracy:.1%}"
+
+
+class PlainView:
+    """One line every ``period`` seconds (for CI logs and pipes)."""
+
+    def __init__(self, write: Callable[[str], None] | None = None, period: float = 2.0) -> None:
+        self.write = write or (lambda line: print(line, flush=True))
+        self.period = period
+        self._last = 0.0
+        self._title = ""
+        self._progress: Progress | None = None
+
+    def start(self, title: str) -> None:
+        self._title = title
+        self.write(f"[hilbench] {title}")
+
+    def update(self, progress: Progress) -> None:
+        self._progress = progress
+        now = time.monotonic()
+        if now - self._last >= self.period:
+            self._last = now
+            self.write(self._line(progress))
+
+    def finish(self) -> None:
+        if self._progress is not None:
+            self.write(self._line(self._progress))
+
+    @staticmethod
+    def _line(p: Progress) -> str:
+        device = f" device {_fmt_time(p.step_device_s)} ({p.device_source})" if p.device_source else ""
+        return (
+            f"[hilbench] step {p.step} q {p.q} loss {p.loss:.4f} acc {_accuracy(p)} "
+            f"fwd {p.forward_passes}/{p.budget} step {_fmt_time(p.step_host_s)} (host){device}"
+        )
+
+
+class LiveView:
+    """A rich live panel, refreshed a few times a second, that disappears when done."""
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        guard: Callable[[], AbstractContextManager[object]] | None = None,
+        transient: bool = False,
+    ) -> None:
+        self.console = console or Console()
+        self.guard = guard or nullcontext  # e.g. pytest's "capture disabled" context
+        self.transient = transient
+        self._live: Live | None = None
+        self._title = ""
+        self._last = 0.0
+        self._progress = Progress()
+
+    def start(self, title: str) -> None:
+        self._title = title
+        self._live = Live(
+            self._render(), console=self.console, auto_refresh=False, transient=self.transient
+        )
+        with self.guard():
+            self._live.start()
+
+    def update(self, progress: Progress) -> None:
+        self._progress = progress
+        now = time.monotonic()
+        if self._live and now - self._last >= 0.1:
+            self._last = now
+            with self.guard():
+                self._live.update(self._render(), refresh=True)
+
+    def finish(self) -> None:
+        if self._live:
+            with self.guard():
+                self._live.update(self._render(), refresh=True)
+                self._live.stop()
+            self._live = None
+
+    def _render(self) -> Table:
+        p = self._progress
+        table = Table(title=self._title, title_justify="left", show_header=True)
+        for column in ("step", "q", "loss", "test acc", "forward passes", "step (host)", "device"):
+            table.add_column(column, justify="right")
+        device = f"{_fmt_time(p.step_device_s)} {p.device_source}" if p.device_source else "-"
+        table.add_row(
+            str(p.step),
+            str(p.q),
+            f"{p.loss:.4f}",
+            _accuracy(p),
+            f"{p.forward_passes:,}/{p.budget:,}",
+            _fmt_time(p.step_host_s),
+            device,
+        )
+        return table
+
+
+def make_view(live: bool, console: Console | None = None) -> RunView:
+    """A live panel on a terminal (unless ``live`` is off), plain periodic lines otherwise."""
+    console = console or Console()
+    if live and console.is_terminal:
+        return LiveView(console)
+    return PlainView(write=lambda line: print(line, file=sys.stdout, flush=True))

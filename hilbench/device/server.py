@@ -1,0 +1,71 @@
+"""Serve a device twin over a byte stream: a pty in-process, or TCP for `hilbench emulate`."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+
+from hilbench.device.twin import DeviceTwin
+from hilbench.link.stream import ByteStream, SocketStream
+from hilbench.protocol.frames import FrameDecoder
+
+POLL_S = 0.05
+
+
+def serve_stream(twin: DeviceTwin, stream: ByteStream, stop: threading.Event) -> None:
+    """Answer every frame on ``stream`` until ``stop`` is set or the stream closes."""
+    decoder = FrameDecoder(on_error=lambda problem: twin.note_bad_frame(problem.kind))
+    while not stop.is_set():
+        try:
+            data = stream.read(POLL_S)
+        except EOFError:
+            return
+        if not data:
+            continue
+        for frame in decoder.feed(data):
+            stream.write(twin.handle(frame))
+
+
+class ThreadedServer:
+    """Runs ``serve_stream`` in a daemon thread; ``close()`` stops and joins it."""
+
+    def __init__(self, twin: DeviceTwin, stream: ByteStream) -> None:
+        self.twin = twin
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=serve_stream, args=(twin, stream, self._stop), name="hilbench-twin", daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+
+
+def serve_tcp(
+    host: str,
+    port: int,
+    twin: DeviceTwin,
+    *,
+    on_listening: Callable[[str, int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> None:
+    """Serve one host connection at a time on ``host:port``; the twin outlives connections."""
+    stop = stop or threading.Event()
+    with socket.create_server((host, port), reuse_port=False) as server:
+        server.settimeout(POLL_S * 4)
+        if on_listening:
+            on_listening(*server.getsockname()[:2])
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            stream = SocketStream(conn)
+            try:
+                serve_stream(twin, stream, stop)
+            except OSError:
+                pass  # the host went away mid-write: wait for the next connection
+            finally:
+                stream.close()

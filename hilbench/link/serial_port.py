@@ -1,0 +1,37 @@
+"""Open a pyserial port from any URL (/dev/ttyACM0, COM3, socket://host:port, a pty path)."""
+
+from __future__ import annotations
+
+import socket
+
+import serial
+
+from hilbench.errors import LinkError
+
+DEFAULT_BAUD = 921_600  # ST-LINK-V3 virtual COM port, as ST's validation firmware uses
+
+
+def open_port(url: str, *, baudrate: int = DEFAULT_BAUD, timeout: float = 0.05) -> serial.SerialBase:
+    """An open pyserial port; a clear LinkError when it cannot be opened."""
+    try:
+        port = serial.serial_for_url(url, baudrate=baudrate, timeout=timeout, write_timeout=5.0)
+    except (serial.SerialException, ValueError, OSError) as exc:
+        raise LinkError(f"cannot open serial port '{url}': {_reason(exc)}", _fix(url)) from None
+    sock = getattr(port, "_socket", None)
+    if sock is not None:  # pyserial's socket:// leaves Nagle on: 40 ms per round trip
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return port
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def _fix(url: str) -> str:
+    if url.startswith("socket://"):
+        return "start the device first, e.g. `hilbench emulate --listen HOST:PORT`, and check the address"
+    return (
+        "check the cable and the port name (`python -m serial.tools.list_ports`), "
+        "or run on the emulator with --emulate"
+    )

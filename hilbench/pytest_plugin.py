@@ -1,0 +1,144 @@
+"""pytest plugin (entry point ``pytest11``): one option picks the device every test talks to.
+
+``pytest --emulate`` (default) runs the twin in-process behind a pty; ``--board=PORT`` drives a
+board or any pyserial URL (``socket://HOST:PORT`` from ``hilbench emulate``); ``--qemu`` runs
+the firmware in QEMU. Fixtures: ``hil_backend`` (session), ``device`` (the connected Target),
+``zo_session`` (train and get the trace back), ``trace_path`` (this test's trace file).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hilbench.backends import Backend, make_backend
+from hilbench.config import RunConfig
+from hilbench.console import LiveView, NullView, RunView
+from hilbench.errors import HilbenchError
+from hilbench.target.client import Target
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hilbench", "hilbench: the device under test")
+    group.addoption("--emulate", action="store_true", help="use the bit-exact device twin (default)")
+    group.addoption(
+        "--board", metavar="PORT", help="use a board or any pyserial URL, e.g. /dev/ttyACM0, socket://HOST:PORT"
+    )
+    group.addoption("--qemu", action="store_true", help="use the firmware under qemu-system-arm")
+    group.addoption("--trace-dir", metavar="DIR", help="where tests write their HDF5 traces")
+    group.addoption("--no-live", action="store_true", help="no live training panel while tests run")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "hardware_timing: needs durations measured on a physical board; skipped on other backends",
+    )
+    chosen = [
+        name
+        for name, on in (
+            ("--emulate", config.getoption("--emulate")),
+            ("--board", bool(config.getoption("--board"))),
+            ("--qemu", config.getoption("--qemu")),
+        )
+        if on
+    ]
+    if len(chosen) > 1:
+        raise pytest.UsageError(f"hilbench: choose one backend, not {' and '.join(chosen)}")
+
+
+def backend_config(config: pytest.Config) -> RunConfig:
+    """The RunConfig skeleton the command-line options describe."""
+    if config.getoption("--qemu"):
+        return RunConfig(backend="qemu")
+    if config.getoption("--board"):
+        return RunConfig(backend="board", port=config.getoption("--board"))
+    return RunConfig(backend="emulate")
+
+
+@pytest.fixture(scope="session")
+def hil_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
+    """The opened backend, shared by the whole session (one device, one connection)."""
+    backend = make_backend(backend_config(pytestconfig))
+    try:
+        backend.open()
+    except HilbenchError as exc:
+        pytest.fail(f"hilbench: {exc}", pytrace=False)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def device(hil_backend: Backend) -> Target:
+    """The connected device for the chosen backend; it has answered HELLO."""
+    assert hil_backend.target is not None
+    hil_backend.target.hello()
+    return hil_backend.target
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("hardware_timing") is None:
+        return
+    if backend_config(item.config).backend != "board":
+        pytest.skip("needs device-measured timing: run with --board=PORT on a physical board")
+
+
+@pytest.fixture(scope="session")
+def hil_trace_dir(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    option = pytestconfig.getoption("--trace-dir")
+    path = Path(option) if option else tmp_path_factory.mktemp("traces")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def trace_path(request: pytest.FixtureRequest, hil_trace_dir: Path) -> Path:
+    """This test's trace file (one run group per zo_session call)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid).strip("_")
+    return hil_trace_dir / f"{name}.h5"
+
+
+def _view(config: pytest.Config) -> RunView:
+    if config.getoption("--no-live") or not sys.__stdout__.isatty():
+        return NullView()
+    from rich.console import Console
+
+    capman = config.pluginmanager.getplugin("capturemanager")
+    guard = capman.global_and_fixture_disabled if capman else None
+    return LiveView(Console(force_terminal=True), guard=guard, transient=True)
+
+
+@dataclass(frozen=True)
+class SessionOutcome:
+    """A finished training run and its trace, opened for asserting."""
+
+    result: Any  # hilbench.session.RunResult
+    trace: Any  # hilbench.trace.Trace
+
+
+@pytest.fixture
+def zo_session(
+    request: pytest.FixtureRequest, hil_backend: Backend, device: Target, trace_path: Path
+) -> Callable[..., SessionOutcome]:
+    """Train on the test's device: ``zo_session(budget=4000, scheduler="fixed:2")``."""
+    from hilbench import session
+    from hilbench.trace import Trace
+
+    base = backend_config(request.config)
+
+    def run(**overrides: Any) -> SessionOutcome:
+        config = base.replace(trace=trace_path, **overrides)
+        result = session.run(config, view=_view(request.config), target=device)
+        trace = Trace.open(result.trace_path, run=result.run_id)
+        for key in ("final_accuracy", "forward_passes", "steps"):
+            request.node.user_properties.append((f"hilbench.{key}", getattr(result, key)))
+        request.node.user_properties.append(("hilbench.trace", str(result.trace_path)))
+        return SessionOutcome(result=result, trace=trace)
+
+    return run

@@ -1,0 +1,242 @@
+"""The host's client for one device: every command is a timed, traced round trip.
+
+``Target`` speaks docs/protocol.md over any pyserial port. It numbers requests, waits for the
+answer with the same sequence number, turns ERROR frames into DeviceError and silence into
+LinkError (naming the port, the command and the bytes seen), and reports each command's
+host wall-clock time and the device's own duration with its source.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import serial
+
+from hilbench.errors import DeviceError, LinkError
+from hilbench.protocol import data_blob
+from hilbench.protocol import messages as m
+from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
+
+TIMING_SOURCES = {0: None, 1: "device", 2: "modeled"}
+FRAME_OVERHEAD = 16  # header, CRC, COBS and delimiter bytes a chunk must leave room for
+
+
+@dataclass(frozen=True)
+class CommandTiming:
+    """One command's cost: host round trip, and the device's own duration if it gave one."""
+
+    command: str
+    host_s: float
+    device_s: float | None
+    source: str | None  # "device" or "modeled" for device_s
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    protocol_version: int
+    max_payload: int
+    boot_nonce: int
+    device_id: str
+    firmware: str
+
+
+class Target:
+    """A connected device (twin, QEMU or board) behind a pyserial port."""
+
+    def __init__(
+        self,
+        port: serial.SerialBase,
+        *,
+        name: str = "device",
+        timeout: float = 5.0,
+        on_command: Callable[[CommandTiming], None] | None = None,
+    ) -> None:
+        self.port = port
+        self.name = name
+        self.timeout = timeout
+        self.on_command = on_command
+        self.info: DeviceInfo | None = None
+        self._seq = 0
+        self._decoder = FrameDecoder()
+        self._pending: list = []
+
+    # --- round trips --------------------------------------------------------------------
+    def _exchange(self, request: object, *, timeout: float | None = None) -> object:
+        req_type = _type_of(request)
+        self._seq = (self._seq + 1) & 0xFFFF
+        frame = encode_frame(req_type, self._seq, request.pack())
+        started = time.perf_counter()
+        try:
+            self.port.write(frame)
+            response = self._await(self._seq, req_type, timeout or self.timeout)
+        except serial.SerialException as exc:
+            raise LinkError(
+                f"the link to {self.name} failed during {m.type_name(req_type)}: {exc}",
+                "check the cable or that the device process is still running",
+            ) from None
+        host_s = time.perf_counter() - started
+        if isinstance(response, m.ErrorResponse):
+            code = m.ErrorCode(response.code)
+            raise DeviceError(
+                f"{self.name} refused {m.type_name(req_type)}: {code.name}: {response.message}",
+                _error_fix(code),
+            )
+        if self.on_command:
+            device_s = getattr(response, "duration_ns", None)
+            source = TIMING_SOURCES.get(getattr(response, "timing_source", 0))
+            self.on_command(
+                CommandTiming(
+                    command=m.type_name(req_type),
+                    host_s=host_s,
+                    device_s=None if device_s is None or source is None else device_s * 1e-9,
+                    source=source,
+                )
+            )
+        return response
+
+    def _await(self, seq: int, req_type: int, timeout: float) -> object:
+        deadline = time.monotonic() + timeout
+        seen = bytearray()
+        while True:
+            while self._pending:
+                frame = self._pending.pop(0)
+                if frame.seq != seq:
+                    continue  # a late answer to an earlier request: drop it
+                if frame.type not in (req_type | 0x80, m.ERROR):
+                    raise DeviceError(
+                        f"{self.name} answered {m.type_name(req_type)} with type 0x{frame.type:02x}",
+                        "the firmware and hilbench disagree on the protocol: reflash the firmware",
+                    )
+                try:
+                    return m.decode_response(frame)
+                except m.MessageError as exc:
+                    raise DeviceError(
+                        f"{self.name} sent a malformed {m.type_name(req_type)} answer: {exc}",
+                        "reflash the firmware that matches this hilbench version",
+                    ) from None
+            if time.monotonic() > deadline:
+                tail = bytes(seen[-64:]).hex(" ") or "nothing"
+                raise LinkError(
+                    f"no answer from {self.name} to {m.type_name(req_type)} within {timeout:g} s "
+                    f"(last bytes received: {tail})",
+                    "check that the firmware is running and the port and baud rate are right",
+                )
+            chunk = self.port.read(self.port.in_waiting or 1)
+            if chunk:
+                seen += chunk
+                del seen[:-256]
+                self._pending.extend(self._decoder.feed(chunk))
+
+    # --- commands -----------------------------------------------------------------------
+    def hello(self, timeout: float | None = None) -> DeviceInfo:
+        """Check that a device answers and speaks our protocol version."""
+        resp = self._exchange(m.HelloRequest(host_protocol_version=PROTOCOL_VERSION), timeout=timeout)
+        if resp.protocol_version != PROTOCOL_VERSION:
+            raise DeviceError(
+                f"{self.name} speaks protocol v{resp.protocol_version}, "
+                f"this hilbench speaks v{PROTOCOL_VERSION}",
+                "flash the firmware built from this hilbench version, or install the matching hilbench",
+            )
+        self.info = DeviceInfo(
+            protocol_version=resp.protocol_version,
+            max_payload=resp.max_payload,
+            boot_nonce=resp.boot_nonce,
+            device_id=resp.device_id,
+            firmware=resp.firmware,
+        )
+        return self.info
+
+    def _chunk_size(self) -> int:
+        limit = self.info.max_payload if self.info else 512
+        return max(64, limit - FRAME_OVERHEAD)
+
+    def load_model(self, blob: bytes) -> int:
+        """Send a model blob in chunks; returns the CRC-32 the device computed."""
+        size = self._chunk_size()
+        resp = None
+        for offset in range(0, max(len(blob), 1), size):
+            chunk = blob[offset : offset + size]
+            resp = self._exchange(
+                m.LoadModelRequest(total_len=len(blob), offset=offset, chunk=chunk)
+            )
+        if not resp or not resp.complete or resp.model_crc32 != zlib.crc32(blob):
+            raise DeviceError(
+                f"{self.name} did not confirm the model ({len(blob)} bytes)",
+                "retry; if it persists the link corrupts data: lower the baud rate",
+            )
+        return resp.model_crc32
+
+    def load_data(self, slot: int, inputs: np.ndarray, labels: np.ndarray, n_classes: int) -> int:
+        """Upload a data set to a slot; returns the number of items the device holds."""
+        blob = data_blob.encode(inputs, labels, n_classes)
+        size = self._chunk_size()
+        resp = None
+        for offset in range(0, len(blob), size):
+            chunk = blob[offset : offset + size]
+            resp = self._exchange(
+                m.LoadDataRequest(slot=slot, total_len=len(blob), offset=offset, chunk=chunk)
+            )
+        if not resp or not resp.complete or resp.n_items != len(labels):
+            raise DeviceError(f"{self.name} did not confirm data slot {slot}", "retry the run")
+        return resp.n_items
+
+    def probe(
+        self, *, slot: int, batch_size: int, batch_seed: int, eps: int, seeds: np.ndarray
+    ) -> m.ProbeResponse:
+        """Loss pairs (Q16) of the ±eps perturbations along each seed's direction."""
+        seeds = np.asarray(seeds, dtype=np.uint32)
+        return self._exchange(
+            m.ProbeRequest(
+                slot=slot,
+                batch_size=batch_size,
+                batch_seed=int(batch_seed),
+                eps=eps,
+                q=len(seeds),
+                seeds=seeds,
+            )
+        )
+
+    def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
+        """Apply one integer update; returns the device's count of applied updates."""
+        seeds = np.asarray(seeds, dtype=np.uint32)
+        coeffs = np.asarray(coeffs, dtype=np.int32)
+        resp = self._exchange(m.ApplyRequest(q=len(seeds), seeds=seeds, coeffs=coeffs))
+        return resp.updates_applied
+
+    def evaluate(self, slot: int, n_items: int, chunk: int = 512) -> tuple[float, float]:
+        """(accuracy, mean loss in nats) of the current weights over a whole slot."""
+        correct, loss_sum = 0, 0
+        for start in range(0, n_items, chunk):
+            count = min(chunk, n_items - start)
+            resp = self._exchange(m.EvalRequest(slot=slot, start=start, count=count))
+            correct += resp.correct
+            loss_sum += resp.loss_sum_q16
+        return correct / n_items, loss_sum / n_items / 65536.0
+
+    def weights_crc(self) -> tuple[int, int]:
+        """(CRC-32 of the trainable int8 weights, updates applied) as the device reports."""
+        resp = self._exchange(m.WeightsCrcRequest())
+        return resp.crc32, resp.updates_applied
+
+    def close(self) -> None:
+        self.port.close()
+
+
+def _type_of(request: object) -> int:
+    for code, cls in m.REQUESTS.items():
+        if isinstance(request, cls):
+            return code
+    raise TypeError(f"not a request: {request!r}")
+
+
+def _error_fix(code: m.ErrorCode) -> str:
+    return {
+        m.ErrorCode.MODEL_TOO_LARGE: "choose a smaller model (fewer channels or a lower resolution)",
+        m.ErrorCode.BAD_VERSION: "flash firmware built from this hilbench version",
+        m.ErrorCode.NO_MODEL: "the device lost its model (reset?): restart the run",
+        m.ErrorCode.NO_DATA: "the device lost its data (reset?): restart the run",
+    }.get(code, "this is a bug in hilbench or the firmware: please report it with the trace")
