@@ -1,0 +1,232 @@
+"""Frames: header, CRC-32, COBS and the 0x00 delimiter (docs/protocol.md, "Framing").
+
+Body (before COBS), little-endian::
+
+    u8 version | u8 type | u16 seq | u16 length | payload[length] | u32 crc32(version..payload)
+
+On the wire: ``cobs(body) + b"\\x00"``.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cobs import cobs
+
+__all__ = [
+    "FRAME_OVERHEAD",
+    "HEADER_SIZE",
+    "MAX_ENCODED_LEN",
+    "MAX_PAYLOAD",
+    "PROBLEM_KINDS",
+    "PROTOCOL_VERSION",
+    "Frame",
+    "FrameDecoder",
+    "FrameError",
+    "FrameProblem",
+    "encode_frame",
+    "max_encoded_len",
+]
+
+PROTOCOL_VERSION = 0
+MAX_PAYLOAD = 4096
+HEADER_SIZE = 6  # version, type, seq, length
+CRC_SIZE = 4
+FRAME_OVERHEAD = HEADER_SIZE + CRC_SIZE  # body length = payload length + 10
+
+_HEADER = struct.Struct("<BBHH")
+_CRC = struct.Struct("<I")
+
+PROBLEM_KINDS = ("cobs", "short", "length", "crc", "oversize")
+
+
+def max_encoded_len(max_payload: int = MAX_PAYLOAD) -> int:
+    """Longest COBS-encoded body (delimiter excluded) for payloads up to ``max_payload``."""
+    body = max_payload + FRAME_OVERHEAD
+    return body + body // 254 + 1
+
+
+MAX_ENCODED_LEN = max_encoded_len(MAX_PAYLOAD)  # 4123
+
+
+class FrameError(ValueError):
+    """A frame could not be built (a field out of range, a payload too long)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One decoded frame. ``version`` is delivered as received; the message layer checks it."""
+
+    version: int
+    type: int
+    seq: int
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """Wire bytes of this frame (COBS body + delimiter)."""
+        return encode_frame(self.type, self.seq, self.payload, version=self.version)
+
+
+@dataclass(frozen=True, slots=True)
+class FrameProblem:
+    """A discarded run of bytes: ``kind`` in PROBLEM_KINDS, ``nbytes`` raw (encoded) length."""
+
+    kind: str
+    nbytes: int
+    detail: str
+
+
+def encode_frame(
+    type: int, seq: int, payload: bytes = b"", version: int = PROTOCOL_VERSION
+) -> bytes:
+    """Build the wire bytes of one frame: ``cobs(body) + b"\\x00"``."""
+    if not 0 <= version <= 0xFF:
+        raise FrameError(f"frame version {version} out of range 0..255")
+    if not 0 <= type <= 0xFF:
+        raise FrameError(f"frame type {type} out of range 0..255")
+    if not 0 <= seq <= 0xFFFF:
+        raise FrameError(f"frame seq {seq} out of range 0..65535")
+    if not isinstance(payload, bytes):
+        payload = bytes(payload)
+    n = len(payload)
+    if n > MAX_PAYLOAD:
+        raise FrameError(f"frame payload is {n} bytes, the limit is MAX_PAYLOAD={MAX_PAYLOAD}")
+    body = _HEADER.pack(version, type, seq, n) + payload
+    body += _CRC.pack(zlib.crc32(body))
+    return cobs.encode(body) + b"\x00"
+
+
+class FrameDecoder:
+    """Streaming decoder: ``feed(bytes) -> list[Frame]``; never raises on bad input.
+
+    Every discarded run of bytes is counted in ``error_counts``, appended to ``errors`` (the
+    most recent ``max_recorded`` are kept) and passed to ``on_error`` if given. The decoder
+    resynchronises at the next 0x00. Empty frames (two delimiters in a row) are ignored.
+    """
+
+    def __init__(
+        self,
+        on_error: Callable[[FrameProblem], None] | None = None,
+        *,
+        max_payload: int = MAX_PAYLOAD,
+        max_recorded: int = 1000,
+    ) -> None:
+        if not 0 <= max_payload <= MAX_PAYLOAD:
+            raise FrameError(f"decoder max_payload {max_payload} out of range 0..{MAX_PAYLOAD}")
+        self.on_error = on_error
+        self.max_payload = max_payload
+        self.max_encoded = max_encoded_len(max_payload)
+        self.max_recorded = max_recorded
+        self.errors: list[FrameProblem] = []
+        self.error_counts: dict[str, int] = dict.fromkeys(PROBLEM_KINDS, 0)
+        self.frames_decoded = 0
+        self._buf = bytearray()
+        self._discarding = False  # inside an oversize run: drop bytes up to the next 0x00
+
+    @property
+    def n_errors(self) -> int:
+        """Total number of problems seen since construction (or the last reset)."""
+        return sum(self.error_counts.values())
+
+    @property
+    def pending(self) -> int:
+        """Bytes buffered while waiting for a delimiter (always <= ``max_encoded``)."""
+        return len(self._buf)
+
+    def reset(self) -> None:
+        """Drop any partial frame (counters and the problem record are kept)."""
+        self._buf.clear()
+        self._discarding = False
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Consume ``data``; return the frames completed by it, in order."""
+        if not isinstance(data, bytes | bytearray):
+            data = bytes(data)
+        frames: list[Frame] = []
+        buf = self._buf
+        start = 0
+        end = len(data)
+        while start < end:
+            i = data.find(b"\x00", start)
+            if i < 0:  # no delimiter: keep the tail, bounded
+                if not self._discarding:
+                    if len(buf) + end - start > self.max_encoded:
+                        self._problem(
+                            "oversize",
+                            len(buf) + end - start,
+                            f"no delimiter within {self.max_encoded} bytes; "
+                            "discarding up to the next 0x00",
+                        )
+                        buf.clear()
+                        self._discarding = True
+                    else:
+                        buf += data[start:end]
+                break
+            if self._discarding:
+                self._discarding = False
+            elif buf:
+                if len(buf) + i - start > self.max_encoded:
+                    self._problem(
+                        "oversize",
+                        len(buf) + i - start,
+                        f"frame longer than {self.max_encoded} encoded bytes",
+                    )
+                else:
+                    buf += data[start:i]
+                    frame = self._decode(bytes(buf))
+                    if frame is not None:
+                        frames.append(frame)
+                buf.clear()
+            elif i > start:
+                if i - start > self.max_encoded:
+                    self._problem(
+                        "oversize", i - start, f"frame longer than {self.max_encoded} encoded bytes"
+                    )
+                else:
+                    frame = self._decode(data[start:i])
+                    if frame is not None:
+                        frames.append(frame)
+            start = i + 1
+        return frames
+
+    def _decode(self, raw: bytes | bytearray) -> Frame | None:
+        try:
+            body = cobs.decode(raw)
+        except cobs.DecodeError as exc:
+            self._problem("cobs", len(raw), f"COBS decoding failed: {exc}")
+            return None
+        n = len(body)
+        if n < FRAME_OVERHEAD:
+            self._problem("short", len(raw), f"body is {n} bytes, the minimum is {FRAME_OVERHEAD}")
+            return None
+        (crc,) = _CRC.unpack_from(body, n - CRC_SIZE)
+        if zlib.crc32(memoryview(body)[: n - CRC_SIZE]) != crc:
+            self._problem("crc", len(raw), "CRC-32 mismatch")
+            return None
+        version, type_, seq, length = _HEADER.unpack_from(body)
+        if length != n - FRAME_OVERHEAD:
+            self._problem(
+                "length",
+                len(raw),
+                f"length field says {length} payload bytes, the frame carries {n - FRAME_OVERHEAD}",
+            )
+            return None
+        if length > self.max_payload:
+            self._problem(
+                "oversize", len(raw), f"payload is {length} bytes, the limit is {self.max_payload}"
+            )
+            return None
+        self.frames_decoded += 1
+        return Frame(version, type_, seq, body[HEADER_SIZE : n - CRC_SIZE])
+
+    def _problem(self, kind: str, nbytes: int, detail: str) -> None:
+        problem = FrameProblem(kind, nbytes, detail)
+        self.error_counts[kind] += 1
+        self.errors.append(problem)
+        if len(self.errors) > self.max_recorded:
+            del self.errors[: len(self.errors) - self.max_recorded]
+        if self.on_error is not None:
+            self.on_error(problem)

@@ -1,0 +1,960 @@
+"""Messages: one frozen dataclass per request and response (docs/protocol.md, "Messages").
+
+Every message has ``pack() -> bytes`` and ``unpack(payload) -> message`` (strict: a wrong length,
+trailing bytes or an out-of-range field raise :class:`MessageError` naming the message and the
+field, with the :class:`ErrorCode` a device answers with). Arrays are little-endian numpy arrays,
+read-only. ``encode(seq)`` gives the wire bytes of the message in one frame.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, encode_frame
+
+__all__ = [
+    "ERROR",
+    "MAX_BATCH",
+    "MAX_EPS",
+    "MAX_ERROR_MSG",
+    "MAX_Q",
+    "MAX_STRING",
+    "MIN_DEVICE_PAYLOAD",
+    "N_SLOTS",
+    "REQUESTS",
+    "RESPONSES",
+    "RESPONSE_BIT",
+    "ApplyRequest",
+    "ApplyResponse",
+    "ErrorCode",
+    "ErrorResponse",
+    "EvalRequest",
+    "EvalResponse",
+    "HelloRequest",
+    "HelloResponse",
+    "LoadDataRequest",
+    "LoadDataResponse",
+    "LoadModelRequest",
+    "LoadModelResponse",
+    "Message",
+    "MessageError",
+    "MessageType",
+    "ProbeRequest",
+    "ProbeResponse",
+    "TimingSource",
+    "WeightsCrcRequest",
+    "WeightsCrcResponse",
+    "decode_request",
+    "decode_response",
+    "max_data_chunk",
+    "max_model_chunk",
+    "max_q",
+    "response_type",
+    "type_name",
+]
+
+
+class MessageType(IntEnum):
+    """Frame ``type`` byte of the requests; a response is ``request | RESPONSE_BIT``."""
+
+    HELLO = 0x01
+    LOAD_MODEL = 0x02
+    LOAD_DATA = 0x03
+    PROBE = 0x04
+    APPLY = 0x05
+    EVAL = 0x06
+    WEIGHTS_CRC = 0x07
+    ERROR = 0xFF
+
+
+RESPONSE_BIT = 0x80
+ERROR = MessageType.ERROR
+
+
+def response_type(request_type: int) -> int:
+    """Frame type of the (non-error) response to ``request_type``."""
+    return request_type | RESPONSE_BIT
+
+
+def type_name(frame_type: int) -> str:
+    """Readable name of a frame type: "PROBE", "PROBE response", "ERROR" or "type 0x42"."""
+    if frame_type in MessageType._value2member_map_:
+        return MessageType(frame_type).name
+    base = frame_type & ~RESPONSE_BIT
+    if frame_type & RESPONSE_BIT and base in MessageType._value2member_map_:
+        return f"{MessageType(base).name} response"
+    return f"type 0x{frame_type:02x}"
+
+
+class ErrorCode(IntEnum):
+    """``code`` of an ERROR response (meanings in docs/protocol.md, "Error codes")."""
+
+    BAD_FRAME = 1
+    BAD_VERSION = 2
+    UNKNOWN_TYPE = 3
+    BAD_LENGTH = 4
+    BAD_ARGUMENT = 5
+    NO_MODEL = 6
+    NO_DATA = 7
+    MODEL_TOO_LARGE = 8
+    BAD_MODEL = 9
+    INTERNAL = 10
+
+
+class TimingSource(IntEnum):
+    """Where a ``duration_ns`` came from."""
+
+    NONE = 0  # no timing (e.g. QEMU)
+    DEVICE = 1  # the device's cycle counter
+    MODELED = 2  # a cost model (the twin)
+
+
+class MessageError(ValueError):
+    """A payload that does not match its message layout; ``code`` is what a device answers."""
+
+    def __init__(self, text: str, code: ErrorCode = ErrorCode.BAD_ARGUMENT) -> None:
+        super().__init__(text)
+        self.code = ErrorCode(code)
+
+
+# ---- limits -----------------------------------------------------------------------------------
+
+N_SLOTS = 4  # data slots 0..3
+MAX_BATCH = 256  # PROBE batch_size 1..256
+MAX_EPS = 127  # PROBE eps 1..127 (weight LSBs)
+MAX_STRING = 64  # HELLO device_id / firmware, bytes of UTF-8
+MAX_ERROR_MSG = 256  # ERROR msg, bytes of UTF-8
+MIN_DEVICE_PAYLOAD = 256  # a device announces max_payload in MIN_DEVICE_PAYLOAD..MAX_PAYLOAD
+
+_PROBE_REQ_FIXED = 11  # u8 slot, u16 batch_size, u32 batch_seed, u16 eps, u16 q
+_PROBE_RESP_FIXED = 11  # u16 q, u64 duration_ns, u8 timing_source
+_APPLY_REQ_FIXED = 2  # u16 q
+_MODEL_CHUNK_FIXED = 8  # u32 total_len, u32 offset
+_DATA_CHUNK_FIXED = 9  # u8 slot, u32 total_len, u32 offset
+
+
+def max_q(max_payload: int = MAX_PAYLOAD) -> int:
+    """Largest q whose PROBE response and APPLY request fit in ``max_payload`` bytes."""
+    return min(
+        (max_payload - _PROBE_RESP_FIXED) // 8,
+        (max_payload - _APPLY_REQ_FIXED) // 8,
+        (max_payload - _PROBE_REQ_FIXED) // 4,
+    )
+
+
+MAX_Q = max_q(MAX_PAYLOAD)  # 510
+
+
+def max_model_chunk(max_payload: int = MAX_PAYLOAD) -> int:
+    """Largest LOAD_MODEL chunk that fits in ``max_payload``."""
+    return max_payload - _MODEL_CHUNK_FIXED
+
+
+def max_data_chunk(max_payload: int = MAX_PAYLOAD) -> int:
+    """Largest LOAD_DATA chunk that fits in ``max_payload``."""
+    return max_payload - _DATA_CHUNK_FIXED
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Strict little-endian reader over one payload."""
+
+    __slots__ = ("data", "name", "pos")
+
+    def __init__(self, data: bytes, name: str) -> None:
+        self.data = data
+        self.name = name
+        self.pos = 0
+
+    def _take(self, n: int, field: str) -> int:
+        pos = self.pos
+        if pos + n > len(self.data):
+            raise MessageError(
+                f"{self.name}: payload is {len(self.data)} bytes and ends inside field "
+                f"'{field}' (needs {n} bytes at offset {pos})",
+                ErrorCode.BAD_LENGTH,
+            )
+        self.pos = pos + n
+        return pos
+
+    def scalar(self, st: struct.Struct, field: str) -> int:
+        return st.unpack_from(self.data, self._take(st.size, field))[0]
+
+    def raw(self, n: int, field: str) -> bytes:
+        pos = self._take(n, field)
+        return self.data[pos : pos + n]
+
+    def array(self, dtype: str, n: int, field: str) -> np.ndarray:
+        size = np.dtype(dtype).itemsize
+        pos = self._take(n * size, field)
+        return np.frombuffer(self.data, dtype=dtype, count=n, offset=pos)
+
+    def rest(self) -> bytes:
+        pos, self.pos = self.pos, len(self.data)
+        return self.data[pos:]
+
+    def done(self) -> None:
+        extra = len(self.data) - self.pos
+        if extra:
+            raise MessageError(
+                f"{self.name}: {extra} trailing byte(s) after the last field "
+                f"(payload is {len(self.data)} bytes, expected {self.pos})",
+                ErrorCode.BAD_LENGTH,
+            )
+
+
+_U8 = struct.Struct("<B")
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_I64 = struct.Struct("<q")
+_U64 = struct.Struct("<Q")
+
+_RANGES = {
+    "u8": (0, 0xFF),
+    "u16": (0, 0xFFFF),
+    "u32": (0, 0xFFFFFFFF),
+    "i32": (-(2**31), 2**31 - 1),
+    "i64": (-(2**63), 2**63 - 1),
+    "u64": (0, 2**64 - 1),
+}
+
+
+def _int(msg: Message, field: str, lo: int, hi: int) -> int:
+    """Validate ``msg.field`` as an integer in lo..hi and store it as a plain int."""
+    value = getattr(msg, field)
+    try:
+        v = int(value.__index__())
+    except (AttributeError, TypeError):
+        raise MessageError(
+            f"{msg.NAME}: field '{field}' must be an integer, got {value!r}"
+        ) from None
+    if not lo <= v <= hi:
+        raise MessageError(f"{msg.NAME}: field '{field}' = {v} out of range {lo}..{hi}")
+    object.__setattr__(msg, field, v)
+    return v
+
+
+def _kind(msg: Message, field: str, kind: str) -> int:
+    return _int(msg, field, *_RANGES[kind])
+
+
+def _array(msg: Message, field: str, dtype: str) -> np.ndarray:
+    """Validate ``msg.field`` as a 1-D integer array fitting ``dtype``; store it read-only."""
+    value = getattr(msg, field)
+    dt = np.dtype(dtype)
+    if isinstance(value, np.ndarray) and value.dtype == dt and value.ndim == 1:
+        if value.flags.writeable:
+            value = value.copy()
+            value.flags.writeable = False
+        object.__setattr__(msg, field, value)
+        return value
+    a = np.asarray(value)
+    if a.ndim != 1:
+        raise MessageError(f"{msg.NAME}: field '{field}' must be 1-D, got shape {a.shape}")
+    if a.size and a.dtype.kind not in "iub":
+        raise MessageError(f"{msg.NAME}: field '{field}' must hold integers, got {a.dtype}")
+    if a.size:
+        info = np.iinfo(dt)
+        lo, hi = int(a.min()), int(a.max())
+        if lo < info.min or hi > info.max:
+            raise MessageError(
+                f"{msg.NAME}: field '{field}' has values in {lo}..{hi}, "
+                f"outside {dt.name} range {info.min}..{info.max}"
+            )
+    out = a.astype(dt)
+    out.flags.writeable = False
+    object.__setattr__(msg, field, out)
+    return out
+
+
+def _bytes(msg: Message, field: str, max_len: int) -> bytes:
+    value = getattr(msg, field)
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise MessageError(f"{msg.NAME}: field '{field}' must be bytes, got {type(value).__name__}")
+    b = bytes(value)
+    if len(b) > max_len:
+        raise MessageError(
+            f"{msg.NAME}: field '{field}' is {len(b)} bytes, the limit is {max_len}",
+            ErrorCode.BAD_LENGTH,
+        )
+    object.__setattr__(msg, field, b)
+    return b
+
+
+def _text(msg: Message, field: str, max_len: int) -> bytes:
+    """Validate ``msg.field`` as a str of at most ``max_len`` UTF-8 bytes; return the bytes."""
+    value = getattr(msg, field)
+    if not isinstance(value, str):
+        raise MessageError(f"{msg.NAME}: field '{field}' must be str, got {type(value).__name__}")
+    b = value.encode("utf-8")
+    if len(b) > max_len:
+        raise MessageError(
+            f"{msg.NAME}: field '{field}' is {len(b)} UTF-8 bytes, the limit is {max_len}"
+        )
+    return b
+
+
+def _utf8(name: str, field: str, b: bytes) -> str:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MessageError(f"{name}: field '{field}' is not valid UTF-8 ({exc.reason})") from None
+
+
+def _flag(msg: Message, field: str) -> bool:
+    v = _int(msg, field, 0, 1)
+    object.__setattr__(msg, field, bool(v))
+    return bool(v)
+
+
+def _timing(msg: Message, field: str = "timing_source") -> TimingSource:
+    v = _int(msg, field, 0, max(TimingSource))
+    t = TimingSource(v)
+    object.__setattr__(msg, field, t)
+    return t
+
+
+def _q(msg: Message, n: int, array_field: str) -> None:
+    """Check q (the array length) and a ``q=`` given by the caller; store it."""
+    given = getattr(msg, "q", None)
+    if given is not None and given != n:
+        raise MessageError(f"{msg.NAME}: field 'q' = {given} but '{array_field}' has {n} values")
+    if not 1 <= n <= MAX_Q:
+        raise MessageError(f"{msg.NAME}: field 'q' = {n} out of range 1..{MAX_Q} (MAX_Q)")
+    object.__setattr__(msg, "q", n)
+
+
+class Message:
+    """Base of all messages: ``TYPE`` (frame type byte), ``NAME``, pack/unpack/encode."""
+
+    TYPE: ClassVar[int]
+    NAME: ClassVar[str]
+    __hash__ = None  # type: ignore[assignment]  # holds arrays
+
+    def pack(self) -> bytes:
+        raise NotImplementedError
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> Any:
+        raise NotImplementedError
+
+    def encode(self, seq: int) -> bytes:
+        """Wire bytes of this message in one frame with sequence number ``seq``."""
+        return encode_frame(self.TYPE, seq, self.pack())
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                if not np.array_equal(a, b):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+
+def _reader(cls: type[Message], payload: bytes) -> _Reader:
+    if not isinstance(payload, bytes):
+        payload = bytes(payload)
+    return _Reader(payload, cls.NAME)
+
+
+# ---- HELLO ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class HelloRequest(Message):
+    """``u16 host_protocol_version``."""
+
+    TYPE: ClassVar[int] = MessageType.HELLO
+    NAME: ClassVar[str] = "HELLO request"
+    host_protocol_version: int = PROTOCOL_VERSION
+
+    def __post_init__(self) -> None:
+        _kind(self, "host_protocol_version", "u16")
+
+    def pack(self) -> bytes:
+        return _U16.pack(self.host_protocol_version)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> HelloRequest:
+        r = _reader(cls, payload)
+        v = r.scalar(_U16, "host_protocol_version")
+        r.done()
+        return cls(v)
+
+
+_HELLO_RESP = struct.Struct("<HHII")
+
+
+@dataclass(frozen=True, eq=False)
+class HelloResponse(Message):
+    """``u16 protocol_version, u16 max_payload, u32 boot_nonce, u32 capabilities,
+    u8 device_id_len, device_id, u8 firmware_len, firmware`` (UTF-8, <= 64 bytes each)."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.HELLO)
+    NAME: ClassVar[str] = "HELLO response"
+    protocol_version: int
+    max_payload: int
+    boot_nonce: int
+    capabilities: int
+    device_id: str
+    firmware: str
+
+    def __post_init__(self) -> None:
+        _kind(self, "protocol_version", "u16")
+        _int(self, "max_payload", MIN_DEVICE_PAYLOAD, MAX_PAYLOAD)
+        _kind(self, "boot_nonce", "u32")
+        _kind(self, "capabilities", "u32")
+        _text(self, "device_id", MAX_STRING)
+        _text(self, "firmware", MAX_STRING)
+
+    def pack(self) -> bytes:
+        dev = self.device_id.encode("utf-8")
+        fw = self.firmware.encode("utf-8")
+        head = _HELLO_RESP.pack(
+            self.protocol_version, self.max_payload, self.boot_nonce, self.capabilities
+        )
+        return head + bytes([len(dev)]) + dev + bytes([len(fw)]) + fw
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> HelloResponse:
+        r = _reader(cls, payload)
+        pv = r.scalar(_U16, "protocol_version")
+        mp = r.scalar(_U16, "max_payload")
+        nonce = r.scalar(_U32, "boot_nonce")
+        caps = r.scalar(_U32, "capabilities")
+        dev = r.raw(r.scalar(_U8, "device_id_len"), "device_id")
+        fw = r.raw(r.scalar(_U8, "firmware_len"), "firmware")
+        r.done()
+        return cls(
+            pv, mp, nonce, caps, _utf8(cls.NAME, "device_id", dev), _utf8(cls.NAME, "firmware", fw)
+        )
+
+
+# ---- LOAD_MODEL / LOAD_DATA (bulk) ------------------------------------------------------------
+
+
+def _check_chunk(msg: Message, fixed: int) -> None:
+    total = _int(msg, "total_len", 1, 0xFFFFFFFF)
+    offset = _kind(msg, "offset", "u32")
+    end = offset + len(_bytes(msg, "chunk", MAX_PAYLOAD - fixed))
+    if end > total:
+        raise MessageError(
+            f"{msg.NAME}: offset {offset} + chunk length {end - offset} = {end} "
+            f"exceeds total_len {total}"
+        )
+
+
+_MODEL_REQ = struct.Struct("<II")
+
+
+@dataclass(frozen=True, eq=False)
+class LoadModelRequest(Message):
+    """``u32 total_len, u32 offset, chunk`` (chunk = the rest of the payload)."""
+
+    TYPE: ClassVar[int] = MessageType.LOAD_MODEL
+    NAME: ClassVar[str] = "LOAD_MODEL request"
+    total_len: int
+    offset: int
+    chunk: bytes
+
+    def __post_init__(self) -> None:
+        _check_chunk(self, _MODEL_CHUNK_FIXED)
+
+    def pack(self) -> bytes:
+        return _MODEL_REQ.pack(self.total_len, self.offset) + self.chunk
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> LoadModelRequest:
+        r = _reader(cls, payload)
+        total = r.scalar(_U32, "total_len")
+        offset = r.scalar(_U32, "offset")
+        return cls(total, offset, r.rest())
+
+
+_MODEL_RESP = struct.Struct("<IBI")
+
+
+@dataclass(frozen=True, eq=False)
+class LoadModelResponse(Message):
+    """``u32 received, u8 complete, u32 model_crc32`` (crc is 0 unless complete)."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.LOAD_MODEL)
+    NAME: ClassVar[str] = "LOAD_MODEL response"
+    received: int
+    complete: bool
+    model_crc32: int = 0
+
+    def __post_init__(self) -> None:
+        _kind(self, "received", "u32")
+        _flag(self, "complete")
+        _kind(self, "model_crc32", "u32")
+        if not self.complete and self.model_crc32 != 0:
+            raise MessageError(f"{self.NAME}: field 'model_crc32' must be 0 while not complete")
+
+    def pack(self) -> bytes:
+        return _MODEL_RESP.pack(self.received, self.complete, self.model_crc32)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> LoadModelResponse:
+        r = _reader(cls, payload)
+        received = r.scalar(_U32, "received")
+        complete = r.scalar(_U8, "complete")
+        crc = r.scalar(_U32, "model_crc32")
+        r.done()
+        return cls(received, complete, crc)  # type: ignore[arg-type]
+
+
+_DATA_REQ = struct.Struct("<BII")
+
+
+@dataclass(frozen=True, eq=False)
+class LoadDataRequest(Message):
+    """``u8 slot, u32 total_len, u32 offset, chunk`` (chunk = the rest of the payload)."""
+
+    TYPE: ClassVar[int] = MessageType.LOAD_DATA
+    NAME: ClassVar[str] = "LOAD_DATA request"
+    slot: int
+    total_len: int
+    offset: int
+    chunk: bytes
+
+    def __post_init__(self) -> None:
+        _int(self, "slot", 0, N_SLOTS - 1)
+        _check_chunk(self, _DATA_CHUNK_FIXED)
+
+    def pack(self) -> bytes:
+        return _DATA_REQ.pack(self.slot, self.total_len, self.offset) + self.chunk
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> LoadDataRequest:
+        r = _reader(cls, payload)
+        slot = r.scalar(_U8, "slot")
+        total = r.scalar(_U32, "total_len")
+        offset = r.scalar(_U32, "offset")
+        return cls(slot, total, offset, r.rest())
+
+
+_DATA_RESP = struct.Struct("<BIBI")
+
+
+@dataclass(frozen=True, eq=False)
+class LoadDataResponse(Message):
+    """``u8 slot, u32 received, u8 complete, u32 n_items`` (n_items is 0 unless complete)."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.LOAD_DATA)
+    NAME: ClassVar[str] = "LOAD_DATA response"
+    slot: int
+    received: int
+    complete: bool
+    n_items: int = 0
+
+    def __post_init__(self) -> None:
+        _int(self, "slot", 0, N_SLOTS - 1)
+        _kind(self, "received", "u32")
+        _flag(self, "complete")
+        _kind(self, "n_items", "u32")
+        if not self.complete and self.n_items != 0:
+            raise MessageError(f"{self.NAME}: field 'n_items' must be 0 while not complete")
+
+    def pack(self) -> bytes:
+        return _DATA_RESP.pack(self.slot, self.received, self.complete, self.n_items)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> LoadDataResponse:
+        r = _reader(cls, payload)
+        slot = r.scalar(_U8, "slot")
+        received = r.scalar(_U32, "received")
+        complete = r.scalar(_U8, "complete")
+        n_items = r.scalar(_U32, "n_items")
+        r.done()
+        return cls(slot, received, complete, n_items)  # type: ignore[arg-type]
+
+
+# ---- PROBE ------------------------------------------------------------------------------------
+
+_PROBE_REQ = struct.Struct("<BHIHH")
+
+
+@dataclass(frozen=True, eq=False)
+class ProbeRequest(Message):
+    """``u8 slot, u16 batch_size, u32 batch_seed, u16 eps, u16 q, u32 seeds[q]``."""
+
+    TYPE: ClassVar[int] = MessageType.PROBE
+    NAME: ClassVar[str] = "PROBE request"
+    slot: int
+    batch_size: int
+    batch_seed: int
+    eps: int
+    seeds: np.ndarray
+    q: int = field(default=None, kw_only=True)  # type: ignore[assignment]  # = len(seeds)
+
+    def __post_init__(self) -> None:
+        _int(self, "slot", 0, N_SLOTS - 1)
+        _int(self, "batch_size", 1, MAX_BATCH)
+        _kind(self, "batch_seed", "u32")
+        _int(self, "eps", 1, MAX_EPS)
+        _q(self, len(_array(self, "seeds", "<u4")), "seeds")
+
+    def pack(self) -> bytes:
+        head = _PROBE_REQ.pack(self.slot, self.batch_size, self.batch_seed, self.eps, self.q)
+        return head + self.seeds.tobytes()
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ProbeRequest:
+        r = _reader(cls, payload)
+        slot = r.scalar(_U8, "slot")
+        batch_size = r.scalar(_U16, "batch_size")
+        batch_seed = r.scalar(_U32, "batch_seed")
+        eps = r.scalar(_U16, "eps")
+        q = r.scalar(_U16, "q")
+        seeds = r.array("<u4", q, "seeds")
+        r.done()
+        return cls(slot, batch_size, batch_seed, eps, seeds)
+
+
+@dataclass(frozen=True, eq=False)
+class ProbeResponse(Message):
+    """``u16 q, i32 loss_plus[q], i32 loss_minus[q], u64 duration_ns, u8 timing_source``.
+
+    Losses are mean cross-entropy over the batch in Q16 (docs/protocol.md, "Loss").
+    """
+
+    TYPE: ClassVar[int] = response_type(MessageType.PROBE)
+    NAME: ClassVar[str] = "PROBE response"
+    loss_plus: np.ndarray
+    loss_minus: np.ndarray
+    duration_ns: int
+    timing_source: TimingSource
+    q: int = field(default=None, kw_only=True)  # type: ignore[assignment]  # = len(loss_plus)
+
+    def __post_init__(self) -> None:
+        n = len(_array(self, "loss_plus", "<i4"))
+        if len(_array(self, "loss_minus", "<i4")) != n:
+            raise MessageError(
+                f"{self.NAME}: fields 'loss_plus' ({n}) and 'loss_minus' "
+                f"({len(self.loss_minus)}) differ in length"
+            )
+        _q(self, n, "loss_plus")
+        _kind(self, "duration_ns", "u64")
+        _timing(self)
+
+    def pack(self) -> bytes:
+        return b"".join(
+            (
+                _U16.pack(self.q),
+                self.loss_plus.tobytes(),
+                self.loss_minus.tobytes(),
+                _U64.pack(self.duration_ns),
+                _U8.pack(self.timing_source),
+            )
+        )
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ProbeResponse:
+        r = _reader(cls, payload)
+        q = r.scalar(_U16, "q")
+        plus = r.array("<i4", q, "loss_plus")
+        minus = r.array("<i4", q, "loss_minus")
+        duration = r.scalar(_U64, "duration_ns")
+        source = r.scalar(_U8, "timing_source")
+        r.done()
+        return cls(plus, minus, duration, source)  # type: ignore[arg-type]
+
+
+# ---- APPLY ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ApplyRequest(Message):
+    """``u16 q, u32 seeds[q], i32 coeffs[q]``."""
+
+    TYPE: ClassVar[int] = MessageType.APPLY
+    NAME: ClassVar[str] = "APPLY request"
+    seeds: np.ndarray
+    coeffs: np.ndarray
+    q: int = field(default=None, kw_only=True)  # type: ignore[assignment]  # = len(seeds)
+
+    def __post_init__(self) -> None:
+        n = len(_array(self, "seeds", "<u4"))
+        if len(_array(self, "coeffs", "<i4")) != n:
+            raise MessageError(
+                f"{self.NAME}: fields 'seeds' ({n}) and 'coeffs' ({len(self.coeffs)}) "
+                "differ in length"
+            )
+        _q(self, n, "seeds")
+
+    def pack(self) -> bytes:
+        return _U16.pack(self.q) + self.seeds.tobytes() + self.coeffs.tobytes()
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ApplyRequest:
+        r = _reader(cls, payload)
+        q = r.scalar(_U16, "q")
+        seeds = r.array("<u4", q, "seeds")
+        coeffs = r.array("<i4", q, "coeffs")
+        r.done()
+        return cls(seeds, coeffs)
+
+
+@dataclass(frozen=True, eq=False)
+class ApplyResponse(Message):
+    """``u32 updates_applied`` (APPLY commands applied since the model was loaded)."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.APPLY)
+    NAME: ClassVar[str] = "APPLY response"
+    updates_applied: int
+
+    def __post_init__(self) -> None:
+        _kind(self, "updates_applied", "u32")
+
+    def pack(self) -> bytes:
+        return _U32.pack(self.updates_applied)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ApplyResponse:
+        r = _reader(cls, payload)
+        n = r.scalar(_U32, "updates_applied")
+        r.done()
+        return cls(n)
+
+
+# ---- EVAL -------------------------------------------------------------------------------------
+
+_EVAL_REQ = struct.Struct("<BII")
+
+
+@dataclass(frozen=True, eq=False)
+class EvalRequest(Message):
+    """``u8 slot, u32 start, u32 count`` (items start..start+count-1 of the slot)."""
+
+    TYPE: ClassVar[int] = MessageType.EVAL
+    NAME: ClassVar[str] = "EVAL request"
+    slot: int
+    start: int
+    count: int
+
+    def __post_init__(self) -> None:
+        _int(self, "slot", 0, N_SLOTS - 1)
+        _kind(self, "start", "u32")
+        _int(self, "count", 1, 0xFFFFFFFF)
+        if self.start + self.count > 0xFFFFFFFF + 1:
+            raise MessageError(
+                f"{self.NAME}: fields 'start' + 'count' = {self.start + self.count} exceed 2**32"
+            )
+
+    def pack(self) -> bytes:
+        return _EVAL_REQ.pack(self.slot, self.start, self.count)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> EvalRequest:
+        r = _reader(cls, payload)
+        slot = r.scalar(_U8, "slot")
+        start = r.scalar(_U32, "start")
+        count = r.scalar(_U32, "count")
+        r.done()
+        return cls(slot, start, count)
+
+
+_EVAL_RESP = struct.Struct("<IIqQB")
+
+
+@dataclass(frozen=True, eq=False)
+class EvalResponse(Message):
+    """``u32 count, u32 correct, i64 loss_sum_q16, u64 duration_ns, u8 timing_source``."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.EVAL)
+    NAME: ClassVar[str] = "EVAL response"
+    count: int
+    correct: int
+    loss_sum_q16: int
+    duration_ns: int
+    timing_source: TimingSource
+
+    def __post_init__(self) -> None:
+        _kind(self, "count", "u32")
+        _int(self, "correct", 0, self.count)
+        _kind(self, "loss_sum_q16", "i64")
+        _kind(self, "duration_ns", "u64")
+        _timing(self)
+
+    def pack(self) -> bytes:
+        return _EVAL_RESP.pack(
+            self.count, self.correct, self.loss_sum_q16, self.duration_ns, self.timing_source
+        )
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> EvalResponse:
+        r = _reader(cls, payload)
+        count = r.scalar(_U32, "count")
+        correct = r.scalar(_U32, "correct")
+        loss = r.scalar(_I64, "loss_sum_q16")
+        duration = r.scalar(_U64, "duration_ns")
+        source = r.scalar(_U8, "timing_source")
+        r.done()
+        return cls(count, correct, loss, duration, source)  # type: ignore[arg-type]
+
+
+# ---- WEIGHTS_CRC ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class WeightsCrcRequest(Message):
+    """Empty payload."""
+
+    TYPE: ClassVar[int] = MessageType.WEIGHTS_CRC
+    NAME: ClassVar[str] = "WEIGHTS_CRC request"
+
+    def pack(self) -> bytes:
+        return b""
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> WeightsCrcRequest:
+        _reader(cls, payload).done()
+        return cls()
+
+
+_CRC_RESP = struct.Struct("<II")
+
+
+@dataclass(frozen=True, eq=False)
+class WeightsCrcResponse(Message):
+    """``u32 crc32, u32 updates_applied``."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.WEIGHTS_CRC)
+    NAME: ClassVar[str] = "WEIGHTS_CRC response"
+    crc32: int
+    updates_applied: int
+
+    def __post_init__(self) -> None:
+        _kind(self, "crc32", "u32")
+        _kind(self, "updates_applied", "u32")
+
+    def pack(self) -> bytes:
+        return _CRC_RESP.pack(self.crc32, self.updates_applied)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> WeightsCrcResponse:
+        r = _reader(cls, payload)
+        crc = r.scalar(_U32, "crc32")
+        n = r.scalar(_U32, "updates_applied")
+        r.done()
+        return cls(crc, n)
+
+
+# ---- ERROR ------------------------------------------------------------------------------------
+
+_ERR_HEAD = struct.Struct("<HBH")
+
+
+@dataclass(frozen=True, eq=False)
+class ErrorResponse(Message):
+    """``u16 code, u8 request_type, u16 msg_len, msg`` (UTF-8, <= 256 bytes).
+
+    ``code`` is an :class:`ErrorCode` when known, else the raw int (a newer device).
+    """
+
+    TYPE: ClassVar[int] = MessageType.ERROR
+    NAME: ClassVar[str] = "ERROR response"
+    code: ErrorCode | int
+    request_type: int
+    message: str = ""
+
+    def __post_init__(self) -> None:
+        code = _int(self, "code", 1, 0xFFFF)
+        if code in ErrorCode._value2member_map_:
+            object.__setattr__(self, "code", ErrorCode(code))
+        _kind(self, "request_type", "u8")
+        _text(self, "message", MAX_ERROR_MSG)
+
+    def pack(self) -> bytes:
+        msg = self.message.encode("utf-8")
+        return _ERR_HEAD.pack(self.code, self.request_type, len(msg)) + msg
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ErrorResponse:
+        r = _reader(cls, payload)
+        code = r.scalar(_U16, "code")
+        request_type = r.scalar(_U8, "request_type")
+        msg = r.raw(r.scalar(_U16, "msg_len"), "msg")
+        r.done()
+        return cls(code, request_type, _utf8(cls.NAME, "msg", msg))
+
+    def __str__(self) -> str:
+        name = self.code.name if isinstance(self.code, ErrorCode) else f"code {self.code}"
+        try:
+            req = MessageType(self.request_type).name
+        except ValueError:
+            req = f"type 0x{self.request_type:02x}"
+        return f"{name} (request {req}): {self.message}"
+
+
+# ---- registries -------------------------------------------------------------------------------
+
+REQUESTS: dict[int, type[Message]] = {
+    cls.TYPE: cls
+    for cls in (
+        HelloRequest,
+        LoadModelRequest,
+        LoadDataRequest,
+        ProbeRequest,
+        ApplyRequest,
+        EvalRequest,
+        WeightsCrcRequest,
+    )
+}
+RESPONSES: dict[int, type[Message]] = {
+    cls.TYPE: cls
+    for cls in (
+        HelloResponse,
+        LoadModelResponse,
+        LoadDataResponse,
+        ProbeResponse,
+        ApplyResponse,
+        EvalResponse,
+        WeightsCrcResponse,
+        ErrorResponse,
+    )
+}
+
+
+def decode_request(frame: Frame) -> Message:
+    """The request in ``frame``; MessageError with code BAD_VERSION / UNKNOWN_TYPE /
+    BAD_LENGTH / BAD_ARGUMENT otherwise (the device answers ERROR with that code)."""
+    if frame.version != PROTOCOL_VERSION:
+        raise MessageError(
+            f"frame version {frame.version}; this device speaks protocol version "
+            f"{PROTOCOL_VERSION}",
+            ErrorCode.BAD_VERSION,
+        )
+    cls = REQUESTS.get(frame.type)
+    if cls is None:
+        raise MessageError(f"unknown request type 0x{frame.type:02x}", ErrorCode.UNKNOWN_TYPE)
+    return cls.unpack(frame.payload)
+
+
+def decode_response(frame: Frame) -> Message:
+    """The response in ``frame`` (an ErrorResponse for type 0xFF, read in any version)."""
+    if frame.type == MessageType.ERROR:  # ERROR's layout is the same in every version
+        return ErrorResponse.unpack(frame.payload)
+    if frame.version != PROTOCOL_VERSION:
+        raise MessageError(
+            f"device answered in protocol version {frame.version}; this host speaks "
+            f"version {PROTOCOL_VERSION}",
+            ErrorCode.BAD_VERSION,
+        )
+    cls = RESPONSES.get(frame.type)
+    if cls is None:
+        raise MessageError(f"unknown response type 0x{frame.type:02x}", ErrorCode.UNKNOWN_TYPE)
+    return cls.unpack(frame.payload)

@@ -1,0 +1,262 @@
+"""Frame layer: round trips, streaming, resync, corruption, bounded memory."""
+
+from __future__ import annotations
+
+import random
+import struct
+import zlib
+
+import pytest
+from cobs import cobs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hilbench.protocol.frames import (
+    MAX_ENCODED_LEN,
+    MAX_PAYLOAD,
+    PROTOCOL_VERSION,
+    Frame,
+    FrameDecoder,
+    FrameError,
+    encode_frame,
+    max_encoded_len,
+)
+
+types = st.integers(0, 255)
+seqs = st.integers(0, 0xFFFF)
+payloads = st.one_of(
+    st.binary(max_size=600),
+    st.integers(0, MAX_PAYLOAD).map(lambda n: b"\x00" * n),
+    st.integers(0, MAX_PAYLOAD).map(lambda n: b"\xff" * n),
+    st.sampled_from([b"", b"\x00", b"\xff" * 254, b"\xff" * 255, bytes(range(256)) * 16]),
+)
+frames = st.builds(Frame, version=st.just(PROTOCOL_VERSION), type=types, seq=seqs, payload=payloads)
+small_frames = st.builds(
+    Frame,
+    version=st.just(PROTOCOL_VERSION),
+    type=types,
+    seq=seqs,
+    payload=st.one_of(
+        st.binary(max_size=300),
+        st.integers(0, 300).map(lambda n: b"\x00" * n),
+        st.integers(0, 300).map(lambda n: b"\xff" * n),
+    ),
+)
+
+
+def wire(f: Frame) -> bytes:
+    return encode_frame(f.type, f.seq, f.payload, version=f.version)
+
+
+def test_layout_matches_the_document() -> None:
+    w = encode_frame(0x01, 1, b"\x00\x00")
+    assert w.hex(" ") == "01 03 01 01 02 02 01 01 03 f3 cf 02 a2 00"
+    body = cobs.decode(w[:-1])
+    assert body[:6] == struct.pack("<BBHH", 0, 1, 1, 2)
+    assert struct.unpack("<I", body[-4:])[0] == zlib.crc32(body[:-4])
+    assert zlib.crc32(b"123456789") == 0xCBF43926
+    assert MAX_ENCODED_LEN == 4123 == max_encoded_len(MAX_PAYLOAD)
+
+
+def test_max_encoded_len_is_a_tight_bound() -> None:
+    longest = len(encode_frame(0xFF, 0xFFFF, b"\xff" * MAX_PAYLOAD)) - 1
+    assert longest <= MAX_ENCODED_LEN
+    assert MAX_ENCODED_LEN - longest <= 1
+
+
+@given(frames)
+def test_round_trip(f: Frame) -> None:
+    d = FrameDecoder()
+    w = wire(f)
+    assert w.endswith(b"\x00") and b"\x00" not in w[:-1]
+    assert d.feed(w) == [f]
+    assert d.n_errors == 0 and d.pending == 0
+
+
+def test_other_versions_are_delivered() -> None:
+    f = Frame(7, 0x01, 3, b"\x00\x00")
+    assert FrameDecoder().feed(f.encode()) == [f]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(type=256, seq=0, payload=b""),
+        dict(type=-1, seq=0, payload=b""),
+        dict(type=1, seq=65536, payload=b""),
+        dict(type=1, seq=0, payload=b"", version=256),
+        dict(type=1, seq=0, payload=b"x" * (MAX_PAYLOAD + 1)),
+    ],
+)
+def test_encode_validates(kwargs: dict) -> None:
+    with pytest.raises(FrameError):
+        encode_frame(**kwargs)
+
+
+@given(st.lists(frames, max_size=6), st.lists(st.integers(0, 10_000), max_size=8))
+def test_split_stream_gives_the_same_frames(fs: list[Frame], cuts: list[int]) -> None:
+    stream = b"".join(wire(f) for f in fs)
+    points = sorted({c % (len(stream) + 1) for c in cuts})
+    d = FrameDecoder()
+    out: list[Frame] = []
+    prev = 0
+    for p in [*points, len(stream)]:
+        out += d.feed(stream[prev:p])
+        prev = p
+    assert out == fs
+    assert d.n_errors == 0
+
+
+def test_byte_at_a_time() -> None:
+    fs = [Frame(0, 4, i, bytes([i]) * i) for i in range(20)]
+    d = FrameDecoder()
+    out = []
+    for b in b"".join(f.encode() for f in fs):
+        out += d.feed(bytes([b]))
+    assert out == fs
+
+
+def test_empty_frames_are_ignored() -> None:
+    d = FrameDecoder()
+    f = Frame(0, 1, 2, b"ab")
+    assert d.feed(b"\x00\x00" + f.encode() + b"\x00\x00\x00") == [f]
+    assert d.n_errors == 0
+
+
+@given(frames, frames, st.binary(min_size=1, max_size=300))
+def test_garbage_between_frames_never_loses_the_next_frame(a: Frame, b: Frame, junk: bytes) -> None:
+    problems = []
+    d = FrameDecoder(on_error=problems.append)
+    out = d.feed(wire(a) + junk + wire(b))
+    # The garbage can at most be glued to the start of b if it does not end in 0x00; a
+    # leading 0x00 before b (which every host sends) guarantees b.
+    out2 = FrameDecoder().feed(wire(a) + junk + b"\x00" + wire(b))
+    assert out2[0] == a and out2[-1] == b
+    assert out[0] == a
+    if junk.endswith(b"\x00"):
+        assert out[-1] == b
+    # Junk is reported unless it is only delimiters or happens to decode as a valid frame.
+    non_empty = [r for r in (junk + b"\x00").split(b"\x00") if r]
+    decoded_junk = len(out2) - 2
+    assert d.n_errors + decoded_junk >= (1 if non_empty else 0) or out[-1] != b
+    assert problems == d.errors
+
+
+def test_garbage_is_reported() -> None:
+    f = Frame(0, 1, 2, b"hello")
+    problems = []
+    d = FrameDecoder(on_error=problems.append)
+    assert d.feed(b"\x05garbage\x00" + f.encode()) == [f]
+    assert [p.kind for p in problems] == ["cobs"]
+    assert problems[0].nbytes == 8
+
+
+@settings(max_examples=30, deadline=None)
+@given(small_frames)
+def test_every_single_byte_corruption_is_detected(f: Frame) -> None:
+    w = wire(f)
+    rng = random.Random(len(w))
+    for pos in range(len(w)):
+        for new in {w[pos] ^ 0xFF, w[pos] ^ 0x01, rng.randrange(256), 0x00}:
+            if new == w[pos]:
+                continue
+            bad = w[:pos] + bytes([new]) + w[pos + 1 :]
+            d = FrameDecoder()
+            # A trailing delimiter makes sure a corrupted delimiter still ends the run.
+            out = d.feed(bad + b"\x00")
+            if pos == len(w) - 1 and out == [f]:
+                # The delimiter became a trailing COBS code 0x01, which encodes nothing:
+                # the body is intact and the right frame is delivered.
+                assert new == 0x01
+                continue
+            assert out == [], (pos, new, out)
+            assert d.n_errors >= 1
+            assert {p.kind for p in d.errors} <= {"cobs", "short", "crc", "length"}
+
+
+def test_each_problem_kind() -> None:
+    d = FrameDecoder()
+    good = Frame(0, 1, 2, b"xyz")
+    body = struct.pack("<BBHH", 0, 1, 2, 5) + b"xyz"  # length field lies
+    body += struct.pack("<I", zlib.crc32(body))
+    stream = (
+        b"\x07ab\x00"  # cobs: code points past the end
+        + cobs.encode(b"\x01\x02\x03")
+        + b"\x00"  # short
+        + cobs.encode(body[:-4] + b"\x00\x00\x00\x00")
+        + b"\x00"  # crc
+        + cobs.encode(body)
+        + b"\x00"  # length
+        + good.encode()
+    )
+    assert d.feed(stream) == [good]
+    assert [p.kind for p in d.errors] == ["cobs", "short", "crc", "length"]
+    assert d.error_counts["crc"] == 1 and d.frames_decoded == 1
+
+
+@given(frames, st.integers(1, 50))
+def test_truncated_frames_are_dropped(f: Frame, cut: int) -> None:
+    w = wire(f)[:-1]
+    cut = min(cut, len(w))
+    d = FrameDecoder()
+    nxt = Frame(0, 9, 9, b"next")
+    out = d.feed(w[:-cut] + b"\x00" + nxt.encode())
+    assert out == [nxt]
+    if len(w) > cut:
+        assert d.n_errors == 1
+
+
+def test_oversize_run_is_discarded_with_bounded_memory() -> None:
+    d = FrameDecoder()
+    good = Frame(0, 3, 4, b"ok")
+    for _ in range(10):
+        d.feed(b"\x01" * 1000)
+        assert d.pending <= MAX_ENCODED_LEN
+    assert d.error_counts["oversize"] == 1
+    assert d.feed(b"\x01" * 10 + b"\x00" + good.encode()) == [good]
+    assert d.error_counts["oversize"] == 1
+
+
+def test_oversize_in_one_chunk_and_across_chunks() -> None:
+    d = FrameDecoder()
+    good = Frame(0, 3, 4, b"ok")
+    assert d.feed(b"\x01" * (MAX_ENCODED_LEN + 1) + b"\x00" + good.encode()) == [good]
+    assert d.feed(b"\x01" * 3000) == []
+    assert d.feed(b"\x01" * 3000 + b"\x00" + good.encode()) == [good]
+    assert d.error_counts["oversize"] == 2
+    # The longest legal frame still passes.
+    big = Frame(0, 1, 1, b"\xff" * MAX_PAYLOAD)
+    w = big.encode()
+    assert d.feed(w[:2000]) == [] and d.feed(w[2000:]) == [big]
+
+
+def test_smaller_decoder_limit() -> None:
+    d = FrameDecoder(max_payload=256)
+    assert d.feed(encode_frame(1, 1, b"a" * 256)) != []
+    assert d.feed(encode_frame(1, 1, b"a" * 257)) == []
+    assert d.error_counts["oversize"] == 1
+    assert d.feed(encode_frame(1, 1, b"a" * 1000)) == []
+    assert d.error_counts["oversize"] == 2
+
+
+def test_problem_record_is_bounded() -> None:
+    d = FrameDecoder(max_recorded=10)
+    d.feed(b"\x05\x00" * 100)
+    assert len(d.errors) == 10 and d.error_counts["cobs"] == 100 and d.n_errors == 100
+
+
+def test_reset_drops_partial_frame() -> None:
+    d = FrameDecoder()
+    d.feed(encode_frame(1, 1, b"abc")[:-3])
+    assert d.pending
+    d.reset()
+    assert d.pending == 0
+    f = Frame(0, 1, 1, b"abc")
+    assert d.feed(f.encode()) == [f]
+
+
+def test_accepts_bytearray_and_memoryview() -> None:
+    f = Frame(0, 1, 1, b"abc")
+    assert FrameDecoder().feed(bytearray(f.encode())) == [f]
+    assert FrameDecoder().feed(memoryview(f.encode())) == [f]
+    assert encode_frame(1, 1, bytearray(b"abc")) == f.encode()
