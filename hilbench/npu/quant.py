@@ -76,23 +76,27 @@ def multiply_by_quantized_multiplier(
     x = np.asarray(acc, dtype=np.int64)
     m = np.asarray(multiplier, dtype=np.int64)
     s = np.asarray(shift, dtype=np.int64)
-    left = np.maximum(s, 0)
+    if m.size == 1:
+        m = m.reshape(())
+    if s.size == 1:
+        s = s.reshape(())
+    if np.any(s > 0):
+        x = wrap_int32(x << np.maximum(s, 0))
     right = np.maximum(-s, 0)
-    if np.any(left > 0):
-        x = wrap_int32(x << left)
-    # SaturatingRoundingDoublingHighMul
-    ab = x * m
-    nudge = np.where(ab >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
-    t = ab + nudge
-    high = np.where(t >= 0, t >> 31, -((-t) >> 31))  # C division truncates toward zero
-    overflow = (x == INT32_MIN) & (m == INT32_MIN)
-    high = np.where(overflow, np.int64(INT32_MAX), high)
-    # RoundingDivideByPOT
-    mask = (np.int64(1) << right) - 1
-    remainder = high & mask
-    threshold = (mask >> 1) + (high < 0)
-    out = (high >> right) + (remainder > threshold)
-    return out.astype(np.int32)
+    # SaturatingRoundingDoublingHighMul: (a*b + nudge) / 2**31 truncated toward zero, where
+    # nudge = 2**30 (ab >= 0) or 1 - 2**30 (ab < 0), equals floor((a*b + 2**30) / 2**31).
+    # The only result above INT32_MAX is INT32_MIN * INT32_MIN, which saturates.
+    high = x * m
+    high += 1 << 30
+    high >>= 31
+    np.minimum(high, INT32_MAX, out=high)
+    # RoundingDivideByPOT(high, right): round half away from zero, as
+    # (high >> e) + (remainder > (mask >> 1) + (high < 0)).
+    half = (np.int64(1) << right) >> 1
+    high += half
+    high -= (high < half) & (right > 0)  # high < half  <=>  the original high < 0
+    high >>= right
+    return high.astype(np.int32)
 
 
 def _quantize_scalar_float32(f: float, scale: float, zero_point: int) -> int:

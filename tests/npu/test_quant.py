@@ -161,3 +161,12 @@ def test_quantize_and_dequantize():
     np.testing.assert_allclose(dequantize(q, 0.5, -1), [0.0, 0.5, -0.5, 1.0, 64.0, -63.5])
     q = quantize(np.array([0.25, 0.75], np.float32), 0.5, 0)  # 0.5 and 1.5: ties away
     np.testing.assert_array_equal(q, [1, 2])
+
+
+def test_mbqm_ties_exhaustive_small():
+    """Small accumulators with power-of-two multipliers hit every rounding tie."""
+    x = np.arange(-300, 301, dtype=np.int64)
+    for m in (1 << 30, (1 << 30) + 1, INT32_MAX, 3 << 29):
+        for s in range(-10, 3):
+            got = multiply_by_quantized_multiplier(x, m, s)
+            np.testing.assert_array_equal(got, [mbqm(int(v), m, s) for v in x])
