@@ -1,0 +1,359 @@
+"""Trace: read one run of a hilbench HDF5 trace into numpy arrays, with one-line errors."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from hilbench.errors import TraceError
+from hilbench.trace import schema as S
+
+_FIX_CORRUPT = "re-copy the trace from its source, or record the run again"
+
+
+def open_error(path: Path, exc: OSError, *, writing: bool = False) -> TraceError:
+    """Translate an h5py/HDF5 open failure into one clear TraceError."""
+    msg = str(exc)
+    m = re.search(r"errno = (\d+)", msg)
+    errno = exc.errno or (int(m.group(1)) if m else None)
+    if "truncated file" in msg:
+        return TraceError(f"{path} is truncated ({_hdf5_reason(msg)})",
+                          f"the file was cut short (interrupted copy or full disk); {_FIX_CORRUPT}")
+    if "file signature not found" in msg:
+        return TraceError(f"{path} is not an HDF5 file", "give the path of a hilbench .h5 trace")
+    if "already open for" in msg or "consistency flags" in msg:
+        return TraceError(
+            f"{path} was left open by a writer that did not close it (killed or crashed)",
+            "its runs can still be read with Trace.open; write the new run to another file, or "
+            f"clear the flag with `h5clear -s {path}`",
+        )
+    if "unable to lock file" in msg:
+        return TraceError(
+            f"{path} is open in another process",
+            "wait for that writer to finish or close the other program",
+        )
+    if errno == 13:
+        verb = "written" if writing else "read"
+        return TraceError(f"{path} cannot be {verb}: permission denied",
+                          "fix the file permissions or choose another path")
+    if errno == 2:
+        return TraceError(f"no trace file at {path} (or its directory does not exist)",
+                          "check the path")
+    reason = _hdf5_reason(msg)
+    if writing:
+        return TraceError(f"cannot write trace {path} ({reason})",
+                          "choose a writable path on a disk with free space")
+    return TraceError(f"{path} is corrupt: HDF5 cannot open it ({reason})", _FIX_CORRUPT)
+
+
+def _hdf5_reason(msg: str) -> str:
+    m = re.search(r"\((.*)\)\s*$", msg)
+    return m.group(1) if m else msg
+
+
+def check_root(f: h5py.File, path: Path) -> int:
+    """Check the root attributes of a hilbench trace; return its format_version."""
+    fmt = f.attrs.get("format")
+    if isinstance(fmt, bytes):
+        fmt = fmt.decode("utf-8", "replace")
+    if fmt != S.FORMAT_NAME:
+        raise TraceError(
+            f"{path} is an HDF5 file but not a hilbench trace (no format = "
+            f"{S.FORMAT_NAME!r} root attribute)",
+            "give the path of a trace written by hilbench",
+        )
+    version = f.attrs.get("format_version")
+    try:
+        version = int(version)
+    except (TypeError, ValueError):
+        raise TraceError(f"{path} has no valid format_version attribute ({version!r})",
+                                 _FIX_CORRUPT) from None
+    if version > S.FORMAT_VERSION:
+        raise TraceError(
+            f"{path} is trace format version {version}; this hilbench reads format version "
+            f"{S.FORMAT_VERSION}",
+            "upgrade hilbench",
+        )
+    return version
+
+
+@contextlib.contextmanager
+def _open_read(path: str | Path) -> Iterator[h5py.File]:
+    """Open a trace read-only; SWMR when a writer has it open (or was killed)."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"no trace file at {path}", "check the path")
+    if path.is_dir():
+        raise TraceError(f"{path} is a directory, not a trace file", "give the .h5 file's path")
+    try:
+        if not h5py.is_hdf5(path):
+            raise TraceError(f"{path} is not an HDF5 file", "give the path of a hilbench .h5 trace")
+    except OSError as exc:
+        raise open_error(path, exc) from None
+    try:
+        # A plain open checks the stored end of file (catches truncation) ...
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        if "already open for" not in str(exc) and "unable to lock file" not in str(exc):
+            raise open_error(path, exc) from None
+        try:  # ... and a file a writer has open in SWMR mode (or left open) needs SWMR read.
+            f = h5py.File(path, "r", swmr=True)
+        except OSError as exc2:
+            raise open_error(path, exc2) from None
+    try:
+        try:
+            check_root(f, path)
+        except (OSError, KeyError, ValueError, RuntimeError) as exc:
+            raise TraceError(f"{path} is corrupt: its root group cannot be read ({exc})",
+                             _FIX_CORRUPT) from None
+        yield f
+    finally:
+        f.close()
+
+
+def list_runs(path: str | Path) -> list[str]:
+    """The run ids in a trace file, in order ('0000', '0001', ...)."""
+    with _open_read(path) as f:
+        return _run_ids(f)
+
+
+def _run_ids(f: h5py.File) -> list[str]:
+    runs = f.get(S.RUNS_GROUP)
+    if not isinstance(runs, h5py.Group):
+        return []
+    return sorted(runs)
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+def _read_table(g: h5py.Group, name: str) -> np.ndarray:
+    """A dataset as a structured array; fixed strings become str, vlen strings str objects."""
+    want = S.DATASETS[name]
+    ds = g.get(name)
+    if ds is None:
+        return np.empty(0, _str_dtype(want))
+    raw = ds[()]
+    out = np.empty(len(raw), _str_dtype(raw.dtype))
+    for col in raw.dtype.names:
+        kind = raw.dtype[col]
+        if kind.kind == "S":
+            out[col] = np.char.decode(raw[col], "utf-8", "replace")
+        elif kind.kind == "O":
+            out[col] = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+                        for v in raw[col]]
+        else:
+            out[col] = raw[col]
+    return out
+
+
+def _str_dtype(dtype: np.dtype) -> np.dtype:
+    fields = []
+    for col in dtype.names:
+        kind = dtype[col]
+        if kind.kind == "S":
+            fields.append((col, f"U{kind.itemsize}"))
+        elif kind.kind == "O":
+            fields.append((col, object))
+        else:
+            fields.append((col, kind))
+    return np.dtype(fields)
+
+
+def _quantiles(x: np.ndarray) -> dict[str, float]:
+    p50, p90, p99 = np.percentile(x, [50, 90, 99])
+    return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "mean": float(x.mean())}
+
+
+@dataclass
+class Trace:
+    """One run of a trace, loaded into memory. Make one with Trace.open()."""
+
+    path: Path
+    run_id: str
+    attrs: dict[str, Any]
+    config: dict[str, Any]
+    steps: np.ndarray
+    samples: np.ndarray
+    evals: np.ndarray
+    timing: np.ndarray
+    events: np.ndarray
+    model_blob: bytes | None = None
+    units: dict[str, dict[str, str]] = field(default_factory=dict)
+    format_version: int = S.FORMAT_VERSION
+
+    @classmethod
+    def open(cls, path: str | Path, run: str | int | None = None) -> Trace:
+        """Load run ``run`` (id like '0001', or its number; default: the last run) of ``path``."""
+        path = Path(path)
+        with _open_read(path) as f:
+            version = check_root(f, path)
+            ids = _run_ids(f)
+            rid = cls._pick(path, ids, run)
+            try:
+                return cls._load(path, f[S.RUNS_GROUP][rid], rid, version)
+            except (OSError, KeyError, ValueError, RuntimeError) as exc:
+                raise TraceError(f"{path} run {rid} is corrupt or unreadable ({exc})",
+                                 _FIX_CORRUPT) from None
+
+    @staticmethod
+    def _pick(path: Path, ids: list[str], run: str | int | None) -> str:
+        if not ids:
+            raise TraceError(f"{path} holds no runs", "record a run into it first")
+        if run is None:
+            return ids[-1]
+        if isinstance(run, int | np.integer) and not isinstance(run, bool):
+            rid = S.run_id(int(run))
+        elif isinstance(run, str):
+            rid = S.run_id(int(run)) if run.isdigit() and run not in ids else run
+        else:
+            rid = repr(run)
+        if rid not in ids:
+            raise TraceError(f"{path} has no run {rid!r}; it has {', '.join(ids)}",
+                             "pick one of those run ids")
+        return rid
+
+    @classmethod
+    def _load(cls, path: Path, g: h5py.Group, rid: str, version: int) -> Trace:
+        attrs = {k: _decode(v) for k, v in g.attrs.items()}
+        try:
+            config = json.loads(attrs.get("config_json", "{}") or "{}")
+        except json.JSONDecodeError as exc:
+            raise TraceError(f"{path} run {rid} has an invalid config_json ({exc})",
+                             _FIX_CORRUPT) from None
+        units = {}
+        for name in S.DATASETS:
+            if name in g and "units" in g[name].attrs:
+                units[name] = json.loads(_decode(g[name].attrs["units"]))
+        blob = bytes(g["model_blob"][()].tobytes()) if "model_blob" in g else None
+        steps = _read_table(g, "steps")
+        samples = _read_table(g, "samples")
+        # a killed writer may leave samples of a step whose row was not flushed: trim them
+        if len(steps):
+            end = int(steps["sample_start"][-1] + steps["q"][-1])
+            samples = samples[:end]
+        else:
+            samples = samples[:0]
+        return cls(
+            path=path,
+            run_id=rid,
+            attrs=attrs,
+            config=config,
+            steps=steps,
+            samples=samples,
+            evals=_read_table(g, "evals"),
+            timing=_read_table(g, "timing"),
+            events=_read_table(g, "events"),
+            model_blob=blob,
+            units=units,
+            format_version=version,
+        )
+
+    # ---------------------------------------------------------------- derived values
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.attrs.get("finished", False))
+
+    @property
+    def status(self) -> str:
+        return str(self.attrs.get("status", "running"))
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    @property
+    def backend(self) -> str | None:
+        return self.attrs.get("backend")
+
+    @property
+    def final_accuracy(self) -> float | None:
+        """The recorded final accuracy if the run finished, else the last test eval, else None."""
+        acc = self.attrs.get("final_accuracy")
+        if self.finished and isinstance(acc, float) and not math.isnan(acc):
+            return acc
+        tests = self.evals[self.evals["split"] == "test"]
+        evals = tests if len(tests) else self.evals
+        return float(evals["accuracy"][-1]) if len(evals) else None
+
+    @property
+    def forward_passes(self) -> int:
+        """Forward passes the device ran (final attribute if finished, else the last step's)."""
+        if self.finished:
+            return int(self.attrs.get("forward_passes", 0))
+        return int(self.steps["forward_passes"][-1]) if len(self.steps) else 0
+
+    @property
+    def weights_crc(self) -> int | None:
+        """CRC-32 of the final device weights, or None if not recorded."""
+        crc = self.attrs.get("weights_crc", -1)
+        return int(crc) if self.finished and crc >= 0 else None
+
+    def step_samples(self, i: int) -> np.ndarray:
+        """The sample rows of the i-th step row."""
+        row = self.steps[i]
+        start = int(row["sample_start"])
+        return self.samples[start:start + int(row["q"])]
+
+    def loss_curve(self) -> tuple[np.ndarray, np.ndarray]:
+        """(cumulative forward passes, mean step loss in nats), one point per step."""
+        return self.steps["forward_passes"].copy(), self.steps["loss"].copy()
+
+    def accuracy_curve(self, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
+        """(forward passes, accuracy) of the evaluations on ``split``."""
+        rows = self.evals[self.evals["split"] == split]
+        return rows["forward_passes"].copy(), rows["accuracy"].copy()
+
+    def timing_summary(self) -> dict[str, dict[str, Any]]:
+        """Per command: count, source, p50/p90/p99/mean seconds.
+
+        Durations of different sources are never pooled: if a command was timed by more than
+        one source, each gets its own entry keyed 'COMMAND@source'.
+        """
+        out: dict[str, dict[str, Any]] = {}
+        t = self.timing
+        for cmd in dict.fromkeys(t["command"].tolist()):
+            rows = t[t["command"] == cmd]
+            sources = list(dict.fromkeys(rows["source"].tolist()))
+            for src in sources:
+                d = rows["duration_s"][rows["source"] == src]
+                key = cmd if len(sources) == 1 else f"{cmd}@{src}"
+                out[key] = {"count": len(d), "source": src, **_quantiles(d)}
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The headline numbers of the run, as plain Python values."""
+        return {
+            "path": str(self.path),
+            "run_id": self.run_id,
+            "status": self.status,
+            "finished": self.finished,
+            "backend": self.backend,
+            "model": self.attrs.get("model"),
+            "dataset": self.attrs.get("dataset"),
+            "final_accuracy": self.final_accuracy,
+            "forward_passes": self.forward_passes,
+            "steps": self.n_steps,
+            "weights_crc": self.weights_crc,
+            "start_time": self.attrs.get("start_time"),
+            "end_time": self.attrs.get("end_time") or None,
+        }
