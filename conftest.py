@@ -5,3 +5,5 @@ from threadpoolctl import threadpool_limits
 # One BLAS thread: speed is measured in benchmarks/, and BLAS threads only add noise (and
 # contention with the device thread) on the 2-core CI machines.
 threadpool_limits(1)
+
+pytest_plugins = ["pytester"]

@@ -89,7 +89,9 @@ class PlainView:
 
     @staticmethod
     def _line(p: Progress) -> str:
-        device = f" device {_fmt_time(p.step_device_s)} ({p.device_source})" if p.device_source else ""
+        device = (
+            f" device {_fmt_time(p.step_device_s)} ({p.device_source})" if p.device_source else ""
+        )
         return (
             f"[hilbench] step {p.step} q {p.q} loss {p.loss:.4f} acc {_accuracy(p)} "
             f"fwd {p.forward_passes}/{p.budget} step {_fmt_time(p.step_host_s)} (host){device}"

@@ -35,7 +35,7 @@ def _digits() -> Dataset:
     x = (bunch.data / 16.0).astype(np.float32)
     y = bunch.target.astype(np.uint8)
     order = np.random.default_rng(SPLIT_SEED).permutation(len(y))
-    n_test = int(round(len(y) * TEST_FRACTION))
+    n_test = round(len(y) * TEST_FRACTION)
     test, train = order[:n_test], order[n_test:]
     return Dataset("digits", x[train], y[train], x[test], y[test], 10)
 

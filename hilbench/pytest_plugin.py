@@ -26,9 +26,13 @@ from hilbench.target.client import Target
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hilbench", "hilbench: the device under test")
-    group.addoption("--emulate", action="store_true", help="use the bit-exact device twin (default)")
     group.addoption(
-        "--board", metavar="PORT", help="use a board or any pyserial URL, e.g. /dev/ttyACM0, socket://HOST:PORT"
+        "--emulate", action="store_true", help="use the bit-exact device twin (default)"
+    )
+    group.addoption(
+        "--board",
+        metavar="PORT",
+        help="use a board or any pyserial URL, e.g. /dev/ttyACM0, socket://HOST:PORT",
     )
     group.addoption("--qemu", action="store_true", help="use the firmware under qemu-system-arm")
     group.addoption("--trace-dir", metavar="DIR", help="where tests write their HDF5 traces")

@@ -107,7 +107,9 @@ def run(
         "git_revision": git_revision(),
     }
     owned = None
-    with TraceWriter.create(trace_path, run_attrs, config.to_dict(), model_blob=model.blob) as trace:
+    with TraceWriter.create(
+        trace_path, run_attrs, config.to_dict(), model_blob=model.blob
+    ) as trace:
         if target is None:
             owned = backend or make_backend(config)
             target = owned.open()
@@ -115,8 +117,12 @@ def run(
             info = target.info or target.hello()
             trace.set_attrs(device_id=info.device_id, firmware=info.firmware)
             target.load_model(model.blob)
-            x_train = datasets.quantize_inputs(data.x_train, model.input_scale, model.input_zero_point)
-            x_test = datasets.quantize_inputs(data.x_test, model.input_scale, model.input_zero_point)
+            x_train = datasets.quantize_inputs(
+                data.x_train, model.input_scale, model.input_zero_point
+            )
+            x_test = datasets.quantize_inputs(
+                data.x_test, model.input_scale, model.input_zero_point
+            )
             target.load_data(TRAIN_SLOT, x_train, data.y_train, data.n_classes)
             target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
             initial_crc, _ = target.weights_crc()

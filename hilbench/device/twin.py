@@ -153,9 +153,7 @@ class DeviceTwin:
                 f"model needs {state.memory_bytes()} bytes, device has {self.memory_bytes}",
             )
         self.model = state
-        return m.LoadModelResponse(
-            received=len(blob), complete=1, model_crc32=zlib.crc32(blob)
-        )
+        return m.LoadModelResponse(received=len(blob), complete=1, model_crc32=zlib.crc32(blob))
 
     def _load_data(self, req: m.LoadDataRequest) -> m.LoadDataResponse:
         blob = self._receive_chunk(("data", req.slot), req.total_len, req.offset, req.chunk)

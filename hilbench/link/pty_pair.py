@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tty
 
@@ -22,7 +23,5 @@ class PtyPair:
 
     def close(self) -> None:
         for fd in (self.slave_fd, self.master_fd):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass

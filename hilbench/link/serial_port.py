@@ -11,7 +11,9 @@ from hilbench.errors import LinkError
 DEFAULT_BAUD = 921_600  # ST-LINK-V3 virtual COM port, as ST's validation firmware uses
 
 
-def open_port(url: str, *, baudrate: int = DEFAULT_BAUD, timeout: float = 0.05) -> serial.SerialBase:
+def open_port(
+    url: str, *, baudrate: int = DEFAULT_BAUD, timeout: float = 0.05
+) -> serial.SerialBase:
     """An open pyserial port; a clear LinkError when it cannot be opened."""
     try:
         port = serial.serial_for_url(url, baudrate=baudrate, timeout=timeout, write_timeout=5.0)
@@ -30,7 +32,7 @@ def _reason(exc: Exception) -> str:
 
 def _fix(url: str) -> str:
     if url.startswith("socket://"):
-        return "start the device first, e.g. `hilbench emulate --listen HOST:PORT`, and check the address"
+        return "start the device (e.g. `hilbench emulate --listen HOST:PORT`) and check the address"
     return (
         "check the cable and the port name (`python -m serial.tools.list_ports`), "
         "or run on the emulator with --emulate"

@@ -13,7 +13,7 @@ NPU_EFFICIENCY = 0.25  # fraction of peak small layers reach (placeholder until 
 NPU_OVERHEAD_S = 5e-6  # per inference: epoch setup, DMA programming
 
 
-def forward_macs(graph) -> int:  # noqa: ANN001 - any hilbench.npu.graph.Graph
+def forward_macs(graph) -> int:
     """Multiply-accumulates of one forward pass of one input."""
     total = 0
     for op in graph.ops:

@@ -1,4 +1,7 @@
-"""The LOAD_DATA payload: ``u32 n, u16 item_size, u16 n_classes, i8 inputs[n*item], u8 labels[n]``."""
+"""The LOAD_DATA payload.
+
+``u32 n, u16 item_size, u16 n_classes, i8 inputs[n*item], u8 labels[n]``, little-endian.
+"""
 
 from __future__ import annotations
 

@@ -108,7 +108,8 @@ class Target:
                     continue  # a late answer to an earlier request: drop it
                 if frame.type not in (req_type | 0x80, m.ERROR):
                     raise DeviceError(
-                        f"{self.name} answered {m.type_name(req_type)} with type 0x{frame.type:02x}",
+                        f"{self.name} answered {m.type_name(req_type)} "
+                        f"with type 0x{frame.type:02x}",
                         "the firmware and hilbench disagree on the protocol: reflash the firmware",
                     )
                 try:
@@ -134,12 +135,14 @@ class Target:
     # --- commands -----------------------------------------------------------------------
     def hello(self, timeout: float | None = None) -> DeviceInfo:
         """Check that a device answers and speaks our protocol version."""
-        resp = self._exchange(m.HelloRequest(host_protocol_version=PROTOCOL_VERSION), timeout=timeout)
+        resp = self._exchange(
+            m.HelloRequest(host_protocol_version=PROTOCOL_VERSION), timeout=timeout
+        )
         if resp.protocol_version != PROTOCOL_VERSION:
             raise DeviceError(
                 f"{self.name} speaks protocol v{resp.protocol_version}, "
                 f"this hilbench speaks v{PROTOCOL_VERSION}",
-                "flash the firmware built from this hilbench version, or install the matching hilbench",
+                "flash firmware built from this hilbench version, or install the matching hilbench",
             )
         self.info = DeviceInfo(
             protocol_version=resp.protocol_version,
@@ -235,7 +238,7 @@ def _type_of(request: object) -> int:
 
 def _error_fix(code: m.ErrorCode) -> str:
     return {
-        m.ErrorCode.MODEL_TOO_LARGE: "choose a smaller model (fewer channels or a lower resolution)",
+        m.ErrorCode.MODEL_TOO_LARGE: "choose a smaller model (fewer channels, lower resolution)",
         m.ErrorCode.BAD_VERSION: "flash firmware built from this hilbench version",
         m.ErrorCode.NO_MODEL: "the device lost its model (reset?): restart the run",
         m.ErrorCode.NO_DATA: "the device lost its data (reset?): restart the run",

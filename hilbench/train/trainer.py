@@ -90,7 +90,11 @@ class Trainer:
             started = time.perf_counter()
             self._step_device_s = 0.0
             probe = self.target.probe(
-                slot=TRAIN_SLOT, batch_size=s.batch_size, batch_seed=batch_seed, eps=s.eps, seeds=seeds
+                slot=TRAIN_SLOT,
+                batch_size=s.batch_size,
+                batch_seed=batch_seed,
+                eps=s.eps,
+                seeds=seeds,
             )
             est = two_point(probe.loss_plus, probe.loss_minus, lr=s.lr, eps=s.eps)
             self.target.apply(seeds, est.coeffs)
@@ -115,7 +119,10 @@ class Trainer:
             self.step += 1
             progress.step, progress.q, progress.loss = self.step, q, est.loss
             progress.forward_passes, progress.step_host_s = forward_passes, host_s
-            progress.step_device_s, progress.device_source = self._step_device_s, self._device_source
+            progress.step_device_s, progress.device_source = (
+                self._step_device_s,
+                self._device_source,
+            )
             if forward_passes >= next_eval:
                 next_eval += s.eval_every
                 self._evaluate(forward_passes, progress)

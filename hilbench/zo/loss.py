@@ -79,7 +79,7 @@ def per_sample_q16(logits: np.ndarray, labels: np.ndarray, tables: LossTables) -
     lg = logits.astype(np.int32)
     lmax = lg.max(axis=-1, keepdims=True)
     s = tables.exp.astype(np.int64)[lmax - lg].sum(axis=-1)
-    ly = np.take_along_axis(lg, np.broadcast_to(labels[:, None], lg.shape[:-1] + (1,)), axis=-1)
+    ly = np.take_along_axis(lg, np.broadcast_to(labels[:, None], (*lg.shape[:-1], 1)), axis=-1)
     lin = tables.lin.astype(np.int64)[(lmax - ly)[..., 0]]
     return lin + ln_q16(s, tables)
 

@@ -3,7 +3,7 @@
 Each trainable int8 tensor ``w`` has an int32 master ``m = w << 16``. APPLY(seeds, c) does
 ``m = clamp(m - sum_k c_k * u(seed_k), -127<<16, 127<<16)`` (sum exact in int64) and then
 ``w = (m + (1 << 15)) >> 16`` (round half up). Perturbed forward passes use
-``sat8(w ± eps*u)`` on a scratch copy, so ``w`` itself is never disturbed by a probe.
+``clamp(w ± eps*u, -127, 127)`` on a scratch copy, so ``w`` itself is never disturbed by a probe.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ def weights_from_master(master: np.ndarray) -> np.ndarray:
 
 
 def perturbed(w: np.ndarray, u: np.ndarray, eps: int) -> np.ndarray:
-    """``sat8(w + eps*u)`` for a stack of directions ``u`` (k, *w.shape)."""
-    return np.clip(w.astype(np.int16) + np.int16(eps) * u.astype(np.int16), -128, 127).astype(
+    """``clamp(w + eps*u, -127, 127)`` for a stack of directions ``u`` (k, *w.shape).
+
+    The clamp keeps perturbed int8 weights symmetric, as TFLite's rules want."""
+    return np.clip(w.astype(np.int16) + np.int16(eps) * u.astype(np.int16), -127, 127).astype(
         np.int8
     )
 

@@ -10,7 +10,7 @@ def float_cross_entropy(logits, labels, scale):
     f = logits.astype(np.float64) * scale
     m = f.max(-1, keepdims=True)
     lse = np.log(np.exp(f - m).sum(-1)) + m[..., 0]
-    fy = np.take_along_axis(f, np.broadcast_to(labels[:, None], f.shape[:-1] + (1,)), -1)[..., 0]
+    fy = np.take_along_axis(f, np.broadcast_to(labels[:, None], (*f.shape[:-1], 1)), -1)[..., 0]
     return lse - fy
 
 

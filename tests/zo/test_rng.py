@@ -45,7 +45,9 @@ def test_streams_and_tensors_differ():
 def test_batch_indices_cover_the_range_uniformly():
     idx = batch_indices(batch_seed=3, n_items=10, batch_size=256)
     assert idx.min() >= 0 and idx.max() <= 9
-    counts = np.bincount(np.concatenate([batch_indices(s, 10, 256) for s in range(40)]), minlength=10)
+    counts = np.bincount(
+        np.concatenate([batch_indices(s, 10, 256) for s in range(40)]), minlength=10
+    )
     # 10,240 draws over 10 bins: each near 1,024 (5 sigma is about 150)
     assert counts.min() > 870 and counts.max() < 1180
     words = stream_words(3, STREAM_BATCH, 0, 256).astype(np.uint64)

@@ -25,8 +25,8 @@ def test_perturbation_never_touches_weights_and_saturates_in_the_copy():
     before = w.copy()
     plus, minus = update.perturbed(w, u, 3), update.perturbed(w, u, -3)
     np.testing.assert_array_equal(w, before)
-    assert plus.max() <= 127 and minus.min() >= -128
-    np.testing.assert_array_equal(plus, np.clip(w.astype(int) + 3 * u, -128, 127))
+    assert plus.max() <= 127 and minus.min() >= -127
+    np.testing.assert_array_equal(plus, np.clip(w.astype(int) + 3 * u, -127, 127))
 
 
 def test_update_matches_float_reference_and_clamps():
@@ -51,7 +51,9 @@ def test_coefficients_follow_the_two_point_formula():
     lm = np.array([65536, 70000], dtype=np.int32)
     grads, coeffs = update.quantize_coefficients(lp, lm, lr=0.5, eps=2)
     np.testing.assert_allclose(grads, [4464 / 4 / 65536, -4464 / 4 / 65536])
-    np.testing.assert_array_equal(coeffs, [np.rint(0.5 * 4464 / 4 / 2), -np.rint(0.5 * 4464 / 4 / 2)])
+    np.testing.assert_array_equal(
+        coeffs, [np.rint(0.5 * 4464 / 4 / 2), -np.rint(0.5 * 4464 / 4 / 2)]
+    )
 
 
 def test_stacked_directions_equal_single_ones():

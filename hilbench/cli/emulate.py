@@ -1,0 +1,38 @@
+"""``hilbench emulate --listen HOST:PORT``: serve the device twin over TCP."""
+
+from __future__ import annotations
+
+import argparse
+
+from hilbench.errors import HilbenchError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("emulate", help="serve the device twin over TCP, like a board on a port")
+    p.add_argument("--listen", required=True, metavar="HOST:PORT", help="port 0 picks a free one")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from hilbench.device.server import serve_tcp
+    from hilbench.device.twin import DeviceTwin
+
+    host, sep, port = args.listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise HilbenchError(
+            f"--listen '{args.listen}' is not HOST:PORT", "write e.g. --listen 127.0.0.1:5555"
+        )
+
+    def announce(h: str, p: int) -> None:
+        print(f"hilbench emulate: listening on socket://{h}:{p}", flush=True)
+
+    try:
+        serve_tcp(host or "127.0.0.1", int(port), DeviceTwin(), on_listening=announce)
+    except OSError as exc:
+        raise HilbenchError(
+            f"cannot listen on {args.listen}: {exc.strerror or exc}",
+            "choose a free port, or 0 to let the system pick one",
+        ) from None
+    except KeyboardInterrupt:
+        pass
+    return 0

@@ -1,0 +1,82 @@
+"""``hilbench run``: train a model with zeroth-order steps on a device."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hilbench.config import RunConfig
+from hilbench.errors import ConfigError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="train a model with zeroth-order steps on a device")
+    p.set_defaults(handler=handle)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--emulate", action="store_true", help="the bit-exact device twin (default)")
+    where.add_argument("--qemu", action="store_true", help="the firmware under qemu-system-arm")
+    where.add_argument("--board", metavar="PORT", help="a board or socket:// URL (pyserial)")
+    d = RunConfig()
+    p.add_argument("--model", default=d.model, help=f"model name (default {d.model})")
+    p.add_argument("--dataset", default=d.dataset, help=f"data set (default {d.dataset})")
+    p.add_argument("--scheduler", default=d.scheduler, help=f"fixed:Q (default {d.scheduler})")
+    p.add_argument(
+        "--budget",
+        type=int,
+        default=d.budget,
+        metavar="FORWARD_PASSES",
+        help=f"forward passes to spend (default {d.budget})",
+    )
+    p.add_argument("--seed", type=int, default=d.seed, help="run seed (default 0)")
+    p.add_argument("--lr", type=float, default=d.lr, help=f"learning rate (default {d.lr})")
+    p.add_argument("--eps", type=int, default=d.eps, help=f"perturbation in LSBs (default {d.eps})")
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--eval-every", type=int, default=d.eval_every, metavar="FORWARD_PASSES")
+    p.add_argument("--trace", type=Path, help="HDF5 trace to write (default traces/<time>-...)")
+    p.add_argument("--no-live", action="store_true", help="plain progress lines, no live panel")
+
+
+def config_from(args: argparse.Namespace) -> RunConfig:
+    backend = "qemu" if args.qemu else "board" if args.board else "emulate"
+    return RunConfig(
+        backend=backend,
+        port=args.board,
+        model=args.model,
+        dataset=args.dataset,
+        scheduler=args.scheduler,
+        budget=args.budget,
+        seed=args.seed,
+        lr=args.lr,
+        eps=args.eps,
+        batch_size=args.batch_size,
+        eval_every=args.eval_every,
+        trace=args.trace,
+        live=not args.no_live,
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from hilbench import datasets, session
+    from hilbench.console import make_view
+    from hilbench.npu import zoo
+
+    config = config_from(args)
+    if config.model not in zoo.MODELS:
+        known = ", ".join(sorted(zoo.MODELS))
+        raise ConfigError(f"unknown model '{config.model}'", f"use one of: {known}")
+    datasets.load(config.dataset)  # fail on an unknown name before any device is touched
+    console = Console()
+    result = session.run(config, view=make_view(config.live, console))
+    table = Table(title="hilbench run", show_header=False)
+    table.add_row("final test accuracy", f"{result.final_accuracy:.2%}")
+    table.add_row("forward passes", f"{result.forward_passes:,}")
+    table.add_row("steps", f"{result.steps:,}")
+    table.add_row("backend", result.backend)
+    table.add_row("weights CRC-32", f"0x{result.weights_crc:08x}")
+    table.add_row("wall time", f"{result.wall_s:.1f} s (host)")
+    table.add_row("trace", f"{result.trace_path} (run {result.run_id})")
+    console.print(table)
+    return 0

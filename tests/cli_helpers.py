@@ -1,0 +1,50 @@
+"""Running the ``hilbench`` command in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def hilbench(
+    *args: str, timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hilbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd or ROOT,
+    )
+
+
+@contextmanager
+def emulator_on_tcp():
+    """``hilbench emulate --listen 127.0.0.1:0`` in a separate process; yields its URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hilbench", "emulate", "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        line = ""
+        while time.monotonic() < deadline and "socket://" not in line:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                raise RuntimeError(f"emulator exited: {proc.stderr.read()}")
+        url = line.strip().rsplit(" ", 1)[-1]
+        assert url.startswith("socket://"), line
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -1,0 +1,143 @@
+"""The twin's command semantics: at most once, clear ERROR replies, never a crash."""
+
+import numpy as np
+import pytest
+
+from hilbench import datasets
+from hilbench.config import RunConfig
+from hilbench.device.twin import DeviceTwin
+from hilbench.protocol import data_blob
+from hilbench.protocol import messages as m
+from hilbench.protocol.frames import FrameDecoder, encode_frame
+from hilbench.session import prepare_model
+
+
+class Wire:
+    """Talks to a twin frame by frame, without a link: for checking its semantics."""
+
+    def __init__(self, twin: DeviceTwin) -> None:
+        self.twin = twin
+        self.decoder = FrameDecoder()
+        self.seq = 0
+
+    def send_raw(self, frame_type: int, payload: bytes, seq: int | None = None, version: int = 0):
+        if seq is None:
+            self.seq += 1
+            seq = self.seq
+        wire = encode_frame(frame_type, seq, payload, version=version)
+        (frame,) = self.decoder.feed(wire)
+        (reply,) = self.decoder.feed(self.twin.handle(frame))
+        return reply, m.decode_response(reply)
+
+    def send(self, request, seq: int | None = None):
+        return self.send_raw(request.TYPE, request.pack(), seq)[1]
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    data = datasets.load("digits")
+    model = prepare_model(RunConfig(), data)
+    x = datasets.quantize_inputs(data.x_train, model.input_scale, model.input_zero_point)
+    return model, x, data.y_train
+
+
+def loaded_twin(prepared) -> tuple[DeviceTwin, Wire]:
+    model, x, y = prepared
+    twin = DeviceTwin(boot_nonce=1)
+    wire = Wire(twin)
+    blob = model.blob
+    for offset in range(0, len(blob), 1000):
+        wire.send(
+            m.LoadModelRequest(
+                total_len=len(blob), offset=offset, chunk=blob[offset : offset + 1000]
+            )
+        )
+    payload = data_blob.encode(x, y, 10)
+    for offset in range(0, len(payload), 4000):
+        wire.send(
+            m.LoadDataRequest(
+                slot=0, total_len=len(payload), offset=offset, chunk=payload[offset : offset + 4000]
+            )
+        )
+    return twin, wire
+
+
+def test_a_retried_apply_is_applied_once(prepared):
+    twin, wire = loaded_twin(prepared)
+    req = m.ApplyRequest(
+        seeds=np.array([5, 6], np.uint32), coeffs=np.array([30000, -20000], np.int32)
+    )
+    first = wire.send(req, seq=100)
+    crc_once = wire.send(m.WeightsCrcRequest()).crc32
+    again = wire.send(req, seq=100)  # a new seq in between: the cache holds WEIGHTS_CRC now
+    assert first.updates_applied == 1 and again.updates_applied == 2
+    retry = wire.send(req, seq=101)
+    duplicate = wire.send(req, seq=101)
+    assert retry == duplicate
+    assert twin.model.updates_applied == 3
+    assert twin.stats["retries_answered_from_cache"] == 1
+    assert wire.send(m.WeightsCrcRequest()).crc32 != crc_once
+
+
+def test_commands_before_a_model_get_no_model(prepared):
+    wire = Wire(DeviceTwin())
+    reply = wire.send(
+        m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=np.array([1], np.uint32))
+    )
+    assert isinstance(reply, m.ErrorResponse) and reply.code == m.ErrorCode.NO_MODEL
+    reply = wire.send(m.WeightsCrcRequest())
+    assert reply.code == m.ErrorCode.NO_MODEL
+
+
+def test_empty_slot_and_out_of_range_eval_are_refused(prepared):
+    _twin, wire = loaded_twin(prepared)
+    reply = wire.send(m.EvalRequest(slot=2, start=0, count=1))
+    assert reply.code == m.ErrorCode.NO_DATA and "slot 2" in reply.message
+    n = len(prepared[2])
+    reply = wire.send(m.EvalRequest(slot=0, start=n - 1, count=2))
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT
+    assert wire.send(m.EvalRequest(slot=0, start=n - 1, count=1)).count == 1
+
+
+def test_malformed_requests_get_errors_and_change_nothing(prepared):
+    _twin, wire = loaded_twin(prepared)
+    crc = wire.send(m.WeightsCrcRequest()).crc32
+    _, reply = wire.send_raw(m.MessageType.APPLY, b"\x05\x00\x01")  # q=5, no seeds
+    assert isinstance(reply, m.ErrorResponse)
+    _, reply = wire.send_raw(0x42, b"")
+    assert reply.code == m.ErrorCode.UNKNOWN_TYPE
+    _, reply = wire.send_raw(m.MessageType.HELLO, b"\x00\x00", version=9)
+    assert reply.code == m.ErrorCode.BAD_VERSION and "v0" in reply.message
+    reply = wire.send(m.LoadDataRequest(slot=1, total_len=20, offset=8, chunk=b"x"))
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT
+    assert wire.send(m.WeightsCrcRequest()).crc32 == crc
+
+
+def test_a_corrupt_model_blob_is_refused_and_too_large_is_named(prepared):
+    model = prepared[0]
+    wire = Wire(DeviceTwin(memory_bytes=len(model.blob) - 1))
+    blob = model.blob
+    reply = wire.send(m.LoadModelRequest(total_len=len(blob), offset=0, chunk=blob[:4000]))
+    assert reply.code == m.ErrorCode.MODEL_TOO_LARGE
+    wire = Wire(DeviceTwin())
+    bad = bytearray(blob)
+    bad[len(bad) // 2] ^= 0xFF
+    reply = None
+    for offset in range(0, len(bad), 4000):
+        reply = wire.send(
+            m.LoadModelRequest(
+                total_len=len(bad), offset=offset, chunk=bytes(bad[offset : offset + 4000])
+            )
+        )
+    assert reply.code == m.ErrorCode.BAD_MODEL
+
+
+def test_garbage_on_the_wire_is_counted_not_fatal(prepared):
+    twin, wire = loaded_twin(prepared)
+    decoder = FrameDecoder(on_error=lambda p: twin.note_bad_frame(p.kind))
+    rng = np.random.default_rng(0)
+    frames = decoder.feed(rng.integers(0, 256, 5000, dtype=np.uint8).tobytes() + b"\x00")
+    for frame in frames:
+        twin.handle(frame)  # whatever survives decoding must not crash the twin
+    assert sum(v for k, v in twin.stats.items() if k.startswith("bad_frame_")) > 0
+    assert wire.send(m.HelloRequest(host_protocol_version=0)).boot_nonce == 1
