@@ -104,7 +104,9 @@ class FrameDecoder:
 
     Every discarded run of bytes is counted in ``error_counts``, appended to ``errors`` (the
     most recent ``max_recorded`` are kept) and passed to ``on_error`` if given. The decoder
-    resynchronises at the next 0x00. Empty frames (two delimiters in a row) are ignored.
+    resynchronises at the next 0x00. Empty frames (two delimiters in a row) are ignored. A run
+    longer than ``max_encoded`` is dropped as it arrives (memory stays bounded) and reported
+    once, as "oversize", when the 0x00 that ends it arrives.
     """
 
     def __init__(
@@ -124,7 +126,7 @@ class FrameDecoder:
         self.error_counts: dict[str, int] = dict.fromkeys(PROBLEM_KINDS, 0)
         self.frames_decoded = 0
         self._buf = bytearray()
-        self._discarding = False  # inside an oversize run: drop bytes up to the next 0x00
+        self._discarded = 0  # > 0 inside an oversize run: bytes dropped so far
 
     @property
     def n_errors(self) -> int:
@@ -136,10 +138,15 @@ class FrameDecoder:
         """Bytes buffered while waiting for a delimiter (always <= ``max_encoded``)."""
         return len(self._buf)
 
+    @property
+    def discarding(self) -> bool:
+        """True inside an oversize run (bytes are dropped up to the next 0x00)."""
+        return self._discarded > 0
+
     def reset(self) -> None:
-        """Drop any partial frame (counters and the problem record are kept)."""
+        """Drop any partial frame or oversize run silently (counters are kept)."""
         self._buf.clear()
-        self._discarding = False
+        self._discarded = 0
 
     def feed(self, data: bytes) -> list[Frame]:
         """Consume ``data``; return the frames completed by it, in order."""
@@ -147,48 +154,38 @@ class FrameDecoder:
             data = bytes(data)
         frames: list[Frame] = []
         buf = self._buf
+        limit = self.max_encoded
         start = 0
         end = len(data)
         while start < end:
             i = data.find(b"\x00", start)
-            if i < 0:  # no delimiter: keep the tail, bounded
-                if not self._discarding:
-                    if len(buf) + end - start > self.max_encoded:
-                        self._problem(
-                            "oversize",
-                            len(buf) + end - start,
-                            f"no delimiter within {self.max_encoded} bytes; "
-                            "discarding up to the next 0x00",
-                        )
-                        buf.clear()
-                        self._discarding = True
-                    else:
-                        buf += data[start:end]
-                break
-            if self._discarding:
-                self._discarding = False
-            elif buf:
-                if len(buf) + i - start > self.max_encoded:
-                    self._problem(
-                        "oversize",
-                        len(buf) + i - start,
-                        f"frame longer than {self.max_encoded} encoded bytes",
-                    )
-                else:
-                    buf += data[start:i]
-                    frame = self._decode(bytes(buf))
-                    if frame is not None:
-                        frames.append(frame)
+            stop = end if i < 0 else i
+            if self._discarded:  # inside an oversize run: count, do not keep
+                self._discarded += stop - start
+            elif len(buf) + stop - start > limit:  # this run is too long: drop it
+                self._discarded = len(buf) + stop - start
                 buf.clear()
+            elif i < 0:  # no delimiter yet: keep the tail (bounded by ``limit``)
+                buf += data[start:end]
+            elif buf:
+                buf += data[start:i]
+                frame = self._decode(bytes(buf))
+                buf.clear()
+                if frame is not None:
+                    frames.append(frame)
             elif i > start:
-                if i - start > self.max_encoded:
-                    self._problem(
-                        "oversize", i - start, f"frame longer than {self.max_encoded} encoded bytes"
-                    )
-                else:
-                    frame = self._decode(data[start:i])
-                    if frame is not None:
-                        frames.append(frame)
+                frame = self._decode(data[start:i])
+                if frame is not None:
+                    frames.append(frame)
+            if i < 0:
+                break
+            if self._discarded:  # the delimiter ends the oversize run: report it once
+                self._problem(
+                    "oversize",
+                    self._discarded,
+                    f"{self._discarded} bytes without a delimiter, the limit is {limit}",
+                )
+                self._discarded = 0
             start = i + 1
         return frames
 

@@ -34,9 +34,10 @@ def test_random_bytes_without_zeros_stay_bounded() -> None:
     for i in range(0, len(data), 1000):
         assert d.feed(data[i : i + 1000]) == []
         assert d.pending <= MAX_ENCODED_LEN
-    assert d.error_counts["oversize"] == 1
+    assert d.discarding and d.n_errors == 0
     f = Frame(0, 1, 1, b"\x00\x00")
     assert d.feed(b"\x00" + f.encode()) == [f]
+    assert [(p.kind, p.nbytes) for p in d.errors] == [("oversize", 200_000)]
 
 
 def test_random_payloads_for_every_type_never_crash_decode() -> None:
