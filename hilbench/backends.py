@@ -102,6 +102,12 @@ class QemuBackend(Backend):
     timing_source = None
 
     def open(self) -> Target:
+        self.check_available()
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def check_available() -> None:
+        """Raise a clear error while the firmware cannot run in QEMU."""
         raise HilbenchError(
             "the QEMU backend needs device_fw built for mps3-an547, which has not landed yet",
             "run on the emulator (--emulate), or drive a twin over TCP with "

@@ -55,6 +55,13 @@ def pytest_configure(config: pytest.Config) -> None:
     ]
     if len(chosen) > 1:
         raise pytest.UsageError(f"hilbench: choose one backend, not {' and '.join(chosen)}")
+    if config.getoption("--qemu"):
+        from hilbench.backends import QemuBackend
+
+        try:
+            QemuBackend.check_available()
+        except HilbenchError as exc:
+            raise pytest.UsageError(f"hilbench --qemu: {exc}") from None
 
 
 def backend_config(config: pytest.Config) -> RunConfig:

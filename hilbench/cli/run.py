@@ -77,6 +77,6 @@ def handle(args: argparse.Namespace) -> int:
     table.add_row("backend", result.backend)
     table.add_row("weights CRC-32", f"0x{result.weights_crc:08x}")
     table.add_row("wall time", f"{result.wall_s:.1f} s (host)")
-    table.add_row("trace", f"{result.trace_path} (run {result.run_id})")
     console.print(table)
+    print(f"trace written to {result.trace_path} (run {result.run_id})", flush=True)
     return 0

@@ -15,7 +15,8 @@ POLL_S = 0.05
 
 def serve_stream(twin: DeviceTwin, stream: ByteStream, stop: threading.Event) -> None:
     """Answer every frame on ``stream`` until ``stop`` is set or the stream closes."""
-    decoder = FrameDecoder(on_error=lambda problem: twin.note_bad_frame(problem.kind))
+    problems: list[str] = []
+    decoder = FrameDecoder(on_error=lambda problem: problems.append(problem.kind))
     while not stop.is_set():
         try:
             data = stream.read(POLL_S)
@@ -23,7 +24,11 @@ def serve_stream(twin: DeviceTwin, stream: ByteStream, stop: threading.Event) ->
             return
         if not data:
             continue
-        for frame in decoder.feed(data):
+        frames = decoder.feed(data)
+        for kind in problems:
+            stream.write(twin.bad_frame(kind))
+        problems.clear()
+        for frame in frames:
             stream.write(twin.handle(frame))
 
 

@@ -23,6 +23,7 @@ from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, encod
 from hilbench.zo.rng import batch_indices
 
 TIMING_MODELED = 2
+FRAME_START = b"\x00"  # a delimiter before every frame flushes any junk the peer holds
 DEFAULT_MEMORY = 4_200_000  # bytes of on-chip SRAM on the STM32N6
 
 
@@ -51,7 +52,7 @@ class DeviceTwin:
         self.slots: dict[int, DataSlot] = {}
         self.stats: Counter[str] = Counter()
         self._bulk: dict[object, bytearray] = {}
-        self._last: tuple[int, int, bytes] | None = None
+        self._last: tuple[int, int, bytes, bytes] | None = None  # seq, type, payload, answer
 
     # --- frames -------------------------------------------------------------------------
     def handle(self, frame: Frame) -> bytes:
@@ -63,32 +64,34 @@ class DeviceTwin:
                 m.ErrorCode.BAD_VERSION,
                 f"device speaks protocol v{PROTOCOL_VERSION}, frame is v{frame.version}",
             )
-        if self._last and self._last[0] == frame.seq and self._last[1] == frame.type:
+        if self._last and self._last[:3] == (frame.seq, frame.type, frame.payload):
             self.stats["retries_answered_from_cache"] += 1
-            return self._last[2]
+            return self._last[3]
         if frame.type not in m.REQUESTS:
             return self._error(frame, m.ErrorCode.UNKNOWN_TYPE, f"unknown type 0x{frame.type:02x}")
         try:
             request = m.decode_request(frame)
         except m.MessageError as exc:
-            return self._error(frame, m.ErrorCode.BAD_LENGTH, str(exc))
+            return self._error(frame, exc.code, str(exc))
         try:
             response = self._dispatch(request)
         except CommandError as exc:
             return self._error(frame, exc.code, str(exc))
-        encoded = encode_frame(frame.type | 0x80, frame.seq, response.pack())
-        self._last = (frame.seq, frame.type, encoded)
+        encoded = FRAME_START + encode_frame(frame.type | 0x80, frame.seq, response.pack())
+        self._last = (frame.seq, frame.type, frame.payload, encoded)
         return encoded
 
-    def note_bad_frame(self, kind: str) -> None:
-        """Count a frame the decoder dropped (bad CRC, COBS, length)."""
+    def bad_frame(self, kind: str) -> bytes:
+        """Count a frame the decoder dropped; the ERROR BAD_FRAME answer (seq 0, not cached)."""
         self.stats[f"bad_frame_{kind}"] += 1
+        payload = m.ErrorResponse(code=m.ErrorCode.BAD_FRAME, request_type=0, message=kind)
+        return FRAME_START + encode_frame(m.ERROR, 0, payload.pack())
 
     def _error(self, frame: Frame, code: m.ErrorCode, message: str) -> bytes:
         self.stats[f"error_{code.name}"] += 1
         payload = m.ErrorResponse(code=code, request_type=frame.type, message=message[:200])
-        encoded = encode_frame(m.ERROR, frame.seq, payload.pack())
-        self._last = (frame.seq, frame.type, encoded)
+        encoded = FRAME_START + encode_frame(m.ERROR, frame.seq, payload.pack())
+        self._last = (frame.seq, frame.type, frame.payload, encoded)
         return encoded
 
     # --- commands -----------------------------------------------------------------------
@@ -195,7 +198,7 @@ class DeviceTwin:
             q=len(req.seeds),
             loss_plus=lp,
             loss_minus=lm,
-            duration_ns=min(int(seconds * 1e9), 2**32 - 1),
+            duration_ns=int(seconds * 1e9),
             timing_source=TIMING_MODELED,
         )
 
@@ -219,7 +222,7 @@ class DeviceTwin:
             count=req.count,
             correct=correct,
             loss_sum_q16=loss_sum,
-            duration_ns=min(int(seconds * 1e9), 2**32 - 1),
+            duration_ns=int(seconds * 1e9),
             timing_source=TIMING_MODELED,
         )
 

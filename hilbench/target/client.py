@@ -68,7 +68,7 @@ class Target:
     def _exchange(self, request: object, *, timeout: float | None = None) -> object:
         req_type = _type_of(request)
         self._seq = (self._seq + 1) & 0xFFFF
-        frame = encode_frame(req_type, self._seq, request.pack())
+        frame = b"\x00" + encode_frame(req_type, self._seq, request.pack())
         started = time.perf_counter()
         try:
             self.port.write(frame)

@@ -134,7 +134,7 @@ def test_a_corrupt_model_blob_is_refused_and_too_large_is_named(prepared):
 
 def test_garbage_on_the_wire_is_counted_not_fatal(prepared):
     twin, wire = loaded_twin(prepared)
-    decoder = FrameDecoder(on_error=lambda p: twin.note_bad_frame(p.kind))
+    decoder = FrameDecoder(on_error=lambda p: twin.bad_frame(p.kind))
     rng = np.random.default_rng(0)
     frames = decoder.feed(rng.integers(0, 256, 5000, dtype=np.uint8).tobytes() + b"\x00")
     for frame in frames:

@@ -1,0 +1,107 @@
+"""The command line as a user meets it: results, and one clear line for each mistake."""
+
+import json
+import socket
+import threading
+
+import h5py
+import pytest
+
+from tests.cli_helpers import hilbench
+
+
+def assert_one_clear_line(proc, *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_run_then_report_json(tmp_path):
+    trace = tmp_path / "run.h5"
+    proc = hilbench("run", "--budget", "1200", "--seed", "2", "--no-live", "--trace", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    assert "final test accuracy" in proc.stdout and str(trace) in proc.stdout
+    report = json.loads(hilbench("report", str(trace), "--json").stdout)
+    assert report["forward_passes"] == 1200 and report["steps"] == 150
+    assert report["backend"] == "emulate"
+    assert 0.0 <= report["final_accuracy"] <= 1.0
+    assert isinstance(report["weights_crc"], int) and report["weights_crc"] > 0
+    human = hilbench("report", str(trace))
+    assert human.returncode == 0 and "PROBE" in human.stdout
+
+
+def test_a_missing_serial_port_is_named(tmp_path):
+    proc = hilbench("run", "--board", "/dev/ttyNOSUCH0", "--trace", str(tmp_path / "t.h5"))
+    assert_one_clear_line(proc, "/dev/ttyNOSUCH0", "--emulate")
+
+
+def test_nothing_answering_on_the_port_times_out_clearly(tmp_path):
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted = []
+    thread = threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True)
+    thread.start()
+    try:
+        proc = hilbench(
+            "run", "--board", f"socket://127.0.0.1:{port}", "--trace", str(tmp_path / "t.h5")
+        )
+    finally:
+        server.close()
+    assert_one_clear_line(proc, "no answer", "HELLO", "firmware")
+
+
+def test_a_refused_connection_is_named(tmp_path):
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    server.close()
+    proc = hilbench(
+        "run", "--board", f"socket://127.0.0.1:{port}", "--trace", str(tmp_path / "t.h5")
+    )
+    assert_one_clear_line(proc, f"socket://127.0.0.1:{port}", "hilbench emulate")
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--model", "resnet9000"], ["unknown model 'resnet9000'", "mlp"]),
+        (["--dataset", "imagenet"], ["unknown dataset 'imagenet'", "digits"]),
+        (["--scheduler", "fixed:0"], ["fixed:0", "q in"]),
+        (["--scheduler", "sometimes"], ["unknown scheduler"]),
+        (["--budget", "-5"], ["budget"]),
+        (["--eps", "500"], ["eps"]),
+    ],
+)
+def test_bad_settings_are_refused_before_any_device_is_touched(tmp_path, args, needles):
+    proc = hilbench("run", *args, "--trace", str(tmp_path / "t.h5"))
+    assert_one_clear_line(proc, *needles)
+    assert not (tmp_path / "t.h5").exists()
+
+
+def test_an_unwritable_trace_path_is_named(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = hilbench("run", "--budget", "40", "--trace", str(blocker / "run.h5"))
+    assert_one_clear_line(proc, str(blocker / "run.h5"))
+
+
+def test_report_refuses_foreign_files(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    assert_one_clear_line(hilbench("report", str(text)), "not an HDF5 file")
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f["x"] = [1, 2, 3]
+    assert_one_clear_line(hilbench("report", str(foreign)), "not a hilbench trace")
+    assert_one_clear_line(hilbench("report", str(tmp_path / "missing.h5")), "missing.h5")
+
+
+def test_emulate_refuses_a_malformed_listen_address():
+    assert_one_clear_line(hilbench("emulate", "--listen", "nonsense"), "HOST:PORT")
+
+
+def test_qemu_fails_clearly_until_the_firmware_lands(tmp_path):
+    proc = hilbench("run", "--qemu", "--trace", str(tmp_path / "t.h5"))
+    assert_one_clear_line(proc, "QEMU", "device_fw")
