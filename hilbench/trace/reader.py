@@ -33,13 +33,13 @@ def open_error(path: Path, exc: OSError, *, writing: bool = False) -> TraceError
     if "already open for" in msg or "consistency flags" in msg:
         return TraceError(
             f"{path} was left open by a writer that did not close it (killed or crashed)",
-            "its runs can still be read with Trace.open; write the new run to another file, or "
+            "Trace.open reads it and TraceWriter.resume/create recover it; for other tools "
             f"clear the flag with `h5clear -s {path}`",
         )
     if "unable to lock file" in msg:
         return TraceError(
-            f"{path} is open in another process",
-            "wait for that writer to finish or close the other program",
+            f"{path} is open in another process (a live writer, or a program holding it)",
+            "wait for that run to finish, or write to another file",
         )
     if errno == 13:
         verb = "written" if writing else "read"

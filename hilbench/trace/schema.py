@@ -5,8 +5,17 @@ docs/trace-format.md is the human-readable contract; this module is its single s
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
 import h5py
 import numpy as np
+
+from hilbench.errors import TraceError
 
 FORMAT_NAME = "hilbench-trace"
 FORMAT_VERSION = 1
@@ -152,3 +161,162 @@ CHUNK_ROWS = {"steps": 256, "samples": 1024, "evals": 64, "timing": 512, "events
 def run_id(n: int) -> str:
     """The group name of run number n: 0 -> '0000'."""
     return f"{n:0{RUN_ID_WIDTH}d}"
+
+
+# ---------------------------------------------------------------- values against the schema
+
+AttrValue = str | int | float | bool
+
+I32 = (-(2**31), 2**31 - 1)
+U32 = (0, 2**32 - 1)
+I64 = (-(2**63), 2**63 - 1)
+
+
+def utc_now() -> str:
+    """The current time as ISO 8601 UTC, e.g. 2026-01-31T12:00:00.123Z."""
+    now = _dt.datetime.now(_dt.UTC)
+    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def attr_value(key: str, value: object) -> AttrValue:
+    """A run attribute as a plain HDF5-storable scalar, or a TraceError."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        if not I64[0] <= int(value) <= I64[1]:
+            raise TraceError(f"run attribute {key!r} = {value} does not fit a 64-bit integer",
+                             "store it as a string")
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value)
+    if isinstance(value, str):
+        return value
+    raise TraceError(
+        f"run attribute {key!r} has type {type(value).__name__}; "
+        "trace attributes are str, int, float or bool",
+        "convert it (or put structured settings in the config dict)",
+    )
+
+
+def _json_default(obj: object) -> object:
+    if isinstance(obj, np.generic | np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def config_json(config: Mapping[str, Any]) -> str:
+    """The run config as JSON text (sorted keys), or a TraceError."""
+    try:
+        return json.dumps(dict(config), sort_keys=True, default=_json_default)
+    except (TypeError, ValueError) as exc:
+        raise TraceError(f"the run config cannot be stored as JSON ({exc})",
+                         "keep the config to str/int/float/bool/list/dict values") from None
+
+
+def int_column(values: Sequence[Any], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values as int64 and a mask of those that are not integers in [lo, hi]."""
+    arr = np.asarray(values) if len(values) else np.zeros(0, np.int64)
+    if arr.dtype.kind in "iub" and arr.ndim == 1:
+        bad = arr > np.uint64(hi) if arr.dtype == np.uint64 else (arr < lo) | (arr > hi)
+        return np.where(bad, 0, arr).astype(np.int64), bad
+    ok = [isinstance(v, int | np.integer) and lo <= int(v) <= hi for v in values]
+    bad = ~np.asarray(ok, dtype=bool)
+    out = np.array([int(v) if k else 0 for v, k in zip(values, ok, strict=True)], np.int64)
+    return out, bad
+
+
+def float_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Values as float64 and a mask of those that are not real numbers."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+        if arr.ndim == 1:
+            return arr, np.zeros(len(arr), bool)
+    except (TypeError, ValueError):
+        pass
+    ok = [isinstance(v, int | float | np.integer | np.floating) for v in values]
+    out = np.array([float(v) if k else 0.0 for v, k in zip(values, ok, strict=True)])
+    return out, ~np.asarray(ok, dtype=bool)
+
+
+def short_ascii(value: object, what: str, width: int) -> str:
+    """``value`` if it is an ASCII str that fits a fixed-width column, else a TraceError."""
+    if not isinstance(value, str) or not value.isascii() or len(value) > width:
+        raise TraceError(
+            f"{what} must be an ASCII string of at most {width} characters, got {value!r}",
+            f"use a short name such as the ones in docs/trace-format.md ({what})",
+        )
+    return value
+
+
+# ---------------------------------------------------------------- the HDF5 superblock flag
+# A writer that dies leaves the "file open for (SWMR) write" flags set in the superblock; HDF5
+# then refuses any non-SWMR open. Clearing them is what `h5clear -s` does: superblock
+# version 2/3 = signature(8) version(1) sizeof_offsets(1) sizeof_lengths(1) flags(1)
+# 4 addresses, then a Jenkins lookup3 checksum of all the bytes before it.
+
+_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_M32 = 0xFFFFFFFF
+
+
+def _rot(x: int, k: int) -> int:
+    return ((x << k) | (x >> (32 - k))) & _M32
+
+
+def lookup3(data: bytes, initval: int = 0) -> int:
+    """Bob Jenkins' lookup3 hashlittle(), the checksum HDF5 puts on its metadata."""
+    n = len(data)
+    a = b = c = (0xDEADBEEF + n + initval) & _M32
+    i = 0
+    while n > 12:
+        a = (a + int.from_bytes(data[i:i + 4], "little")) & _M32
+        b = (b + int.from_bytes(data[i + 4:i + 8], "little")) & _M32
+        c = (c + int.from_bytes(data[i + 8:i + 12], "little")) & _M32
+        a = (a - c) & _M32 ^ _rot(c, 4)
+        c = (c + b) & _M32
+        b = (b - a) & _M32 ^ _rot(a, 6)
+        a = (a + c) & _M32
+        c = (c - b) & _M32 ^ _rot(b, 8)
+        b = (b + a) & _M32
+        a = (a - c) & _M32 ^ _rot(c, 16)
+        c = (c + b) & _M32
+        b = (b - a) & _M32 ^ _rot(a, 19)
+        a = (a + c) & _M32
+        c = (c - b) & _M32 ^ _rot(b, 4)
+        b = (b + a) & _M32
+        n -= 12
+        i += 12
+    if n == 0:
+        return c
+    tail = data[i:i + n] + bytes(12 - n)
+    a = (a + int.from_bytes(tail[0:4], "little")) & _M32
+    b = (b + int.from_bytes(tail[4:8], "little")) & _M32
+    c = (c + int.from_bytes(tail[8:12], "little")) & _M32
+    for x, y, k in ((2, 1, 14), (0, 2, 11), (1, 0, 25), (2, 1, 16), (0, 2, 4), (1, 0, 14),
+                    (2, 1, 24)):
+        v = [a, b, c]
+        v[x] = ((v[x] ^ v[y]) - _rot(v[y], k)) & _M32
+        a, b, c = v
+    return c
+
+
+def clear_open_flags(fd: int) -> bool:
+    """Clear the superblock's open-for-write flags of the HDF5 file open as ``fd``.
+
+    Returns False if there was nothing to clear (or the superblock is not version 2/3). The
+    caller must know that no process is writing the file.
+    """
+    head = os.pread(fd, 64, 0)
+    if not head.startswith(_SIGNATURE) or len(head) < 12 or head[8] not in (2, 3):
+        return False
+    end = 12 + 4 * head[9]
+    if head[11] == 0 or len(head) < end + 4:
+        return False
+    block = bytearray(head[:end])
+    if lookup3(bytes(block)) != int.from_bytes(head[end:end + 4], "little"):
+        return False  # not a superblock we understand: leave it alone
+    block[11] = 0
+    os.pwrite(fd, bytes(block) + lookup3(bytes(block)).to_bytes(4, "little"), 0)
+    os.fsync(fd)
+    return True

@@ -10,11 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import h5py
 import pytest
 from trace_helpers import CONFIG, RUN_ATTRS
 
 from hilbench.errors import TraceError
-from hilbench.trace import Trace, TraceWriter
+from hilbench.trace import Trace, TraceWriter, list_runs
 
 # A writer in its own process: writes `n` steps, flushes, says so, writes more without
 # flushing, then waits to be killed.
@@ -92,10 +93,67 @@ def test_sigkill_after_flush_leaves_a_readable_file(tmp_path: Path) -> None:
     # the same file in another process too
     assert _read_in_subprocess(path) == {"steps": 200, "samples": 600, "last_step": 199,
                                          "status": "running", "finished": False}
-    # appending a run to a file whose writer was killed is refused with the way out
-    with pytest.raises(TraceError, match="left open by a writer that did not close it") as ei:
-        TraceWriter.create(path, RUN_ATTRS, CONFIG)
-    assert "h5clear -s" in str(ei.value)
+
+
+def _kill_writer_after(path: Path, n: int) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n), *ATTR_ARGS],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "flushed"
+        assert proc.stdout.readline().strip() == "buffered"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def test_a_killed_run_can_be_resumed(tmp_path: Path) -> None:
+    path = tmp_path / "resume.h5"
+    _kill_writer_after(path, 40)
+    with TraceWriter.resume(path) as w:
+        assert w.run_id == "0000" and w.steps_written == 40
+        for k in range(40, 45):
+            w.append_step(k, 1, [k], [k], [-k], [0.0], [1], 1e-3, 2, k, 0.5, 6 * 40 + k, 0)
+    tr = Trace.open(path)
+    assert tr.steps["step"].tolist() == list(range(45))
+    assert tr.steps["sample_start"].tolist() == [*range(0, 120, 3), *range(120, 125)]
+    assert tr.samples["seed"][-5:].tolist() == [40, 41, 42, 43, 44]
+    assert tr.events["kind"].tolist() == ["note", "resume"]
+    assert tr.events["detail"][1] == "writer resumed with 40 steps on disk"
+    assert (tr.status, tr.finished, tr.forward_passes) == ("complete", True, 284)
+    # the file is clean again: tools that do not use SWMR open it
+    with h5py.File(path, "r") as f:
+        assert f["runs/0000/steps"].shape == (45,)
+    with pytest.raises(TraceError, match=r"run 0000 of .* is finished"):
+        TraceWriter.resume(path)
+
+
+def test_a_new_run_can_follow_a_killed_one(tmp_path: Path) -> None:
+    path = tmp_path / "after.h5"
+    _kill_writer_after(path, 10)
+    with TraceWriter.create(path, RUN_ATTRS, CONFIG) as w:
+        w.append_step(0, 1, [7], [1], [2], [0.5], [1], 1e-3, 1, 0, 1.0, 2, 1)
+    assert list_runs(path) == ["0000", "0001"]
+    assert Trace.open(path, 0).n_steps == 10 and Trace.open(path, 0).status == "running"
+    assert Trace.open(path).samples["seed"].tolist() == [7]
+
+
+def test_a_live_writer_is_never_recovered_from(tmp_path: Path) -> None:
+    path = tmp_path / "live.h5"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), "5", *ATTR_ARGS],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "flushed"
+        with pytest.raises(TraceError, match="another process"):
+            TraceWriter.resume(path)
+        with pytest.raises(TraceError, match="another process"):
+            TraceWriter.create(path, RUN_ATTRS, CONFIG)
+        assert Trace.open(path).n_steps == 5  # readers are welcome
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert Trace.open(path).n_steps == 5
 
 
 def test_reader_follows_a_writer_in_swmr_mode(tmp_path: Path) -> None:
@@ -122,11 +180,22 @@ def test_reader_follows_a_writer_in_swmr_mode(tmp_path: Path) -> None:
 def test_automatic_flush_by_rows_and_by_time(tmp_path: Path) -> None:
     path = tmp_path / "auto.h5"
     with TraceWriter.create(path, RUN_ATTRS, CONFIG, flush_rows=10,
-                            flush_interval_s=0.2) as w:
+                            flush_interval_s=0.3) as w:
         for k in range(25):
             w.append_step(k, 1, [k], [0], [0], [0.0], [0], 1e-3, 1, k, 1.0, k, k)
-        assert (w.steps_written, w.pending) == (20, 5)
-        time.sleep(0.25)
-        w.append_event(25, "note", "late")  # the interval has passed: everything goes out
+        assert (w.steps_written, w.pending) == (20, 5)  # 2 blocks of 10 went out at once
+        # the background thread writes the rest within the interval, with no call needed
+        deadline = time.monotonic() + 5
+        while w.pending and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert (w.steps_written, w.pending) == (25, 0)
         assert _read_in_subprocess(path)["steps"] == 25
+
+
+def test_no_background_thread_when_the_interval_is_none(tmp_path: Path) -> None:
+    path = tmp_path / "manual.h5"
+    with TraceWriter.create(path, RUN_ATTRS, CONFIG, flush_interval_s=None) as w:
+        w.append_step(0, 1, [1], [0], [0], [0.0], [0], 1e-3, 1, 0, 1.0, 2, 1)
+        time.sleep(0.1)
+        assert (w.steps_written, w.pending) == (0, 1)
+    assert Trace.open(path).n_steps == 1  # written by close()

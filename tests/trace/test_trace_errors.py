@@ -193,3 +193,24 @@ def test_errors_are_hilbench_errors_with_a_fix(tmp_path: Path) -> None:
         Trace.open(tmp_path / "missing.h5")
     assert ei.value.cause and ei.value.fix
     assert str(ei.value) == f"{ei.value.cause}. {ei.value.fix}"
+
+
+class _Interrupting(list):
+    """A sequence whose iteration is cut short by Ctrl-C, as a signal can cut an append."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        yield self[0]
+        raise KeyboardInterrupt
+
+
+def test_an_append_cut_short_by_ctrl_c_leaves_no_half_step(tmp_path: Path) -> None:
+    path = tmp_path / "x.h5"
+    with TraceWriter.create(path, RUN_ATTRS, CONFIG, flush_interval_s=None) as w:
+        _step(w, 0)
+        with pytest.raises(KeyboardInterrupt):
+            _step(w, 1, grads=_Interrupting([0.25, 0.75]))
+        _step(w, 2)
+    tr = Trace.open(path)
+    assert tr.steps["step"].tolist() == [0, 2]
+    assert tr.samples["seed"].tolist() == [0, 1, 2, 3]
+    assert tr.samples["grad"].tolist() == [0.5, -0.5, 0.5, -0.5]
