@@ -20,6 +20,13 @@ from hilbench.target.client import Target
 HELLO_TIMEOUT_S = 3.0
 
 
+def single_threaded_blas() -> None:
+    """The twin's matmuls are small: BLAS threads only fight the host thread for 2 cores."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")
+
+
 class Backend(ABC):
     """A way to reach a device; use as a context manager."""
 
@@ -67,6 +74,7 @@ class EmulatorBackend(Backend):
         self._server: ThreadedServer | None = None
 
     def open(self) -> Target:
+        single_threaded_blas()
         self._pty = PtyPair()
         self._server = ThreadedServer(self.twin, self._pty.device_stream())
         return self._connect(self._pty.path, name=f"emulator ({self._pty.path})")

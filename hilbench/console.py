@@ -119,7 +119,12 @@ class LiveView:
     def start(self, title: str) -> None:
         self._title = title
         self._live = Live(
-            self._render(), console=self.console, auto_refresh=False, transient=self.transient
+            self._render(),
+            console=self.console,
+            auto_refresh=False,
+            transient=self.transient,
+            redirect_stdout=False,
+            redirect_stderr=False,
         )
         with self.guard():
             self._live.start()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,12 +117,16 @@ def trace_path(request: pytest.FixtureRequest, hil_trace_dir: Path) -> Path:
 
 
 def _view(config: pytest.Config) -> RunView:
-    if config.getoption("--no-live") or not sys.__stdout__.isatty():
+    """A transient live panel on pytest's own terminal, shown with capture suspended."""
+    if config.getoption("--no-live"):
         return NullView()
+    capman = config.pluginmanager.getplugin("capturemanager")
+    guard = capman.global_and_fixture_disabled if capman else nullcontext
+    with guard():  # with capture suspended, stdout is pytest's own terminal again
+        if not sys.stdout.isatty():
+            return NullView()
     from rich.console import Console
 
-    capman = config.pluginmanager.getplugin("capturemanager")
-    guard = capman.global_and_fixture_disabled if capman else None
     return LiveView(Console(force_terminal=True), guard=guard, transient=True)
 
 

@@ -14,6 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from hilbench.backends import single_threaded_blas
     from hilbench.device.server import serve_tcp
     from hilbench.device.twin import DeviceTwin
 
@@ -26,6 +27,7 @@ def handle(args: argparse.Namespace) -> int:
     def announce(h: str, p: int) -> None:
         print(f"hilbench emulate: listening on socket://{h}:{p}", flush=True)
 
+    single_threaded_blas()
     try:
         serve_tcp(host or "127.0.0.1", int(port), DeviceTwin(), on_listening=announce)
     except OSError as exc:
