@@ -246,12 +246,12 @@ class Trace:
         blob = bytes(g["model_blob"][()].tobytes()) if "model_blob" in g else None
         steps = _read_table(g, "steps")
         samples = _read_table(g, "samples")
-        # a killed writer may leave samples of a step whose row was not flushed: trim them
-        if len(steps):
-            end = int(steps["sample_start"][-1] + steps["q"][-1])
-            samples = samples[:end]
-        else:
-            samples = samples[:0]
+        # Seen mid-flush (SWMR) or after a kill, the tables may disagree at the end: keep the
+        # steps whose samples are all on disk, and no sample beyond the last of those steps.
+        ends = steps["sample_start"] + steps["q"]
+        whole = int(np.searchsorted(np.maximum.accumulate(ends) > len(samples), True))
+        steps = steps[:whole]
+        samples = samples[: int(ends[whole - 1]) if whole else 0]
         return cls(
             path=path,
             run_id=rid,

@@ -33,9 +33,6 @@ try:
 except ImportError:  # Windows: no liveness lock, no automatic recovery
     fcntl = None  # type: ignore[assignment]
 
-_STEP_COLS = ("step", "q", "batch_seed", "eps", "lr", "loss", "forward_passes", "fresh_words")
-
-
 class TraceWriter:
     """Appends one run (``/runs/<run_id>``) to a hilbench trace. Make one with create()."""
 

@@ -188,3 +188,11 @@ def test_set_attrs_and_unfinished_values(tmp_path: Path) -> None:
     tr = Trace.open(path)
     assert (tr.final_accuracy, tr.forward_passes, tr.attrs["steps"]) == (0.7, 99, 3)
     assert tr.attrs["initial_weights_crc"] == 0x12345678
+
+
+def test_steps_whose_samples_are_not_on_disk_are_not_shown(known_trace: Path) -> None:
+    with h5py.File(known_trace, "r+") as f:  # as a reader may see a file mid-flush
+        f["runs/0000/samples"].resize((4,))  # step 1 (samples 2..4) lost its last sample
+    tr = Trace.open(known_trace)
+    assert tr.steps["step"].tolist() == [0]
+    assert tr.samples["seed"].tolist() == [0, 0xFFFFFFFF]
