@@ -113,7 +113,7 @@ UNITS: dict[str, dict[str, str]] = {
         "lr": "1",
         "loss": "nats",
         "forward_passes": "count (cumulative)",
-        "fresh_words": "32-bit words (cumulative)",
+        "fresh_words": "32-bit words (this step)",
     },
     "samples": {
         "step": "index",
