@@ -45,11 +45,21 @@ def to_blob(graph: Graph, extra_sections: dict[str, bytes] | None = None) -> byt
     names = list(graph.tensors)
     index = {n: i for i, n in enumerate(names)}
     if len(names) > 0xFFFF or len(graph.ops) > 0xFFFF or len(extra) > 0xFFFF:
-        raise ModelError("model has more than 65535 tensors, ops or sections",
-                         "split the model")
+        raise ModelError("model has more than 65535 tensors, ops or sections", "split the model")
     gname = graph.name.encode()
-    out = bytearray(_HEADER.pack(MAGIC, VERSION, 0, len(names), len(graph.ops), len(extra),
-                                 index[graph.input], index[graph.output], len(gname)))
+    out = bytearray(
+        _HEADER.pack(
+            MAGIC,
+            VERSION,
+            0,
+            len(names),
+            len(graph.ops),
+            len(extra),
+            index[graph.input],
+            index[graph.output],
+            len(gname),
+        )
+    )
     out += _pad(gname)
     for n in names:
         t = graph.tensors[n]
@@ -57,8 +67,14 @@ def to_blob(graph: Graph, extra_sections: dict[str, bytes] | None = None) -> byt
         nq = 0 if q is None else q.scale.size
         axis = -1 if q is None or q.axis is None else q.axis
         tname = n.encode()
-        rec = _TENSOR.pack(DTYPE_CODES[t.dtype], len(t.shape),
-                           FLAG_HAS_DATA if t.data is not None else 0, axis, len(tname), nq)
+        rec = _TENSOR.pack(
+            DTYPE_CODES[t.dtype],
+            len(t.shape),
+            FLAG_HAS_DATA if t.data is not None else 0,
+            axis,
+            len(tname),
+            nq,
+        )
         rec += struct.pack(f"<{len(t.shape)}I", *t.shape)
         if q is not None:
             rec += q.scale.astype("<f4").tobytes() + q.zero_point.astype("<i4").tobytes()
@@ -70,15 +86,17 @@ def to_blob(graph: Graph, extra_sections: dict[str, bytes] | None = None) -> byt
     for op in graph.ops:
         d = _ops.get(op.kind)
         rec = _OP.pack(d.opcode, len(op.inputs), len(op.outputs), 0)
-        rec += struct.pack(f"<{len(op.inputs) + len(op.outputs)}H",
-                           *(index[n] for n in op.inputs + op.outputs))
+        rec += struct.pack(
+            f"<{len(op.inputs) + len(op.outputs)}H", *(index[n] for n in op.inputs + op.outputs)
+        )
         params = d.pack_params(op.params)
         out += _pad(rec) + struct.pack("<I", len(params)) + params
     for tag, payload in extra.items():
         tb = tag.encode("ascii", "replace")
         if len(tb) != 4 or not tb.isascii() or not all(32 < c < 127 for c in tb):
-            raise ModelError(f"section tag {tag!r} is not 4 printable ASCII characters",
-                             "use a tag like 'LOSS'")
+            raise ModelError(
+                f"section tag {tag!r} is not 4 printable ASCII characters", "use a tag like 'LOSS'"
+            )
         out += _pad(tb + struct.pack("<I", len(payload)) + bytes(payload))
     out += struct.pack("<I", zlib.crc32(bytes(out)) & 0xFFFFFFFF)
     return bytes(out)
@@ -92,9 +110,12 @@ class _Reader:
 
     def take(self, n: int, what: str) -> bytes:
         if n < 0 or self.pos + n > self.end:
-            raise ModelError(f"model blob truncated: {what} needs {n} bytes at offset "
-                             f"{self.pos}, only {self.end - self.pos} left", _FIX)
-        b = self.data[self.pos:self.pos + n]
+            raise ModelError(
+                f"model blob truncated: {what} needs {n} bytes at offset "
+                f"{self.pos}, only {self.end - self.pos} left",
+                _FIX,
+            )
+        b = self.data[self.pos : self.pos + n]
         self.pos += n
         return b
 
@@ -115,17 +136,20 @@ def from_blob(data: bytes) -> tuple[Graph, dict[str, bytes]]:
     """Parse ``HBM0`` bytes into a validated graph and its extra sections."""
     data = bytes(data)
     if len(data) < _HEADER.size + 4:
-        raise ModelError(f"model blob truncated: {len(data)} bytes, a header and CRC need "
-                         f"{_HEADER.size + 4}", _FIX)
+        raise ModelError(
+            f"model blob truncated: {len(data)} bytes, a header and CRC need {_HEADER.size + 4}",
+            _FIX,
+        )
     if data[:4] != MAGIC:
         raise ModelError(f"not a model blob: magic is {data[:4]!r}, expected {MAGIC!r}", _FIX)
     version = struct.unpack_from("<H", data, 4)[0]
     if version != VERSION:
-        raise ModelError(f"model blob format version {version}, this build reads {VERSION}",
-                         "rebuild the blob with this version of hilbench")
+        raise ModelError(
+            f"model blob format version {version}, this build reads {VERSION}",
+            "rebuild the blob with this version of hilbench",
+        )
     if len(data) % 4:
-        raise ModelError(f"model blob truncated: length {len(data)} is not a multiple of 4",
-                         _FIX)
+        raise ModelError(f"model blob truncated: length {len(data)} is not a multiple of 4", _FIX)
     body_end = len(data) - 4
     crc = struct.unpack_from("<I", data, body_end)[0]
     if zlib.crc32(data[:body_end]) & 0xFFFFFFFF != crc:
@@ -164,8 +188,9 @@ def from_blob(data: bytes) -> tuple[Graph, dict[str, bytes]]:
         if plen % 4:
             raise _bad(f"op {oi}: params length {plen} is not a multiple of 4")
         params = d.unpack_params(r.take(plen, f"op {oi} params"))
-        ops.append(Op(d.kind, [tnames[k] for k in idx[:n_in]],
-                      [tnames[k] for k in idx[n_in:]], params))
+        ops.append(
+            Op(d.kind, [tnames[k] for k in idx[:n_in]], [tnames[k] for k in idx[n_in:]], params)
+        )
     sections: dict[str, bytes] = {}
     for si in range(n_s):
         tag = r.take(4, f"section {si} tag")

@@ -84,8 +84,11 @@ class Graph:
             d = _ops.get(op.kind)
             if d.weight_input is None or d.weight_input >= len(op.inputs):
                 continue
-            bias = op.inputs[d.bias_input] if (
-                d.bias_input is not None and d.bias_input < len(op.inputs)) else None
+            bias = (
+                op.inputs[d.bias_input]
+                if (d.bias_input is not None and d.bias_input < len(op.inputs))
+                else None
+            )
             out.append((op.inputs[d.weight_input], bias))
         return out
 
@@ -103,19 +106,27 @@ class Graph:
         fix_q = "requantize the model following the TFLite int8 rules"
         for name, t in self.tensors.items():
             if name != t.name:
-                raise _model_error(f"tensor key {name!r} holds tensor named {t.name!r}",
-                                   "key tensors by their own name")
+                raise _model_error(
+                    f"tensor key {name!r} holds tensor named {t.name!r}",
+                    "key tensors by their own name",
+                )
             if t.dtype not in DTYPES:
-                raise _model_error(f"tensor {name}: dtype {t.dtype!r} unsupported",
-                                   "use int8 or int32")
+                raise _model_error(
+                    f"tensor {name}: dtype {t.dtype!r} unsupported", "use int8 or int32"
+                )
             if any(d <= 0 for d in t.shape):
-                raise _model_error(f"tensor {name}: shape {t.shape} has a non-positive dim",
-                                   "give every dim a positive size")
-            if t.data is not None and (t.data.dtype != DTYPES[t.dtype]
-                                       or tuple(t.data.shape) != t.shape):
+                raise _model_error(
+                    f"tensor {name}: shape {t.shape} has a non-positive dim",
+                    "give every dim a positive size",
+                )
+            if t.data is not None and (
+                t.data.dtype != DTYPES[t.dtype] or tuple(t.data.shape) != t.shape
+            ):
                 raise _model_error(
                     f"tensor {name}: data is {t.data.dtype} {t.data.shape}, declared "
-                    f"{t.dtype} {t.shape}", "store data matching the declared shape and dtype")
+                    f"{t.dtype} {t.shape}",
+                    "store data matching the declared shape and dtype",
+                )
             q = t.qparams
             if q is None:
                 continue
@@ -125,10 +136,14 @@ class Graph:
                 raise _model_error(f"tensor {name}: scales must be finite and > 0", fix_q)
             if q.axis is None and q.scale.size != 1:
                 raise _model_error(f"tensor {name}: several scales but no quantized axis", fix_q)
-            if q.axis is not None and not (0 <= q.axis < len(t.shape)
-                                           and t.shape[q.axis] == q.scale.size):
-                raise _model_error(f"tensor {name}: per-channel axis {q.axis} does not match "
-                                   f"{q.scale.size} scales for shape {t.shape}", fix_q)
+            if q.axis is not None and not (
+                0 <= q.axis < len(t.shape) and t.shape[q.axis] == q.scale.size
+            ):
+                raise _model_error(
+                    f"tensor {name}: per-channel axis {q.axis} does not match "
+                    f"{q.scale.size} scales for shape {t.shape}",
+                    fix_q,
+                )
             if t.dtype == "int8" and (np.any(q.zero_point < -128) or np.any(q.zero_point > 127)):
                 raise _model_error(f"tensor {name}: int8 zero point outside [-128, 127]", fix_q)
         weights = {w for w, _ in self.weight_tensors()}
@@ -147,48 +162,67 @@ class Graph:
                 raise _model_error(f"bias {b}: must be int32", fix_q)
         # data flow
         if self.input not in self.tensors or self.output not in self.tensors:
-            raise _model_error(f"graph input {self.input!r} or output {self.output!r} is not "
-                               "a tensor", "name existing tensors as input and output")
+            raise _model_error(
+                f"graph input {self.input!r} or output {self.output!r} is not a tensor",
+                "name existing tensors as input and output",
+            )
         xin = self.tensors[self.input]
         if xin.data is not None or xin.dtype != "int8" or xin.qparams is None:
-            raise _model_error(f"graph input {self.input}: must be a quantized int8 activation",
-                               fix_q)
+            raise _model_error(
+                f"graph input {self.input}: must be a quantized int8 activation", fix_q
+            )
         ready = {self.input}
         for op in self.ops:
             d = _ops.get(op.kind)
             for n in op.inputs:
                 if n not in self.tensors:
-                    raise _model_error(f"{op.kind} op: input {n!r} is not a tensor",
-                                       "declare every tensor an op uses")
+                    raise _model_error(
+                        f"{op.kind} op: input {n!r} is not a tensor",
+                        "declare every tensor an op uses",
+                    )
                 if self.tensors[n].data is None and n not in ready:
-                    raise _model_error(f"{op.kind} op: input {n} is used before it is computed",
-                                       "order ops so producers come first")
+                    raise _model_error(
+                        f"{op.kind} op: input {n} is used before it is computed",
+                        "order ops so producers come first",
+                    )
             for n in op.outputs:
                 if n not in self.tensors:
-                    raise _model_error(f"{op.kind} op: output {n!r} is not a tensor",
-                                       "declare every tensor an op uses")
+                    raise _model_error(
+                        f"{op.kind} op: output {n!r} is not a tensor",
+                        "declare every tensor an op uses",
+                    )
                 if n in ready or self.tensors[n].data is not None:
-                    raise _model_error(f"{op.kind} op: output {n} is written twice or is a "
-                                       "constant", "give every op output its own tensor")
+                    raise _model_error(
+                        f"{op.kind} op: output {n} is written twice or is a constant",
+                        "give every op output its own tensor",
+                    )
                 ready.add(n)
             d.check(self, op)
         if self.output not in ready:
-            raise _model_error(f"graph output {self.output} is never computed",
-                               "make the last op write the output tensor")
+            raise _model_error(
+                f"graph output {self.output} is never computed",
+                "make the last op write the output tensor",
+            )
 
     # --- execution ------------------------------------------------------------------------
     def _check_input(self, x: np.ndarray) -> np.ndarray:
         t = self.tensors[self.input]
         want = f"int8 array of shape (N, {', '.join(map(str, t.shape))})"
         if not isinstance(x, np.ndarray):
-            raise _model_error(f"model {self.name}: input is {type(x).__name__}, expected an "
-                               f"{want}", "pass a numpy int8 array")
+            raise _model_error(
+                f"model {self.name}: input is {type(x).__name__}, expected an {want}",
+                "pass a numpy int8 array",
+            )
         if x.dtype != np.int8:
-            raise _model_error(f"model {self.name}: input dtype is {x.dtype}, expected {want}",
-                               "quantize the input to int8 first")
+            raise _model_error(
+                f"model {self.name}: input dtype is {x.dtype}, expected {want}",
+                "quantize the input to int8 first",
+            )
         if x.ndim != len(t.shape) + 1 or tuple(x.shape[1:]) != t.shape:
-            raise _model_error(f"model {self.name}: input shape is {x.shape}, expected {want}",
-                               "reshape the input; the first axis is the batch")
+            raise _model_error(
+                f"model {self.name}: input shape is {x.shape}, expected {want}",
+                "reshape the input; the first axis is the batch",
+            )
         return x
 
     def _check_overrides(
@@ -201,23 +235,31 @@ class Graph:
         for name, arr in overrides.items():
             t = self.tensors.get(name)
             if t is None or t.data is None:
-                raise _model_error(f"override {name!r} is not a constant tensor of model "
-                                   f"{self.name}", f"override one of {sorted(self.constants())}")
+                raise _model_error(
+                    f"override {name!r} is not a constant tensor of model {self.name}",
+                    f"override one of {sorted(self.constants())}",
+                )
             a = np.asarray(arr)
             if a.dtype != DTYPES[t.dtype]:
-                raise _model_error(f"override {name}: dtype {a.dtype}, expected {t.dtype}",
-                                   f"pass a {t.dtype} array")
+                raise _model_error(
+                    f"override {name}: dtype {a.dtype}, expected {t.dtype}",
+                    f"pass a {t.dtype} array",
+                )
             if tuple(a.shape) == t.shape:
                 pass
             elif a.ndim == len(t.shape) + 1 and tuple(a.shape[1:]) == t.shape and a.shape[0]:
                 if s is not None and a.shape[0] != s:
-                    raise _model_error(f"override {name}: {a.shape[0]} weight sets, other "
-                                       f"overrides have {s}", "give every override the same S")
+                    raise _model_error(
+                        f"override {name}: {a.shape[0]} weight sets, other overrides have {s}",
+                        "give every override the same S",
+                    )
                 s = int(a.shape[0])
             else:
-                raise _model_error(f"override {name}: shape {a.shape}, expected {t.shape} or "
-                                   f"(S, {', '.join(map(str, t.shape))})",
-                                   "match the tensor's shape, with an optional leading S axis")
+                raise _model_error(
+                    f"override {name}: shape {a.shape}, expected {t.shape} or "
+                    f"(S, {', '.join(map(str, t.shape))})",
+                    "match the tensor's shape, with an optional leading S axis",
+                )
             out[name] = a
         return out, s
 
@@ -257,8 +299,10 @@ class Graph:
         env, s = self._execute(x, overrides)
         if s is None:
             return {n: a[0] for n, a in env.items()}
-        return {n: (a if a.shape[0] == s else np.broadcast_to(a, (s, *a.shape[1:])))
-                for n, a in env.items()}
+        return {
+            n: (a if a.shape[0] == s else np.broadcast_to(a, (s, *a.shape[1:])))
+            for n, a in env.items()
+        }
 
     # --- helpers --------------------------------------------------------------------------
     @property
@@ -273,15 +317,18 @@ class Graph:
         """A copy whose constant tensors in ``values`` hold new data (same shape and dtype)."""
         ov, s = self._check_overrides(values)
         if s is not None:
-            raise _model_error("with_constants got a batched (S, ...) array",
-                               "pass one weight set")
+            raise _model_error("with_constants got a batched (S, ...) array", "pass one weight set")
         tensors = {
-            n: Tensor(t.name, t.shape, t.dtype, t.qparams,
-                      np.array(ov[n]) if n in ov else t.data)
+            n: Tensor(t.name, t.shape, t.dtype, t.qparams, np.array(ov[n]) if n in ov else t.data)
             for n, t in self.tensors.items()
         }
-        return Graph(tensors, [Op(o.kind, list(o.inputs), list(o.outputs), dict(o.params))
-                               for o in self.ops], self.input, self.output, self.name)
+        return Graph(
+            tensors,
+            [Op(o.kind, list(o.inputs), list(o.outputs), dict(o.params)) for o in self.ops],
+            self.input,
+            self.output,
+            self.name,
+        )
 
     def num_parameters(self) -> int:
         """Number of trainable weight and bias elements."""

@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from hilbench.errors import ModelError
+from hilbench.npu import convert, nets
+from hilbench.npu.floatnet import FloatModel
 from hilbench.npu.graph import Graph, Op, QParams, Tensor
 from hilbench.npu.ops import fully_connected as fc
 from hilbench.npu.quant import INT32_MAX, INT32_MIN, round_half_away
@@ -40,11 +42,13 @@ def quantize_weights_per_channel(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return np.clip(q, -127, 127).astype(np.int8), scale
 
 
-def quantize_bias(b: np.ndarray, input_scale: float, weight_scales: np.ndarray) -> tuple[
-        np.ndarray, np.ndarray]:
+def quantize_bias(
+    b: np.ndarray, input_scale: float, weight_scales: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """int32 bias = round(b / (input_scale * weight_scale)); returns (data, float32 scales)."""
     bscale = (np.float32(input_scale) * np.asarray(weight_scales, dtype=np.float32)).astype(
-        np.float32)
+        np.float32
+    )
     q = round_half_away(np.asarray(b, dtype=np.float64) / bscale.astype(np.float64))
     return np.clip(q, INT32_MIN, INT32_MAX).astype(np.int32), bscale
 
@@ -96,19 +100,22 @@ def build_mlp(
     if float_weights is None:
         layers = he_normal_mlp(sizes, rng)
     else:
-        layers = [(np.asarray(w, np.float32), np.asarray(b, np.float32))
-                  for w, b in float_weights]
+        layers = [(np.asarray(w, np.float32), np.asarray(b, np.float32)) for w, b in float_weights]
         shapes = [(w.shape, b.shape) for w, b in layers]
         want = [((o, i), (o,)) for i, o in itertools.pairwise(sizes)]
         if shapes != want:
-            raise ModelError(f"float_weights shapes {shapes} do not fit sizes {sizes}",
-                             f"pass (W [out, in], b [out]) pairs shaped {want}")
+            raise ModelError(
+                f"float_weights shapes {shapes} do not fit sizes {sizes}",
+                f"pass (W [out, in], b [out]) pairs shaped {want}",
+            )
     if calibration is None:
         calibration = rng.random((N_CALIBRATION, sizes[0]), dtype=np.float32)
     calibration = np.asarray(calibration, dtype=np.float32)
     if calibration.ndim != 2 or calibration.shape[1] != sizes[0] or not len(calibration):
-        raise ModelError(f"calibration shape {calibration.shape} invalid",
-                         f"pass float32 inputs of shape (N, {sizes[0]})")
+        raise ModelError(
+            f"calibration shape {calibration.shape} invalid",
+            f"pass float32 inputs of shape (N, {sizes[0]})",
+        )
     acts = float_forward(layers, calibration)
 
     tensors: dict[str, Tensor] = {}
@@ -129,12 +136,13 @@ def build_mlp(
             out_scale, out_zp = _asym_qparams(lo * HIDDEN_HEADROOM, hi * HIDDEN_HEADROOM)
             act, out_name = "RELU", f"fc{i}_out"
         wn, bn = f"fc{i}_w", f"fc{i}_b"
-        tensors[wn] = Tensor(wn, wq.shape, "int8",
-                             QParams(wscale, np.zeros(wscale.size, np.int32), 0), wq)
-        tensors[bn] = Tensor(bn, bq.shape, "int32",
-                             QParams(bscale, np.zeros(bscale.size, np.int32), 0), bq)
-        tensors[out_name] = Tensor(out_name, (w.shape[0],), "int8",
-                                   QParams([out_scale], [out_zp]))
+        tensors[wn] = Tensor(
+            wn, wq.shape, "int8", QParams(wscale, np.zeros(wscale.size, np.int32), 0), wq
+        )
+        tensors[bn] = Tensor(
+            bn, bq.shape, "int32", QParams(bscale, np.zeros(bscale.size, np.int32), 0), bq
+        )
+        tensors[out_name] = Tensor(out_name, (w.shape[0],), "int8", QParams([out_scale], [out_zp]))
         params = fc.prepare(in_scale, in_zp, wscale, out_scale, out_zp, act)
         ops.append(Op(fc.KIND, [prev, wn, bn], [out_name], params))
         prev, in_scale, in_zp = out_name, out_scale, out_zp
@@ -143,14 +151,106 @@ def build_mlp(
     return g
 
 
-MODELS: dict[str, Callable[..., Graph]] = {"mlp": build_mlp}
+def _from_float(
+    model: FloatModel,
+    rng: np.random.Generator,
+    calibration: np.ndarray | None,
+    float_weights: FloatLayers | None,
+    quant_kw: dict,
+) -> Graph:
+    if float_weights is not None:
+        model.set_weights(list(float_weights))
+    calib = convert.calibration_input(model, calibration, rng, N_CALIBRATION)
+    return convert.quantize_model(model, calib, **quant_kw)
 
 
-def build(name: str, **kw: object) -> Graph:
-    """Build a zoo model by name; unknown names raise ModelError listing the known ones."""
+def build_cnn(
+    *,
+    seed: int,
+    calibration: np.ndarray | None = None,
+    float_weights: FloatLayers | None = None,
+    channels: tuple[int, int] = (8, 16),
+    classes: int = 10,
+    resolution: int = 8,
+    input_scale: float = 1 / 255,
+    input_zero_point: int = -128,
+    logit_range: float = 8.0,
+) -> Graph:
+    """The small digits CNN (see :func:`hilbench.npu.nets.cnn`) on (8, 8, 1) inputs in
+    [0, 1]. ``calibration`` may be (N, 64), (N, 8, 8) or (N, 8, 8, 1) floats; default 256
+    uniform inputs drawn after the weights. Quantized like :func:`build_mlp`."""
+    rng = np.random.default_rng(seed)
+    model = nets.cnn(rng, tuple(channels), classes, resolution)
+    return _from_float(
+        model,
+        rng,
+        calibration,
+        float_weights,
+        {
+            "input_scale": input_scale,
+            "input_zero_point": input_zero_point,
+            "logit_range": logit_range,
+        },
+    )
+
+
+def build_mobilenet_v2(
+    *,
+    seed: int,
+    calibration: np.ndarray | None = None,
+    float_weights: FloatLayers | None = None,
+    alpha: float = 0.35,
+    resolution: int = 96,
+    classes: int = 10,
+    logit_range: float = 8.0,
+) -> Graph:
+    """MobileNetV2 (alpha, resolution, classes) on (R, R, 3) inputs in [0, 1]; random
+    He-normal float weights unless ``float_weights`` is given."""
+    rng = np.random.default_rng(seed)
+    model = nets.mobilenet_v2(rng, alpha, resolution, classes)
+    return _from_float(model, rng, calibration, float_weights, {"logit_range": logit_range})
+
+
+def build_resnet18(
+    *,
+    seed: int,
+    calibration: np.ndarray | None = None,
+    float_weights: FloatLayers | None = None,
+    width: float = 0.25,
+    resolution: int = 64,
+    classes: int = 10,
+    logit_range: float = 8.0,
+) -> Graph:
+    """ResNet18 (width, resolution, classes) on (R, R, 3) inputs in [0, 1]; random
+    He-normal float weights unless ``float_weights`` is given."""
+    rng = np.random.default_rng(seed)
+    model = nets.resnet18(rng, width, resolution, classes)
+    return _from_float(model, rng, calibration, float_weights, {"logit_range": logit_range})
+
+
+MODELS: dict[str, Callable[..., Graph]] = {
+    "mlp": build_mlp,
+    "cnn": build_cnn,
+    "mobilenet_v2": build_mobilenet_v2,
+    "resnet18": build_resnet18,
+}
+
+
+def build(
+    name: str,
+    *,
+    seed: int,
+    calibration: np.ndarray | None = None,
+    float_weights: FloatLayers | None = None,
+    **kw: object,
+) -> Graph:
+    """Build zoo model ``name`` from float weights (seeded random init unless
+    ``float_weights``, e.g. from :mod:`hilbench.npu.pretrain`) quantized with ``calibration``
+    (float inputs in [0, 1]). Unknown names raise ModelError listing the known ones."""
     try:
         builder = MODELS[name]
     except KeyError:
-        raise ModelError(f"unknown model {name!r}",
-                         f"use one of: {', '.join(sorted(MODELS))}") from None
-    return builder(**kw)
+        raise ModelError(
+            f"unknown model {name!r}", f"use one of: {', '.join(sorted(MODELS))}"
+        ) from None
+    return builder(seed=seed, calibration=calibration, float_weights=float_weights, **kw)

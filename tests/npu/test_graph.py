@@ -85,8 +85,10 @@ def test_run_rejects_bad_input(mlp, x, match):
         ({"fc0_out": np.zeros(32, np.int8)}, "not a constant"),
         ({"fc0_w": np.zeros((32, 64), np.int32)}, "dtype"),
         ({"fc0_w": np.zeros((32, 65), np.int8)}, "shape"),
-        ({"fc0_w": np.zeros((2, 32, 64), np.int8), "fc1_w": np.zeros((3, 10, 32), np.int8)},
-         "weight sets"),
+        (
+            {"fc0_w": np.zeros((2, 32, 64), np.int8), "fc1_w": np.zeros((3, 10, 32), np.int8)},
+            "weight sets",
+        ),
     ],
 )
 def test_run_rejects_bad_overrides(mlp, ov, match):
@@ -103,15 +105,27 @@ def _broken(mutate) -> Graph:
 @pytest.mark.parametrize(
     ("mutate", "match"),
     [
-        (lambda g: setattr(g.tensors["fc0_w"].qparams, "zero_point",
-                           np.ones(32, np.int32)), "fc0_w.*symmetric"),
+        (
+            lambda g: setattr(g.tensors["fc0_w"].qparams, "zero_point", np.ones(32, np.int32)),
+            "fc0_w.*symmetric",
+        ),
         (lambda g: g.tensors["fc0_w"].data.__setitem__((0, 0), -128), r"fc0_w.*\[-127, 127\]"),
-        (lambda g: setattr(g.tensors["fc1_b"].qparams, "scale",
-                           g.tensors["fc1_b"].qparams.scale * 1.01), "fc1_b.*input_scale"),
-        (lambda g: setattr(g.tensors["fc0_out"].qparams, "zero_point",
-                           np.array([200], np.int32)), "fc0_out.*zero point"),
-        (lambda g: setattr(g.tensors["input"].qparams, "scale",
-                           np.array([0.0], np.float32)), "input.*> 0"),
+        (
+            lambda g: setattr(
+                g.tensors["fc1_b"].qparams, "scale", g.tensors["fc1_b"].qparams.scale * 1.01
+            ),
+            "fc1_b.*input_scale",
+        ),
+        (
+            lambda g: setattr(
+                g.tensors["fc0_out"].qparams, "zero_point", np.array([200], np.int32)
+            ),
+            "fc0_out.*zero point",
+        ),
+        (
+            lambda g: setattr(g.tensors["input"].qparams, "scale", np.array([0.0], np.float32)),
+            "input.*> 0",
+        ),
         (lambda g: setattr(g.tensors["fc0_w"], "data", np.zeros((32, 64), np.int32)), "fc0_w"),
         (lambda g: g.ops[0].params.__setitem__("act_max", 100), "act_max"),
         (lambda g: g.ops.reverse(), "before it is computed"),

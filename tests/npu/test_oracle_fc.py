@@ -98,8 +98,10 @@ def test_random_fc_bit_exact_with_tflm(seed):
         if not np.array_equal(got, want):
             p = g.ops[0].params
             bad = np.argwhere(got != want)[:5].tolist()
-            pytest.fail(f"seed {seed} case {case}: mismatch at {bad}; K={x.shape[1]} "
-                        f"params={ {k: v for k, v in p.items()} }")
+            pytest.fail(
+                f"seed {seed} case {case}: mismatch at {bad}; K={x.shape[1]} "
+                f"params={ {k: v for k, v in p.items()} }"
+            )
 
 
 def test_batched_weight_sets_match_tflm_one_by_one():
@@ -107,8 +109,12 @@ def test_batched_weight_sets_match_tflm_one_by_one():
     for _ in range(10):
         g, x = _random_case(rng)
         w = g.tensors["w"].data
-        sets = np.stack([np.clip(w.astype(np.int16) + rng.integers(-2, 3, w.shape), -127, 127)
-                         for _ in range(3)]).astype(np.int8)
+        sets = np.stack(
+            [
+                np.clip(w.astype(np.int16) + rng.integers(-2, 3, w.shape), -127, 127)
+                for _ in range(3)
+            ]
+        ).astype(np.int8)
         got = g.run(x, {"w": sets})
         assert got.shape == (3, *x.shape[:1], w.shape[0])
         for i in range(3):
@@ -132,8 +138,11 @@ def test_tflm_uses_double_rounding():
         w_s = float(np.float32(rng.uniform(0.01, 0.1)))
         out_s = float(np.float32(in_s * w_s / rng.uniform(0.05, 0.5)))
         m, s = quantize_multiplier(in_s * w_s / out_s)
-        accs = [a for a in range(-600, 600)
-                if mbqm(a, m, s) != _single_rounding(a, m, s) and abs(mbqm(a, m, s)) < 120]
+        accs = [
+            a
+            for a in range(-600, 600)
+            if mbqm(a, m, s) != _single_rounding(a, m, s) and abs(mbqm(a, m, s)) < 120
+        ]
         if not accs:
             continue
         bias = np.array(accs, np.int32)
@@ -148,8 +157,12 @@ def test_tflm_uses_double_rounding():
 
 @pytest.mark.parametrize(
     ("sizes", "seed", "calibrated"),
-    [((64, 32, 10), 0, False), ((64, 32, 10), 1, True), ((64, 128, 64, 10), 2, False),
-     ((64, 10), 3, True)],
+    [
+        ((64, 32, 10), 0, False),
+        ((64, 32, 10), 1, True),
+        ((64, 128, 64, 10), 2, False),
+        ((64, 10), 3, True),
+    ],
 )
 def test_mlp_bit_exact_with_tflm(sizes, seed, calibrated):
     rng = np.random.default_rng(seed)

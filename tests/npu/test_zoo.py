@@ -33,10 +33,16 @@ def test_mlp_quantization_layout():
 
 def test_float_weights_and_int8_tracks_float():
     rng = np.random.default_rng(0)
-    layers = [(rng.normal(0, 0.2, (32, 64)).astype(np.float32),
-               rng.normal(0, 0.1, 32).astype(np.float32)),
-              (rng.normal(0, 0.2, (10, 32)).astype(np.float32),
-               rng.normal(0, 0.1, 10).astype(np.float32))]
+    layers = [
+        (
+            rng.normal(0, 0.2, (32, 64)).astype(np.float32),
+            rng.normal(0, 0.1, 32).astype(np.float32),
+        ),
+        (
+            rng.normal(0, 0.2, (10, 32)).astype(np.float32),
+            rng.normal(0, 0.1, 10).astype(np.float32),
+        ),
+    ]
     calib = rng.random((200, 64), dtype=np.float32)
     g = zoo.build_mlp(seed=0, float_weights=layers, calibration=calib)
     xq = quantize(calib, 1 / 255, -128)
@@ -47,8 +53,10 @@ def test_float_weights_and_int8_tracks_float():
 
 
 def test_zero_row_guard():
-    layers = [(np.zeros((32, 64), np.float32), np.zeros(32, np.float32)),
-              (np.ones((10, 32), np.float32), np.zeros(10, np.float32))]
+    layers = [
+        (np.zeros((32, 64), np.float32), np.zeros(32, np.float32)),
+        (np.ones((10, 32), np.float32), np.zeros(10, np.float32)),
+    ]
     g = zoo.build_mlp(seed=0, float_weights=layers)
     assert np.all(g.tensors["fc0_w"].qparams.scale > 0)
 

@@ -15,7 +15,16 @@ from typing import Any
 import numpy as np
 
 from hilbench.errors import ModelError
-from hilbench.npu.ops import fully_connected
+from hilbench.npu.ops import (
+    add,
+    average_pool2d,
+    conv2d,
+    depthwise_conv2d,
+    fully_connected,
+    max_pool2d,
+    mean,
+    reshape,
+)
 
 
 @dataclass(frozen=True)
@@ -33,11 +42,25 @@ class OpDef:
 
 
 def _from_module(mod: ModuleType) -> OpDef:
-    return OpDef(mod.KIND, mod.OPCODE, mod.run, mod.check, mod.pack_params, mod.unpack_params,
-                 getattr(mod, "WEIGHT_INPUT", None), getattr(mod, "BIAS_INPUT", None))
+    return OpDef(
+        mod.KIND,
+        mod.OPCODE,
+        mod.run,
+        mod.check,
+        mod.pack_params,
+        mod.unpack_params,
+        getattr(mod, "WEIGHT_INPUT", None),
+        getattr(mod, "BIAS_INPUT", None),
+    )
 
 
-REGISTRY: dict[str, OpDef] = {d.kind: d for d in map(_from_module, [fully_connected])}
+REGISTRY: dict[str, OpDef] = {
+    d.kind: d
+    for d in map(
+        _from_module,
+        [fully_connected, conv2d, depthwise_conv2d, average_pool2d, max_pool2d, mean, add, reshape],
+    )
+}
 BY_OPCODE: dict[int, OpDef] = {d.opcode: d for d in REGISTRY.values()}
 
 
@@ -46,5 +69,6 @@ def get(kind: str) -> OpDef:
     try:
         return REGISTRY[kind]
     except KeyError:
-        raise ModelError(f"unsupported op {kind!r}",
-                         f"use one of: {', '.join(sorted(REGISTRY))}") from None
+        raise ModelError(
+            f"unsupported op {kind!r}", f"use one of: {', '.join(sorted(REGISTRY))}"
+        ) from None

@@ -151,53 +151,91 @@ def check(graph: Graph, op: Op) -> None:
     x, w, out = t[op.inputs[0]], t[op.inputs[1]], t[op.outputs[0]]
     b = t[op.inputs[2]] if len(op.inputs) == 3 else None
     if w.data is None or w.dtype != "int8" or len(w.shape) != 2:
-        raise _bad(f"weights {w.name} must be a constant int8 [out, in] matrix", where,
-                   "store the filter as int8 data of rank 2")
+        raise _bad(
+            f"weights {w.name} must be a constant int8 [out, in] matrix",
+            where,
+            "store the filter as int8 data of rank 2",
+        )
     m, k = w.shape
     if x.dtype != "int8" or int(np.prod(x.shape)) != k:
-        raise _bad(f"input {x.name} must be int8 with {k} elements per sample, got "
-                   f"{x.dtype} {x.shape}", where, "match the input size to the weights' columns")
+        raise _bad(
+            f"input {x.name} must be int8 with {k} elements per sample, got {x.dtype} {x.shape}",
+            where,
+            "match the input size to the weights' columns",
+        )
     if out.dtype != "int8" or tuple(out.shape) != (m,):
-        raise _bad(f"output {out.name} must be int8 of shape ({m},), got {out.dtype} "
-                   f"{out.shape}", where, "match the output size to the weights' rows")
+        raise _bad(
+            f"output {out.name} must be int8 of shape ({m},), got {out.dtype} {out.shape}",
+            where,
+            "match the output size to the weights' rows",
+        )
     for a in (x, out):
         if a.qparams is None or a.qparams.scale.size != 1:
-            raise _bad(f"activation {a.name} must be per-tensor quantized", where,
-                       "give it one scale and one zero point")
+            raise _bad(
+                f"activation {a.name} must be per-tensor quantized",
+                where,
+                "give it one scale and one zero point",
+            )
     wq = w.qparams
     if wq is None:
         raise _bad(f"weights {w.name} have no quantization", where, "quantize the weights")
     nch = wq.scale.size
     if nch != 1 and (nch != m or wq.axis != 0):
-        raise _bad(f"weights {w.name} must be per-tensor or per-channel on axis 0 with {m} "
-                   f"scales, got {nch} on axis {wq.axis}", where, "quantize per output row")
+        raise _bad(
+            f"weights {w.name} must be per-tensor or per-channel on axis 0 with {m} "
+            f"scales, got {nch} on axis {wq.axis}",
+            where,
+            "quantize per output row",
+        )
     if b is not None:
         if b.data is None or b.dtype != "int32" or tuple(b.shape) != (m,):
-            raise _bad(f"bias {b.name} must be constant int32 of shape ({m},)", where,
-                       "store the bias as int32 data")
+            raise _bad(
+                f"bias {b.name} must be constant int32 of shape ({m},)",
+                where,
+                "store the bias as int32 data",
+            )
         bq = b.qparams
         if bq is None or bq.scale.size != nch or np.any(bq.zero_point != 0):
-            raise _bad(f"bias {b.name} must have zero point 0 and one scale per weight scale",
-                       where, "quantize the bias with scale input_scale * weight_scale")
+            raise _bad(
+                f"bias {b.name} must have zero point 0 and one scale per weight scale",
+                where,
+                "quantize the bias with scale input_scale * weight_scale",
+            )
         want = x.qparams.scale.astype(np.float64) * wq.scale.astype(np.float64)
         if not np.allclose(bq.scale.astype(np.float64), want, rtol=1e-5, atol=0.0):
-            raise _bad(f"bias {b.name} scale must equal input_scale * weight_scale", where,
-                       "quantize the bias with scale input_scale * weight_scale")
+            raise _bad(
+                f"bias {b.name} scale must equal input_scale * weight_scale",
+                where,
+                "quantize the bias with scale input_scale * weight_scale",
+            )
     p = op.params
     act = p.get("activation", "NONE")
     if act not in ACTIVATIONS:
         raise _bad(f"unknown fused activation {act!r}", where, f"use one of {ACTIVATIONS}")
-    want_p = prepare(float(x.qparams.scale[0]), int(x.qparams.zero_point[0]), wq.scale,
-                     float(out.qparams.scale[0]), int(out.qparams.zero_point[0]), act)
+    want_p = prepare(
+        float(x.qparams.scale[0]),
+        int(x.qparams.zero_point[0]),
+        wq.scale,
+        float(out.qparams.scale[0]),
+        int(out.qparams.zero_point[0]),
+        act,
+    )
     for key in ("input_offset", "output_offset", "act_min", "act_max"):
         if int(p.get(key, 1 << 40)) != want_p[key]:
-            raise _bad(f"param {key}={p.get(key)} disagrees with the tensors' quantization "
-                       f"(expected {want_p[key]})", where, "recompute the op params (prepare)")
+            raise _bad(
+                f"param {key}={p.get(key)} disagrees with the tensors' quantization "
+                f"(expected {want_p[key]})",
+                where,
+                "recompute the op params (prepare)",
+            )
     for key in ("multiplier", "shift"):
         got = np.asarray(p.get(key, []))
         if got.shape != want_p[key].shape or np.any(got != want_p[key]):
-            raise _bad(f"param {key} disagrees with the tensors' quantization", where,
-                       "recompute the op params (prepare)")
+            raise _bad(
+                f"param {key} disagrees with the tensors' quantization",
+                where,
+                "recompute the op params (prepare)",
+            )
 
 
 # --- blob params --------------------------------------------------------------------------
@@ -211,14 +249,22 @@ def pack_params(params: dict[str, Any]) -> bytes:
     """Little-endian FC param record (see docs/model-blob.md)."""
     mult = np.asarray(params["multiplier"], dtype="<i4").reshape(-1)
     shift = np.asarray(params["shift"]).reshape(-1)
-    data = _HEAD.pack(params["input_offset"], params["output_offset"], params["act_min"],
-                      params["act_max"], mult.size, ACTIVATIONS.index(params["activation"]), 0)
+    data = _HEAD.pack(
+        params["input_offset"],
+        params["output_offset"],
+        params["act_min"],
+        params["act_max"],
+        mult.size,
+        ACTIVATIONS.index(params["activation"]),
+        0,
+    )
     data += mult.tobytes() + shift.astype("i1").tobytes()
     return data + b"\0" * (-len(data) % 4)
 
 
 def unpack_params(data: bytes) -> dict[str, Any]:
     """Inverse of :func:`pack_params`; every field range-checked."""
+
     def bad(what: str) -> ModelError:
         return ModelError(f"{KIND} params: {what}", "rebuild the blob with hilbench.npu.blob")
 

@@ -1,0 +1,204 @@
+"""int8 CONV_2D, TFLM reference-kernel semantics, batched over weight sets.
+
+Reference: ``reference_integer_ops::ConvPerChannel``: for every output pixel and channel,
+``acc = sum w[oc, ky, kx, ic] * (x[y, x, ic] + input_offset)`` over the taps inside the input
+(padding contributes nothing), ``+ bias[oc]``, ``MultiplyByQuantizedMultiplier`` with the
+channel's multiplier and shift, ``+ output_offset``, clamp to the fused activation range.
+
+Activations are NHWC with a leading weight-set axis: (S, N, H, W, C). The filter is TFLite's
+``[out, kh, kw, in]``, optionally with a leading S axis. The sums run as im2col + one BLAS
+matmul in float32 when every partial sum is provably below 2**24, else in float64: exact.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hilbench.npu.ops import _common as c
+from hilbench.npu.ops import _record as r
+
+if TYPE_CHECKING:
+    from hilbench.npu.graph import Graph, Op
+
+KIND = "CONV_2D"
+OPCODE = 2
+WEIGHT_INPUT = 1
+BIAS_INPUT = 2
+
+GEOMETRY_FIELDS = [
+    r.Field("stride_h", "B", 1, 255),
+    r.Field("stride_w", "B", 1, 255),
+    r.Field("dilation_h", "B", 1, 255),
+    r.Field("dilation_w", "B", 1, 255),
+    r.Field("pad_top", "B", 0, 255),
+    r.Field("pad_left", "B", 0, 255),
+    r.Field("out_h", "H", 1, 65535),
+    r.Field("out_w", "H", 1, 65535),
+    r.enum("padding", c.PADDINGS),
+    r.enum("activation", ("NONE", "RELU", "RELU6")),
+]
+RECORD = r.Record(
+    KIND,
+    [r.INPUT_OFFSET, r.OUTPUT_OFFSET, r.ACT_MIN, r.ACT_MAX, *GEOMETRY_FIELDS],
+    per_channel=True,
+)
+
+
+def im2col(xf: np.ndarray, p: dict[str, Any], k_hw: tuple[int, int]) -> np.ndarray:
+    """(…, H, W, C) offset-applied float input -> (…, OH, OW, KH*KW*C), taps (ky, kx, c)."""
+    xp = c.padded(xf, p, k_hw, 0.0)
+    if k_hw == (1, 1) and p["stride_h"] == p["stride_w"] == 1:
+        return xp
+    return np.concatenate([v for _, _, v in c.taps(xp, p, k_hw)], axis=-1)
+
+
+def batched_matmul(cols: np.ndarray, wf: np.ndarray) -> np.ndarray:
+    """cols (Sx, N, OH, OW, K) @ filter (O, K) or (S, O, K) -> (S', N, OH, OW, O)."""
+    sx, k = cols.shape[0], cols.shape[-1]
+    lead = cols.shape[1:-1]
+    o = wf.shape[-2]
+    if wf.ndim == 2:
+        return (cols.reshape(-1, k) @ wf.T).reshape(sx, *lead, o)
+    s = wf.shape[0]
+    if sx == 1:
+        acc = cols.reshape(-1, k) @ wf.reshape(s * o, k).T
+        return np.moveaxis(acc.reshape(*lead, s, o), -2, 0)
+    return np.matmul(cols.reshape(sx, -1, k), wf.transpose(0, 2, 1)).reshape(sx, *lead, o)
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, p: dict[str, Any]) -> np.ndarray:
+    """x (Sx, N, H, W, C) int8; w (O, KH, KW, C) or (S, O, KH, KW, C) int8; bias (O,) or
+    (S, O) int32 or None -> (S', N, OH, OW, O) int8."""
+    o, kh, kw, cin = w.shape[-4:]
+    io = p["input_offset"]
+    ft = c.exact_dtype(kh * kw * cin, c.absmax(x, io), c.absmax(w))
+    xf = x.astype(ft)
+    xf += ft(io)
+    cols = im2col(xf, p, (kh, kw))
+    wf = w.astype(ft).reshape(*w.shape[:-4], o, kh * kw * cin)
+    acc = batched_matmul(cols, wf).astype(np.int64)
+    return c.requantize(acc, p, bias)
+
+
+def prepare(
+    input_scale: float,
+    input_zero_point: int,
+    weight_scales: np.ndarray,
+    output_scale: float,
+    output_zero_point: int,
+    activation: str,
+    *,
+    in_hw: tuple[int, int],
+    k_hw: tuple[int, int],
+    stride: tuple[int, int] = (1, 1),
+    dilation: tuple[int, int] = (1, 1),
+    padding: str = "SAME",
+) -> dict[str, Any]:
+    """Integer params as TFLM's Prepare computes them, plus the static geometry."""
+    p = c.conv_requant_params(
+        input_scale, input_zero_point, weight_scales, output_scale, output_zero_point, activation
+    )
+    oh, ow, pt, pl = c.geometry(padding, in_hw, k_hw, stride, dilation)
+    p.update(
+        padding=padding,
+        stride_h=stride[0],
+        stride_w=stride[1],
+        dilation_h=dilation[0],
+        dilation_w=dilation[1],
+        pad_top=pt,
+        pad_left=pl,
+        out_h=oh,
+        out_w=ow,
+    )
+    return p
+
+
+def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
+    bias = inputs[2] if len(inputs) > 2 else None
+    return conv2d(inputs[0], inputs[1], bias, op.params)
+
+
+def check(graph: Graph, op: Op) -> None:
+    if len(op.inputs) not in (2, 3) or len(op.outputs) != 1:
+        raise c.bad(KIND, op, "needs inputs (input, filter[, bias]) and one output", "fix the op")
+    t = graph.tensors
+    x, w, out = t[op.inputs[0]], t[op.inputs[1]], t[op.outputs[0]]
+    in_s, in_zp = c.per_tensor_activation(KIND, op, x)
+    out_s, out_zp = c.per_tensor_activation(KIND, op, out)
+    if len(w.shape) != 4 or len(x.shape) != 3 or w.shape[3] != x.shape[2]:
+        raise c.bad(
+            KIND,
+            op,
+            f"filter {w.name} {w.shape} must be [out, kh, kw, in] over input "
+            f"{x.name} (H, W, C) {x.shape}",
+            "match the filter's depth to the input",
+        )
+    wscale, _ = c.check_filter_and_bias(KIND, graph, op, w.shape[0], 0)
+    check_geometry(
+        KIND, op, x.shape, out.shape, w.shape[1:3], w.shape[0], in_s, in_zp, wscale, out_s, out_zp
+    )
+
+
+def check_geometry(
+    kind: str,
+    op: Op,
+    xs: tuple[int, ...],
+    outs: tuple[int, ...],
+    k_hw: tuple[int, int],
+    n_out: int,
+    in_s: float,
+    in_zp: int,
+    wscale: np.ndarray,
+    out_s: float,
+    out_zp: int,
+) -> None:
+    """Shared by CONV_2D and DEPTHWISE_CONV_2D: geometry and integer params."""
+    p = op.params
+    act = c.check_activation(kind, op)
+    if p.get("padding") not in c.PADDINGS:
+        raise c.bad(kind, op, f"padding {p.get('padding')!r} unknown", f"use {c.PADDINGS}")
+    try:
+        stride = (int(p["stride_h"]), int(p["stride_w"]))
+        dil = (int(p["dilation_h"]), int(p["dilation_w"]))
+    except KeyError as e:
+        raise c.bad(kind, op, f"param {e} missing", "recompute the op params (prepare)") from None
+    if min(stride + dil) < 1:
+        raise c.bad(
+            kind,
+            op,
+            f"strides {stride} and dilations {dil} must be >= 1",
+            "use positive strides and dilations",
+        )
+    want = prepare(
+        in_s,
+        in_zp,
+        wscale,
+        out_s,
+        out_zp,
+        act,
+        in_hw=(xs[0], xs[1]),
+        k_hw=k_hw,
+        stride=stride,
+        dilation=dil,
+        padding=p["padding"],
+    )
+    if tuple(outs) != (want["out_h"], want["out_w"], n_out):
+        raise c.bad(
+            kind,
+            op,
+            f"output shape {tuple(outs)} should be {(want['out_h'], want['out_w'], n_out)}",
+            "fix the output tensor shape",
+        )
+    want.pop("activation")
+    want.pop("padding")
+    c.check_params_equal(kind, op, want)
+
+
+def pack_params(params: dict[str, Any]) -> bytes:
+    return RECORD.pack(params)
+
+
+def unpack_params(data: bytes) -> dict[str, Any]:
+    return RECORD.unpack(data)

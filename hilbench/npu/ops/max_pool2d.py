@@ -1,0 +1,47 @@
+"""int8 MAX_POOL_2D, TFLM reference-kernel semantics (``reference_integer_ops::MaxPool``):
+the largest int8 input under the window taps inside the input, clamped to the activation
+range."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hilbench.npu.ops import _common as c
+from hilbench.npu.ops import _pool
+from hilbench.npu.ops import _record as r
+
+if TYPE_CHECKING:
+    from hilbench.npu.graph import Graph, Op
+
+KIND = "MAX_POOL_2D"
+OPCODE = 5
+RECORD = r.Record(KIND, _pool.FIELDS, per_channel=False)
+prepare = _pool.prepare
+
+
+def max_pool2d(x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    """x (S, N, H, W, C) int8 -> (S, N, OH, OW, C) int8 (padding never wins: -128)."""
+    k_hw = (p["filter_h"], p["filter_w"])
+    xp = c.padded(x, p, k_hw, -128)
+    out = None
+    for _, _, view in c.taps(xp, p, k_hw):
+        out = view.copy() if out is None else np.maximum(out, view, out=out)
+    return np.clip(out, p["act_min"], p["act_max"]).astype(np.int8)
+
+
+def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
+    return max_pool2d(inputs[0], op.params)
+
+
+def check(graph: Graph, op: Op) -> None:
+    _pool.check(KIND, graph, op)
+
+
+def pack_params(params: dict[str, Any]) -> bytes:
+    return RECORD.pack(params)
+
+
+def unpack_params(data: bytes) -> dict[str, Any]:
+    return RECORD.unpack(data)
