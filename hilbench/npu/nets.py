@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from hilbench.errors import ModelError
@@ -186,3 +188,27 @@ def resnet18(
     n.mean()
     n.fc(classes, chans[-1], out="logits")
     return n.model
+
+
+def mlp(seed: int | np.random.Generator, sizes: tuple[int, ...] = (64, 32, 10)) -> FloatModel:
+    """The MLP of :func:`hilbench.npu.zoo.build_mlp` (same He-normal draws for a seed)."""
+    rng = np.random.default_rng(seed)
+    sizes = tuple(int(s) for s in sizes)
+    n = _Net("mlp", (sizes[0],), rng)
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
+        last = i == len(sizes) - 2
+        n.fc(fan_out, fan_in, act="NONE" if last else "RELU", out="logits" if last else None)
+    return n.model
+
+
+ARCHITECTURES = {"mlp": mlp, "cnn": cnn, "mobilenet_v2": mobilenet_v2, "resnet18": resnet18}
+
+
+def float_model(name: str, seed: int | np.random.Generator, **kw: object) -> FloatModel:
+    """The float architecture ``name`` initialised from ``seed``."""
+    try:
+        return ARCHITECTURES[name](seed, **kw)
+    except KeyError:
+        raise ModelError(
+            f"unknown model {name!r}", f"use one of: {', '.join(sorted(ARCHITECTURES))}"
+        ) from None
