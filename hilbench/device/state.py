@@ -1,17 +1,20 @@
-"""What a device holds once a model is loaded, and the math of each command on it."""
+"""What a device holds once a model is loaded, and the math of each command on it.
+
+The ZO method comes from the blob's ``ZOCF`` section (defaults without one); the math is
+``hilbench.zo`` (docs/zo-math.md), the same code the host's replay uses.
+"""
 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from hilbench.npu.blob import from_blob
 from hilbench.npu.cost import forward_macs
 from hilbench.npu.graph import Graph
-from hilbench.zo import loss, update
-from hilbench.zo.perturb import directions
+from hilbench.zo import loss, perturb, update, zocf
 
 
 @dataclass
@@ -24,16 +27,17 @@ class DataSlot:
 
 @dataclass
 class ModelState:
-    """A loaded model: int8 weights, their Q16 masters and the loss tables."""
+    """A loaded model: its weights, their masters, the loss tables and the ZO settings."""
 
     graph: Graph
     tables: loss.LossTables
-    trainable: list[str]
+    zo: zocf.ZoConfig
+    trained: list[zocf.Trainable]
     masters: list[np.ndarray]
+    pool: perturb.Pool | None
     macs: int
     updates_applied: int = 0
     blob_crc: int = 0
-    _shapes: list[tuple[int, ...]] = field(default_factory=list)
 
     @classmethod
     def from_blob(cls, blob: bytes) -> ModelState:
@@ -41,39 +45,89 @@ class ModelState:
         if "LOSS" not in sections:
             raise ValueError("model blob has no LOSS section")
         tables = loss.LossTables.from_bytes(sections["LOSS"])
-        names = graph.trainable()
-        masters = [update.master_from_weights(graph.tensors[n].data) for n in names]
+        zo = zocf.ZoConfig.from_bytes(sections["ZOCF"]) if "ZOCF" in sections else zocf.ZoConfig()
+        trained = zocf.resolve(zo, graph)
+        masters = []
+        for t in trained:
+            data = graph.tensors[t.name].data
+            if t.kind == "weight":
+                masters.append(update.master_from_weights(data, zo.master_code))
+            else:
+                masters.append(
+                    np.clip(data, -update.BIAS_LIMIT, update.BIAS_LIMIT).astype(np.int32)
+                )
+                graph.tensors[t.name].data = masters[-1].copy()
+        pool = (
+            perturb.Pool.generate(zo.pool_seed, zo.pool_size, zo.dist_code)
+            if zo.pool_size
+            else None
+        )
         return cls(
             graph=graph,
             tables=tables,
-            trainable=names,
+            zo=zo,
+            trained=trained,
             masters=masters,
+            pool=pool,
             macs=forward_macs(graph),
             blob_crc=zlib.crc32(blob),
-            _shapes=[graph.tensors[n].data.shape for n in names],
         )
 
+    @property
+    def trainable(self) -> list[str]:
+        """Names of the trained tensors, in PRNG tensor order."""
+        return [t.name for t in self.trained]
+
     def weights(self, i: int) -> np.ndarray:
-        return self.graph.tensors[self.trainable[i]].data
+        return self.graph.tensors[self.trained[i].name].data
+
+    def units(self, seeds: np.ndarray, i: int) -> np.ndarray:
+        """Unit directions (Q8) of trained tensor ``i`` for each seed: (q, *shape) int32."""
+        t = self.trained[i]
+        r = perturb.draw(seeds, i, t.shape, self.zo.dist_code, self.pool)
+        return perturb.units(r, perturb.scales(r, self.zo.dist_code, self.zo.scaling_code))
 
     def probe(self, x: np.ndarray, y: np.ndarray, seeds: np.ndarray, eps: int):
-        """Mean Q16 losses of the +eps and -eps perturbation along each seed's direction."""
+        """Mean Q16 losses at ``w + delta_k`` and at ``w - delta_k`` (two-point) or at ``w``
+        (one-sided: the unperturbed loss, repeated q times) for each seed."""
         q = len(seeds)
+        one_sided = self.zo.one_sided
         overrides = {}
-        for i, name in enumerate(self.trainable):
-            u = directions(seeds, i, self._shapes[i])
+        for i, t in enumerate(self.trained):
+            d = perturb.deltas(self.units(seeds, i), eps, t.eps_mult, t.unit_shift)
             w = self.weights(i)
-            overrides[name] = np.concatenate(
-                [update.perturbed(w, u, eps), update.perturbed(w, u, -eps)]
-            )
-        logits = self.graph.run(x, overrides)  # (2q, N, C)
-        losses = loss.mean_q16(logits.reshape(2 * q, len(y), -1), y, self.tables)
+            shift = update.perturb_weights if t.kind == "weight" else update.perturb_bias
+            other = w[None] if one_sided else shift(w, -d)
+            overrides[t.name] = np.concatenate([shift(w, d), other])
+        logits = self.graph.run(x, overrides)  # (2q or q+1, N, C)
+        losses = loss.mean_q16(logits.reshape(logits.shape[0], len(y), -1), y, self.tables)
+        if one_sided:
+            return losses[:q], np.full(q, losses[q], dtype=losses.dtype)
         return losses[:q], losses[q:]
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> None:
-        for i, name in enumerate(self.trainable):
-            self.masters[i] = update.apply_update(self.masters[i], seeds, coeffs, i)
-            self.graph.tensors[name].data = update.weights_from_master(self.masters[i])
+        """``m -= (sum_k c_k u_k * M + R) >> s`` on every trained tensor (zo/update.py)."""
+        seeds = np.asarray(seeds, dtype=np.uint32)
+        stochastic = self.zo.rounding_code == update.STOCHASTIC
+        for i, t in enumerate(self.trained):
+            acc = update.accumulate(self.units(seeds, i), coeffs)
+            weight = t.kind == "weight"
+            frac = update.MASTER_FRAC[self.zo.master_code] if weight else 0
+            shift = update.UPDATE_SHIFT - frac - t.unit_shift
+            r = None
+            if stochastic and shift > 0:
+                r = update.rounding_offsets(int(seeds[0]), i, t.size, shift)
+            step = update.step_from_acc(acc, t.eps_mult, shift, self.zo.rounding_code, r)
+            m = self.masters[i].astype(np.int64) - step
+            if weight:
+                limit = 127 << frac
+                self.masters[i] = update.clamp_master(m, limit, self.masters[i].dtype)
+                self.graph.tensors[t.name].data = update.weights_from_master(
+                    self.masters[i], self.zo.master_code
+                )
+            else:
+                self.masters[i] = update.clamp_master(m, update.BIAS_LIMIT, np.int32)
+                self.graph.tensors[t.name].data = self.masters[i].copy()
         self.updates_applied += 1
 
     def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[int, int]:
@@ -83,12 +137,14 @@ class ModelState:
         return correct, int(loss.per_sample_q16(logits, y, self.tables).sum())
 
     def weights_crc(self) -> int:
+        """CRC-32 over the trained tensors in ZOCF order (int8 bytes, int32 little-endian)."""
         crc = 0
-        for i in range(len(self.trainable)):
-            crc = zlib.crc32(np.ascontiguousarray(self.weights(i)).tobytes(), crc)
+        for i in range(len(self.trained)):
+            data = np.ascontiguousarray(self.weights(i))
+            crc = zlib.crc32(data.astype(data.dtype.newbyteorder("<")).tobytes(), crc)
         return crc
 
     def memory_bytes(self) -> int:
-        """Bytes the device needs: constants plus a 4-byte master per trainable weight."""
+        """Bytes the device needs: constants plus what the ZO method costs (zocf.memory_bytes)."""
         const = sum(t.data.nbytes for t in self.graph.tensors.values() if t.data is not None)
-        return const + sum(m.nbytes for m in self.masters)
+        return const + sum(zocf.memory_bytes(self.zo, self.trained).values())
