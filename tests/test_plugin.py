@@ -3,7 +3,7 @@
 SAMPLE = """
 def test_device_answers(device):
     info = device.hello()
-    assert info.protocol_version == 0 and info.device_id
+    assert info.protocol_version >= 1 and info.device_id
 
 def test_trace_of_a_short_run(zo_session):
     outcome = zo_session(budget=200, scheduler="fixed:2")

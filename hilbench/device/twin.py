@@ -23,7 +23,10 @@ from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, encod
 from hilbench.zo.rng import batch_indices
 
 TIMING_MODELED = 2
-FRAME_START = b"\x00"  # a delimiter before every frame flushes any junk the peer holds
+FRAME_START = b"\x00"
+CAPABILITIES = (
+    m.CAP_MODELED_TIMING | m.CAP_RESET | m.CAP_APPLY_BATCH
+)  # a delimiter before every frame flushes any junk the peer holds
 DEFAULT_MEMORY = 4_200_000  # bytes of on-chip SRAM on the STM32N6
 
 
@@ -47,12 +50,22 @@ class DeviceTwin:
     ) -> None:
         self.device_id = device_id
         self.memory_bytes = memory_bytes
+        self.stats: Counter[str] = Counter()
+        self.boot(boot_nonce)
+
+    def boot(self, boot_nonce: int | None = None) -> None:
+        """Power-on state: a new boot nonce, no model, no data, no session, empty cache."""
         self.boot_nonce = secrets.randbits(32) if boot_nonce is None else boot_nonce
         self.model: ModelState | None = None
         self.slots: dict[int, DataSlot] = {}
-        self.stats: Counter[str] = Counter()
         self._bulk: dict[object, bytearray] = {}
         self._last: tuple[int, int, bytes, bytes] | None = None  # seq, type, payload, answer
+        self._in_session = False
+        self.stats["boots"] += 1
+
+    def reset(self) -> None:
+        """What a reset (watchdog, brown-out, the reset button) does: reboot, lose everything."""
+        self.boot()
 
     # --- frames -------------------------------------------------------------------------
     def handle(self, frame: Frame) -> bytes:
@@ -73,12 +86,18 @@ class DeviceTwin:
             request = m.decode_request(frame)
         except m.MessageError as exc:
             return self._error(frame, exc.code, str(exc))
+        if not self._in_session and not isinstance(request, m.HelloRequest):
+            return self._error(
+                frame, m.ErrorCode.NO_SESSION, "device booted since the last HELLO: say HELLO"
+            )
         try:
             response = self._dispatch(request)
         except CommandError as exc:
             return self._error(frame, exc.code, str(exc))
         encoded = FRAME_START + encode_frame(frame.type | 0x80, frame.seq, response.pack())
         self._last = (frame.seq, frame.type, frame.payload, encoded)
+        if isinstance(request, m.ResetRequest):
+            self.reset()  # after the answer is built: it goes out, then the device reboots
         return encoded
 
     def bad_frame(self, kind: str) -> bytes:
@@ -104,15 +123,18 @@ class DeviceTwin:
             m.ApplyRequest: self._apply,
             m.EvalRequest: self._eval,
             m.WeightsCrcRequest: self._weights_crc,
+            m.ResetRequest: lambda _req: m.ResetResponse(),
+            m.ApplyBatchRequest: self._apply_batch,
         }[type(req)]
         return handler(req)
 
     def _hello(self, req: m.HelloRequest) -> m.HelloResponse:
+        self._in_session = True
         return m.HelloResponse(
             protocol_version=PROTOCOL_VERSION,
             max_payload=MAX_PAYLOAD,
             boot_nonce=self.boot_nonce,
-            capabilities=0,
+            capabilities=CAPABILITIES,
             device_id=self.device_id,
             firmware=f"hilbench-twin {__version__}",
         )
@@ -207,6 +229,13 @@ class DeviceTwin:
             raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
         self.model.apply(req.seeds, req.coeffs)
         return m.ApplyResponse(updates_applied=self.model.updates_applied)
+
+    def _apply_batch(self, req: m.ApplyBatchRequest) -> m.ApplyBatchResponse:
+        if self.model is None:
+            raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
+        for step in req.steps:
+            self.model.apply(step.seeds, step.coeffs)
+        return m.ApplyBatchResponse(updates_applied=self.model.updates_applied)
 
     def _eval(self, req: m.EvalRequest) -> m.EvalResponse:
         model, data = self._model_and_slot(req.slot)

@@ -31,7 +31,7 @@ __all__ = [
     "max_encoded_len",
 ]
 
-PROTOCOL_VERSION = 0
+PROTOCOL_VERSION = 1
 MAX_PAYLOAD = 4096
 HEADER_SIZE = 6  # version, type, seq, length
 CRC_SIZE = 4

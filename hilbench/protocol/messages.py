@@ -19,6 +19,10 @@ import numpy as np
 from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, encode_frame
 
 __all__ = [
+    "CAP_APPLY_BATCH",
+    "CAP_CYCLE_COUNTER",
+    "CAP_MODELED_TIMING",
+    "CAP_RESET",
     "ERROR",
     "MAX_BATCH",
     "MAX_EPS",
@@ -30,6 +34,8 @@ __all__ = [
     "REQUESTS",
     "RESPONSES",
     "RESPONSE_BIT",
+    "ApplyBatchRequest",
+    "ApplyBatchResponse",
     "ApplyRequest",
     "ApplyResponse",
     "ErrorCode",
@@ -47,6 +53,8 @@ __all__ = [
     "MessageType",
     "ProbeRequest",
     "ProbeResponse",
+    "ResetRequest",
+    "ResetResponse",
     "TimingSource",
     "WeightsCrcRequest",
     "WeightsCrcResponse",
@@ -70,6 +78,8 @@ class MessageType(IntEnum):
     APPLY = 0x05
     EVAL = 0x06
     WEIGHTS_CRC = 0x07
+    RESET = 0x08
+    APPLY_BATCH = 0x09
     ERROR = 0xFF
 
 
@@ -105,6 +115,14 @@ class ErrorCode(IntEnum):
     MODEL_TOO_LARGE = 8
     BAD_MODEL = 9
     INTERNAL = 10
+    NO_SESSION = 11
+
+
+# HELLO capability bits (a host ignores bits it does not know).
+CAP_CYCLE_COUNTER = 1 << 0  # durations come from the device's cycle counter
+CAP_MODELED_TIMING = 1 << 1  # durations come from a cost model (the twin)
+CAP_RESET = 1 << 2  # RESET reboots the device
+CAP_APPLY_BATCH = 1 << 3  # APPLY_BATCH replays logged updates in one frame
 
 
 class TimingSource(IntEnum):
@@ -900,6 +918,111 @@ class ErrorResponse(Message):
         return f"{name} (request {req}): {self.message}"
 
 
+# ---- RESET ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ResetRequest(Message):
+    """Empty: reboot. The device answers, then resets (new boot nonce, nothing kept)."""
+
+    TYPE: ClassVar[int] = MessageType.RESET
+    NAME: ClassVar[str] = "RESET request"
+
+    def pack(self) -> bytes:
+        return b""
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ResetRequest:
+        _reader(cls, payload).done()
+        return cls()
+
+
+@dataclass(frozen=True, eq=False)
+class ResetResponse(Message):
+    """Empty: sent just before the device resets."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.RESET)
+    NAME: ClassVar[str] = "RESET response"
+
+    def pack(self) -> bytes:
+        return b""
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ResetResponse:
+        _reader(cls, payload).done()
+        return cls()
+
+
+# ---- APPLY_BATCH ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ApplyBatchRequest(Message):
+    """``u16 n_steps``, then per step ``u16 q, u32 seeds[q], i32 coeffs[q]``.
+
+    The steps are applied in order, exactly as n APPLY commands would be; the whole payload is
+    checked before any step is applied. Used to replay a log after a reset.
+    """
+
+    TYPE: ClassVar[int] = MessageType.APPLY_BATCH
+    NAME: ClassVar[str] = "APPLY_BATCH request"
+    steps: tuple[ApplyRequest, ...]
+
+    def __post_init__(self) -> None:
+        steps = tuple(self.steps)
+        if not 1 <= len(steps) <= 0xFFFF:
+            raise MessageError(f"{self.NAME}: field 'n_steps' = {len(steps)} out of range 1..65535")
+        for step in steps:
+            if not isinstance(step, ApplyRequest):
+                raise MessageError(f"{self.NAME}: steps must be APPLY requests, got {step!r}")
+        object.__setattr__(self, "steps", steps)
+
+    def pack(self) -> bytes:
+        return _U16.pack(len(self.steps)) + b"".join(s.pack() for s in self.steps)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ApplyBatchRequest:
+        r = _reader(cls, payload)
+        n = r.scalar(_U16, "n_steps")
+        steps = []
+        for i in range(n):
+            q = r.scalar(_U16, f"steps[{i}].q")
+            seeds = r.array("<u4", q, f"steps[{i}].seeds")
+            coeffs = r.array("<i4", q, f"steps[{i}].coeffs")
+            steps.append(ApplyRequest(seeds, coeffs))
+        r.done()
+        return cls(tuple(steps))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return len(self.steps) == len(other.steps) and all(
+            a == b for a, b in zip(self.steps, other.steps, strict=True)
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class ApplyBatchResponse(Message):
+    """``u32 updates_applied`` after the whole batch."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.APPLY_BATCH)
+    NAME: ClassVar[str] = "APPLY_BATCH response"
+    updates_applied: int
+
+    def __post_init__(self) -> None:
+        _kind(self, "updates_applied", "u32")
+
+    def pack(self) -> bytes:
+        return _U32.pack(self.updates_applied)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ApplyBatchResponse:
+        r = _reader(cls, payload)
+        n = r.scalar(_U32, "updates_applied")
+        r.done()
+        return cls(n)
+
+
 # ---- registries -------------------------------------------------------------------------------
 
 REQUESTS: dict[int, type[Message]] = {
@@ -912,6 +1035,8 @@ REQUESTS: dict[int, type[Message]] = {
         ApplyRequest,
         EvalRequest,
         WeightsCrcRequest,
+        ResetRequest,
+        ApplyBatchRequest,
     )
 }
 RESPONSES: dict[int, type[Message]] = {
@@ -924,6 +1049,8 @@ RESPONSES: dict[int, type[Message]] = {
         ApplyResponse,
         EvalResponse,
         WeightsCrcResponse,
+        ResetResponse,
+        ApplyBatchResponse,
         ErrorResponse,
     )
 }

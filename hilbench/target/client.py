@@ -8,8 +8,10 @@ host wall-clock time and the device's own duration with its source.
 
 from __future__ import annotations
 
+import secrets
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,6 +22,7 @@ from hilbench.errors import DeviceError, LinkError
 from hilbench.protocol import data_blob
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
+from hilbench.target.rto import RtoEstimator
 
 TIMING_SOURCES = {0: None, 1: "device", 2: "modeled"}
 FRAME_OVERHEAD = 16  # header, CRC, COBS and delimiter bytes a chunk must leave room for
@@ -42,10 +45,21 @@ class DeviceInfo:
     boot_nonce: int
     device_id: str
     firmware: str
+    capabilities: int = 0
+
+
+class DeviceReset(DeviceError):
+    """The device rebooted since the last HELLO (its model, data and weights are gone)."""
 
 
 class Target:
-    """A connected device (twin, QEMU or board) behind a pyserial port."""
+    """A connected device (twin, QEMU or board) behind a pyserial port.
+
+    Every request is retried on silence (adaptive timeout, exponential backoff) or when the
+    device reports a damaged frame; retries re-send the identical frame, which the device
+    answers from its cache, so nothing is applied twice. ``on_event(kind, detail)`` hears about
+    each retry, resync and reset.
+    """
 
     def __init__(
         self,
@@ -53,44 +67,95 @@ class Target:
         *,
         name: str = "device",
         timeout: float = 5.0,
+        retries: int = 8,
+        min_rto: float = 0.01,
         on_command: Callable[[CommandTiming], None] | None = None,
+        on_event: Callable[[str, str], None] | None = None,
     ) -> None:
         self.port = port
         self.name = name
         self.timeout = timeout
+        self.retries = retries
+        self.min_rto = min_rto
         self.on_command = on_command
+        self.on_event = on_event
         self.info: DeviceInfo | None = None
-        self._seq = 0
-        self._decoder = FrameDecoder()
+        self.stats: Counter[str] = Counter()
+        self._seq = secrets.randbelow(0x10000)  # a restarted host never hits a stale cache
+        self._decoder = FrameDecoder(on_error=self._host_resync)
         self._pending: list = []
+        self._rto: dict[int, RtoEstimator] = {}
+
+    def _event(self, kind: str, detail: str) -> None:
+        self.stats[kind] += 1
+        if self.on_event:
+            self.on_event(kind, detail)
+
+    def _host_resync(self, problem: object) -> None:
+        self._event("resync", f"host dropped a damaged frame ({problem.kind})")
 
     # --- round trips --------------------------------------------------------------------
-    def _exchange(self, request: object, *, timeout: float | None = None) -> object:
+    def _exchange(
+        self, request: object, *, timeout: float | None = None, retries: int | None = None
+    ) -> object:
         req_type = _type_of(request)
+        name = m.type_name(req_type)
         self._seq = (self._seq + 1) & 0xFFFF
         frame = b"\x00" + encode_frame(req_type, self._seq, request.pack())
+        limit = timeout or self.timeout
+        retries = self.retries if retries is None else retries
+        rto = self._rto.setdefault(
+            req_type, RtoEstimator(initial_s=limit, min_s=self.min_rto, max_s=limit)
+        )
         started = time.perf_counter()
+        seen = bytearray()
+        response = None
         try:
-            self.port.write(frame)
-            response = self._await(self._seq, req_type, timeout or self.timeout)
+            for attempt in range(retries + 1):
+                if attempt:
+                    self._event("retry", f"{name} seq {self._seq}: attempt {attempt + 1}")
+                sent = time.perf_counter()
+                self.port.write(frame)
+                response = self._await(self._seq, req_type, rto.timeout(attempt), seen)
+                if response is not None:
+                    if attempt == 0:
+                        rto.sample(time.perf_counter() - sent)
+                    break
         except serial.SerialException as exc:
             raise LinkError(
-                f"the link to {self.name} failed during {m.type_name(req_type)}: {exc}",
+                f"the link to {self.name} failed during {name}: {exc}",
                 "check the cable or that the device process is still running",
             ) from None
         host_s = time.perf_counter() - started
+        if response is None:
+            tail = bytes(seen[-64:]).hex(" ") or "nothing"
+            raise LinkError(
+                f"no answer from {self.name} to {name} after {retries + 1} tries in "
+                f"{host_s:.1f} s (last bytes received: {tail})",
+                "check that the firmware is running and the port and baud rate are right",
+            )
         if isinstance(response, m.ErrorResponse):
-            code = m.ErrorCode(response.code)
+            code = (
+                m.ErrorCode(response.code)
+                if response.code in m.ErrorCode._value2member_map_
+                else None
+            )
+            if code is m.ErrorCode.NO_SESSION:
+                self._event("reset", f"{name}: device reports a reboot ({response.message})")
+                raise DeviceReset(
+                    f"{self.name} rebooted (answered {name} with NO_SESSION)",
+                    "hilbench recovers from this by itself during a run; elsewhere, reconnect",
+                )
             raise DeviceError(
-                f"{self.name} refused {m.type_name(req_type)}: {code.name}: {response.message}",
+                f"{self.name} refused {name}: {response}",
                 _error_fix(code),
             )
         if self.on_command:
             device_s = getattr(response, "duration_ns", None)
-            source = TIMING_SOURCES.get(getattr(response, "timing_source", 0))
+            source = TIMING_SOURCES.get(int(getattr(response, "timing_source", 0)))
             self.on_command(
                 CommandTiming(
-                    command=m.type_name(req_type),
+                    command=name,
                     host_s=host_s,
                     device_s=None if device_s is None or source is None else device_s * 1e-9,
                     source=source,
@@ -98,14 +163,20 @@ class Target:
             )
         return response
 
-    def _await(self, seq: int, req_type: int, timeout: float) -> object:
-        deadline = time.monotonic() + timeout
-        seen = bytearray()
+    def _await(self, seq: int, req_type: int, wait_s: float, seen: bytearray) -> object | None:
+        """The answer to ``seq``, or None after ``wait_s`` or a BAD_FRAME report (retry)."""
+        deadline = time.monotonic() + wait_s
         while True:
             while self._pending:
                 frame = self._pending.pop(0)
+                if frame.type == m.ERROR and frame.seq == 0:
+                    reply = _decode_or_none(frame)
+                    if reply is not None and reply.code == m.ErrorCode.BAD_FRAME:
+                        self._event("resync", f"device dropped a damaged frame ({reply.message})")
+                        return None  # the device did not get our request intact: re-send now
                 if frame.seq != seq:
-                    continue  # a late answer to an earlier request: drop it
+                    self.stats["stale"] += 1
+                    continue  # a late answer to an earlier try or request
                 if frame.type not in (req_type | 0x80, m.ERROR):
                     raise DeviceError(
                         f"{self.name} answered {m.type_name(req_type)} "
@@ -115,17 +186,19 @@ class Target:
                 try:
                     return m.decode_response(frame)
                 except m.MessageError as exc:
+                    if exc.code == m.ErrorCode.BAD_VERSION:
+                        raise DeviceError(
+                            f"{self.name} answers in another protocol version: {exc}",
+                            "flash firmware built from this hilbench version",
+                        ) from None
                     raise DeviceError(
                         f"{self.name} sent a malformed {m.type_name(req_type)} answer: {exc}",
                         "reflash the firmware that matches this hilbench version",
                     ) from None
-            if time.monotonic() > deadline:
-                tail = bytes(seen[-64:]).hex(" ") or "nothing"
-                raise LinkError(
-                    f"no answer from {self.name} to {m.type_name(req_type)} within {timeout:g} s "
-                    f"(last bytes received: {tail})",
-                    "check that the firmware is running and the port and baud rate are right",
-                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self.port.timeout = min(remaining, 0.05)
             chunk = self.port.read(self.port.in_waiting or 1)
             if chunk:
                 seen += chunk
@@ -133,10 +206,13 @@ class Target:
                 self._pending.extend(self._decoder.feed(chunk))
 
     # --- commands -----------------------------------------------------------------------
-    def hello(self, timeout: float | None = None) -> DeviceInfo:
-        """Check that a device answers and speaks our protocol version."""
+    def hello(self, timeout: float | None = None, retries: int | None = None) -> DeviceInfo:
+        """Check that a device answers and speaks our protocol version; opens a session.
+
+        A boot nonce other than the last one seen means the device reset in between.
+        """
         resp = self._exchange(
-            m.HelloRequest(host_protocol_version=PROTOCOL_VERSION), timeout=timeout
+            m.HelloRequest(host_protocol_version=PROTOCOL_VERSION), timeout=timeout, retries=retries
         )
         if resp.protocol_version != PROTOCOL_VERSION:
             raise DeviceError(
@@ -144,12 +220,17 @@ class Target:
                 f"this hilbench speaks v{PROTOCOL_VERSION}",
                 "flash firmware built from this hilbench version, or install the matching hilbench",
             )
+        if self.info is not None and self.info.boot_nonce != resp.boot_nonce:
+            self._event(
+                "reset", f"boot nonce {self.info.boot_nonce:#010x} -> {resp.boot_nonce:#010x}"
+            )
         self.info = DeviceInfo(
             protocol_version=resp.protocol_version,
             max_payload=resp.max_payload,
             boot_nonce=resp.boot_nonce,
             device_id=resp.device_id,
             firmware=resp.firmware,
+            capabilities=resp.capabilities,
         )
         return self.info
 
@@ -175,7 +256,11 @@ class Target:
 
     def load_data(self, slot: int, inputs: np.ndarray, labels: np.ndarray, n_classes: int) -> int:
         """Upload a data set to a slot; returns the number of items the device holds."""
-        blob = data_blob.encode(inputs, labels, n_classes)
+        return self.load_data_blob(slot, data_blob.encode(inputs, labels, n_classes))
+
+    def load_data_blob(self, slot: int, blob: bytes) -> int:
+        """Upload an encoded data blob (docs/protocol.md, "Data blob") to a slot."""
+        n_labels = int(np.frombuffer(blob[:4], "<u4")[0]) if len(blob) >= 4 else -1
         size = self._chunk_size()
         resp = None
         for offset in range(0, len(blob), size):
@@ -183,7 +268,7 @@ class Target:
             resp = self._exchange(
                 m.LoadDataRequest(slot=slot, total_len=len(blob), offset=offset, chunk=chunk)
             )
-        if not resp or not resp.complete or resp.n_items != len(labels):
+        if not resp or not resp.complete or resp.n_items != n_labels:
             raise DeviceError(f"{self.name} did not confirm data slot {slot}", "retry the run")
         return resp.n_items
 
@@ -220,6 +305,26 @@ class Target:
             loss_sum += resp.loss_sum_q16
         return correct / n_items, loss_sum / n_items / 65536.0
 
+    def apply_batch(self, steps: list[tuple[np.ndarray, np.ndarray]]) -> int:
+        """Apply logged (seeds, coeffs) updates in order, as many per frame as fit."""
+        limit = (self.info.max_payload if self.info else 512) - 2
+        applied, batch, size = 0, [], 0
+        for seeds, coeffs in steps:
+            request = m.ApplyRequest(np.asarray(seeds, np.uint32), np.asarray(coeffs, np.int32))
+            need = 2 + 8 * request.q
+            if batch and size + need > limit:
+                applied = self._exchange(m.ApplyBatchRequest(tuple(batch))).updates_applied
+                batch, size = [], 0
+            batch.append(request)
+            size += need
+        if batch:
+            applied = self._exchange(m.ApplyBatchRequest(tuple(batch))).updates_applied
+        return applied
+
+    def reset(self) -> None:
+        """Reboot the device (it answers first); the next command must be HELLO."""
+        self._exchange(m.ResetRequest())
+
     def weights_crc(self) -> tuple[int, int]:
         """(CRC-32 of the trainable int8 weights, updates applied) as the device reports."""
         resp = self._exchange(m.WeightsCrcRequest())
@@ -236,7 +341,15 @@ def _type_of(request: object) -> int:
     raise TypeError(f"not a request: {request!r}")
 
 
-def _error_fix(code: m.ErrorCode) -> str:
+def _decode_or_none(frame: object) -> m.ErrorResponse | None:
+    try:
+        reply = m.decode_response(frame)
+    except m.MessageError:
+        return None
+    return reply if isinstance(reply, m.ErrorResponse) else None
+
+
+def _error_fix(code: m.ErrorCode | None) -> str:
     return {
         m.ErrorCode.MODEL_TOO_LARGE: "choose a smaller model (fewer channels, lower resolution)",
         m.ErrorCode.BAD_VERSION: "flash firmware built from this hilbench version",

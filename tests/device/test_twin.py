@@ -8,7 +8,7 @@ from hilbench.config import RunConfig
 from hilbench.device.twin import DeviceTwin
 from hilbench.protocol import data_blob
 from hilbench.protocol import messages as m
-from hilbench.protocol.frames import FrameDecoder, encode_frame
+from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
 from hilbench.session import prepare_model
 
 
@@ -20,7 +20,13 @@ class Wire:
         self.decoder = FrameDecoder()
         self.seq = 0
 
-    def send_raw(self, frame_type: int, payload: bytes, seq: int | None = None, version: int = 0):
+    def send_raw(
+        self,
+        frame_type: int,
+        payload: bytes,
+        seq: int | None = None,
+        version: int = PROTOCOL_VERSION,
+    ):
         if seq is None:
             self.seq += 1
             seq = self.seq
@@ -31,6 +37,15 @@ class Wire:
 
     def send(self, request, seq: int | None = None):
         return self.send_raw(request.TYPE, request.pack(), seq)[1]
+
+    def hello(self) -> m.HelloResponse:
+        return self.send(m.HelloRequest(host_protocol_version=PROTOCOL_VERSION))
+
+
+def in_session(twin: DeviceTwin) -> Wire:
+    wire = Wire(twin)
+    wire.hello()
+    return wire
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +59,7 @@ def prepared():
 def loaded_twin(prepared) -> tuple[DeviceTwin, Wire]:
     model, x, y = prepared
     twin = DeviceTwin(boot_nonce=1)
-    wire = Wire(twin)
+    wire = in_session(twin)
     blob = model.blob
     for offset in range(0, len(blob), 1000):
         wire.send(
@@ -80,7 +95,7 @@ def test_a_retried_apply_is_applied_once(prepared):
 
 
 def test_commands_before_a_model_get_no_model(prepared):
-    wire = Wire(DeviceTwin())
+    wire = in_session(DeviceTwin())
     reply = wire.send(
         m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=np.array([1], np.uint32))
     )
@@ -107,7 +122,7 @@ def test_malformed_requests_get_errors_and_change_nothing(prepared):
     _, reply = wire.send_raw(0x42, b"")
     assert reply.code == m.ErrorCode.UNKNOWN_TYPE
     _, reply = wire.send_raw(m.MessageType.HELLO, b"\x00\x00", version=9)
-    assert reply.code == m.ErrorCode.BAD_VERSION and "v0" in reply.message
+    assert reply.code == m.ErrorCode.BAD_VERSION and f"v{PROTOCOL_VERSION}" in reply.message
     reply = wire.send(m.LoadDataRequest(slot=1, total_len=20, offset=8, chunk=b"x"))
     assert reply.code == m.ErrorCode.BAD_ARGUMENT
     assert wire.send(m.WeightsCrcRequest()).crc32 == crc
@@ -115,11 +130,11 @@ def test_malformed_requests_get_errors_and_change_nothing(prepared):
 
 def test_a_corrupt_model_blob_is_refused_and_too_large_is_named(prepared):
     model = prepared[0]
-    wire = Wire(DeviceTwin(memory_bytes=len(model.blob) - 1))
+    wire = in_session(DeviceTwin(memory_bytes=len(model.blob) - 1))
     blob = model.blob
     reply = wire.send(m.LoadModelRequest(total_len=len(blob), offset=0, chunk=blob[:4000]))
     assert reply.code == m.ErrorCode.MODEL_TOO_LARGE
-    wire = Wire(DeviceTwin())
+    wire = in_session(DeviceTwin())
     bad = bytearray(blob)
     bad[len(bad) // 2] ^= 0xFF
     reply = None
@@ -141,3 +156,30 @@ def test_garbage_on_the_wire_is_counted_not_fatal(prepared):
         twin.handle(frame)  # whatever survives decoding must not crash the twin
     assert sum(v for k, v in twin.stats.items() if k.startswith("bad_frame_")) > 0
     assert wire.send(m.HelloRequest(host_protocol_version=0)).boot_nonce == 1
+
+
+def test_after_a_reset_every_command_but_hello_gets_no_session(prepared):
+    twin, wire = loaded_twin(prepared)
+    nonce = wire.hello().boot_nonce
+    assert isinstance(wire.send(m.ResetRequest()), m.ResetResponse)
+    reply = wire.send(m.WeightsCrcRequest())
+    assert reply.code == m.ErrorCode.NO_SESSION and "HELLO" in reply.message
+    assert wire.hello().boot_nonce != nonce
+    assert wire.send(m.WeightsCrcRequest()).code == m.ErrorCode.NO_MODEL  # model lost
+
+
+def test_apply_batch_equals_the_same_applies_one_by_one(prepared):
+    rng = np.random.default_rng(4)
+    steps = [
+        m.ApplyRequest(
+            rng.integers(0, 2**32, q, dtype=np.uint32),
+            rng.integers(-99999, 99999, q).astype(np.int32),
+        )
+        for q in (1, 4, 2, 7)
+    ]
+    _, one = loaded_twin(prepared)
+    for step in steps:
+        one.send(step)
+    _, batch = loaded_twin(prepared)
+    assert batch.send(m.ApplyBatchRequest(tuple(steps))).updates_applied == 4
+    assert batch.send(m.WeightsCrcRequest()) == one.send(m.WeightsCrcRequest())

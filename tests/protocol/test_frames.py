@@ -51,10 +51,10 @@ def wire(f: Frame) -> bytes:
 
 
 def test_layout_matches_the_document() -> None:
-    w = encode_frame(0x01, 1, b"\x00\x00")
-    assert w.hex(" ") == "01 03 01 01 02 02 01 01 03 f3 cf 02 a2 00"
+    w = encode_frame(0x01, 1, b"\x00\x01")
+    assert w.hex(" ") == "04 01 01 01 02 02 01 06 01 fb ff ad 19 00"
     body = cobs.decode(w[:-1])
-    assert body[:6] == struct.pack("<BBHH", 0, 1, 1, 2)
+    assert body[:6] == struct.pack("<BBHH", 1, 1, 1, 2)
     assert struct.unpack("<I", body[-4:])[0] == zlib.crc32(body[:-4])
     assert zlib.crc32(b"123456789") == 0xCBF43926
     assert MAX_ENCODED_LEN == 4123 == max_encoded_len(MAX_PAYLOAD)
@@ -276,12 +276,12 @@ def test_reset_drops_partial_frame() -> None:
     assert d.discarding
     d.reset()
     assert not d.discarding
-    f = Frame(0, 1, 1, b"abc")
+    f = Frame(PROTOCOL_VERSION, 1, 1, b"abc")
     assert d.feed(f.encode()) == [f]
 
 
 def test_accepts_bytearray_and_memoryview() -> None:
-    f = Frame(0, 1, 1, b"abc")
+    f = Frame(PROTOCOL_VERSION, 1, 1, b"abc")
     assert FrameDecoder().feed(bytearray(f.encode())) == [f]
     assert FrameDecoder().feed(memoryview(f.encode())) == [f]
     assert encode_frame(1, 1, bytearray(b"abc")) == f.encode()

@@ -7,7 +7,13 @@ import random
 
 import numpy as np
 
-from hilbench.protocol.frames import MAX_ENCODED_LEN, Frame, FrameDecoder, encode_frame
+from hilbench.protocol.frames import (
+    MAX_ENCODED_LEN,
+    PROTOCOL_VERSION,
+    Frame,
+    FrameDecoder,
+    encode_frame,
+)
 from hilbench.protocol.messages import REQUESTS, RESPONSES, MessageError, decode_request
 
 
@@ -35,7 +41,7 @@ def test_random_bytes_without_zeros_stay_bounded() -> None:
         assert d.feed(data[i : i + 1000]) == []
         assert d.pending <= MAX_ENCODED_LEN
     assert d.discarding and d.n_errors == 0
-    f = Frame(0, 1, 1, b"\x00\x00")
+    f = Frame(PROTOCOL_VERSION, 1, 1, b"\x00\x00")
     assert d.feed(b"\x00" + f.encode()) == [f]
     assert [(p.kind, p.nbytes) for p in d.errors] == [("oversize", 200_000)]
 
@@ -47,13 +53,16 @@ def test_random_payloads_for_every_type_never_crash_decode() -> None:
             n = rng.choice([0, 1, 2, 5, 9, 11, 15, 40, rng.randrange(300)])
             payload = rng.randbytes(n)
             with contextlib.suppress(MessageError):
-                decode_request(Frame(0, t, 0, payload))
+                decode_request(Frame(PROTOCOL_VERSION, t, 0, payload))
 
 
 def test_valid_frames_survive_noise_bursts() -> None:
     rng = random.Random(11)
     d = FrameDecoder()
-    sent = [Frame(0, rng.randrange(256), i, rng.randbytes(rng.randrange(200))) for i in range(300)]
+    sent = [
+        Frame(PROTOCOL_VERSION, rng.randrange(256), i, rng.randbytes(rng.randrange(200)))
+        for i in range(300)
+    ]
     out: list[Frame] = []
     for f in sent:
         noise = rng.randbytes(rng.randrange(50))

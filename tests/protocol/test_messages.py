@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hilbench.protocol import messages as m
-from hilbench.protocol.frames import MAX_PAYLOAD, Frame, FrameDecoder
+from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, FrameDecoder
 
 u32 = st.integers(0, 2**32 - 1)
 u16 = st.integers(0, 2**16 - 1)
@@ -172,6 +172,10 @@ def test_every_truncation_of_every_message_raises() -> None:
         m.EvalResponse(2, 1, -5, 9, m.TimingSource.MODELED),
         m.WeightsCrcResponse(1, 2),
         m.ErrorResponse(m.ErrorCode.NO_MODEL, 4, "no model"),
+        m.ResetRequest(),
+        m.ResetResponse(),
+        m.ApplyBatchRequest((m.ApplyRequest([1], [2]), m.ApplyRequest([3, 4], [5, -6]))),
+        m.ApplyBatchResponse(7),
     ]
     assert {type(s) for s in samples} | {m.WeightsCrcRequest} == set(m.REQUESTS.values()) | set(
         m.RESPONSES.values()
@@ -215,8 +219,8 @@ def test_layouts_match_the_document() -> None:
 
 
 def test_type_codes() -> None:
-    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 0xFF]
-    assert [int(c) for c in m.ErrorCode] == list(range(1, 11))
+    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 0xFF]
+    assert [int(c) for c in m.ErrorCode] == list(range(1, 12))
     for t, cls in m.REQUESTS.items():
         assert m.RESPONSES[m.response_type(t)].NAME.split()[0] == cls.NAME.split()[0]
     assert m.RESPONSES[0xFF] is m.ErrorResponse
@@ -302,15 +306,15 @@ def test_arrays_are_read_only_numpy() -> None:
 
 def test_decode_request_checks_version_and_type() -> None:
     hello = m.HelloRequest(0).pack()
-    with pytest.raises(m.MessageError, match="version 0") as e:
-        m.decode_request(Frame(1, m.MessageType.HELLO, 1, hello))
+    with pytest.raises(m.MessageError, match="version 1") as e:
+        m.decode_request(Frame(0, m.MessageType.HELLO, 1, hello))
     assert e.value.code == m.ErrorCode.BAD_VERSION
-    for t in (0x00, 0x08, 0x81, 0xFF):
+    for t in (0x00, 0x0A, 0x81, 0xFF):
         with pytest.raises(m.MessageError) as e:
-            m.decode_request(Frame(0, t, 1, b""))
+            m.decode_request(Frame(1, t, 1, b""))
         assert e.value.code == m.ErrorCode.UNKNOWN_TYPE
     with pytest.raises(m.MessageError) as e:
-        m.decode_request(Frame(0, m.MessageType.HELLO, 1, b"\x00"))
+        m.decode_request(Frame(1, m.MessageType.HELLO, 1, b"\x00"))
     assert e.value.code == m.ErrorCode.BAD_LENGTH
 
 
@@ -321,7 +325,7 @@ def test_decode_response_reads_error_in_any_version() -> None:
         m.decode_response(Frame(3, 0x81, 1, b""))
     assert e.value.code == m.ErrorCode.BAD_VERSION
     with pytest.raises(m.MessageError) as e:
-        m.decode_response(Frame(0, 0x01, 1, b"\x00\x00"))
+        m.decode_response(Frame(PROTOCOL_VERSION, 0x01, 1, b"\x00\x00"))
     assert e.value.code == m.ErrorCode.UNKNOWN_TYPE
     future = m.ErrorResponse.unpack(struct.pack("<HBH", 999, 4, 0))
     assert future.code == 999 and "code 999" in str(future)
