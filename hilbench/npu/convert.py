@@ -84,7 +84,11 @@ def calibration_input(
 
 class _Builder:
     def __init__(
-        self, model: FloatModel, env: dict[str, np.ndarray], headroom: float, logit_range: float
+        self,
+        model: FloatModel,
+        env: dict[str, np.ndarray],
+        headroom: float,
+        logit_range: float | None,
     ) -> None:
         self.model, self.env = model, env
         self.headroom, self.logit_range = headroom, logit_range
@@ -99,7 +103,7 @@ class _Builder:
         self.tensors[name] = Tensor(name, shape, "int8", QParams([qp[0]], [qp[1]]))
 
     def out_qparams(self, ly: Layer) -> tuple[float, int]:
-        if ly.output == "logits":
+        if ly.output == "logits" and self.logit_range is not None:
             return float(np.float32(self.logit_range / 127.0)), 0
         a = self.env[ly.output]
         lo, hi = float(a.min()) * self.headroom, float(a.max()) * self.headroom
@@ -190,11 +194,12 @@ def quantize_model(
     *,
     input_scale: float = 1 / 255,
     input_zero_point: int = -128,
-    logit_range: float = 8.0,
+    logit_range: float | None = 8.0,
     headroom: float = HEADROOM,
 ) -> Graph:
-    """The int8 graph of ``model``, activation ranges from ``calibration`` (N, *input)."""
-    if not logit_range > 0:
+    """The int8 graph of ``model``, activation ranges from ``calibration`` (N, *input).
+    ``logit_range=None`` calibrates the logits like any other tensor."""
+    if logit_range is not None and not logit_range > 0:
         raise ModelError(f"logit_range {logit_range} must be > 0", "use e.g. 8.0")
     if model.layers[-1].output != "logits":
         raise ModelError(

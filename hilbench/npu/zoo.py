@@ -202,10 +202,11 @@ def build_mobilenet_v2(
     alpha: float = 0.35,
     resolution: int = 96,
     classes: int = 10,
-    logit_range: float = 8.0,
+    logit_range: float | None = None,
 ) -> Graph:
     """MobileNetV2 (alpha, resolution, classes) on (R, R, 3) inputs in [0, 1]; random
-    He-normal float weights unless ``float_weights`` is given."""
+    He-normal float weights unless ``float_weights`` is given. The logits are calibrated
+    (``logit_range=None``) unless a fixed range is given."""
     rng = np.random.default_rng(seed)
     model = nets.mobilenet_v2(rng, alpha, resolution, classes)
     return _from_float(model, rng, calibration, float_weights, {"logit_range": logit_range})
@@ -219,10 +220,11 @@ def build_resnet18(
     width: float = 0.25,
     resolution: int = 64,
     classes: int = 10,
-    logit_range: float = 8.0,
+    logit_range: float | None = None,
 ) -> Graph:
     """ResNet18 (width, resolution, classes) on (R, R, 3) inputs in [0, 1]; random
-    He-normal float weights unless ``float_weights`` is given."""
+    He-normal float weights unless ``float_weights`` is given. The logits are calibrated
+    (``logit_range=None``) unless a fixed range is given."""
     rng = np.random.default_rng(seed)
     model = nets.resnet18(rng, width, resolution, classes)
     return _from_float(model, rng, calibration, float_weights, {"logit_range": logit_range})

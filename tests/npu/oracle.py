@@ -45,19 +45,24 @@ def run_tflite_all(graph: Graph, x: np.ndarray) -> dict[str, np.ndarray]:
     out = {}
     for name, t in graph.tensors.items():
         if t.data is None:
-            out[name] = np.asarray(it.GetTensor(index[name], 0)).reshape(x.shape[0], *t.shape)
+            got = it.GetTensor(index[name], 0)
+            data = np.asarray(got["tensor_data"] if isinstance(got, dict) else got)
+            out[name] = data.reshape(x.shape[0], *t.shape)
     return out
 
 
-def assert_graph_matches_tflm(graph: Graph, x: np.ndarray, what: str = "") -> None:
+def assert_graph_matches_tflm(
+    graph: Graph, x: np.ndarray, what: str = "", exported: Graph | None = None
+) -> None:
     """Whole-graph output must equal TFLM byte for byte; on a mismatch, name the first op
-    whose output differs (per-layer comparison)."""
+    whose output differs (per-layer comparison). TFLM runs ``exported`` (default: graph)."""
+    ref = graph if exported is None else exported
     got = graph.run(x)
-    want = run_tflite(graph_to_tflite(graph, x.shape[0]), x).reshape(got.shape)
+    want = run_tflite(graph_to_tflite(ref, x.shape[0]), x).reshape(got.shape)
     if np.array_equal(got, want):
         return
     ours = graph.run_all(x)
-    theirs = run_tflite_all(graph, x)
+    theirs = run_tflite_all(ref, x)
     for op in graph.ops:
         name = op.outputs[0]
         a, b = ours[name], theirs[name]
