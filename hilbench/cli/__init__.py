@@ -7,11 +7,11 @@ import argparse
 import sys
 
 from hilbench import __version__
-from hilbench.cli import emulate, report, run
+from hilbench.cli import emulate, infer, report, run
 from hilbench.errors import HilbenchError
 
 EXIT_USAGE = 2
-SUBCOMMANDS = (run, report, emulate)
+SUBCOMMANDS = (run, report, emulate, infer)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,13 +9,15 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from hilbench.errors import ModelError
-from hilbench.npu.graph import Graph, QParams
+from hilbench.npu.graph import Graph, Op, QParams, Tensor
 
 _INSTALL = "install the oracle package: pip install 'hilbench[dev]' (tflite-micro)"
 
@@ -144,3 +146,289 @@ def activation_name(code: int) -> str:
     if code not in names:
         raise KeyError(code)
     return names[code]
+
+
+# --- import --------------------------------------------------------------------------------
+SUPPORTED_OPS = (
+    "FULLY_CONNECTED",
+    "CONV_2D",
+    "DEPTHWISE_CONV_2D",
+    "AVERAGE_POOL_2D",
+    "MAX_POOL_2D",
+    "MEAN",
+    "ADD",
+    "RESHAPE",
+)
+_ACT_CODES = {0: "NONE", 1: "RELU", 3: "RELU6"}
+_DTYPES = {"INT8": ("int8", "<i1"), "INT32": ("int32", "<i4")}
+
+
+def _names(enum_cls: type) -> dict[int, str]:
+    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_")}
+
+
+class _Reader:
+    """Turns one parsed subgraph into graph tensors and ops, naming layers in errors."""
+
+    def __init__(self, tfl: ModuleType, model: Any, path: str) -> None:
+        self.tfl, self.model, self.path = tfl, model, path
+        self.sg = model.subgraphs[0]
+        self.type_names = _names(tfl.TensorType)
+        self.op_names = _names(tfl.BuiltinOperator)
+        self.tensors: dict[str, Tensor] = {}
+        self.names: dict[int, str] = {}
+
+    def fail(self, cause: str, fix: str) -> ModelError:
+        return ModelError(f"{self.path}: {cause}", fix)
+
+    def opname(self, op: Any) -> str:
+        code = self.model.operatorCodes[op.opcodeIndex]
+        b = max(int(code.builtinCode), int(code.deprecatedBuiltinCode))
+        if b == self.tfl.BuiltinOperator.CUSTOM:
+            custom = (
+                code.customCode.decode() if isinstance(code.customCode, bytes) else code.customCode
+            )
+            return f"CUSTOM({custom})"
+        return self.op_names.get(b, f"builtin #{b}")
+
+    def tensor_name(self, idx: int) -> str:
+        if idx not in self.names:
+            raw = self.sg.tensors[idx].name
+            name = (raw.decode() if isinstance(raw, bytes) else raw) or f"tensor{idx}"
+            while name in self.names.values():
+                name = f"{name}#{idx}"
+            self.names[idx] = name
+        return self.names[idx]
+
+    def tensor(self, idx: int, layer: str, activation: bool) -> str:
+        """Declare tensor ``idx`` (activations lose their batch axis); returns its name."""
+        name = self.tensor_name(idx)
+        if name in self.tensors:
+            return name
+        t = self.sg.tensors[idx]
+        tname = self.type_names.get(t.type, str(t.type))
+        if tname not in _DTYPES:
+            kind = "a float model" if tname.startswith("FLOAT") else f"a {tname} tensor"
+            raise self.fail(
+                f"{layer}: tensor '{name}' is {tname} ({kind}); only int8 "
+                "activations/weights and int32 biases are supported",
+                "convert the model with full-integer int8 quantization",
+            )
+        shape = tuple(int(d) for d in (t.shape if t.shape is not None else ()))
+        buf = self.model.buffers[t.buffer].data if t.buffer else None
+        data = None
+        dtype, np_dtype = _DTYPES[tname]
+        if buf is not None and len(buf):
+            raw = np.asarray(buf, dtype=np.uint8).tobytes()
+            need = math.prod(shape) * np.dtype(np_dtype).itemsize
+            if len(raw) != need:
+                raise self.fail(
+                    f"{layer}: tensor '{name}' holds {len(raw)} bytes, shape {shape} needs {need}",
+                    "the file is malformed; re-export it",
+                )
+            data = np.frombuffer(raw, np_dtype).astype(dtype).reshape(shape)
+        elif activation:
+            if not shape or shape[0] < 1:
+                raise self.fail(
+                    f"{layer}: activation '{name}' has shape {shape}, expected a "
+                    "leading batch axis",
+                    "export the model with a batch axis",
+                )
+            shape = shape[1:] or (1,)
+        qp = None
+        q = t.quantization
+        if q is not None and q.scale is not None and len(q.scale):
+            zps = list(q.zeroPoint) if q.zeroPoint is not None and len(q.zeroPoint) else [0]
+            axis = int(q.quantizedDimension) if len(q.scale) > 1 else None
+            qp = QParams(np.asarray(q.scale, np.float32), np.asarray(zps, np.int32), axis)
+        self.tensors[name] = Tensor(name, shape, dtype, qp, data)
+        return name
+
+    def qparams(self, name: str, layer: str) -> tuple[float, int]:
+        q = self.tensors[name].qparams
+        if q is None or q.scale.size != 1:
+            raise self.fail(
+                f"{layer}: activation '{name}' must be per-tensor quantized (TFLite int8 rule)",
+                "quantize activations per tensor",
+            )
+        return float(q.scale[0]), int(q.zero_point[0])
+
+    def activation(self, opts: Any, layer: str) -> str:
+        code = int(getattr(opts, "fusedActivationFunction", 0) or 0)
+        if code not in _ACT_CODES:
+            raise self.fail(
+                f"{layer}: fused activation code {code} unsupported", "use NONE, RELU or RELU6"
+            )
+        return _ACT_CODES[code]
+
+    def op(self, i: int, op: Any) -> Op:
+        kind = self.opname(op)
+        out_idx = list(op.outputs if op.outputs is not None else [])
+        out_name = self.tensor_name(out_idx[0]) if out_idx else "?"
+        layer = f"layer {i} ({kind} -> '{out_name}')"
+        if kind not in SUPPORTED_OPS:
+            raise self.fail(
+                f"{layer}: unsupported op {kind}", f"use only {', '.join(SUPPORTED_OPS)}"
+            )
+        ins = [int(k) for k in (op.inputs if op.inputs is not None else [])]
+        if len(out_idx) != 1 or not ins:
+            raise self.fail(f"{layer}: needs inputs and exactly one output", "fix the model")
+        opts = op.builtinOptions
+        try:
+            return self._op(kind, layer, ins, out_idx[0], opts)
+        except ModelError as e:
+            if str(e).startswith(self.path):
+                raise
+            raise self.fail(
+                f"{layer}: {e}", "requantize the model following the TFLite int8 rules"
+            ) from None
+
+    def _op(self, kind: str, layer: str, ins: list[int], out: int, opts: Any) -> Op:
+        from hilbench.npu.ops import (
+            add,
+            average_pool2d,
+            conv2d,
+            depthwise_conv2d,
+            max_pool2d,
+            mean,
+        )
+        from hilbench.npu.ops import fully_connected as fc
+
+        n_act = {"ADD": 2}.get(kind, 1)
+        names = [
+            self.tensor(k, layer, j < n_act and self._is_act(k))
+            for j, k in enumerate(ins)
+            if k >= 0
+        ]
+        y = self.tensor(out, layer, True)
+        x = names[0]
+        in_s, in_zp = self.qparams(x, layer)
+        out_s, out_zp = self.qparams(y, layer)
+        xs = self.tensors[x].shape
+        pad = {0: "SAME", 1: "VALID"}.get(int(getattr(opts, "padding", 0) or 0), "SAME")
+        if kind in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D"):
+            names = names[:3]
+            w = self.tensors[names[1]]
+            if w.data is None or w.qparams is None:
+                raise self.fail(
+                    f"{layer}: weights '{w.name}' must be constant and quantized",
+                    "use a model with constant int8 weights",
+                )
+            act = self.activation(opts, layer)
+            if kind == "FULLY_CONNECTED":
+                if getattr(opts, "keepNumDims", False):
+                    self.tensors[y].shape = (self.tensors[y].shape[-1],)
+                p = fc.prepare(in_s, in_zp, w.qparams.scale, out_s, out_zp, act)
+                return Op(kind, names, [y], p)
+            if len(xs) != 3:
+                raise self.fail(f"{layer}: input '{x}' must be NHWC", "use 4-D activations")
+            geo = {
+                "in_hw": xs[:2],
+                "k_hw": w.shape[1:3],
+                "padding": pad,
+                "stride": (int(opts.strideH), int(opts.strideW)),
+                "dilation": (int(opts.dilationHFactor or 1), int(opts.dilationWFactor or 1)),
+            }
+            if kind == "CONV_2D":
+                p = conv2d.prepare(in_s, in_zp, w.qparams.scale, out_s, out_zp, act, **geo)
+            else:
+                m = max(1, w.shape[3] // max(1, xs[2]))
+                p = depthwise_conv2d.prepare(
+                    in_s, in_zp, w.qparams.scale, out_s, out_zp, act, depth_multiplier=m, **geo
+                )
+            return Op(kind, names, [y], p)
+        if kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+            mod = average_pool2d if kind == "AVERAGE_POOL_2D" else max_pool2d
+            p = mod.prepare(
+                in_s,
+                in_zp,
+                self.activation(opts, layer),
+                in_hw=xs[:2],
+                filter_hw=(int(opts.filterHeight), int(opts.filterWidth)),
+                stride=(int(opts.strideH), int(opts.strideW)),
+                padding=pad,
+            )
+            return Op(kind, [x], [y], p)
+        if kind == "MEAN":
+            axis_t = self.tensors[names[1]]
+            axes = sorted(int(a) % 4 for a in np.asarray(axis_t.data).reshape(-1))
+            if axis_t.data is None or axes != [1, 2] or len(xs) != 3:
+                raise self.fail(
+                    f"{layer}: MEAN over axes {axes} of a {len(xs) + 1}-D tensor is unsupported",
+                    "reduce a 4-D NHWC tensor over axes [1, 2]",
+                )
+            keep = bool(getattr(opts, "keepDims", False))
+            return Op(
+                kind,
+                [x],
+                [y],
+                mean.prepare(in_s, in_zp, out_s, out_zp, in_hw=xs[:2], keep_dims=keep),
+            )
+        if kind == "ADD":
+            s2, zp2 = self.qparams(names[1], layer)
+            p = add.prepare(in_s, in_zp, s2, zp2, out_s, out_zp, self.activation(opts, layer))
+            return Op(kind, names[:2], [y], p)
+        return Op("RESHAPE", [x], [y], {})
+
+    def _is_act(self, idx: int) -> bool:
+        t = self.sg.tensors[idx]
+        return not (
+            t.buffer
+            and self.model.buffers[t.buffer].data is not None
+            and len(self.model.buffers[t.buffer].data)
+        )
+
+
+def import_tflite(data: bytes, path: str = "model.tflite") -> Graph:
+    """An int8 .tflite flatbuffer as a validated Graph (the batch axis is dropped)."""
+    tfl, _ = schema()
+    data = bytes(data)
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ModelError(
+            f"{path}: not a .tflite file (no TFL3 identifier)", "pass a TensorFlow Lite flatbuffer"
+        )
+    try:
+        model = tfl.ModelT.InitFromPackedBuf(data, 0)
+    except Exception as e:  # the generated parser raises anything on garbage
+        raise ModelError(
+            f"{path}: malformed .tflite file ({type(e).__name__})", "re-export the model"
+        ) from None
+    if not model.subgraphs or len(model.subgraphs) != 1:
+        raise ModelError(
+            f"{path}: {len(model.subgraphs or [])} subgraphs, expected 1",
+            "export a single-subgraph model",
+        )
+    r = _Reader(tfl, model, path)
+    sg = r.sg
+    if sg.inputs is None or sg.outputs is None or len(sg.inputs) != 1 or len(sg.outputs) != 1:
+        raise ModelError(
+            f"{path}: the model must have one input and one output",
+            "export a single-input, single-output model",
+        )
+    try:
+        ops = [r.op(i, op) for i, op in enumerate(sg.operators or [])]
+        inp = r.tensor(int(sg.inputs[0]), "model input", True)
+        out = r.tensor_name(int(sg.outputs[0]))
+    except (IndexError, AttributeError, TypeError) as e:
+        raise ModelError(
+            f"{path}: malformed .tflite file ({type(e).__name__}: {e})", "re-export the model"
+        ) from None
+    used = {n for op in ops for n in op.inputs + op.outputs} | {inp}
+    tensors = {n: t for n, t in r.tensors.items() if n in used}
+    name = sg.name.decode() if isinstance(sg.name, bytes) else (sg.name or "model")
+    g = Graph(tensors, ops, inp, out, name)
+    try:
+        g.validate()
+    except ModelError as e:
+        raise ModelError(f"{path}: {e.cause}", e.fix) from None
+    return g
+
+
+def load_tflite(path: str | Path) -> Graph:
+    """Read and import a .tflite file; a missing file is a ModelError."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise ModelError(f"cannot read {p}: {e.strerror}", "check the path") from None
+    return import_tflite(data, str(p))

@@ -1,0 +1,77 @@
+"""``hilbench infer MODEL.tflite --input X.npy [--output Y.npy]``: run an int8 .tflite model on
+the bit-exact emulator (TFLM reference semantics).
+
+X holds N int8 inputs stacked on a leading axis, each of the model's input shape without its
+batch axis or with batch 1; Y gets the N int8 outputs stacked the same way. Without
+``--output`` the outputs are printed, one sample a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hilbench.errors import HilbenchError, ModelError
+
+CHUNK = 256  # samples per emulator call: bounds memory on large inputs
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("infer", help="run an int8 .tflite model on the emulator")
+    p.add_argument("model", type=Path, help="int8 .tflite model")
+    p.add_argument("--input", "-i", type=Path, required=True, help="X.npy: N stacked int8 inputs")
+    p.add_argument("--output", "-o", type=Path, help="Y.npy for the N int8 outputs")
+    p.set_defaults(handler=handle)
+
+
+def load_inputs(path: Path, in_shape: tuple[int, ...]) -> tuple[np.ndarray, bool]:
+    """(x of shape (N, *in_shape), whether X carried a batch-1 axis); HilbenchError if X
+    is not an int8 array of shape (N, *in_shape) or (N, 1, *in_shape)."""
+    want = ", ".join(map(str, in_shape))
+    expected = f"int8 of shape (N, {want}) or (N, 1, {want})"
+    try:
+        x = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise HilbenchError(f"cannot read {path}: {e.strerror or e}", "check the path") from None
+    except ValueError as e:
+        raise HilbenchError(f"{path} is not a .npy array ({e})", f"save {expected}") from None
+    if not isinstance(x, np.ndarray):
+        raise HilbenchError(f"{path} holds several arrays", f"save one array, {expected}")
+    if x.dtype != np.int8:
+        raise ModelError(
+            f"{path} holds {x.dtype} {x.shape}, expected {expected}",
+            "quantize the inputs to int8 with the model's input scale",
+        )
+    if x.ndim == len(in_shape) + 1 and x.shape[1:] == in_shape:
+        return x, False
+    if x.ndim == len(in_shape) + 2 and x.shape[1] == 1 and x.shape[2:] == in_shape:
+        return x[:, 0], True
+    raise ModelError(
+        f"{path} has shape {x.shape}, expected {expected}", "stack the inputs on a leading axis"
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    from hilbench.npu.tflite import load_tflite
+
+    graph = load_tflite(args.model)
+    x, batch_axis = load_inputs(args.input, graph.input_shape)
+    parts = [graph.run(x[i : i + CHUNK]) for i in range(0, len(x), CHUNK)]
+    y = np.concatenate(parts) if parts else np.zeros((0, *graph.output_shape), np.int8)
+    if batch_axis:
+        y = y[:, None]
+    if args.output is not None:
+        try:
+            np.save(args.output, y)
+        except OSError as e:
+            raise HilbenchError(
+                f"cannot write {args.output}: {e.strerror}", "check the directory"
+            ) from None
+        print(f"{len(y)} outputs of shape {y.shape[1:]} (int8) -> {args.output}")
+        return 0
+    for row in y.reshape(len(y), -1):
+        sys.stdout.write(" ".join(map(str, row.tolist())) + "\n")
+    return 0
