@@ -18,8 +18,16 @@ import numpy as np
 
 from hilbench.trace import Trace, TraceWriter
 
-ATTRS = {"protocol_version": 1, "backend": "emulate", "device_id": "bench", "firmware": "-",
-         "model": "bench", "model_hash": "-", "dataset": "-", "seed": 0}
+ATTRS = {
+    "protocol_version": 1,
+    "backend": "emulate",
+    "device_id": "bench",
+    "firmware": "-",
+    "model": "bench",
+    "model_hash": "-",
+    "dataset": "-",
+    "seed": 0,
+}
 
 
 def bench(path: Path, n: int, q: int, flush_rows: int, timing: bool, compress: bool) -> dict:
@@ -33,8 +41,21 @@ def bench(path: Path, n: int, q: int, flush_rows: int, timing: bool, compress: b
     t0 = time.perf_counter()
     w = TraceWriter.create(path, ATTRS, {"q": q}, flush_rows=flush_rows, compress=compress)
     for k in range(n):
-        w.append_step(k, q, seeds[k], lp[k], lm[k], grads[k], coeffs[k], 1e-3, 1, k, loss[k],
-                      2 * q * (k + 1), q * k)
+        w.append_step(
+            k,
+            q,
+            seeds[k],
+            lp[k],
+            lm[k],
+            grads[k],
+            coeffs[k],
+            1e-3,
+            1,
+            k,
+            loss[k],
+            2 * q * (k + 1),
+            q * k,
+        )
         if timing:
             w.append_timing(k, "PROBE", 0.0042, "device")
             w.append_timing(k, "APPLY", 0.0007, "modeled")
@@ -54,10 +75,13 @@ def main() -> None:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         r = bench(Path(tmp) / "bench.h5", a.steps, a.q, a.flush_rows, a.timing, a.compress)
-    print(f"trace writer: {a.steps} steps, q={a.q}, flush every {a.flush_rows} steps"
-          f"{', +2 timing rows/step' if a.timing else ''}{', gzip' if a.compress else ''}")
-    print(f"  {r['steps_per_s']:,.0f} step records/s (incl. final flush+close, "
-          f"{r['seconds']:.2f} s)")
+    print(
+        f"trace writer: {a.steps} steps, q={a.q}, flush every {a.flush_rows} steps"
+        f"{', +2 timing rows/step' if a.timing else ''}{', gzip' if a.compress else ''}"
+    )
+    print(
+        f"  {r['steps_per_s']:,.0f} step records/s (incl. final flush+close, {r['seconds']:.2f} s)"
+    )
     print(f"  {r['bytes_per_step']:.1f} bytes/step on disk")
 
 

@@ -1,7 +1,31 @@
-"""HDF5 traces: the schema, an appending writer and a reader."""
+"""HDF5 traces: the schema, an appending writer, a reader, limits for tests, and replay."""
 
-from hilbench.trace.reader import Trace, list_runs
+from hilbench.trace.reader import (
+    Final,
+    Follower,
+    ResumeState,
+    Snapshot,
+    Trace,
+    list_runs,
+    open_runs,
+)
 from hilbench.trace.schema import FORMAT_NAME, FORMAT_VERSION, TIMING_SOURCES
-from hilbench.trace.writer import TraceWriter
+from hilbench.trace.writer import Terminated, TraceWarning, TraceWriter, compact, writer_alive
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "TIMING_SOURCES", "Trace", "TraceWriter", "list_runs"]
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "TIMING_SOURCES",
+    "Final",
+    "Follower",
+    "ResumeState",
+    "Snapshot",
+    "Terminated",
+    "Trace",
+    "TraceWarning",
+    "TraceWriter",
+    "compact",
+    "list_runs",
+    "open_runs",
+    "writer_alive",
+]

@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +15,18 @@ from typing import Any
 import h5py
 import numpy as np
 
+from hilbench import __version__ as _VERSION
 from hilbench.errors import TraceError
 from hilbench.trace import schema as S
 
 _FIX_CORRUPT = "re-copy the trace from its source, or record the run again"
+
+try:  # where flock exists hilbench writers use their own lock (see writer.py), not HDF5's
+    import fcntl as _fcntl  # noqa: F401
+
+    _READ_KW: dict[str, Any] = {"locking": False}
+except ImportError:  # pragma: no cover - Windows
+    _READ_KW = {}
 
 
 def open_error(path: Path, exc: OSError, *, writing: bool = False) -> TraceError:
@@ -26,8 +35,10 @@ def open_error(path: Path, exc: OSError, *, writing: bool = False) -> TraceError
     m = re.search(r"errno = (\d+)", msg)
     errno = exc.errno or (int(m.group(1)) if m else None)
     if "truncated file" in msg:
-        return TraceError(f"{path} is truncated ({_hdf5_reason(msg)})",
-                          f"the file was cut short (interrupted copy or full disk); {_FIX_CORRUPT}")
+        return TraceError(
+            f"{path} is truncated ({_hdf5_reason(msg)})",
+            f"the file was cut short (interrupted copy or full disk); {_FIX_CORRUPT}",
+        )
     if "file signature not found" in msg:
         return TraceError(f"{path} is not an HDF5 file", "give the path of a hilbench .h5 trace")
     if "already open for" in msg or "consistency flags" in msg:
@@ -43,15 +54,20 @@ def open_error(path: Path, exc: OSError, *, writing: bool = False) -> TraceError
         )
     if errno == 13:
         verb = "written" if writing else "read"
-        return TraceError(f"{path} cannot be {verb}: permission denied",
-                          "fix the file permissions or choose another path")
+        return TraceError(
+            f"{path} cannot be {verb}: permission denied",
+            "fix the file permissions or choose another path",
+        )
     if errno == 2:
-        return TraceError(f"no trace file at {path} (or its directory does not exist)",
-                          "check the path")
+        return TraceError(
+            f"no trace file at {path} (or its directory does not exist)", "check the path"
+        )
     reason = _hdf5_reason(msg)
     if writing:
-        return TraceError(f"cannot write trace {path} ({reason})",
-                          "choose a writable path on a disk with free space")
+        return TraceError(
+            f"cannot write trace {path} ({reason})",
+            "choose a writable path on a disk with free space",
+        )
     return TraceError(f"{path} is corrupt: HDF5 cannot open it ({reason})", _FIX_CORRUPT)
 
 
@@ -75,13 +91,23 @@ def check_root(f: h5py.File, path: Path) -> int:
     try:
         version = int(version)
     except (TypeError, ValueError):
-        raise TraceError(f"{path} has no valid format_version attribute ({version!r})",
-                                 _FIX_CORRUPT) from None
-    if version > S.FORMAT_VERSION:
         raise TraceError(
-            f"{path} is trace format version {version}; this hilbench reads format version "
-            f"{S.FORMAT_VERSION}",
-            "upgrade hilbench",
+            f"{path} has no valid format_version attribute ({version!r})", _FIX_CORRUPT
+        ) from None
+    if version > S.FORMAT_VERSION:
+        writer = f.attrs.get("written_by")
+        if isinstance(writer, bytes):
+            writer = writer.decode("utf-8", "replace")
+        by = f" (written by {writer})" if isinstance(writer, str) and writer else ""
+        reads = (
+            f"upgrade hilbench to {writer.split()[-1]} or newer"
+            if by and writer.startswith("hilbench ")
+            else f"upgrade hilbench to a version that reads trace format {version}"
+        )
+        raise TraceError(
+            f"{path} is trace format version {version}{by}; this hilbench ({_VERSION}) reads "
+            f"format version {S.FORMAT_VERSION}",
+            f"{reads} (pip install -U hilbench)",
         )
     return version
 
@@ -101,20 +127,21 @@ def _open_read(path: str | Path) -> Iterator[h5py.File]:
         raise open_error(path, exc) from None
     try:
         # A plain open checks the stored end of file (catches truncation) ...
-        f = h5py.File(path, "r")
+        f = h5py.File(path, "r", **_READ_KW)
     except OSError as exc:
         if "already open for" not in str(exc) and "unable to lock file" not in str(exc):
             raise open_error(path, exc) from None
         try:  # ... and a file a writer has open in SWMR mode (or left open) needs SWMR read.
-            f = h5py.File(path, "r", swmr=True)
+            f = h5py.File(path, "r", swmr=True, **_READ_KW)
         except OSError as exc2:
             raise open_error(path, exc2) from None
     try:
         try:
             check_root(f, path)
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
-            raise TraceError(f"{path} is corrupt: its root group cannot be read ({exc})",
-                             _FIX_CORRUPT) from None
+            raise TraceError(
+                f"{path} is corrupt: its root group cannot be read ({exc})", _FIX_CORRUPT
+            ) from None
         yield f
     finally:
         f.close()
@@ -151,15 +178,20 @@ def _read_table(g: h5py.Group, name: str) -> np.ndarray:
     ds = g.get(name)
     if ds is None:
         return np.empty(0, _str_dtype(want))
-    raw = ds[()]
+    return _decode_rows(ds[()])
+
+
+def _decode_rows(raw: np.ndarray) -> np.ndarray:
+    """Rows read from a table: fixed strings become str, vlen strings str objects."""
     out = np.empty(len(raw), _str_dtype(raw.dtype))
     for col in raw.dtype.names:
         kind = raw.dtype[col]
         if kind.kind == "S":
             out[col] = np.char.decode(raw[col], "utf-8", "replace")
         elif kind.kind == "O":
-            out[col] = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-                        for v in raw[col]]
+            out[col] = [
+                v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in raw[col]
+            ]
         else:
             out[col] = raw[col]
     return out
@@ -211,8 +243,9 @@ class Trace:
             try:
                 return cls._load(path, f[S.RUNS_GROUP][rid], rid, version)
             except (OSError, KeyError, ValueError, RuntimeError) as exc:
-                raise TraceError(f"{path} run {rid} is corrupt or unreadable ({exc})",
-                                 _FIX_CORRUPT) from None
+                raise TraceError(
+                    f"{path} run {rid} is corrupt or unreadable ({exc})", _FIX_CORRUPT
+                ) from None
 
     @staticmethod
     def _pick(path: Path, ids: list[str], run: str | int | None) -> str:
@@ -227,8 +260,9 @@ class Trace:
         else:
             rid = repr(run)
         if rid not in ids:
-            raise TraceError(f"{path} has no run {rid!r}; it has {', '.join(ids)}",
-                             "pick one of those run ids")
+            raise TraceError(
+                f"{path} has no run {rid!r}; it has {', '.join(ids)}", "pick one of those run ids"
+            )
         return rid
 
     @classmethod
@@ -237,8 +271,9 @@ class Trace:
         try:
             config = json.loads(attrs.get("config_json", "{}") or "{}")
         except json.JSONDecodeError as exc:
-            raise TraceError(f"{path} run {rid} has an invalid config_json ({exc})",
-                             _FIX_CORRUPT) from None
+            raise TraceError(
+                f"{path} run {rid} has an invalid config_json ({exc})", _FIX_CORRUPT
+            ) from None
         units = {}
         for name in S.DATASETS:
             if name in g and "units" in g[name].attrs:
@@ -312,7 +347,7 @@ class Trace:
         """The sample rows of the i-th step row."""
         row = self.steps[i]
         start = int(row["sample_start"])
-        return self.samples[start:start + int(row["q"])]
+        return self.samples[start : start + int(row["q"])]
 
     def loss_curve(self) -> tuple[np.ndarray, np.ndarray]:
         """(cumulative forward passes, mean step loss in nats), one point per step."""
@@ -340,8 +375,119 @@ class Trace:
                 out[key] = {"count": len(d), "source": src, **_quantiles(d)}
         return out
 
+    def timing_percentiles(
+        self, percentiles: tuple[float, ...] = (50, 90, 99)
+    ) -> dict[tuple[str, str], dict[str, float]]:
+        """Per (command, source): count, mean, min, max and the given percentiles, in seconds.
+
+        Keys are always (command, source): durations measured by the device, the cost model
+        and the host wall clock are never pooled. ``{("PROBE", "device"): {"p99": ...}}``.
+        """
+        out: dict[tuple[str, str], dict[str, float]] = {}
+        t = self.timing
+        for cmd, src in dict.fromkeys(
+            zip(t["command"].tolist(), t["source"].tolist(), strict=True)
+        ):
+            d = t["duration_s"][(t["command"] == cmd) & (t["source"] == src)]
+            row = {
+                "count": len(d),
+                "mean": float(d.mean()),
+                "min": float(d.min()),
+                "max": float(d.max()),
+            }
+            for p, v in zip(percentiles, np.percentile(d, percentiles), strict=True):
+                row[f"p{p:g}"] = float(v)
+            out[(cmd, src)] = row
+        return out
+
+    # ---------------------------------------------------------------- final and "at" values
+
+    @property
+    def final(self) -> Final:
+        """The run's final values (see Final)."""
+        tests = self.evals[self.evals["split"] == "test"]
+        last_loss = float(tests["loss"][-1]) if len(tests) else None
+        n = min(len(self.steps), FINAL_LOSS_WINDOW)
+        return Final(
+            status=self.status,
+            finished=self.finished,
+            accuracy=self.final_accuracy,
+            loss=last_loss,
+            train_loss=float(self.steps["loss"][-n:].mean()) if n else None,
+            forward_passes=self.forward_passes,
+            steps=self.n_steps,
+            q=int(self.steps["q"][-1]) if n else None,
+            weights_crc=self.weights_crc,
+        )
+
+    def at(self, forward_passes: int) -> Snapshot:
+        """The run as it stood after ``forward_passes`` forward passes: the last step and the
+        last test evaluation at or before that count (None where there is none)."""
+        fp = self.steps["forward_passes"]
+        i = int(np.searchsorted(fp, forward_passes, side="right")) - 1
+        tests = self.evals[self.evals["split"] == "test"]
+        j = int(np.searchsorted(tests["forward_passes"], forward_passes, side="right")) - 1
+        return Snapshot(
+            requested=int(forward_passes),
+            forward_passes=int(fp[i]) if i >= 0 else 0,
+            step=int(self.steps["step"][i]) if i >= 0 else None,
+            q=int(self.steps["q"][i]) if i >= 0 else None,
+            loss=float(self.steps["loss"][i]) if i >= 0 else None,
+            accuracy=float(tests["accuracy"][j]) if j >= 0 else None,
+            eval_loss=float(tests["loss"][j]) if j >= 0 else None,
+            eval_forward_passes=int(tests["forward_passes"][j]) if j >= 0 else None,
+        )
+
+    def accuracy_at(self, forward_passes: int, split: str = "test") -> float | None:
+        """Accuracy of the last ``split`` evaluation at or before ``forward_passes``."""
+        rows = self.evals[self.evals["split"] == split]
+        j = int(np.searchsorted(rows["forward_passes"], forward_passes, side="right")) - 1
+        return float(rows["accuracy"][j]) if j >= 0 else None
+
+    def event_counts(self) -> dict[str, int]:
+        """How many events of each kind (retry, resync, reset, fault, ...) the run recorded."""
+        return dict(Counter(self.events["kind"].tolist()))
+
+    def updates(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """(step, seeds as u32, coefficients as i32) of every whole step, in order: what the
+        device applied, and what replay and a resumed run need."""
+        seeds = self.samples["seed"].astype(np.uint32)
+        coeffs = self.samples["coeff"].astype(np.int32)
+        for row in self.steps:
+            start, q = int(row["sample_start"]), int(row["q"])
+            yield int(row["step"]), seeds[start : start + q], coeffs[start : start + q]
+
+    def resume_state(self) -> ResumeState:
+        """Where an interrupted run stands on disk (see docs/trace-format.md, "Resuming")."""
+        tests = self.evals[self.evals["split"] == "test"]
+        last = self.steps[-1] if len(self.steps) else None
+        return ResumeState(
+            run_id=self.run_id,
+            status=self.status,
+            resumable=not self.finished,
+            steps=self.n_steps,
+            next_step=int(last["step"]) + 1 if last is not None else 0,
+            forward_passes=int(last["forward_passes"]) if last is not None else 0,
+            last_eval_forward_passes=int(tests["forward_passes"][-1]) if len(tests) else None,
+        )
+
+    def to_dataframe(self, table: str = "steps") -> Any:
+        """One table as a pandas DataFrame (pandas is optional: only this method needs it)."""
+        if table not in S.DATASETS:
+            raise TraceError(f"no table {table!r} in a trace", f"use one of {list(S.DATASETS)}")
+        try:
+            import pandas as pd
+        except ImportError:
+            raise TraceError(
+                "to_dataframe() needs pandas, which is not installed",
+                "pip install pandas, or use the numpy arrays (trace.steps, ...)",
+            ) from None
+        arr = getattr(self, table)
+        return pd.DataFrame({name: arr[name] for name in arr.dtype.names})
+
     def summary(self) -> dict[str, Any]:
         """The headline numbers of the run, as plain Python values."""
+        final = self.final
         return {
             "path": str(self.path),
             "run_id": self.run_id,
@@ -350,10 +496,129 @@ class Trace:
             "backend": self.backend,
             "model": self.attrs.get("model"),
             "dataset": self.attrs.get("dataset"),
+            "seed": self.attrs.get("seed"),
+            "scheduler": self.config.get("scheduler"),
             "final_accuracy": self.final_accuracy,
+            "final_loss": final.loss,
+            "train_loss": final.train_loss,
             "forward_passes": self.forward_passes,
             "steps": self.n_steps,
             "weights_crc": self.weights_crc,
+            "device_id": self.attrs.get("device_id"),
+            "firmware": self.attrs.get("firmware"),
+            "model_hash": self.attrs.get("model_hash"),
+            "git_revision": self.attrs.get("git_revision"),
+            "events": self.event_counts(),
             "start_time": self.attrs.get("start_time"),
             "end_time": self.attrs.get("end_time") or None,
         }
+
+
+#: Final.train_loss is the mean step loss over this many last steps (step losses are noisy).
+FINAL_LOSS_WINDOW = 50
+
+
+@dataclass(frozen=True)
+class Final:
+    """A run's final values. accuracy: fraction; loss, train_loss: nats."""
+
+    status: str
+    finished: bool
+    accuracy: float | None  # recorded final test accuracy (else the last test evaluation)
+    loss: float | None  # loss of the last test evaluation
+    train_loss: float | None  # mean step loss over the last FINAL_LOSS_WINDOW steps
+    forward_passes: int
+    steps: int
+    q: int | None  # q of the last step
+    weights_crc: int | None  # CRC-32 of the device's final weights, None if not recorded
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Trace.at(n): the last step and the last test evaluation at or before n forward passes."""
+
+    requested: int
+    forward_passes: int  # of that step (<= requested; 0 before the first step)
+    step: int | None
+    q: int | None
+    loss: float | None  # that step's mean loss (nats)
+    accuracy: float | None  # that evaluation's accuracy (fraction)
+    eval_loss: float | None
+    eval_forward_passes: int | None
+
+
+@dataclass(frozen=True)
+class ResumeState:
+    """What a resumed run continues from: whole steps on disk only."""
+
+    run_id: str
+    status: str
+    resumable: bool  # False once the run is finished
+    steps: int  # step rows on disk
+    next_step: int  # the step number to continue with
+    forward_passes: int  # cumulative, after the last step on disk
+    last_eval_forward_passes: int | None
+
+
+def open_runs(path: str | Path) -> list[Trace]:
+    """Every run of a trace file, in order."""
+    return [Trace.open(path, rid) for rid in list_runs(path)]
+
+
+# ---------------------------------------------------------------- following a live run
+
+
+@dataclass
+class Update:
+    """What Follower.poll() saw: the run's attributes and the rows new since the last poll."""
+
+    run_id: str
+    attrs: dict[str, Any]
+    steps: np.ndarray
+    evals: np.ndarray
+    events: np.ndarray
+    total_steps: int
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.attrs.get("finished", False))
+
+    @property
+    def status(self) -> str:
+        return str(self.attrs.get("status", "running"))
+
+
+class Follower:
+    """Reads a run's new rows as a writer appends them (SWMR): ``poll()`` reopens the file,
+    so it also sees the gzip'd copy that replaces the file when the writer closes."""
+
+    def __init__(self, path: str | Path, run: str | int | None = None) -> None:
+        self.path = Path(path)
+        self.run = run
+        self.run_id: str | None = None
+        self._n = {"steps": 0, "evals": 0, "events": 0}
+
+    def poll(self) -> Update:
+        with _open_read(self.path) as f:
+            if self.run_id is None:
+                self.run_id = Trace._pick(self.path, _run_ids(f), self.run)
+            try:
+                g = f[S.RUNS_GROUP][self.run_id]
+                attrs = {k: _decode(v) for k, v in g.attrs.items()}
+                new = {}
+                for name in self._n:
+                    ds = g[name]
+                    n = ds.shape[0]
+                    new[name] = (
+                        _decode_rows(ds[self._n[name] : n])
+                        if n > self._n[name]
+                        else np.empty(0, _str_dtype(ds.dtype))
+                    )
+                    self._n[name] = max(self._n[name], n)
+            except (OSError, KeyError, ValueError, RuntimeError) as exc:
+                raise TraceError(
+                    f"{self.path} run {self.run_id} cannot be read ({exc})", _FIX_CORRUPT
+                ) from None
+        return Update(
+            self.run_id, attrs, new["steps"], new["evals"], new["events"], self._n["steps"]
+        )

@@ -20,6 +20,15 @@ from hilbench.errors import TraceError
 FORMAT_NAME = "hilbench-trace"
 FORMAT_VERSION = 1
 
+#: HDF5 file-format bounds: the 1.10 object formats (the oldest that allows SWMR), never newer,
+#: so h5dump/HDFView built on HDF5 1.10 or later read every trace. (libver="latest" on HDF5 2.x
+#: writes object headers that HDF5 1.10's tools cannot read.)
+LIBVER = ("v110", "v110")
+
+#: Table storage: "close" (default) appends unfiltered and rewrites the file with gzip'd tables
+#: when the writer closes; "live" gzips while appending; "none" never compresses.
+COMPRESSION_MODES = ("close", "live", "none")
+
 RUNS_GROUP = "runs"
 RUN_ID_WIDTH = 4
 
@@ -39,7 +48,10 @@ REQUIRED_RUN_ATTRS = (
     "seed",
 )
 #: Run attributes the writer fills in when the caller leaves them out.
-DEFAULTED_RUN_ATTRS = ("hilbench_version", "start_time", "git_revision")
+DEFAULTED_RUN_ATTRS = ("hilbench_version", "start_time", "git_revision", "firmware_hash", "split")
+
+#: Event kinds the project uses (others are allowed: ASCII, at most 16 characters).
+EVENT_KINDS = ("retry", "resync", "reset", "fault", "timeout", "resume", "interrupt", "note")
 
 #: Attributes the writer owns; created with these placeholders, overwritten by finish().
 #: weights_crc = -1 means "not known" (the run did not finish, or the caller did not say).
@@ -91,9 +103,7 @@ EVALS_DTYPE = np.dtype(
 TIMING_DTYPE = np.dtype(
     [("step", "<i8"), ("command", "S16"), ("duration_s", "<f8"), ("source", "S8")]
 )
-EVENTS_DTYPE = np.dtype(
-    [("step", "<i8"), ("time", "<f8"), ("kind", "S16"), ("detail", VLEN_STR)]
-)
+EVENTS_DTYPE = np.dtype([("step", "<i8"), ("time", "<f8"), ("kind", "S16"), ("detail", VLEN_STR)])
 
 DATASETS: dict[str, np.dtype] = {
     "steps": STEPS_DTYPE,
@@ -146,8 +156,12 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 #: Widths of the fixed-size string columns, for validation before writing.
-STRING_WIDTHS = {("evals", "split"): 8, ("timing", "command"): 16, ("timing", "source"): 8,
-                 ("events", "kind"): 16}
+STRING_WIDTHS = {
+    ("evals", "split"): 8,
+    ("timing", "command"): 16,
+    ("timing", "source"): 8,
+    ("events", "kind"): 16,
+}
 
 #: Filters used for the tables only when the writer is asked to compress (see the format doc:
 #: under SWMR, rewriting a partial gzip chunk leaks its old copy, so appendable tables are
@@ -156,6 +170,13 @@ GZIP_LEVEL = 1
 GZIP = {"compression": "gzip", "compression_opts": GZIP_LEVEL, "shuffle": True}
 #: Rows per chunk (about 16-32 KiB each): an empty run costs ~70 KiB on disk.
 CHUNK_ROWS = {"steps": 256, "samples": 1024, "evals": 64, "timing": 512, "events": 64}
+#: Chunks of the gzip'd tables written at close are up to this many times larger (better ratio).
+COMPACT_CHUNK_FACTOR = 16
+
+
+def compact_chunk_rows(name: str, n_rows: int) -> int:
+    """Rows per chunk of a table rewritten with gzip at close (at least 1)."""
+    return max(1, min(int(n_rows), CHUNK_ROWS[name] * COMPACT_CHUNK_FACTOR))
 
 
 def run_id(n: int) -> str:
@@ -184,8 +205,10 @@ def attr_value(key: str, value: object) -> AttrValue:
         return bool(value)
     if isinstance(value, int | np.integer):
         if not I64[0] <= int(value) <= I64[1]:
-            raise TraceError(f"run attribute {key!r} = {value} does not fit a 64-bit integer",
-                             "store it as a string")
+            raise TraceError(
+                f"run attribute {key!r} = {value} does not fit a 64-bit integer",
+                "store it as a string",
+            )
         return int(value)
     if isinstance(value, float | np.floating):
         return float(value)
@@ -211,8 +234,10 @@ def config_json(config: Mapping[str, Any]) -> str:
     try:
         return json.dumps(dict(config), sort_keys=True, default=_json_default)
     except (TypeError, ValueError) as exc:
-        raise TraceError(f"the run config cannot be stored as JSON ({exc})",
-                         "keep the config to str/int/float/bool/list/dict values") from None
+        raise TraceError(
+            f"the run config cannot be stored as JSON ({exc})",
+            "keep the config to str/int/float/bool/list/dict values",
+        ) from None
 
 
 def int_column(values: Sequence[Any], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -270,9 +295,9 @@ def lookup3(data: bytes, initval: int = 0) -> int:
     a = b = c = (0xDEADBEEF + n + initval) & _M32
     i = 0
     while n > 12:
-        a = (a + int.from_bytes(data[i:i + 4], "little")) & _M32
-        b = (b + int.from_bytes(data[i + 4:i + 8], "little")) & _M32
-        c = (c + int.from_bytes(data[i + 8:i + 12], "little")) & _M32
+        a = (a + int.from_bytes(data[i : i + 4], "little")) & _M32
+        b = (b + int.from_bytes(data[i + 4 : i + 8], "little")) & _M32
+        c = (c + int.from_bytes(data[i + 8 : i + 12], "little")) & _M32
         a = (a - c) & _M32 ^ _rot(c, 4)
         c = (c + b) & _M32
         b = (b - a) & _M32 ^ _rot(a, 6)
@@ -289,12 +314,19 @@ def lookup3(data: bytes, initval: int = 0) -> int:
         i += 12
     if n == 0:
         return c
-    tail = data[i:i + n] + bytes(12 - n)
+    tail = data[i : i + n] + bytes(12 - n)
     a = (a + int.from_bytes(tail[0:4], "little")) & _M32
     b = (b + int.from_bytes(tail[4:8], "little")) & _M32
     c = (c + int.from_bytes(tail[8:12], "little")) & _M32
-    for x, y, k in ((2, 1, 14), (0, 2, 11), (1, 0, 25), (2, 1, 16), (0, 2, 4), (1, 0, 14),
-                    (2, 1, 24)):
+    for x, y, k in (
+        (2, 1, 14),
+        (0, 2, 11),
+        (1, 0, 25),
+        (2, 1, 16),
+        (0, 2, 4),
+        (1, 0, 14),
+        (2, 1, 24),
+    ):
         v = [a, b, c]
         v[x] = ((v[x] ^ v[y]) - _rot(v[y], k)) & _M32
         a, b, c = v
@@ -314,7 +346,7 @@ def clear_open_flags(fd: int) -> bool:
     if head[11] == 0 or len(head) < end + 4:
         return False
     block = bytearray(head[:end])
-    if lookup3(bytes(block)) != int.from_bytes(head[end:end + 4], "little"):
+    if lookup3(bytes(block)) != int.from_bytes(head[end : end + 4], "little"):
         return False  # not a superblock we understand: leave it alone
     block[11] = 0
     os.pwrite(fd, bytes(block) + lookup3(bytes(block)).to_bytes(4, "little"), 0)

@@ -2,7 +2,8 @@
 
 Rows are kept in Python lists and written as numpy record blocks every ``flush_rows`` steps and
 by a background thread every ``flush_interval_s`` seconds, each time followed by an HDF5 file
-flush: a ``kill -9`` leaves a file that holds every row up to the last flush.
+flush: a ``kill -9`` leaves a file that holds every row up to the last flush. When the writer
+closes, the file is rewritten with gzip'd tables (``compact``) and atomically replaced.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import contextlib
 import json
 import math
 import os
+import signal
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -26,12 +29,26 @@ from h5py import h5s, h5t
 from hilbench import __version__ as _HILBENCH_VERSION
 from hilbench.errors import TraceError
 from hilbench.trace import schema as S
-from hilbench.trace.reader import Trace, _decode, _open_read, check_root, open_error
+from hilbench.trace.reader import Trace, _decode, check_root, open_error
 
 try:
     import fcntl
 except ImportError:  # Windows: no liveness lock, no automatic recovery
     fcntl = None  # type: ignore[assignment]
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread by the SIGTERM handler a live TraceWriter installs.
+
+    A KeyboardInterrupt, so everything that handles Ctrl-C (the writer's ``with`` block, the
+    CLI) handles ``kill PID`` the same way: buffered rows are flushed and the run is closed
+    with status "interrupted".
+    """
+
+
+class TraceWarning(UserWarning):
+    """Something went wrong that left the trace valid (e.g. the gzip rewrite at close)."""
+
 
 class TraceWriter:
     """Appends one run (``/runs/<run_id>``) to a hilbench trace. Make one with create()."""
@@ -43,6 +60,9 @@ class TraceWriter:
         path: Path,
         flush_rows: int,
         flush_interval_s: float | None,
+        lock_fd: int | None = None,
+        compress: str = "close",
+        handle_sigterm: bool = True,
     ) -> None:
         self._f = file
         self._g = group
@@ -54,8 +74,11 @@ class TraceWriter:
         self._mtypes = {}
         for name, ds in self._ds.items():
             ftype = ds.id.get_type()
-            if not ds.dtype.hasobject and ftype.get_size() == ds.dtype.itemsize \
-                    and ftype == h5t.py_create(S.DATASETS[name]):
+            if (
+                not ds.dtype.hasobject
+                and ftype.get_size() == ds.dtype.itemsize
+                and ftype == h5t.py_create(S.DATASETS[name])
+            ):
                 self._mtypes[name] = ftype
         self._flush_rows = max(1, int(flush_rows))
         self._other_rows = 4 * self._flush_rows
@@ -81,14 +104,21 @@ class TraceWriter:
         self._closed = False
         self._lock = threading.RLock()
         self._bg_error: TraceError | None = None
-        self._liveness_fd = _hold_liveness_lock(path)
+        self._compress = compress
+        self._liveness_fd = lock_fd
+        if lock_fd is not None:  # setup done: let readers and a compaction share the file
+            fcntl.flock(lock_fd, fcntl.LOCK_SH)
+        self._sigterm = handle_sigterm and _sigterm_acquire()
         atexit.register(self._at_exit)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if flush_interval_s is not None and flush_interval_s > 0:
             self._thread = threading.Thread(
-                target=self._flush_loop, args=(float(flush_interval_s),),
-                name=f"hilbench-trace-flush-{self.run_id}", daemon=True)
+                target=self._flush_loop,
+                args=(float(flush_interval_s),),
+                name=f"hilbench-trace-flush-{self.run_id}",
+                daemon=True,
+            )
             self._thread.start()
 
     # ---------------------------------------------------------------- creation
@@ -103,19 +133,25 @@ class TraceWriter:
         model_blob: bytes | None = None,
         flush_rows: int = 256,
         flush_interval_s: float | None = 1.0,
-        compress: bool = False,
+        compress: bool | str = "close",
+        handle_sigterm: bool = True,
     ) -> TraceWriter:
         """Start a new run in ``path`` (created if absent; else a new run is appended).
 
-        ``run_attrs`` needs schema.REQUIRED_RUN_ATTRS; hilbench_version, start_time and
-        git_revision default. ``config`` is stored as JSON in ``config_json``. ``model_blob``
-        (the exact model bytes sent to the device) is stored for replay. ``compress`` gzips
-        the tables (see docs/trace-format.md, "Compression").
+        ``run_attrs`` needs schema.REQUIRED_RUN_ATTRS; hilbench_version, start_time,
+        git_revision, firmware_hash and split default. ``config`` is stored as JSON in
+        ``config_json``. ``model_blob`` (the exact model bytes sent to the device) is stored
+        for replay. ``compress``: "close" (default: gzip the tables by rewriting the file when
+        the writer closes), "live" (or True: gzip while appending), "none" (or False); see
+        docs/trace-format.md, "Compression". ``handle_sigterm``: while the writer is open, a
+        SIGTERM raises ``Terminated`` (a KeyboardInterrupt) in the main thread, so the run is
+        flushed and closed as "interrupted" instead of being cut off.
         """
         path = Path(path)
+        mode = _compress_mode(compress)
         attrs = cls._validate_attrs(run_attrs)
         attrs["config_json"] = S.config_json(config)
-        f = _open_for_append(path, create=True)
+        f, lock_fd = _open_for_append(path, create=True)
         try:
             runs = f.require_group(S.RUNS_GROUP)
             numbers = [int(k) for k in runs if k.isdigit()]
@@ -124,8 +160,13 @@ class TraceWriter:
                 g.attrs[key] = value
             for name, dtype in S.DATASETS.items():
                 ds = g.create_dataset(
-                    name, shape=(0,), maxshape=(None,), dtype=dtype,
-                    chunks=(S.CHUNK_ROWS[name],), **(S.GZIP if compress else {}))
+                    name,
+                    shape=(0,),
+                    maxshape=(None,),
+                    dtype=dtype,
+                    chunks=(S.CHUNK_ROWS[name],),
+                    **(S.GZIP if mode == "live" else {}),
+                )
                 ds.attrs["units"] = json.dumps(S.UNITS[name])
                 ds.attrs["description"] = S.DESCRIPTIONS[name]
             if model_blob is not None:
@@ -134,9 +175,16 @@ class TraceWriter:
             f.swmr_mode = True
         except OSError as exc:
             f.close()
-            raise TraceError(f"could not write a new run to {path} ({exc})",
-                             "check free disk space and write permission") from None
-        return cls(f, g, path, flush_rows, flush_interval_s)
+            _release(lock_fd)
+            raise TraceError(
+                f"could not write a new run to {path} ({exc})",
+                "check free disk space and write permission",
+            ) from None
+        except BaseException:
+            f.close()
+            _release(lock_fd)
+            raise
+        return cls(f, g, path, flush_rows, flush_interval_s, lock_fd, mode, handle_sigterm)
 
     @classmethod
     def resume(
@@ -146,16 +194,20 @@ class TraceWriter:
         *,
         flush_rows: int = 256,
         flush_interval_s: float | None = 1.0,
+        compress: bool | str = "close",
+        handle_sigterm: bool = True,
     ) -> TraceWriter:
         """Reopen an unfinished run (default: the last one) to append more steps to it.
 
         Works on a file whose writer was killed. Sample rows beyond the last step on disk
         (a flush cut short) are dropped; an event 'resume' records where the run restarted.
+        ``last_step``, ``forward_passes`` and ``steps_written`` say where to continue from.
         """
         path = Path(path)
+        mode = _compress_mode(compress)
         if not path.exists():
             raise TraceError(f"no trace file at {path} to resume", "check the path")
-        f = _open_for_append(path, create=False)
+        f, lock_fd = _open_for_append(path, create=False)
         try:
             ids = sorted(f.get(S.RUNS_GROUP, {}))
             rid = Trace._pick(path, ids, run)
@@ -168,8 +220,10 @@ class TraceWriter:
                 )
             missing = [n for n in S.DATASETS if n not in g]
             if missing:
-                raise TraceError(f"run {rid} of {path} lacks the tables {missing}",
-                                 "start a new run with TraceWriter.create")
+                raise TraceError(
+                    f"run {rid} of {path} lacks the tables {missing}",
+                    "start a new run with TraceWriter.create",
+                )
             steps, samples = g["steps"], g["samples"]
             end = 0
             if steps.shape[0]:
@@ -179,14 +233,18 @@ class TraceWriter:
                 samples.resize((end,))
             f.flush()
             f.swmr_mode = True
-        except TraceError:
-            f.close()
-            raise
         except (OSError, KeyError, ValueError) as exc:
             f.close()
-            raise TraceError(f"cannot resume run {run!r} of {path} ({exc})",
-                             "start a new run with TraceWriter.create") from None
-        w = cls(f, g, path, flush_rows, flush_interval_s)
+            _release(lock_fd)
+            raise TraceError(
+                f"cannot resume run {run!r} of {path} ({exc})",
+                "start a new run with TraceWriter.create",
+            ) from None
+        except BaseException:
+            f.close()
+            _release(lock_fd)
+            raise
+        w = cls(f, g, path, flush_rows, flush_interval_s, lock_fd, mode, handle_sigterm)
         step = w._last_step if w._last_step is not None else -1
         w.append_event(step, "resume", f"writer resumed with {w._n['steps']} steps on disk")
         w.flush()
@@ -196,8 +254,9 @@ class TraceWriter:
     def _validate_attrs(run_attrs: Mapping[str, object]) -> dict[str, S.AttrValue]:
         bad_keys = [k for k in run_attrs if not isinstance(k, str) or not k]
         if bad_keys:
-            raise TraceError(f"run attribute names must be non-empty strings, got {bad_keys!r}",
-                             "use str keys")
+            raise TraceError(
+                f"run attribute names must be non-empty strings, got {bad_keys!r}", "use str keys"
+            )
         reserved = sorted(set(run_attrs) & set(S.RESERVED_RUN_ATTRS))
         if reserved:
             raise TraceError(
@@ -214,6 +273,8 @@ class TraceWriter:
         attrs.setdefault("hilbench_version", _HILBENCH_VERSION)
         attrs.setdefault("start_time", S.utc_now())
         attrs.setdefault("git_revision", "")
+        attrs.setdefault("firmware_hash", "")
+        attrs.setdefault("split", "")
         return attrs
 
     # ---------------------------------------------------------------- appending
@@ -235,8 +296,7 @@ class TraceWriter:
         fresh_words: int,
     ) -> None:
         """Buffer one ZO step and its q samples (values are range-checked on flush)."""
-        if not (len(seeds) == len(loss_plus) == len(loss_minus) == len(grads) == len(coeffs)
-                == q):
+        if not (len(seeds) == len(loss_plus) == len(loss_minus) == len(grads) == len(coeffs) == q):
             raise TraceError(
                 f"step {step}: q = {q} but got {len(seeds)} seeds, {len(loss_plus)} L+, "
                 f"{len(loss_minus)} L-, {len(grads)} grads, {len(coeffs)} coeffs",
@@ -256,8 +316,9 @@ class TraceWriter:
                 for buf in (self._seed, self._lp, self._lm, self._grad, self._coeff):
                     del buf[n0:]
                 raise
-            self._st.append((step, len(seeds), batch_seed, eps, lr, loss, forward_passes,
-                             fresh_words))
+            self._st.append(
+                (step, len(seeds), batch_seed, eps, lr, loss, forward_passes, fresh_words)
+            )
             if len(self._st) >= self._flush_rows:
                 self._flush()
 
@@ -282,17 +343,32 @@ class TraceWriter:
         except (TypeError, ValueError):
             duration = math.nan
         if not duration >= 0.0 or math.isinf(duration):
-            raise TraceError(f"duration of {command!r} at step {step} is {duration_s!r}",
-                             "pass a finite, non-negative number of seconds")
+            raise TraceError(
+                f"duration of {command!r} at step {step} is {duration_s!r}",
+                "pass a finite, non-negative number of seconds",
+            )
         self._append(self._tm, (step, command, duration, source))
 
-    def append_event(self, step: int, kind: str, detail: str = "") -> None:
-        """Buffer one event (retry, resync, reset, fault, note...) stamped with the Unix time."""
+    def append_event(self, step: int | None, kind: str, detail: str = "") -> None:
+        """Buffer one event (retry, resync, reset, fault, note...) stamped with the Unix time.
+
+        ``step`` None means the step in progress (``current_step``). Thread-safe: the link
+        layer may call it from any thread. See ``event()`` for the keyword form.
+        """
         S.short_ascii(kind, "event kind", 16)
+        if step is None:
+            step = self.current_step
         if not isinstance(detail, str):
-            raise TraceError(f"event detail must be a str, got {type(detail).__name__}",
-                             "format the detail as text")
+            raise TraceError(
+                f"event detail must be a str, got {type(detail).__name__}",
+                "format the detail as text",
+            )
         self._append(self._evt, (step, time.time(), kind, detail))
+
+    def event(self, kind: str, detail: str = "", *, step: int | None = None) -> None:
+        """``append_event`` for callers that do not know the step (the link layer):
+        ``writer.event("retry", "PROBE seq 12: no answer in 200 ms, attempt 2 of 3")``."""
+        self.append_event(step, kind, detail)
 
     def _append(self, rows: list[tuple[Any, ...]], row: tuple[Any, ...]) -> None:
         with self._lock:
@@ -313,6 +389,28 @@ class TraceWriter:
     def steps_written(self) -> int:
         """Step rows on disk."""
         return self._n["steps"]
+
+    @property
+    def last_step(self) -> int | None:
+        """The ``step`` of the last step appended (buffered or on disk), None before any."""
+        with self._lock:
+            if self._st:
+                return int(self._st[-1][0])
+            return self._last_step
+
+    @property
+    def current_step(self) -> int:
+        """The step in progress: one past the last step appended (0 before any)."""
+        last = self.last_step
+        return 0 if last is None else last + 1
+
+    @property
+    def forward_passes(self) -> int:
+        """Cumulative forward passes of the last step appended (0 before any)."""
+        with self._lock:
+            if self._st:
+                return int(self._st[-1][6])
+            return self._last_fp
 
     def flush(self) -> None:
         """Write every buffered row and make it durable (HDF5 file flush).
@@ -344,8 +442,13 @@ class TraceWriter:
         timing = self._block(self._tm, S.TIMING_DTYPE, "timing")
         events = self._block(self._evt, S.EVENTS_DTYPE, "event")
         # samples before steps: a step row never points past the samples on disk
-        blocks = (("samples", samples), ("steps", steps), ("evals", evals),
-                  ("timing", timing), ("events", events))
+        blocks = (
+            ("samples", samples),
+            ("steps", steps),
+            ("evals", evals),
+            ("timing", timing),
+            ("events", events),
+        )
         try:
             for name, arr in blocks:
                 self._write(name, arr)
@@ -363,8 +466,17 @@ class TraceWriter:
         tests = evals[evals["split"] == b"test"]
         if len(tests):
             self._last_test_acc = float(tests["accuracy"][-1])
-        for buf in (self._st, self._seed, self._lp, self._lm, self._grad, self._coeff,
-                    self._ev, self._tm, self._evt):
+        for buf in (
+            self._st,
+            self._seed,
+            self._lp,
+            self._lm,
+            self._grad,
+            self._coeff,
+            self._ev,
+            self._tm,
+            self._evt,
+        ):
             buf.clear()
         if problem:
             raise problem
@@ -436,8 +548,13 @@ class TraceWriter:
             samples[col] = values[skeep]
         return steps, samples, problem
 
-    def _describe_bad(self, bad: np.ndarray, owner: np.ndarray, checks: dict[str, Any],
-                      sample_checks: dict[str, Any]) -> TraceError:
+    def _describe_bad(
+        self,
+        bad: np.ndarray,
+        owner: np.ndarray,
+        checks: dict[str, Any],
+        sample_checks: dict[str, Any],
+    ) -> TraceError:
         first = int(np.flatnonzero(bad)[0])
         what = ""
         for i, (col, (_, mask, kind)) in enumerate(checks.items()):
@@ -465,8 +582,10 @@ class TraceWriter:
             return np.array(rows, dtype=dtype)
         except (TypeError, ValueError, OverflowError) as exc:
             rows.clear()
-            raise TraceError(f"buffered {what} rows could not be stored ({exc}); they were "
-                             "dropped", "pass int steps and numeric values") from None
+            raise TraceError(
+                f"buffered {what} rows could not be stored ({exc}); they were dropped",
+                "pass int steps and numeric values",
+            ) from None
 
     # ---------------------------------------------------------------- attributes
 
@@ -474,8 +593,10 @@ class TraceWriter:
         """Set or overwrite run attributes now (e.g. initial_weights_crc), durable at once."""
         reserved = sorted(set(attrs) & set(S.RESERVED_RUN_ATTRS))
         if reserved:
-            raise TraceError(f"run attributes {reserved} are written by the trace writer itself",
-                             "pass final values to finish()")
+            raise TraceError(
+                f"run attributes {reserved} are written by the trace writer itself",
+                "pass final values to finish()",
+            )
         values = {k: S.attr_value(k, v) for k, v in attrs.items()}
         with self._lock:
             if self._closed:
@@ -491,8 +612,9 @@ class TraceWriter:
                     self._g.attrs[key] = value
             self._f.flush()
         except OSError as exc:
-            raise TraceError(f"could not write run attributes to {self.path} ({exc})",
-                             "check free disk space") from None
+            raise TraceError(
+                f"could not write run attributes to {self.path} ({exc})", "check free disk space"
+            ) from None
 
     def finish(self, status: str = "complete", **final_attrs: object) -> None:
         """Flush and record the end of the run: finished, status, end_time and final values.
@@ -502,11 +624,15 @@ class TraceWriter:
         final_accuracy from the last 'test' evaluation.
         """
         if status not in S.STATUSES:
-            raise TraceError(f"run status {status!r} is not one of {S.STATUSES}",
-                             "use complete, interrupted or failed")
+            raise TraceError(
+                f"run status {status!r} is not one of {S.STATUSES}",
+                "use complete, interrupted or failed",
+            )
         if {"finished", "status", "end_time"} & set(final_attrs):
-            raise TraceError("finished, status and end_time are set by finish() itself",
-                             "pass only final values such as final_accuracy and weights_crc")
+            raise TraceError(
+                "finished, status and end_time are set by finish() itself",
+                "pass only final values such as final_accuracy and weights_crc",
+            )
         extra = {k: S.attr_value(k, v) for k, v in final_attrs.items()}
         crc = extra.get("weights_crc", -1)
         if not isinstance(crc, int) or isinstance(crc, bool) or not -1 <= crc <= S.U32[1]:
@@ -515,8 +641,9 @@ class TraceWriter:
             if self._closed:
                 self._raise_state()
             if self._finished:
-                raise TraceError(f"run {self.run_id} of {self.path} is already finished",
-                                 "call finish() once")
+                raise TraceError(
+                    f"run {self.run_id} of {self.path} is already finished", "call finish() once"
+                )
             problems = [self._bg_error] if self._bg_error else []
             self._bg_error = None
             try:
@@ -526,8 +653,7 @@ class TraceWriter:
                     raise
                 problems.append(exc)
             values: dict[str, S.AttrValue] = {
-                "final_accuracy": math.nan if self._last_test_acc is None
-                else self._last_test_acc,
+                "final_accuracy": math.nan if self._last_test_acc is None else self._last_test_acc,
                 "forward_passes": self._last_fp,
                 "steps": self._n["steps"],
                 "weights_crc": -1,
@@ -565,22 +691,41 @@ class TraceWriter:
             with self._lock:
                 self._closed = True
                 atexit.unregister(self._at_exit)
+                closed_cleanly = False
                 with contextlib.suppress(OSError):
                     self._f.close()
-                if self._liveness_fd is not None:
-                    os.close(self._liveness_fd)  # also releases the liveness lock
+                    closed_cleanly = True
+                try:
+                    # still holding the liveness lock: no other writer can open the file
+                    if closed_cleanly and self._finished and self._compress == "close":
+                        try:
+                            compact(self.path)
+                        except (TraceError, OSError) as exc:
+                            warnings.warn(
+                                f"{self.path} stays uncompressed: {exc}", TraceWarning, stacklevel=3
+                            )
+                finally:
+                    _release(self._liveness_fd)  # also releases the liveness lock
                     self._liveness_fd = None
+                    if self._sigterm:
+                        self._sigterm = False
+                        _sigterm_release()
 
     def _at_exit(self) -> None:
         with contextlib.suppress(Exception):  # interpreter is exiting: best effort
+            if not self._finished and not self._closed:
+                self.append_event(None, "interrupt", "writer closed at interpreter exit")
+        with contextlib.suppress(Exception):
             self.close("interrupted")
 
     def _raise_state(self) -> None:
         if self._bg_error is not None:
             err, self._bg_error = self._bg_error, None
             raise err
-        raise TraceError(f"the trace writer for {self.path} is closed",
-                         "create a new TraceWriter to record another run")
+        raise TraceError(
+            f"the trace writer for {self.path} is closed",
+            "create a new TraceWriter to record another run",
+        )
 
     def __enter__(self) -> Self:
         return self
@@ -595,6 +740,18 @@ class TraceWriter:
             self.close("complete")
             return
         status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        if not self._finished and not self._closed:
+            what = (
+                "SIGTERM"
+                if isinstance(exc, Terminated)
+                else "Ctrl-C (SIGINT)"
+                if isinstance(exc, KeyboardInterrupt)
+                else f"{type(exc).__name__}: {exc}"
+            )
+            with contextlib.suppress(Exception):
+                self.append_event(
+                    None, "interrupt" if status == "interrupted" else "fault", what[:2000]
+                )
         try:
             self.close(status)
         except Exception as err:  # keep the original exception; say what else went wrong
@@ -613,81 +770,263 @@ def _write_blob(g: h5py.Group, blob: bytes) -> None:
     ds.attrs["size"] = len(blob)
 
 
-def _hold_liveness_lock(path: Path) -> int | None:
-    """A shared flock held while the writer lives: tells recovery the file is not orphaned.
+def _compress_mode(compress: bool | str) -> str:
+    if compress is True:
+        return "live"
+    if compress is False:
+        return "none"
+    if compress not in S.COMPRESSION_MODES:
+        raise TraceError(
+            f"compress = {compress!r} is not one of {S.COMPRESSION_MODES}",
+            "use 'close' (the default), 'live' or 'none'",
+        )
+    return compress
 
-    (HDF5 drops its own lock in SWMR mode.) Returns the fd to close, or None if unsupported.
-    """
+
+def _release(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+# ---------------------------------------------------------------- SIGTERM
+
+_sig_lock = threading.Lock()
+_sig_users = 0
+_sig_previous: Any = None
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # Once: a second SIGTERM gets the previous (default) behaviour and ends the process.
+    with contextlib.suppress(ValueError, TypeError):
+        signal.signal(signal.SIGTERM, _sig_previous or signal.SIG_DFL)
+    raise Terminated("SIGTERM")
+
+
+def _sigterm_acquire() -> bool:
+    """Install the SIGTERM handler (main thread, default handler only); True if counted."""
+    global _sig_users, _sig_previous
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    with _sig_lock:
+        current = signal.getsignal(signal.SIGTERM)
+        if _sig_users == 0:
+            if current not in (signal.SIG_DFL, None):
+                return False  # the application has its own handler: leave it alone
+            _sig_previous = current
+            signal.signal(signal.SIGTERM, _on_sigterm)
+        _sig_users += 1
+        return True
+
+
+def _sigterm_release() -> None:
+    global _sig_users
+    with _sig_lock:
+        _sig_users -= 1
+        if _sig_users == 0 and threading.current_thread() is threading.main_thread():
+            with contextlib.suppress(ValueError, TypeError):
+                if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+                    signal.signal(signal.SIGTERM, _sig_previous or signal.SIG_DFL)
+
+
+# ---------------------------------------------------------------- files and locks
+# A live writer holds a flock on its file: exclusive while it opens and sets up the run,
+# shared while it appends (readers never lock, HDF5's own lock is off for the writer) and
+# until its gzip rewrite at close has replaced the file. Another writer probes with an
+# exclusive non-blocking flock: failing means "someone is writing it".
+
+
+def _lock_exclusive(path: Path) -> int | None:
+    """An fd holding an exclusive flock on path, or a TraceError if a writer holds it."""
     if fcntl is None:
         return None
     fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
+    deadline = time.monotonic() + 0.5  # a watcher's probe holds it for microseconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise TraceError(
+                    f"{path} is being written by another process",
+                    "wait for that run to finish, or write to another file",
+                ) from None
+            time.sleep(0.01)
+
+
+def writer_alive(path: str | Path) -> bool | None:
+    """Whether a live hilbench writer holds ``path`` (None where flock does not exist)."""
+    if fcntl is None:
         return None
-    return fd
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # releases the probe at once
+    return False
+
+
+def _h5_open(path: Path, mode: str, **kw: Any) -> h5py.File:
+    """h5py.File with the trace's format bounds; HDF5's own flock off where ours is used."""
+    if fcntl is not None:
+        kw.setdefault("locking", False)
+    return h5py.File(path, mode, libver=S.LIBVER, **kw)
 
 
 def _recover_orphan(path: Path) -> None:
-    """Clear the open-for-write flags a killed writer left, if no writer is alive."""
-    with _open_read(path) as f:  # SWMR read works despite the flags; is it ours?
-        check_root(f, path)
+    """Clear the open-for-write flags a killed writer left (the caller holds the lock)."""
+    try:
+        with h5py.File(path, "r", swmr=True, locking=False) as f:  # is it ours?
+            check_root(f, path)
+    except OSError as exc:
+        raise open_error(path, exc) from None
     if fcntl is None:
-        raise TraceError(f"{path} was left open by a writer that did not close it",
-                         f"clear the flag with `h5clear -s {path}`, then retry")
+        raise TraceError(
+            f"{path} was left open by a writer that did not close it",
+            f"clear the flag with `h5clear -s {path}`, then retry",
+        )
     fd = os.open(path, os.O_RDWR)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise TraceError(f"{path} is being written by another process",
-                             "wait for that run to finish, or write to another file") from None
         if not S.clear_open_flags(fd):
-            raise TraceError(f"{path} was left open by a writer that did not close it",
-                             f"clear the flag with `h5clear -s {path}`, then retry")
+            raise TraceError(
+                f"{path} was left open by a writer that did not close it",
+                f"clear the flag with `h5clear -s {path}`, then retry",
+            )
     finally:
         os.close(fd)
 
 
-def _open_for_append(path: Path, *, create: bool) -> h5py.File:
+def _open_for_append(path: Path, *, create: bool) -> tuple[h5py.File, int | None]:
     """Open an existing hilbench trace read-write (recovering it from a killed writer), or
-    create a new one when ``create``."""
+    create a new one when ``create``. Returns the file and the writer's lock fd (held
+    exclusively; the writer downgrades it to shared once its run is set up)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise TraceError(
-            f"cannot create the directory {path.parent} for trace {path} "
-            f"({exc.strerror or exc})",
+            f"cannot create the directory {path.parent} for trace {path} ({exc.strerror or exc})",
             "choose a writable location for the trace",
         ) from None
     if path.is_dir():
         raise TraceError(f"trace path {path} is a directory", "give a file name, e.g. run.h5")
     if not path.exists():
         try:
-            f = h5py.File(path, "w-", libver="latest")
-            f.attrs["format"] = S.FORMAT_NAME
-            f.attrs["format_version"] = S.FORMAT_VERSION
+            f = _h5_open(path, "w-")
         except OSError as exc:
             raise open_error(path, exc, writing=True) from None
-        return f
-    if not h5py.is_hdf5(path):
-        raise TraceError(f"{path} exists and is not an HDF5 file; refusing to overwrite it",
-                         "choose another trace path or move the file away")
-    try:
-        f = h5py.File(path, "r+", libver="latest")
-    except OSError as exc:
-        if "already open for" not in str(exc):
-            raise open_error(path, exc, writing=True) from None
-        _recover_orphan(path)
         try:
-            f = h5py.File(path, "r+", libver="latest")
-        except OSError as exc2:
-            raise open_error(path, exc2, writing=True) from None
+            lock_fd = _lock_exclusive(path)
+            f.attrs["format"] = S.FORMAT_NAME
+            f.attrs["format_version"] = S.FORMAT_VERSION
+            f.attrs["written_by"] = f"hilbench {_HILBENCH_VERSION}"
+        except BaseException:
+            f.close()
+            raise
+        return f, lock_fd
+    if not h5py.is_hdf5(path):
+        raise TraceError(
+            f"{path} exists and is not an HDF5 file; refusing to overwrite it",
+            "choose another trace path or move the file away",
+        )
+    lock_fd = _lock_exclusive(path)
     try:
-        check_root(f, path)
-    except TraceError as err:
-        f.close()
-        verb = "append a run" if create else "resume"
-        raise TraceError(f"cannot {verb}: {err.cause}", "write the trace to a new file") from None
-    return f
+        try:
+            f = _h5_open(path, "r+")
+        except OSError as exc:
+            if "already open for" not in str(exc):
+                raise open_error(path, exc, writing=True) from None
+            _recover_orphan(path)
+            try:
+                f = _h5_open(path, "r+")
+            except OSError as exc2:
+                raise open_error(path, exc2, writing=True) from None
+        try:
+            check_root(f, path)
+        except TraceError as err:
+            f.close()
+            verb = "append a run" if create else "resume"
+            raise TraceError(
+                f"cannot {verb}: {err.cause}", "write the trace to a new file"
+            ) from None
+    except BaseException:
+        _release(lock_fd)
+        raise
+    return f, lock_fd
+
+
+# ---------------------------------------------------------------- gzip at close
+
+
+def _copy_attrs(src: h5py.HLObject, dst: h5py.HLObject) -> None:
+    for key in src.attrs:
+        dst.attrs.create(key, src.attrs[key], dtype=src.attrs.get_id(key).dtype)
+
+
+def compact(path: str | Path) -> None:
+    """Rewrite a closed trace with every table gzip'd (level 1 + shuffle), atomically.
+
+    The copy is written next to the file and renamed over it, so a crash at any point
+    leaves either the old or the new file, both valid. Tables already gzip'd and any other
+    object are copied as they are. Refuses a file a writer holds (flags set).
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.gzip-{os.getpid()}.tmp")
+    try:
+        try:
+            src = h5py.File(path, "r", locking=False) if fcntl is not None else h5py.File(path, "r")
+        except OSError as exc:
+            raise open_error(path, exc) from None
+        with src, h5py.File(tmp, "w", libver=S.LIBVER) as dst:
+            check_root(src, path)
+            _copy_attrs(src, dst)
+            for name, obj in src.items():
+                if name != S.RUNS_GROUP or not isinstance(obj, h5py.Group):
+                    src.copy(obj, dst, name=name)
+                    continue
+                runs = dst.create_group(name)
+                _copy_attrs(obj, runs)
+                for rid, g in obj.items():
+                    if not isinstance(g, h5py.Group):
+                        obj.copy(g, runs, name=rid)
+                        continue
+                    dg = runs.create_group(rid)
+                    _copy_attrs(g, dg)
+                    for child, ds in g.items():
+                        if (
+                            child in S.DATASETS
+                            and isinstance(ds, h5py.Dataset)
+                            and ds.compression != "gzip"
+                            and ds.ndim == 1
+                        ):
+                            data = ds[()]
+                            new = dg.create_dataset(
+                                child,
+                                data=data,
+                                maxshape=(None,),
+                                chunks=(S.compact_chunk_rows(child, len(data)),),
+                                **S.GZIP,
+                            )
+                            _copy_attrs(ds, new)
+                        else:
+                            g.copy(ds, dg, name=child)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+        with contextlib.suppress(OSError):
+            dfd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()

@@ -55,16 +55,21 @@ ATTR_ARGS = [f"{k}={v}" for k, v in RUN_ATTRS.items()]
 
 
 def _read_in_subprocess(path: Path) -> dict[str, object]:
-    out = subprocess.run([sys.executable, "-c", READER, str(path)], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", READER, str(path)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
 def test_sigkill_after_flush_leaves_a_readable_file(tmp_path: Path) -> None:
     path = tmp_path / "killed.h5"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), "200", *ATTR_ARGS],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), "200", *ATTR_ARGS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "flushed"
@@ -91,13 +96,22 @@ def test_sigkill_after_flush_leaves_a_readable_file(tmp_path: Path) -> None:
     assert tr.final_accuracy == 0.75 and tr.forward_passes == 1200
 
     # the same file in another process too
-    assert _read_in_subprocess(path) == {"steps": 200, "samples": 600, "last_step": 199,
-                                         "status": "running", "finished": False}
+    assert _read_in_subprocess(path) == {
+        "steps": 200,
+        "samples": 600,
+        "last_step": 199,
+        "status": "running",
+        "finished": False,
+    }
 
 
 def _kill_writer_after(path: Path, n: int) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n), *ATTR_ARGS],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), str(n), *ATTR_ARGS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "flushed"
@@ -140,8 +154,12 @@ def test_a_new_run_can_follow_a_killed_one(tmp_path: Path) -> None:
 
 def test_a_live_writer_is_never_recovered_from(tmp_path: Path) -> None:
     path = tmp_path / "live.h5"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), "5", *ATTR_ARGS],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), "5", *ATTR_ARGS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "flushed"
@@ -164,23 +182,33 @@ def test_reader_follows_a_writer_in_swmr_mode(tmp_path: Path) -> None:
             w.append_step(k, 1, [k], [k], [-k], [0.0], [0], 1e-3, 1, k, 1.0, 2 * (k + 1), k)
         assert _read_in_subprocess(path)["steps"] == 0  # nothing flushed yet
         w.flush()
-        assert _read_in_subprocess(path) == {"steps": 30, "samples": 30, "last_step": 29,
-                                             "status": "running", "finished": False}
+        assert _read_in_subprocess(path) == {
+            "steps": 30,
+            "samples": 30,
+            "last_step": 29,
+            "status": "running",
+            "finished": False,
+        }
         for k in range(30, 45):
-            w.append_step(k, 2, [k, k], [k, k], [-k, k], [0.0, 0.0], [0, 0], 1e-3, 1, k, 1.0,
-                          4 * (k + 1), k)
+            w.append_step(
+                k, 2, [k, k], [k, k], [-k, k], [0.0, 0.0], [0, 0], 1e-3, 1, k, 1.0, 4 * (k + 1), k
+            )
         w.flush()
         assert _read_in_subprocess(path)["samples"] == 60
     finally:
         w.close("complete")
-    assert _read_in_subprocess(path) == {"steps": 45, "samples": 60, "last_step": 44,
-                                         "status": "complete", "finished": True}
+    assert _read_in_subprocess(path) == {
+        "steps": 45,
+        "samples": 60,
+        "last_step": 44,
+        "status": "complete",
+        "finished": True,
+    }
 
 
 def test_automatic_flush_by_rows_and_by_time(tmp_path: Path) -> None:
     path = tmp_path / "auto.h5"
-    with TraceWriter.create(path, RUN_ATTRS, CONFIG, flush_rows=10,
-                            flush_interval_s=0.3) as w:
+    with TraceWriter.create(path, RUN_ATTRS, CONFIG, flush_rows=10, flush_interval_s=0.3) as w:
         for k in range(25):
             w.append_step(k, 1, [k], [0], [0], [0.0], [0], 1e-3, 1, k, 1.0, k, k)
         assert (w.steps_written, w.pending) == (20, 5)  # 2 blocks of 10 went out at once

@@ -15,9 +15,21 @@ from hilbench.trace import Trace, TraceWriter, list_runs
 
 
 def _step(w: TraceWriter, k: int, **over: object) -> None:
-    args = dict(step=k, q=2, seeds=[k, k + 1], loss_plus=[10, 20], loss_minus=[11, 19],
-                grads=[0.5, -0.5], coeffs=[1, -1], lr=1e-3, eps=1, batch_seed=k, loss=1.0,
-                forward_passes=4 * (k + 1), fresh_words=2 * k)
+    args = dict(
+        step=k,
+        q=2,
+        seeds=[k, k + 1],
+        loss_plus=[10, 20],
+        loss_minus=[11, 19],
+        grads=[0.5, -0.5],
+        coeffs=[1, -1],
+        lr=1e-3,
+        eps=1,
+        batch_seed=k,
+        loss=1.0,
+        forward_passes=4 * (k + 1),
+        fresh_words=2 * k,
+    )
     args.update(over)
     w.append_step(**args)  # type: ignore[arg-type]
 

@@ -86,10 +86,24 @@ def test_on_disk_layout_matches_the_documented_contract(known_trace: Path) -> No
         assert int(f.attrs["format_version"]) == FORMAT_VERSION == 1
         g = f["runs/0000"]
         assert g["steps"].dtype.names == (
-            "step", "q", "sample_start", "batch_seed", "eps", "lr", "loss", "forward_passes",
-            "fresh_words")
+            "step",
+            "q",
+            "sample_start",
+            "batch_seed",
+            "eps",
+            "lr",
+            "loss",
+            "forward_passes",
+            "fresh_words",
+        )
         assert g["samples"].dtype.names == (
-            "step", "seed", "loss_plus", "loss_minus", "grad", "coeff")
+            "step",
+            "seed",
+            "loss_plus",
+            "loss_minus",
+            "grad",
+            "coeff",
+        )
         assert g["samples"].dtype["seed"] == np.dtype("<u4")
         assert g["samples"].dtype["loss_plus"] == np.dtype("<i4")
         assert g["timing"].dtype["command"] == np.dtype("S16")
@@ -98,7 +112,8 @@ def test_on_disk_layout_matches_the_documented_contract(known_trace: Path) -> No
         for name in ("steps", "samples", "evals", "timing", "events"):
             ds = g[name]
             assert ds.chunks is not None and ds.maxshape == (None,)
-            assert ds.compression is None  # see docs/trace-format.md, "Compression"
+            # gzip'd by the rewrite at close (docs/trace-format.md, "Compression")
+            assert (ds.compression, ds.compression_opts, ds.shuffle) == ("gzip", 1, True)
             assert json.loads(ds.attrs["units"])
             assert ds.attrs["description"]
         assert json.loads(g["samples"].attrs["units"])["loss_plus"] == "Q16 nats"
@@ -166,8 +181,14 @@ def test_timing_summary_keeps_sources_apart(tmp_path: Path) -> None:
     assert p["p90"] == pytest.approx(0.0901)
     assert p["p99"] == pytest.approx(0.09901)
     assert p["mean"] == pytest.approx(0.0505)
-    assert ts["HELLO"] == {"count": 1, "source": "host", "p50": 0.25, "p90": 0.25, "p99": 0.25,
-                           "mean": 0.25}
+    assert ts["HELLO"] == {
+        "count": 1,
+        "source": "host",
+        "p50": 0.25,
+        "p90": 0.25,
+        "p99": 0.25,
+        "mean": 0.25,
+    }
     assert ts["APPLY@modeled"]["p50"] == 0.001 and ts["APPLY@host"]["p50"] == 0.003
 
 
