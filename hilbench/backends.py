@@ -13,6 +13,7 @@ from hilbench.config import RunConfig
 from hilbench.device.server import ThreadedServer
 from hilbench.device.twin import DeviceTwin
 from hilbench.errors import HilbenchError
+from hilbench.link.faults import FaultSpec, FaultyPort
 from hilbench.link.pty_pair import PtyPair
 from hilbench.link.serial_port import open_port
 from hilbench.target.client import Target
@@ -33,8 +34,9 @@ class Backend(ABC):
     kind: str = ""
     timing_source: str | None = None  # what device durations mean: "device", "modeled", None
 
-    def __init__(self) -> None:
+    def __init__(self, faults: FaultSpec | None = None) -> None:
         self.target: Target | None = None
+        self.faults = faults if faults is not None and faults.any() else None
 
     @abstractmethod
     def open(self) -> Target: ...
@@ -51,7 +53,15 @@ class Backend(ABC):
         self.close()
 
     def _connect(self, url: str, name: str) -> Target:
-        target = Target(open_port(url), name=name)
+        port = open_port(url)
+        if self.faults is None:
+            target = Target(port, name=name)
+        else:
+            faulty = FaultyPort(port, self.faults)
+            target = Target(faulty, name=f"{name} with injected faults")
+            faulty.on_fault = lambda kind, detail: target.event("fault", f"{kind}: {detail}")
+            # a reset goes around the injector, numbered so the device does not drop it as stale
+            faulty.reset_device = lambda: port.write(target.reset_frame())
         try:
             target.hello(timeout=HELLO_TIMEOUT_S)
         except BaseException:
@@ -67,8 +77,8 @@ class EmulatorBackend(Backend):
     kind = "emulate"
     timing_source = "modeled"
 
-    def __init__(self, twin: DeviceTwin | None = None) -> None:
-        super().__init__()
+    def __init__(self, twin: DeviceTwin | None = None, faults: FaultSpec | None = None) -> None:
+        super().__init__(faults)
         self.twin = twin or DeviceTwin()
         self._pty: PtyPair | None = None
         self._server: ThreadedServer | None = None
@@ -95,8 +105,8 @@ class SerialBackend(Backend):
     kind = "board"
     timing_source = "device"
 
-    def __init__(self, url: str) -> None:
-        super().__init__()
+    def __init__(self, url: str, faults: FaultSpec | None = None) -> None:
+        super().__init__(faults)
         self.url = url
 
     def open(self) -> Target:
@@ -124,9 +134,10 @@ class QemuBackend(Backend):
 
 
 def make_backend(config: RunConfig) -> Backend:
-    """The backend ``config`` names."""
+    """The backend ``config`` names, with the link faults it asks for."""
+    faults = FaultSpec.parse(config.link_faults) if config.link_faults else None
     if config.backend == "qemu":
         return QemuBackend()
     if config.backend == "board":
-        return SerialBackend(config.port or "")
-    return EmulatorBackend()
+        return SerialBackend(config.port or "", faults=faults)
+    return EmulatorBackend(faults=faults)

@@ -29,6 +29,7 @@ class RunConfig:
     eval_every: int = 2_000  # forward passes between test evaluations
     trace: Path | None = None
     live: bool = True
+    link_faults: str = ""  # fault injection spec, e.g. "drop=0.01,reset=0.001,seed=1"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -44,6 +45,10 @@ class RunConfig:
         if not (0.0 < self.lr <= 1e6):
             raise ConfigError(f"learning rate {self.lr} is out of range", "use 0 < lr <= 1e6")
         parse_scheduler(self.scheduler)
+        if self.link_faults:
+            from hilbench.link.faults import FaultSpec
+
+            FaultSpec.parse(self.link_faults)
 
     def replace(self, **changes: Any) -> RunConfig:
         return dataclasses.replace(self, **changes)

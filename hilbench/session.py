@@ -18,6 +18,7 @@ from hilbench.npu.blob import to_blob
 from hilbench.npu.graph import Graph
 from hilbench.protocol.frames import PROTOCOL_VERSION
 from hilbench.target.client import Target
+from hilbench.target.recovery import RecoveringTarget
 from hilbench.trace import TraceWriter
 from hilbench.train.schedule import make_schedule
 from hilbench.train.trainer import TEST_SLOT, TRAIN_SLOT, Trainer, TrainSettings
@@ -113,6 +114,13 @@ def run(
         if target is None:
             owned = backend or make_backend(config)
             target = owned.open()
+        trainer = None
+        target = RecoveringTarget(
+            target,
+            on_event=lambda kind, detail: trace.append_event(
+                trainer.step if trainer is not None else 0, kind, detail
+            ),
+        )
         try:
             info = target.info or target.hello()
             trace.set_attrs(device_id=info.device_id, firmware=info.firmware)
@@ -152,8 +160,8 @@ def run(
                 result = trainer.run()
             finally:
                 view.finish()
-                target.on_command = None
         finally:
+            target.detach()
             if owned is not None:
                 owned.close()
         trace.finish(

@@ -34,6 +34,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-every", type=int, default=d.eval_every, metavar="FORWARD_PASSES")
     p.add_argument("--trace", type=Path, help="HDF5 trace to write (default traces/<time>-...)")
     p.add_argument("--no-live", action="store_true", help="plain progress lines, no live panel")
+    p.add_argument(
+        "--link-faults",
+        default="",
+        metavar="SPEC",
+        help="inject link faults, e.g. drop=0.01,corrupt=0.01,duplicate=0.01,delay=0.01,"
+        "truncate=0.01,reset=0.001,seed=1",
+    )
 
 
 def config_from(args: argparse.Namespace) -> RunConfig:
@@ -52,6 +59,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         eval_every=args.eval_every,
         trace=args.trace,
         live=not args.no_live,
+        link_faults=args.link_faults,
     )
 
 

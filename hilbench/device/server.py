@@ -29,7 +29,9 @@ def serve_stream(twin: DeviceTwin, stream: ByteStream, stop: threading.Event) ->
             stream.write(twin.bad_frame(kind))
         problems.clear()
         for frame in frames:
-            stream.write(twin.handle(frame))
+            answer = twin.handle(frame)
+            if answer:
+                stream.write(answer)
 
 
 class ThreadedServer:

@@ -60,7 +60,8 @@ class DeviceTwin:
         self.slots: dict[int, DataSlot] = {}
         self._bulk: dict[object, bytearray] = {}
         self._last: tuple[int, int, bytes, bytes] | None = None  # seq, type, payload, answer
-        self._in_session = False
+        self._session: int | None = None  # the host's HELLO token, None until HELLO
+        self._last_seq = 0
         self.stats["boots"] += 1
 
     def reset(self) -> None:
@@ -86,10 +87,18 @@ class DeviceTwin:
             request = m.decode_request(frame)
         except m.MessageError as exc:
             return self._error(frame, exc.code, str(exc))
-        if not self._in_session and not isinstance(request, m.HelloRequest):
+        if isinstance(request, m.HelloRequest):
+            if request.session == self._session and not _newer(frame.seq, self._last_seq):
+                self.stats["stale_dropped"] += 1
+                return b""  # a late copy of an old HELLO of this session
+        elif self._session is None:
             return self._error(
                 frame, m.ErrorCode.NO_SESSION, "device booted since the last HELLO: say HELLO"
             )
+        elif not _newer(frame.seq, self._last_seq):
+            self.stats["stale_dropped"] += 1
+            return b""  # a late copy of a request already answered: never run it twice
+        self._last_seq = frame.seq
         try:
             response = self._dispatch(request)
         except CommandError as exc:
@@ -129,7 +138,7 @@ class DeviceTwin:
         return handler(req)
 
     def _hello(self, req: m.HelloRequest) -> m.HelloResponse:
-        self._in_session = True
+        self._session = req.session
         return m.HelloResponse(
             protocol_version=PROTOCOL_VERSION,
             max_payload=MAX_PAYLOAD,
@@ -261,3 +270,8 @@ class DeviceTwin:
         return m.WeightsCrcResponse(
             crc32=self.model.weights_crc(), updates_applied=self.model.updates_applied
         )
+
+
+def _newer(seq: int, last: int) -> bool:
+    """Whether ``seq`` comes after ``last`` in the 16-bit sequence space (window of 32767)."""
+    return 1 <= (seq - last) & 0xFFFF < 0x8000

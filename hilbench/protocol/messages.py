@@ -392,26 +392,30 @@ def _reader(cls: type[Message], payload: bytes) -> _Reader:
 
 @dataclass(frozen=True, eq=False)
 class HelloRequest(Message):
-    """``u16 host_protocol_version``."""
+    """``u16 host_protocol_version, u32 session`` (a token the host draws once per connection)."""
 
     TYPE: ClassVar[int] = MessageType.HELLO
     NAME: ClassVar[str] = "HELLO request"
     host_protocol_version: int = PROTOCOL_VERSION
+    session: int = 0
 
     def __post_init__(self) -> None:
         _kind(self, "host_protocol_version", "u16")
+        _kind(self, "session", "u32")
 
     def pack(self) -> bytes:
-        return _U16.pack(self.host_protocol_version)
+        return _HELLO_REQ.pack(self.host_protocol_version, self.session)
 
     @classmethod
     def unpack(cls, payload: bytes) -> HelloRequest:
         r = _reader(cls, payload)
         v = r.scalar(_U16, "host_protocol_version")
+        session = r.scalar(_U32, "session")
         r.done()
-        return cls(v)
+        return cls(v, session)
 
 
+_HELLO_REQ = struct.Struct("<HI")
 _HELLO_RESP = struct.Struct("<HHII")
 
 

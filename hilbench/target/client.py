@@ -81,18 +81,20 @@ class Target:
         self.on_event = on_event
         self.info: DeviceInfo | None = None
         self.stats: Counter[str] = Counter()
-        self._seq = secrets.randbelow(0x10000)  # a restarted host never hits a stale cache
+        self._seq = secrets.randbelow(0x10000)
+        self.session = secrets.randbits(32)  # names this connection in HELLO
         self._decoder = FrameDecoder(on_error=self._host_resync)
         self._pending: list = []
         self._rto: dict[int, RtoEstimator] = {}
 
-    def _event(self, kind: str, detail: str) -> None:
+    def event(self, kind: str, detail: str) -> None:
+        """Count an event and pass it to ``on_event`` (retries, resyncs, resets, faults)."""
         self.stats[kind] += 1
         if self.on_event:
             self.on_event(kind, detail)
 
     def _host_resync(self, problem: object) -> None:
-        self._event("resync", f"host dropped a damaged frame ({problem.kind})")
+        self.event("resync", f"host dropped a damaged frame ({problem.kind})")
 
     # --- round trips --------------------------------------------------------------------
     def _exchange(
@@ -100,8 +102,8 @@ class Target:
     ) -> object:
         req_type = _type_of(request)
         name = m.type_name(req_type)
-        self._seq = (self._seq + 1) & 0xFFFF
-        frame = b"\x00" + encode_frame(req_type, self._seq, request.pack())
+        self._seq = seq = (self._seq + 1) & 0xFFFF
+        frame = b"\x00" + encode_frame(req_type, seq, request.pack())
         limit = timeout or self.timeout
         retries = self.retries if retries is None else retries
         rto = self._rto.setdefault(
@@ -113,10 +115,10 @@ class Target:
         try:
             for attempt in range(retries + 1):
                 if attempt:
-                    self._event("retry", f"{name} seq {self._seq}: attempt {attempt + 1}")
+                    self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}")
                 sent = time.perf_counter()
                 self.port.write(frame)
-                response = self._await(self._seq, req_type, rto.timeout(attempt), seen)
+                response = self._await(seq, req_type, rto.timeout(attempt), seen)
                 if response is not None:
                     if attempt == 0:
                         rto.sample(time.perf_counter() - sent)
@@ -141,7 +143,7 @@ class Target:
                 else None
             )
             if code is m.ErrorCode.NO_SESSION:
-                self._event("reset", f"{name}: device reports a reboot ({response.message})")
+                self.event("reset", f"{name}: device reports a reboot ({response.message})")
                 raise DeviceReset(
                     f"{self.name} rebooted (answered {name} with NO_SESSION)",
                     "hilbench recovers from this by itself during a run; elsewhere, reconnect",
@@ -172,7 +174,7 @@ class Target:
                 if frame.type == m.ERROR and frame.seq == 0:
                     reply = _decode_or_none(frame)
                     if reply is not None and reply.code == m.ErrorCode.BAD_FRAME:
-                        self._event("resync", f"device dropped a damaged frame ({reply.message})")
+                        self.event("resync", f"device dropped a damaged frame ({reply.message})")
                         return None  # the device did not get our request intact: re-send now
                 if frame.seq != seq:
                     self.stats["stale"] += 1
@@ -212,7 +214,9 @@ class Target:
         A boot nonce other than the last one seen means the device reset in between.
         """
         resp = self._exchange(
-            m.HelloRequest(host_protocol_version=PROTOCOL_VERSION), timeout=timeout, retries=retries
+            m.HelloRequest(host_protocol_version=PROTOCOL_VERSION, session=self.session),
+            timeout=timeout,
+            retries=retries,
         )
         if resp.protocol_version != PROTOCOL_VERSION:
             raise DeviceError(
@@ -221,7 +225,7 @@ class Target:
                 "flash firmware built from this hilbench version, or install the matching hilbench",
             )
         if self.info is not None and self.info.boot_nonce != resp.boot_nonce:
-            self._event(
+            self.event(
                 "reset", f"boot nonce {self.info.boot_nonce:#010x} -> {resp.boot_nonce:#010x}"
             )
         self.info = DeviceInfo(
@@ -320,6 +324,11 @@ class Target:
         if batch:
             applied = self._exchange(m.ApplyBatchRequest(tuple(batch))).updates_applied
         return applied
+
+    def reset_frame(self) -> bytes:
+        """A RESET request frame with the next sequence number, for sending out of band."""
+        self._seq = (self._seq + 1) & 0xFFFF
+        return b"\x00" + encode_frame(m.MessageType.RESET, self._seq, b"")
 
     def reset(self) -> None:
         """Reboot the device (it answers first); the next command must be HELLO."""

@@ -83,15 +83,16 @@ def test_a_retried_apply_is_applied_once(prepared):
         seeds=np.array([5, 6], np.uint32), coeffs=np.array([30000, -20000], np.int32)
     )
     first = wire.send(req, seq=100)
-    crc_once = wire.send(m.WeightsCrcRequest()).crc32
-    again = wire.send(req, seq=100)  # a new seq in between: the cache holds WEIGHTS_CRC now
-    assert first.updates_applied == 1 and again.updates_applied == 2
-    retry = wire.send(req, seq=101)
-    duplicate = wire.send(req, seq=101)
-    assert retry == duplicate
-    assert twin.model.updates_applied == 3
+    retry = wire.send(req, seq=100)  # the answer was lost: the same frame again
+    assert first == retry and first.updates_applied == 1
     assert twin.stats["retries_answered_from_cache"] == 1
-    assert wire.send(m.WeightsCrcRequest()).crc32 != crc_once
+    crc = wire.send(m.WeightsCrcRequest(), seq=101).crc32
+    # A late copy of the APPLY arrives after a newer request: dropped, not applied again.
+    frame = FrameDecoder().feed(encode_frame(req.TYPE, 100, req.pack()))[0]
+    assert twin.handle(frame) == b""
+    assert twin.stats["stale_dropped"] == 1
+    assert wire.send(m.WeightsCrcRequest(), seq=102) == m.WeightsCrcResponse(crc, 1)
+    assert wire.send(req, seq=103).updates_applied == 2  # a new request is applied
 
 
 def test_commands_before_a_model_get_no_model(prepared):

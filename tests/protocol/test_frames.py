@@ -51,10 +51,10 @@ def wire(f: Frame) -> bytes:
 
 
 def test_layout_matches_the_document() -> None:
-    w = encode_frame(0x01, 1, b"\x00\x01")
-    assert w.hex(" ") == "04 01 01 01 02 02 01 06 01 fb ff ad 19 00"
+    w = encode_frame(0x01, 1, bytes.fromhex("0100fecaad0b"))
+    assert w.hex(" ") == "04 01 01 01 02 06 02 01 09 fe ca ad 0b f2 8d f5 b5 00"
     body = cobs.decode(w[:-1])
-    assert body[:6] == struct.pack("<BBHH", 1, 1, 1, 2)
+    assert body[:6] == struct.pack("<BBHH", 1, 1, 1, 6)
     assert struct.unpack("<I", body[-4:])[0] == zlib.crc32(body[:-4])
     assert zlib.crc32(b"123456789") == 0xCBF43926
     assert MAX_ENCODED_LEN == 4123 == max_encoded_len(MAX_PAYLOAD)

@@ -191,7 +191,7 @@ def test_every_truncation_of_every_message_raises() -> None:
 
 
 def test_layouts_match_the_document() -> None:
-    assert m.HelloRequest(0).pack() == b"\x00\x00"
+    assert m.HelloRequest(1, 0x11223344).pack() == struct.pack("<HI", 1, 0x11223344)
     assert m.HelloResponse(0, 4096, 0x11223344, 0, "ab", "c").pack() == (
         struct.pack("<HHII", 0, 4096, 0x11223344, 0) + b"\x02ab\x01c"
     )

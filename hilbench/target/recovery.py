@@ -1,0 +1,190 @@
+"""Reset recovery: a Target wrapper that survives device reboots in the middle of a run.
+
+It remembers what it sent that the device keeps (the model blob, each data slot) and every
+update the device acknowledged, with the weights CRCs the device reported along the way. When
+the device reports a reboot (``DeviceReset``), it says HELLO, reloads model and data, replays
+the acknowledged updates (APPLY_BATCH), checks the device's weights CRC against the last one it
+reported before the reset, and re-sends the interrupted request. An APPLY in flight at the
+reset was never acknowledged, so it is not in the log and is sent again: applied once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hilbench.errors import DeviceError
+from hilbench.protocol import data_blob
+from hilbench.target.client import DeviceInfo, DeviceReset, Target
+
+MAX_RECOVERIES_IN_A_ROW = 20
+CRC_EVERY = 100  # updates between weights-CRC checkpoints (one extra round trip each)
+
+
+@dataclass
+class UpdateLog:
+    """The acknowledged updates, in order, and (updates applied, CRC) checkpoints."""
+
+    steps: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    checkpoints: list[tuple[int, int]] = field(default_factory=list)
+
+    def last_checkpoint(self) -> tuple[int, int] | None:
+        return self.checkpoints[-1] if self.checkpoints else None
+
+
+class RecoveringTarget:
+    """Same commands as ``Target``; a device reset costs time, never correctness."""
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        on_event: Callable[[str, str], None] | None = None,
+        crc_every: int = CRC_EVERY,
+        max_in_a_row: int = MAX_RECOVERIES_IN_A_ROW,
+    ) -> None:
+        self.target = target
+        self.crc_every = crc_every
+        self.on_event = on_event
+        self.max_in_a_row = max_in_a_row
+        self.log = UpdateLog()
+        self.recoveries = 0
+        self._model: bytes | None = None
+        self._slots: dict[int, bytes] = {}
+        target.on_event = self._forward_event
+
+    # --- pass-through ---------------------------------------------------------------------
+    @property
+    def info(self) -> DeviceInfo | None:
+        return self.target.info
+
+    @property
+    def name(self) -> str:
+        return self.target.name
+
+    @property
+    def on_command(self):
+        return self.target.on_command
+
+    @on_command.setter
+    def on_command(self, callback) -> None:
+        self.target.on_command = callback
+
+    def _forward_event(self, kind: str, detail: str) -> None:
+        if self.on_event:
+            self.on_event(kind, detail)
+
+    def close(self) -> None:
+        self.target.close()
+
+    def detach(self) -> None:
+        """Stop forwarding the inner target's timings and events (it outlives this run)."""
+        self.target.on_command = None
+        self.target.on_event = None
+
+    # --- commands -------------------------------------------------------------------------
+    def hello(self, timeout: float | None = None) -> DeviceInfo:
+        return self.target.hello(timeout=timeout)
+
+    def load_model(self, blob: bytes) -> int:
+        self._model = blob
+        self._slots.clear()
+        self.log = UpdateLog()
+        return self._call(lambda: self.target.load_model(blob))
+
+    def load_data(self, slot: int, inputs: np.ndarray, labels: np.ndarray, n_classes: int) -> int:
+        blob = data_blob.encode(inputs, labels, n_classes)
+        self._slots[slot] = blob
+        return self._call(lambda: self.target.load_data_blob(slot, blob))
+
+    def probe(self, **kwargs: object):
+        return self._call(lambda: self.target.probe(**kwargs))
+
+    def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
+        applied = self._call(lambda: self.target.apply(seeds, coeffs))
+        self.log.steps.append((np.array(seeds, np.uint32), np.array(coeffs, np.int32)))
+        self._expect_applied(applied, "APPLY")
+        if self.crc_every and applied % self.crc_every == 0:
+            self.weights_crc()
+        return applied
+
+    def evaluate(self, slot: int, n_items: int, chunk: int = 512) -> tuple[float, float]:
+        return self._call(lambda: self.target.evaluate(slot, n_items, chunk))
+
+    def weights_crc(self) -> tuple[int, int]:
+        crc, applied = self._call(self.target.weights_crc)
+        self._expect_applied(applied, "WEIGHTS_CRC")
+        self.log.checkpoints.append((applied, crc))
+        return crc, applied
+
+    def restore(self, model: bytes, slots: dict[int, bytes], log: UpdateLog) -> None:
+        """Bring a fresh device to a logged state (resuming a run from its trace)."""
+        self._model, self._slots, self.log = model, dict(slots), log
+        self._call(lambda: None, force=True)
+
+    # --- recovery -------------------------------------------------------------------------
+    def _expect_applied(self, applied: int, command: str) -> None:
+        if applied != len(self.log.steps):
+            raise DeviceError(
+                f"{self.name} reports {applied} updates applied after {command}, "
+                f"the host acknowledged {len(self.log.steps)}",
+                "the device applied an update twice or lost one: report this with the trace",
+            )
+
+    def _call(self, command: Callable[[], object], *, force: bool = False) -> object:
+        failures = 0
+        needs_recovery = force
+        while True:
+            try:
+                if needs_recovery:
+                    self._recover()
+                    needs_recovery = False
+                return command()
+            except DeviceReset:
+                failures += 1
+                needs_recovery = True
+                if failures > self.max_in_a_row:
+                    raise DeviceError(
+                        f"{self.name} reset {failures} times in a row while recovering",
+                        "check the board's power supply and watchdog; the trace is valid so far",
+                    ) from None
+
+    def _recover(self) -> None:
+        started = time.perf_counter()
+        self.target.hello()
+        if self._model is None:
+            return
+        self.target.load_model(self._model)
+        for slot, blob in self._slots.items():
+            self.target.load_data_blob(slot, blob)
+        steps = self.log.steps
+        checkpoint = self.log.last_checkpoint()
+        done = 0
+        if checkpoint is not None and 0 < checkpoint[0] <= len(steps):
+            done, expected = checkpoint
+            self.target.apply_batch(steps[:done])
+            crc, applied = self.target.weights_crc()
+            if (crc, applied) != (expected, done):
+                raise DeviceError(
+                    f"after a reset, replaying {done} updates gave weights CRC {crc:#010x}, "
+                    f"the device reported {expected:#010x} before the reset",
+                    "the device does not apply updates deterministically: report this",
+                )
+        if done < len(steps):
+            self.target.apply_batch(steps[done:])
+        crc, applied = self.target.weights_crc()
+        if applied != len(steps):
+            raise DeviceError(
+                f"after a reset the device holds {applied} updates, the log has {len(steps)}",
+                "report this with the trace",
+            )
+        self.log.checkpoints.append((applied, crc))
+        self.recoveries += 1
+        self._forward_event(
+            "recovered",
+            f"reloaded model and {len(self._slots)} data slot(s), replayed {len(steps)} "
+            f"updates in {time.perf_counter() - started:.3f} s; weights CRC {crc:#010x}",
+        )
