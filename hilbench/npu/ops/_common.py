@@ -37,19 +37,49 @@ def absmax(a: np.ndarray, offset: int = 0) -> int:
     return max(abs(int(a.min()) + offset), abs(int(a.max()) + offset))
 
 
-def requantize(
-    acc: np.ndarray, params: dict[str, Any], bias: np.ndarray | None = None
-) -> np.ndarray:
-    """int64 accumulators (channel last) + bias -> wrapped int32 -> MBQM -> offset, clamp.
+def _bias_view(bias: np.ndarray, ndim: int, dtype: type) -> np.ndarray:
+    b = np.asarray(bias, dtype=dtype)
+    if b.ndim == 2:
+        b = b.reshape(b.shape[0], *([1] * (ndim - 2)), b.shape[1])
+    return b
 
-    ``bias`` is (C,) or (S, C); with (S, C) ``acc`` has a leading S axis (or 1)."""
+
+def requantize(
+    acc: np.ndarray,
+    params: dict[str, Any],
+    bias: np.ndarray | None = None,
+    bound: int | None = None,
+) -> np.ndarray:
+    """Accumulators (channel last, integer-valued, any dtype) + bias -> int32 -> MBQM ->
+    offset, clamp -> int8. ``bias`` is (C,) or (S, C); with (S, C) ``acc`` has a leading S
+    axis (or 1).
+
+    ``bound`` (a proven bound on |acc| before the bias) enables an exact float64 path: when
+    every ``|acc + bias| * multiplier < 2**53`` and no shift is a left shift, the product
+    is exact in float64 and ``floor((p + 2**30) / 2**31)`` then round-half-away by 2**-shift
+    reproduce SaturatingRoundingDoublingHighMul and RoundingDivideByPOT bit for bit."""
+    mult, shift = np.asarray(params["multiplier"]), np.asarray(params["shift"])
+    bmax = 0 if bias is None else absmax(np.asarray(bias))
+    if bound is not None and np.all(shift <= 0) and (bound + bmax) * (2**31) < 2**53:
+        p = acc.astype(np.float64)
+        if bias is not None:
+            p += _bias_view(bias, p.ndim, np.float64)
+        p *= mult.astype(np.float64)
+        p += 2.0**30
+        p *= 2.0**-31
+        np.floor(p, out=p)
+        if np.any(shift < 0):
+            p *= np.exp2(shift.astype(np.float64))
+            p += np.copysign(0.5, p)
+            np.trunc(p, out=p)
+        p += params["output_offset"]
+        np.clip(p, params["act_min"], params["act_max"], out=p)
+        return p.astype(np.int8)
+    acc = acc.astype(np.int64)
     if bias is not None:
-        b = np.asarray(bias, dtype=np.int64)
-        if b.ndim == 2:
-            b = b.reshape(b.shape[0], *([1] * (acc.ndim - 2)), b.shape[1])
-        acc = acc + b
+        acc = acc + _bias_view(bias, acc.ndim, np.int64)
     acc = wrap_int32(acc)  # the C accumulator is int32
-    out = multiply_by_quantized_multiplier(acc, params["multiplier"], params["shift"])
+    out = multiply_by_quantized_multiplier(acc, mult, shift)
     out = out.astype(np.int64)
     out += params["output_offset"]
     np.clip(out, params["act_min"], params["act_max"], out=out)

@@ -73,13 +73,14 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, p: dict[str, A
     (S, O) int32 or None -> (S', N, OH, OW, O) int8."""
     o, kh, kw, cin = w.shape[-4:]
     io = p["input_offset"]
-    ft = c.exact_dtype(kh * kw * cin, c.absmax(x, io), c.absmax(w))
+    amax, wmax = c.absmax(x, io), c.absmax(w)
+    ft = c.exact_dtype(kh * kw * cin, amax, wmax)
     xf = x.astype(ft)
     xf += ft(io)
     cols = im2col(xf, p, (kh, kw))
     wf = w.astype(ft).reshape(*w.shape[:-4], o, kh * kw * cin)
-    acc = batched_matmul(cols, wf).astype(np.int64)
-    return c.requantize(acc, p, bias)
+    acc = batched_matmul(cols, wf)
+    return c.requantize(acc, p, bias, bound=kh * kw * cin * amax * wmax)
 
 
 def prepare(

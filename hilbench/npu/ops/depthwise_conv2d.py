@@ -50,7 +50,8 @@ def depthwise_conv2d(
     kh, kw, oc = w.shape[-3:]
     mult = p["depth_multiplier"]
     io = p["input_offset"]
-    ft = c.exact_dtype(kh * kw, c.absmax(x, io), c.absmax(w))
+    amax, wmax = c.absmax(x, io), c.absmax(w)
+    ft = c.exact_dtype(kh * kw, amax, wmax)
     xf = x.astype(ft)
     xf += ft(io)
     if mult > 1:
@@ -58,15 +59,16 @@ def depthwise_conv2d(
     xp = c.padded(xf, p, (kh, kw), 0.0)
     wf = w.astype(ft)
     batched = w.ndim == 5
-    acc = None
+    acc = tmp = None
     for ky, kx, view in c.taps(xp, p, (kh, kw)):
         tap = wf[:, 0, ky, kx, :].reshape(-1, 1, 1, 1, oc) if batched else wf[0, ky, kx, :]
-        term = view * tap
         if acc is None:
-            acc = term
+            acc = view * tap
+            tmp = np.empty_like(acc)
         else:
-            acc += term
-    return c.requantize(acc.astype(np.int64), p, bias)
+            np.multiply(view, tap, out=tmp)
+            acc += tmp
+    return c.requantize(acc, p, bias, bound=kh * kw * amax * wmax)
 
 
 def prepare(
