@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -132,10 +132,25 @@ def _view(config: pytest.Config) -> RunView:
 
 @dataclass(frozen=True)
 class SessionOutcome:
-    """A finished training run and its trace, opened for asserting."""
+    """A finished training run and its trace, opened for asserting.
+
+    ``outcome.check(Limit("final_accuracy", low=0.9, units="fraction", marginal_low=0.92))``
+    judges limits (hilbench.trace.limits) on the trace: a failure fails the test naming the
+    value, the limit and the trace; a marginal pass warns; each result becomes JUnit
+    properties ``hilbench.limit.<name>``, ``.value`` and ``.limit``.
+    """
 
     result: Any  # hilbench.session.RunResult
     trace: Any  # hilbench.trace.Trace
+    replay: Any = None  # hilbench.trace.replay.ReplayResult: the trace replayed, CRC matched
+    record: Callable[[str, object], None] | None = field(default=None, repr=False, compare=False)
+
+    def check(self, *limits: Any) -> list[Any]:
+        """Judge ``limits`` on this run's trace (see the class docstring)."""
+        from hilbench.trace.limits import check
+
+        __tracebackhide__ = True
+        return check(self.trace, *limits, record=self.record, stacklevel=3)
 
 
 @pytest.fixture
@@ -148,13 +163,23 @@ def zo_session(
 
     base = backend_config(request.config)
 
+    def record(name: str, value: object) -> None:
+        request.node.user_properties.append((name, value))
+
     def run(**overrides: Any) -> SessionOutcome:
+        from hilbench.trace.replay import replay
+
         config = base.replace(trace=trace_path, **overrides)
         result = session.run(config, view=_view(request.config), target=device)
         trace = Trace.open(result.trace_path, run=result.run_id)
         for key in ("final_accuracy", "forward_passes", "steps"):
-            request.node.user_properties.append((f"hilbench.{key}", getattr(result, key)))
-        request.node.user_properties.append(("hilbench.trace", str(result.trace_path)))
-        return SessionOutcome(result=result, trace=trace)
+            record(f"hilbench.{key}", getattr(result, key))
+        record("hilbench.trace", str(result.trace_path))
+        # Invariant 2 for every trace the suite writes: rebuild the weights from the trace.
+        replayed = replay(trace)
+        record("hilbench.replay", "match" if replayed.matches else "MISMATCH")
+        if not replayed.matches:
+            pytest.fail(f"hilbench: {replayed.message()}", pytrace=False)
+        return SessionOutcome(result=result, trace=trace, replay=replayed, record=record)
 
     return run

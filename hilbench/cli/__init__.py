@@ -7,11 +7,11 @@ import argparse
 import sys
 
 from hilbench import __version__
-from hilbench.cli import emulate, infer, report, run
+from hilbench.cli import compare, emulate, infer, replay, report, run, watch
 from hilbench.errors import HilbenchError
 
 EXIT_USAGE = 2
-SUBCOMMANDS = (run, report, emulate, infer)
+SUBCOMMANDS = (run, report, watch, compare, replay, emulate, infer)
 
 
 def build_parser() -> argparse.ArgumentParser:

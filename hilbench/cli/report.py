@@ -1,17 +1,76 @@
-"""``hilbench report TRACE [--json]``: summarise a trace."""
+"""``hilbench report TRACE [--run ID] [--json] [--plot DIR]``: summarise a trace."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+from typing import Any
+
+#: Summary keys shown in the table, in order (the JSON has them all).
+TABLE_KEYS = (
+    "status",
+    "backend",
+    "model",
+    "dataset",
+    "scheduler",
+    "seed",
+    "final_accuracy",
+    "final_loss",
+    "train_loss",
+    "forward_passes",
+    "steps",
+    "weights_crc",
+    "device_id",
+    "firmware",
+    "model_hash",
+    "git_revision",
+    "events",
+    "start_time",
+    "end_time",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="summarise a trace")
+    p = sub.add_parser("report", help="summarise a trace (table, JSON, PNG plots)")
     p.add_argument("trace", type=Path)
+    p.add_argument("--run", help="run id (default: the last run in the file)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument(
+        "--plot",
+        type=Path,
+        metavar="DIR",
+        help="write accuracy.png, loss.png, q.png and timing.png into DIR (needs matplotlib)",
+    )
     p.set_defaults(handler=handle)
+
+
+def report_dict(trace: Any) -> dict[str, Any]:
+    """The summary plus timing percentiles per command and source (plain JSON values)."""
+    out = trace.summary()
+    out["timing"] = [
+        {"command": cmd, "source": src, **stats}
+        for (cmd, src), stats in trace.timing_percentiles().items()
+    ]
+    return out
+
+
+def _fmt(key: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if key == "weights_crc" and isinstance(value, int):
+        return f"0x{value:08x}"
+    if key == "final_accuracy" and isinstance(value, float):
+        return f"{value:.2%}"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}" if key != "seed" else str(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
+    if key == "model_hash" and isinstance(value, str) and len(value) > 16:
+        return value[:16] + "…"
+    return str(value)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -20,31 +79,37 @@ def handle(args: argparse.Namespace) -> int:
 
     from hilbench.trace import Trace
 
-    trace = Trace.open(args.trace)
-    summary = trace.summary()
+    trace = Trace.open(args.trace, args.run)
+    plots = []
+    if args.plot is not None:
+        from hilbench.trace.plots import report_plots
+
+        plots = report_plots(trace, args.plot)
+    data = report_dict(trace)
     if args.json:
-        print(json.dumps(summary, default=str))
+        if plots:
+            data["plots"] = [str(p) for p in plots]
+        print(json.dumps(data, default=str))
         return 0
+    console = Console()
     table = Table(title=f"{args.trace} · run {trace.run_id}", show_header=False)
-    for key, value in summary.items():
-        if isinstance(value, float):
-            value = f"{value:.4f}"
-        elif key == "weights_crc" and isinstance(value, int):
-            value = f"0x{value:08x}"
-        table.add_row(key, str(value))
-    Console().print(table)
-    timing = trace.timing_summary()
-    if timing:
-        t = Table(title="command timing")
-        for col in ("command", "source", "count", "p50", "p90", "p99"):
-            t.add_column(col)
-        for key, row in sorted(timing.items(), key=lambda kv: str(kv[0])):
-            name = key if isinstance(key, str) else "/".join(key)
+    table.add_column(style="bold")
+    table.add_column()
+    for key in TABLE_KEYS:
+        table.add_row(key, _fmt(key, data.get(key)))
+    console.print(table)
+    if data["timing"]:
+        t = Table(title="command timing (each duration says who measured it)")
+        for col in ("command", "source", "count", "p50", "p90", "p99", "max"):
+            t.add_column(col, justify="right" if col not in ("command", "source") else "left")
+        for row in data["timing"]:
             t.add_row(
-                name,
-                str(row.get("source", "")),
-                str(row["count"]),
-                *(f"{row[p] * 1e3:.3f} ms" for p in ("p50", "p90", "p99")),
+                row["command"],
+                row["source"],
+                f"{row['count']:,}",
+                *(f"{row[p] * 1e3:.3f} ms" for p in ("p50", "p90", "p99", "max")),
             )
-        Console().print(t)
+        console.print(t)
+    for p in plots:
+        print(f"wrote {p}")
     return 0

@@ -256,9 +256,12 @@ def check(
     trace: Trace | str | Path,
     *limits: Limit,
     record: Callable[[str, object], None] | None = None,
+    stacklevel: int = 2,
 ) -> list[LimitResult]:
     """Judge every limit; warn for marginal passes; raise one LimitFailure listing every
-    failure. ``record(name, value)`` receives JUnit-style properties for each result."""
+    failure. ``record(name, value)`` receives JUnit-style properties for each result;
+    ``stacklevel`` is the marginal warning's (2: the caller of check)."""
+    __tracebackhide__ = True  # pytest shows the failure at the caller's line
     if not isinstance(trace, Trace):
         trace = Trace.open(trace)
     results = [evaluate(trace, limit) for limit in limits]
@@ -267,7 +270,7 @@ def check(
             for key, value in r.properties():
                 record(key, value)
         if r.outcome == MARGINAL:
-            warnings.warn(str(r), MarginalWarning, stacklevel=2)
+            warnings.warn(str(r), MarginalWarning, stacklevel=stacklevel)
     failed = [r for r in results if r.outcome == FAIL]
     if failed:
         head = (
