@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+import serial
+
 from hilbench.config import RunConfig
-from hilbench.device.server import ThreadedServer
+from hilbench.device.server import FrameEndpoint, ThreadedServer
 from hilbench.device.twin import DeviceTwin
 from hilbench.errors import HilbenchError
 from hilbench.link.faults import FaultSpec, FaultyPort
+from hilbench.link.memory import MemoryPort
 from hilbench.link.pty_pair import PtyPair
 from hilbench.link.serial_port import open_port
 from hilbench.target.client import Target
@@ -53,12 +56,15 @@ class Backend(ABC):
         self.close()
 
     def _connect(self, url: str, name: str) -> Target:
-        port = open_port(url)
+        return self._attach(open_port(url), name)
+
+    def _attach(self, port: serial.SerialBase, name: str, **target_options: float) -> Target:
+        """A Target on ``port`` (behind the fault injector if asked) that has said HELLO."""
         if self.faults is None:
-            target = Target(port, name=name)
+            target = Target(port, name=name, **target_options)
         else:
             faulty = FaultyPort(port, self.faults)
-            target = Target(faulty, name=f"{name} with injected faults")
+            target = Target(faulty, name=f"{name} with injected faults", **target_options)
             faulty.on_fault = lambda kind, detail: target.event("fault", f"{kind}: {detail}")
             # a reset goes around the injector, numbered so the device does not drop it as stale
             faulty.reset_device = lambda: port.write(target.reset_frame())
@@ -72,19 +78,32 @@ class Backend(ABC):
 
 
 class EmulatorBackend(Backend):
-    """The device twin in this process, behind a pty that pyserial opens like a board's port."""
+    """The device twin in this process, behind a pty that pyserial opens like a board's port.
+
+    ``link="memory"`` skips the serial stack (the twin answers inside ``write``): for soak
+    tests and studies that need millions of frames; the device code is the same.
+    """
 
     kind = "emulate"
     timing_source = "modeled"
+    MEMORY_MIN_RTO_S = 0.001  # answers are immediate: only a lost frame is ever waited for
 
-    def __init__(self, twin: DeviceTwin | None = None, faults: FaultSpec | None = None) -> None:
+    def __init__(
+        self, twin: DeviceTwin | None = None, faults: FaultSpec | None = None, link: str = "pty"
+    ) -> None:
         super().__init__(faults)
+        if link not in ("pty", "memory"):
+            raise HilbenchError(f"unknown emulator link '{link}'", "use 'pty' or 'memory'")
         self.twin = twin or DeviceTwin()
+        self.link = link
         self._pty: PtyPair | None = None
         self._server: ThreadedServer | None = None
 
     def open(self) -> Target:
         single_threaded_blas()
+        if self.link == "memory":
+            port = MemoryPort(FrameEndpoint(self.twin).feed)
+            return self._attach(port, "emulator (in-memory link)", min_rto=self.MEMORY_MIN_RTO_S)
         self._pty = PtyPair()
         self._server = ThreadedServer(self.twin, self._pty.device_stream())
         return self._connect(self._pty.path, name=f"emulator ({self._pty.path})")

@@ -13,25 +13,33 @@ from hilbench.protocol.frames import FrameDecoder
 POLL_S = 0.05
 
 
+class FrameEndpoint:
+    """The device's side of a byte link: bytes in, answer bytes out (frames and BAD_FRAMEs)."""
+
+    def __init__(self, twin: DeviceTwin) -> None:
+        self.twin = twin
+        self._problems: list[str] = []
+        self._decoder = FrameDecoder(on_error=lambda problem: self._problems.append(problem.kind))
+
+    def feed(self, data: bytes) -> bytes:
+        frames = self._decoder.feed(data)
+        out = [self.twin.bad_frame(kind) for kind in self._problems]
+        self._problems.clear()
+        out += [self.twin.handle(frame) for frame in frames]
+        return b"".join(out)
+
+
 def serve_stream(twin: DeviceTwin, stream: ByteStream, stop: threading.Event) -> None:
     """Answer every frame on ``stream`` until ``stop`` is set or the stream closes."""
-    problems: list[str] = []
-    decoder = FrameDecoder(on_error=lambda problem: problems.append(problem.kind))
+    endpoint = FrameEndpoint(twin)
     while not stop.is_set():
         try:
             data = stream.read(POLL_S)
         except EOFError:
             return
-        if not data:
-            continue
-        frames = decoder.feed(data)
-        for kind in problems:
-            stream.write(twin.bad_frame(kind))
-        problems.clear()
-        for frame in frames:
-            answer = twin.handle(frame)
-            if answer:
-                stream.write(answer)
+        answer = endpoint.feed(data) if data else b""
+        if answer:
+            stream.write(answer)
 
 
 class ThreadedServer:

@@ -106,9 +106,13 @@ class Target:
         frame = b"\x00" + encode_frame(req_type, seq, request.pack())
         limit = timeout or self.timeout
         retries = self.retries if retries is None else retries
-        rto = self._rto.setdefault(
-            req_type, RtoEstimator(initial_s=limit, min_s=self.min_rto, max_s=limit)
-        )
+        rto = self._rto.get(req_type)
+        if rto is None:  # first of its kind: start from the slowest kind measured so far
+            known = [e.timeout() for e in self._rto.values() if e.srtt is not None]
+            initial = min(limit, 4 * max(known)) if known else limit
+            rto = self._rto[req_type] = RtoEstimator(
+                initial_s=initial, min_s=self.min_rto, max_s=limit
+            )
         started = time.perf_counter()
         seen = bytearray()
         response = None
