@@ -38,6 +38,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--qemu", action="store_true", help="use the firmware under qemu-system-arm")
     group.addoption("--trace-dir", metavar="DIR", help="where tests write their HDF5 traces")
     group.addoption("--no-live", action="store_true", help="no live training panel while tests run")
+    group.addoption(
+        "--link-faults",
+        metavar="SPEC",
+        default="",
+        help="inject link faults into every test's device, e.g. drop=0.01,reset=0.001,seed=1",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -56,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     ]
     if len(chosen) > 1:
         raise pytest.UsageError(f"hilbench: choose one backend, not {' and '.join(chosen)}")
+    try:
+        backend_config(config)
+    except HilbenchError as exc:
+        raise pytest.UsageError(f"hilbench: {exc}") from None
     if config.getoption("--qemu"):
         from hilbench.backends import QemuBackend
 
@@ -67,11 +77,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def backend_config(config: pytest.Config) -> RunConfig:
     """The RunConfig skeleton the command-line options describe."""
+    faults = config.getoption("--link-faults")
     if config.getoption("--qemu"):
-        return RunConfig(backend="qemu")
+        return RunConfig(backend="qemu", link_faults=faults)
     if config.getoption("--board"):
-        return RunConfig(backend="board", port=config.getoption("--board"))
-    return RunConfig(backend="emulate")
+        return RunConfig(backend="board", port=config.getoption("--board"), link_faults=faults)
+    return RunConfig(backend="emulate", link_faults=faults)
 
 
 @pytest.fixture(scope="session")
