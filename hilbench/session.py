@@ -13,6 +13,7 @@ from hilbench import __version__, datasets
 from hilbench.backends import Backend, make_backend
 from hilbench.config import RunConfig
 from hilbench.console import NullView, RunView
+from hilbench.device.state import ModelState
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.graph import Graph
@@ -120,6 +121,7 @@ def run(
             on_event=lambda kind, detail: trace.append_event(
                 trainer.step if trainer is not None else 0, kind, detail
             ),
+            shadow=ModelState.from_blob,  # the twin's semantics: what any device must compute
         )
         try:
             info = target.info or target.hello()

@@ -106,13 +106,12 @@ class Target:
         frame = b"\x00" + encode_frame(req_type, seq, request.pack())
         limit = timeout or self.timeout
         retries = self.retries if retries is None else retries
-        rto = self._rto.get(req_type)
+        key = (req_type, _work_bucket(request))
+        rto = self._rto.get(key)
         if rto is None:  # first of its kind: start from the slowest kind measured so far
             known = [e.timeout() for e in self._rto.values() if e.srtt is not None]
             initial = min(limit, 4 * max(known)) if known else limit
-            rto = self._rto[req_type] = RtoEstimator(
-                initial_s=initial, min_s=self.min_rto, max_s=limit
-            )
+            rto = self._rto[key] = RtoEstimator(initial_s=initial, min_s=self.min_rto, max_s=limit)
         started = time.perf_counter()
         seen = bytearray()
         response = None
@@ -352,6 +351,13 @@ def _type_of(request: object) -> int:
         if isinstance(request, cls):
             return code
     raise TypeError(f"not a request: {request!r}")
+
+
+def _work_bucket(request: object) -> int:
+    """Requests of one type whose device time differs by more than 2x get their own RTO."""
+    q = getattr(request, "q", None) or 1
+    batch = getattr(request, "batch_size", None) or getattr(request, "count", None) or 1
+    return (int(q) * int(batch)).bit_length()
 
 
 def _decode_or_none(frame: object) -> m.ErrorResponse | None:

@@ -13,15 +13,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
-from hilbench.errors import DeviceError
+from hilbench.errors import DeviceError, HilbenchError
 from hilbench.protocol import data_blob
 from hilbench.target.client import DeviceInfo, DeviceReset, Target
 
 MAX_RECOVERIES_IN_A_ROW = 20
 CRC_EVERY = 100  # updates between weights-CRC checkpoints (one extra round trip each)
+
+
+class WeightsShadow(Protocol):
+    """The host's own copy of the trainable weights: what the device should hold."""
+
+    def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> None: ...
+    def weights_crc(self) -> int: ...
+
+
+class WeightsDiverged(HilbenchError):
+    """The device's weights differ from the host's expectation: the run cannot be trusted."""
 
 
 @dataclass
@@ -45,9 +57,13 @@ class RecoveringTarget:
         on_event: Callable[[str, str], None] | None = None,
         crc_every: int = CRC_EVERY,
         max_in_a_row: int = MAX_RECOVERIES_IN_A_ROW,
+        shadow: Callable[[bytes], WeightsShadow] | None = None,
     ) -> None:
         self.target = target
         self.crc_every = crc_every
+        self.make_shadow = shadow
+        self._shadow: WeightsShadow | None = None
+        self._shadow_steps = 0  # log entries the shadow has applied
         self.on_event = on_event
         self.max_in_a_row = max_in_a_row
         self.log = UpdateLog()
@@ -93,6 +109,8 @@ class RecoveringTarget:
         self._model = blob
         self._slots.clear()
         self.log = UpdateLog()
+        self._shadow = self.make_shadow(blob) if self.make_shadow else None
+        self._shadow_steps = 0
         return self._call(lambda: self.target.load_model(blob))
 
     def load_data(self, slot: int, inputs: np.ndarray, labels: np.ndarray, n_classes: int) -> int:
@@ -115,10 +133,27 @@ class RecoveringTarget:
         return self._call(lambda: self.target.evaluate(slot, n_items, chunk))
 
     def weights_crc(self) -> tuple[int, int]:
+        """The device's weights CRC, checked against the host's shadow copy when it has one."""
         crc, applied = self._call(self.target.weights_crc)
         self._expect_applied(applied, "WEIGHTS_CRC")
+        self._check_shadow(crc, applied)
         self.log.checkpoints.append((applied, crc))
         return crc, applied
+
+    def _check_shadow(self, crc: int, applied: int) -> None:
+        if self._shadow is None:
+            return
+        for seeds, coeffs in self.log.steps[self._shadow_steps : applied]:
+            self._shadow.apply(seeds, coeffs)
+        self._shadow_steps = applied
+        expected = self._shadow.weights_crc()
+        if crc != expected:
+            raise WeightsDiverged(
+                f"after {applied} updates {self.name} holds weights with CRC {crc:#010x}, "
+                f"the host expects {expected:#010x}",
+                "the device computes updates differently from the twin (or its memory is "
+                "corrupt): rerun with the same seed and compare `hilbench replay` of the trace",
+            )
 
     def restore(self, model: bytes, slots: dict[int, bytes], log: UpdateLog) -> None:
         """Bring a fresh device to a logged state (resuming a run from its trace)."""

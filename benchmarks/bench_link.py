@@ -1,0 +1,206 @@
+"""Link efficiency, side by side in one run (issue 5).
+
+1. Round trips per ZO step, whatever q is.
+2. Bytes on the wire per step against the bare payload (seeds, coefficients, loss pairs).
+3. Bulk transfer efficiency: payload bytes/s over the raw line rate, over a pty and over TCP
+   paced to 921,600 baud (a board's ST-LINK VCP), and unpaced (what Python can push).
+4. Host-side overhead per step (protocol + trace + console) against the twin's compute.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_link.py
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+
+from hilbench import datasets, session
+from hilbench.backends import EmulatorBackend, single_threaded_blas
+from hilbench.config import RunConfig
+from hilbench.console import PlainView
+from hilbench.device import server as device_server
+from hilbench.device.server import serve_tcp
+from hilbench.device.twin import DeviceTwin
+from hilbench.link.paced import PacedPort
+from hilbench.link.serial_port import open_port
+from hilbench.protocol import data_blob
+from hilbench.target.client import Target
+
+BAUD = 921_600
+
+
+class CountingPort:
+    """Counts writes (round trips) and bytes in both directions."""
+
+    def __init__(self, port) -> None:
+        self.port, self.writes, self.tx, self.rx = port, 0, 0, 0
+
+    timeout = property(lambda s: s.port.timeout, lambda s, v: setattr(s.port, "timeout", v))
+    in_waiting = property(lambda s: s.port.in_waiting)
+
+    def write(self, data: bytes) -> int:
+        self.writes += 1
+        self.tx += len(data)
+        return self.port.write(data)
+
+    def read(self, size: int = 1) -> bytes:
+        data = self.port.read(size)
+        self.rx += len(data)
+        return data
+
+    def close(self) -> None:
+        self.port.close()
+
+
+def prepared():
+    config = RunConfig()
+    data = datasets.load("digits")
+    model = session.prepare_model(config, data)
+    x = datasets.quantize_inputs(data.x_train, model.input_scale, model.input_zero_point)
+    return model.blob, x, data.y_train
+
+
+def wire_per_step() -> None:
+    blob, x, y = prepared()
+    print("1-2. round trips and bytes per ZO step (two-point, batch 32), pty link")
+    print(f"{'q':>5} {'round trips':>12} {'wire bytes':>11} {'bare payload':>13} {'ratio':>7}")
+    with EmulatorBackend() as target:
+        counting = CountingPort(target.port)
+        target.port = counting
+        target.load_model(blob)
+        target.load_data(0, x, y, 10)
+        rng = np.random.default_rng(0)
+        for q in (1, 4, 16, 64, 128, 256):
+            steps = 20
+            before = (counting.writes, counting.tx + counting.rx)
+            for step in range(steps):
+                seeds = rng.integers(0, 2**32, q, dtype=np.uint32)
+                probe = target.probe(slot=0, batch_size=32, batch_seed=step, eps=2, seeds=seeds)
+                target.apply(seeds, np.zeros(q, np.int32))
+                assert len(probe.loss_plus) == q
+            trips = (counting.writes - before[0]) / steps
+            wire = (counting.tx + counting.rx - before[1]) / steps
+            bare = 4 * q + 4 * q + 8 * q  # seeds, coefficients, loss pairs
+            print(f"{q:>5} {trips:>12.2f} {wire:>11.0f} {bare:>13} {wire / bare:>7.2f}")
+
+
+def bulk(target: Target, blob: bytes) -> float:
+    started = time.perf_counter()
+    target.load_data_blob(0, blob)
+    return len(blob) / (time.perf_counter() - started)
+
+
+def tcp_twin() -> tuple[str, threading.Event]:
+    stop = threading.Event()
+    ready: list[tuple[str, int]] = []
+    thread = threading.Thread(
+        target=serve_tcp,
+        args=("127.0.0.1", 0, DeviceTwin()),
+        kwargs={"on_listening": lambda h, p: ready.append((h, p)), "stop": stop},
+        daemon=True,
+    )
+    thread.start()
+    while not ready:
+        time.sleep(0.01)
+    return f"socket://{ready[0][0]}:{ready[0][1]}", stop
+
+
+def raw_tcp_rate(n_bytes: int = 32 << 20) -> float:
+    a, b = socket.socketpair()
+    chunk = b"\x55" * 65536
+
+    def drain() -> None:
+        left = n_bytes
+        while left > 0:
+            left -= len(b.recv(1 << 20))
+
+    reader = threading.Thread(target=drain)
+    started = time.perf_counter()
+    reader.start()
+    for _ in range(n_bytes // len(chunk)):
+        a.sendall(chunk)
+    reader.join()
+    return n_bytes / (time.perf_counter() - started)
+
+
+def bulk_efficiency() -> None:
+    _, x, y = prepared()
+    blob = data_blob.encode(x, y, 10)  # the digits training set, 93 KB
+    line = BAUD / 10
+    print(f"\n3. bulk transfer of {len(blob):,} bytes (LOAD_DATA, 4 KB chunks, one in flight)")
+    print(f"{'link':<34} {'payload B/s':>12} {'raw line B/s':>13} {'efficiency':>11}")
+    with EmulatorBackend() as target:
+        target.port = PacedPort(target.port, BAUD)
+        rate = bulk(target, blob)
+        name = "pty paced to 921600 baud"
+        print(f"{name:<34} {rate:>12,.0f} {line:>13,.0f} {rate / line:>10.1%}")
+    url, stop = tcp_twin()
+    target = Target(PacedPort(open_port(url), BAUD), name="tcp")
+    target.hello()
+    rate = bulk(target, blob)
+    print(f"{'TCP paced to 921600 baud':<34} {rate:>12,.0f} {line:>13,.0f} {rate / line:>10.1%}")
+    target.close()
+    target = Target(open_port(url), name="tcp")
+    target.hello()
+    rate, raw = bulk(target, blob), raw_tcp_rate()
+    print(f"{'TCP loopback, unpaced':<34} {rate:>12,.0f} {raw:>13,.0f} {rate / raw:>10.1%}")
+    target.close()
+    stop.set()
+    with EmulatorBackend() as target:
+        rate = bulk(target, blob)
+        print(f"{'pty, unpaced (no line rate)':<34} {rate:>12,.0f} {'-':>13} {'-':>11}")
+
+
+def timed_run(budget: int) -> tuple[int, float, float]:
+    """(steps, wall s, twin s) of a default run on the in-memory link."""
+    device_s = 0.0
+    feed = device_server.FrameEndpoint.feed
+
+    def timed_feed(self, data: bytes) -> bytes:
+        nonlocal device_s
+        started = time.perf_counter()
+        try:
+            return feed(self, data)
+        finally:
+            device_s += time.perf_counter() - started
+
+    device_server.FrameEndpoint.feed = timed_feed
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            config = RunConfig(budget=budget, trace=Path(tmp) / "t.h5", eval_every=budget)
+            view = PlainView(write=lambda line: None)
+            started = time.perf_counter()
+            result = session.run(config, view=view, backend=EmulatorBackend(link="memory"))
+            total = time.perf_counter() - started
+    finally:
+        device_server.FrameEndpoint.feed = feed
+    return result.steps, total, device_s
+
+
+def host_overhead(budget: int = 8_000) -> None:
+    """Host time per step from two runs of different length (so setup cancels out)."""
+    print("\n4. host overhead per step (protocol + trace + console), in-memory link, default run")
+    s1, wall1, dev1 = timed_run(budget)
+    s2, wall2, dev2 = timed_run(3 * budget)
+    steps = s2 - s1
+    host = ((wall2 - dev2) - (wall1 - dev1)) / steps
+    device = (dev2 - dev1) / steps
+    print(
+        f"host {host * 1e3:.3f} ms/step, twin {device * 1e3:.3f} ms/step, "
+        f"host / twin = {host / device:.1%} (from runs of {s1} and {s2} steps)"
+    )
+
+
+if __name__ == "__main__":
+    single_threaded_blas()
+    wire_per_step()
+    bulk_efficiency()
+    host_overhead()

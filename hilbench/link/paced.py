@@ -1,0 +1,56 @@
+"""A serial line's speed on top of a link that has none (a pty or TCP ignore baud rates).
+
+``PacedPort`` wraps the host's port and holds each write until the bytes would have left a UART
+at ``baud`` (8N1: 10 bits a byte), and each read until the bytes could have arrived. Used by the
+link benchmark to measure protocol efficiency at a board's real line rate (921,600 baud on the
+ST-LINK virtual COM port).
+"""
+
+from __future__ import annotations
+
+import time
+
+import serial
+
+
+class PacedPort:
+    """pyserial-like port wrapper that limits both directions to ``baud`` (8N1)."""
+
+    def __init__(self, port: serial.SerialBase, baud: int) -> None:
+        self.port = port
+        self.seconds_per_byte = 10.0 / baud
+        self._tx_free_at = 0.0
+        self._rx_free_at = 0.0
+
+    @property
+    def timeout(self) -> float | None:
+        return self.port.timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self.port.timeout = value
+
+    @property
+    def in_waiting(self) -> int:
+        return self.port.in_waiting
+
+    def _wait(self, free_at: float, n: int) -> float:
+        start = max(time.perf_counter(), free_at)
+        done = start + n * self.seconds_per_byte
+        delay = done - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        return done
+
+    def write(self, data: bytes) -> int:
+        self._tx_free_at = self._wait(self._tx_free_at, len(data))
+        return self.port.write(data)
+
+    def read(self, size: int = 1) -> bytes:
+        data = self.port.read(size)
+        if data:
+            self._rx_free_at = self._wait(self._rx_free_at, len(data))
+        return data
+
+    def close(self) -> None:
+        self.port.close()
