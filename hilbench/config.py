@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,19 @@ class RunConfig:
     trace: Path | None = None
     live: bool = True
     link_faults: str = ""  # fault injection spec, e.g. "drop=0.01,reset=0.001,seed=1"
+    # --- the ZO method (docs/zo-math.md); the device learns it from the blob's ZOCF section
+    init: str = "random"  # or "pretrained": float pre-training on clean digits, quantized
+    perturbation: str = "rademacher"  # rademacher | gaussian | uniform
+    pool: int = 0  # PeZO reuse pool size (0: fresh random numbers every perturbation)
+    scaling: str = "auto"  # auto (adaptive for uniform, fixed otherwise) | fixed | adaptive
+    estimator: str = "two-point"  # or "one-sided"
+    rounding: str = "nearest"  # or "stochastic"
+    master: str = "q16"  # q16 | int16 | int8
+    layers: str = "weights"  # weights | biases | all | last:K | glob, comma-separated
+    eps_mult: str = ""  # per-layer eps multipliers: "GLOB=X[,GLOB=X...]"
+    eps_per_channel: bool = False  # scale-aware per-channel eps multipliers
+    lr_schedule: str = "constant"  # constant | cosine[:FLOOR] | linear[:END] | step:F@X,...
+    eps_schedule: str = "constant"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -42,9 +57,29 @@ class RunConfig:
         _check_range("eps", self.eps, 1, 127)
         _check_range("batch_size", self.batch_size, 1, 256)
         _check_range("eval_every", self.eval_every, 1, 10**9)
-        if not (0.0 < self.lr <= 1e6):
+        if not (isinstance(self.lr, int | float) and 0.0 < self.lr <= 1e6):
             raise ConfigError(f"learning rate {self.lr} is out of range", "use 0 < lr <= 1e6")
-        parse_scheduler(self.scheduler)
+        _, args = parse_scheduler(self.scheduler)
+        q_first = int(args.get("q", args.get("q_min", 1)))
+        first_step = q_first + 1 if self.estimator == "one-sided" else 2 * q_first
+        if self.budget < first_step:
+            raise ConfigError(
+                f"budget {self.budget} is less than one step of {self.scheduler} "
+                f"({first_step} forward passes)",
+                f"use --budget >= {first_step}",
+            )
+        _check_choice("init", self.init, INITS)
+        _check_choice("perturbation", self.perturbation, PERTURBATIONS)
+        _check_choice("scaling", self.scaling, ("auto", "fixed", "adaptive"))
+        _check_choice("estimator", self.estimator, ("two-point", "one-sided"))
+        _check_choice("rounding", self.rounding, ("nearest", "stochastic"))
+        _check_choice("master", self.master, ("q16", "int16", "int8"))
+        _check_range("pool", self.pool, 0, 65536)
+        if not self.layers.strip():
+            raise ConfigError("the layer selection is empty", "use e.g. --layers weights")
+        parse_eps_mult(self.eps_mult)
+        rate_schedule(self.lr_schedule)
+        rate_schedule(self.eps_schedule)
         if self.link_faults:
             from hilbench.link.faults import FaultSpec
 
@@ -64,8 +99,21 @@ def _check_range(name: str, value: int, lo: int, hi: int) -> None:
         raise ConfigError(f"{name} {value!r} is out of range", f"use an integer in [{lo}, {hi}]")
 
 
-def parse_scheduler(spec: str) -> tuple[str, int]:
-    """``fixed:Q`` -> ("fixed", Q). Later issues add adaptive schedulers."""
+def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"unknown {name} '{value}'", f"use one of: {', '.join(choices)}")
+
+
+INITS = ("random", "pretrained")
+PERTURBATIONS = ("rademacher", "gaussian", "uniform")
+EXTRA_SCHEDULERS: set[str] = set()  # names registered by hilbench.train.schedule.register
+_QSCHED_INT = {"q_min", "q_max", "windows", "factor", "cooldown", "min_window"}
+_QSCHED_FLOAT = {"min_improvement", "blowup"}
+
+
+def parse_scheduler(spec: str) -> tuple[str, dict[str, Any]]:
+    """``fixed:Q`` -> ("fixed", {"q": Q}); ``qscheduler[:k=v,...]`` -> ("qscheduler", {...});
+    a name registered with hilbench.train.schedule.register -> (name, {})."""
     kind, _, arg = spec.partition(":")
     if kind == "fixed":
         try:
@@ -74,5 +122,84 @@ def parse_scheduler(spec: str) -> tuple[str, int]:
             q = -1
         if not 1 <= q <= 256:
             raise ConfigError(f"scheduler '{spec}' needs q in [1, 256]", "write e.g. fixed:4")
-        return kind, q
-    raise ConfigError(f"unknown scheduler '{spec}'", "use fixed:Q, e.g. fixed:4")
+        return kind, {"q": q}
+    if kind == "qscheduler":
+        args: dict[str, Any] = {}
+        for item in filter(None, arg.split(",")):
+            key, _, value = item.partition("=")
+            try:
+                if key in _QSCHED_INT:
+                    args[key] = int(value)
+                elif key in _QSCHED_FLOAT:
+                    args[key] = float(value)
+                else:
+                    raise ValueError
+            except ValueError:
+                known = ", ".join(sorted(_QSCHED_INT | _QSCHED_FLOAT))
+                raise ConfigError(
+                    f"scheduler '{spec}': bad setting '{item}'",
+                    f"write qscheduler or qscheduler:KEY=VALUE,... with KEY one of {known}",
+                ) from None
+        q_min, q_max = args.get("q_min", 1), args.get("q_max", 32)
+        if not 1 <= q_min <= q_max <= 256:
+            raise ConfigError(
+                f"scheduler '{spec}' needs 1 <= q_min <= q_max <= 256",
+                "write e.g. qscheduler:q_min=1,q_max=32",
+            )
+        return kind, args
+    if kind in EXTRA_SCHEDULERS:
+        return kind, {}
+    raise ConfigError(
+        f"unknown scheduler '{spec}'", "use fixed:Q (e.g. fixed:4) or qscheduler[:KEY=VALUE,...]"
+    )
+
+
+def parse_eps_mult(spec: str) -> dict[str, float]:
+    """``"fc0_*=0.5,fc1_w=2"`` -> {"fc0_*": 0.5, "fc1_w": 2.0} (multipliers in 1/16..15.9)."""
+    out: dict[str, float] = {}
+    for item in filter(None, (p.strip() for p in spec.split(","))):
+        pattern, _, value = item.partition("=")
+        try:
+            mult = float(value)
+        except ValueError:
+            mult = -1.0
+        if not pattern or not 1 / 16 <= mult <= 255 / 16:
+            raise ConfigError(
+                f"eps multiplier '{item}' is malformed or out of range",
+                "write GLOB=X with 1/16 <= X <= 15.9, e.g. fc0_*=0.5",
+            )
+        out[pattern] = mult
+    return out
+
+
+def rate_schedule(spec: str) -> Callable[[float], float]:
+    """A multiplier of the fraction of the budget spent: ``constant``, ``cosine[:FLOOR]``
+    (half cosine from 1 to FLOOR, default 0), ``linear[:END]`` (1 to END, default 0) or
+    ``step:F@X[,F@X...]`` (multiplier F from fraction X on)."""
+    kind, _, arg = spec.partition(":")
+    try:
+        if kind == "constant" and not arg:
+            return lambda frac: 1.0
+        if kind == "cosine":
+            floor = float(arg) if arg else 0.0
+            return lambda frac: floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * frac))
+        if kind == "linear":
+            end = float(arg) if arg else 0.0
+            return lambda frac: 1.0 + (end - 1.0) * frac
+        if kind == "step" and arg:
+            points = sorted((float(x), float(f)) for f, x in (p.split("@") for p in arg.split(",")))
+
+            def step(frac: float) -> float:
+                value = 1.0
+                for x, f in points:
+                    if frac >= x:
+                        value = f
+                return value
+
+            return step
+    except ValueError:
+        pass
+    raise ConfigError(
+        f"unknown rate schedule '{spec}'",
+        "use constant, cosine[:FLOOR], linear[:END] or step:F@X[,F@X...]",
+    )

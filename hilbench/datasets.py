@@ -1,7 +1,9 @@
-"""Data sets that ship offline: scikit-learn's 8x8 digits (1,797 images, 10 classes)."""
+"""Data sets that ship offline: scikit-learn's 8x8 digits (1,797 images, 10 classes), and the
+same split rotated by 20 degrees (``digits-rot20``: the domain-shifted fine-tuning task)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,16 +42,48 @@ def _digits() -> Dataset:
     return Dataset("digits", x[train], y[train], x[test], y[test], 10)
 
 
-DATASETS = {"digits": _digits}
+def rotate_images(x: np.ndarray, degrees: float, side: int = 8) -> np.ndarray:
+    """Rotate flat ``side`` x ``side`` images counter-clockwise about their centre (bilinear,
+    zeros outside, same size), clipped to [0, 1]."""
+    from scipy.ndimage import rotate
+
+    img = x.reshape(-1, side, side)
+    out = rotate(img, degrees, axes=(2, 1), reshape=False, order=1, mode="constant", cval=0.0)
+    return np.clip(out, 0.0, 1.0).astype(np.float32).reshape(x.shape)
+
+
+def _digits_rotated(degrees: int) -> Dataset:
+    """The digits split, every image rotated by ``degrees`` (the domain-shift task)."""
+    d = _digits()
+    return Dataset(
+        f"digits-rot{degrees}",
+        rotate_images(d.x_train, degrees),
+        d.y_train,
+        rotate_images(d.x_test, degrees),
+        d.y_test,
+        d.n_classes,
+    )
+
+
+DATASETS = {"digits": _digits, "digits-rot20": lambda: _digits_rotated(20)}
+_CACHE: dict[str, Dataset] = {}
 
 
 def load(name: str) -> Dataset:
-    """The data set called ``name``."""
-    try:
-        return DATASETS[name]()
-    except KeyError:
+    """The data set called ``name``: ``digits``, ``digits-rot20`` or ``digits-rotN`` for any
+    whole number of degrees N in 1..359 (same split, images rotated)."""
+    if name in _CACHE:
+        return _CACHE[name]
+    rot = re.fullmatch(r"digits-rot(\d{1,3})", name)
+    if name in DATASETS:
+        data = DATASETS[name]()
+    elif rot and 1 <= int(rot.group(1)) <= 359:
+        data = _digits_rotated(int(rot.group(1)))
+    else:
         known = ", ".join(sorted(DATASETS))
-        raise ConfigError(f"unknown dataset '{name}'", f"use one of: {known}") from None
+        raise ConfigError(f"unknown dataset '{name}'", f"use one of: {known} (or digits-rotN)")
+    _CACHE[name] = data
+    return data
 
 
 def quantize_inputs(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:

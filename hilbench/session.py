@@ -9,24 +9,81 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from threadpoolctl import threadpool_limits
+
 from hilbench import __version__, datasets
 from hilbench.backends import Backend, make_backend
-from hilbench.config import RunConfig
+from hilbench.config import RunConfig, parse_eps_mult
 from hilbench.console import NullView, RunView
 from hilbench.device.state import ModelState
+from hilbench.device.twin import DeviceTwin
+from hilbench.errors import ConfigError
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.graph import Graph
-from hilbench.protocol.frames import PROTOCOL_VERSION
+from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder
 from hilbench.target.client import Target
 from hilbench.target.recovery import RecoveringTarget
 from hilbench.trace import TraceWriter
-from hilbench.train.schedule import make_schedule
+from hilbench.train.schedule import Scheduler, make_schedule
 from hilbench.train.trainer import TEST_SLOT, TRAIN_SLOT, Trainer, TrainSettings
+from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
-from hilbench.zo.perturb import words_needed
 
 CALIBRATION_ITEMS = 256
+PRETRAIN_DATASET = "digits"  # --init pretrained: float pre-training on the clean digits
+POOL_SEED_SALT = 0x504F4F4C  # "POOL": the pool seed is the run seed xor this
+
+
+class LoopbackPort:
+    """A pyserial-like port whose far end is a DeviceTwin in this thread.
+
+    The in-process fast path for studies: no pty, no server thread, but the same bytes and the
+    same device code as the emulator backend. ``write`` runs what ``serve_stream`` runs for the
+    bytes it gets (frame decoder, ``bad_frame`` for dropped frames, ``handle`` for each frame)
+    and queues the answers for ``read``."""
+
+    def __init__(self, twin: DeviceTwin) -> None:
+        self.twin = twin
+        self.timeout: float | None = None
+        self.is_open = True
+        self._problems: list[str] = []
+        self._decoder = FrameDecoder(on_error=lambda problem: self._problems.append(problem.kind))
+        self._out = bytearray()
+
+    def write(self, data: bytes) -> int:
+        frames = self._decoder.feed(bytes(data))
+        for kind in self._problems:
+            self._out += self.twin.bad_frame(kind)
+        self._problems.clear()
+        for frame in frames:
+            self._out += self.twin.handle(frame)
+        return len(data)
+
+    @property
+    def in_waiting(self) -> int:
+        return len(self._out)
+
+    def read(self, size: int = 1) -> bytes:
+        chunk = bytes(self._out[:size])
+        del self._out[:size]
+        return chunk
+
+    def reset_input_buffer(self) -> None:
+        self._out.clear()
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.is_open = False
+
+
+def direct_target(twin: DeviceTwin | None = None) -> Target:
+    """A connected Target on an in-process twin (see LoopbackPort); it has answered HELLO."""
+    target = Target(LoopbackPort(twin or DeviceTwin()), name="emulator (in-process)")
+    target.hello()
+    return target
 
 
 @dataclass(frozen=True)
@@ -49,16 +106,76 @@ class PreparedModel:
     blob: bytes
     input_scale: float
     input_zero_point: int
+    zo: zocf.ZoConfig
+    trained: list[zocf.Trainable]
+
+    def fresh_words(self, q: int) -> int:
+        """PRNG words the device draws in a step of q samples (PROBE + APPLY)."""
+        return zocf.fresh_words_per_step(self.zo, self.trained, q)
+
+
+_PRETRAINED: dict[tuple[str, int], list] = {}
+
+
+def pretrained_float_weights(model: str, seed: int) -> list:
+    """Float weights of ``model`` pre-trained on the clean digits (cached per process)."""
+    from hilbench.npu import pretrain
+
+    key = (model, seed)
+    if key not in _PRETRAINED:
+        clean = datasets.load(PRETRAIN_DATASET)
+        _PRETRAINED[key] = pretrain.pretrain(model, clean.x_train, clean.y_train, seed=seed)
+    return _PRETRAINED[key]
+
+
+def build_graph(config: RunConfig, data: datasets.Dataset) -> Graph:
+    """The int8 model: random init calibrated on the run's data, or (``init=pretrained``)
+    pre-trained in float on the clean digits and quantized with clean calibration data."""
+    if config.init == "pretrained":
+        clean = datasets.load(PRETRAIN_DATASET)
+        return zoo.build(
+            config.model,
+            seed=config.seed,
+            calibration=clean.x_train[:CALIBRATION_ITEMS],
+            float_weights=pretrained_float_weights(config.model, config.seed),
+        )
+    return zoo.build(config.model, seed=config.seed, calibration=data.x_train[:CALIBRATION_ITEMS])
+
+
+def zo_config(config: RunConfig, graph: Graph) -> zocf.ZoConfig:
+    """The ZOCF section ``config`` asks for; ConfigError naming the setting otherwise."""
+    try:
+        return zocf.build(
+            graph,
+            layers=config.layers,
+            distribution=config.perturbation,
+            scaling=None if config.scaling == "auto" else config.scaling,
+            estimator=config.estimator,
+            rounding=config.rounding,
+            master=config.master,
+            pool_size=config.pool,
+            pool_seed=(config.seed ^ POOL_SEED_SALT) & 0xFFFFFFFF,
+            eps_mults=parse_eps_mult(config.eps_mult),
+            per_channel=config.eps_per_channel,
+        )
+    except ValueError as exc:
+        raise ConfigError(
+            f"{config.model}: {exc}",
+            "pick --layers / --pool / --eps-mult that fit the model (see docs/zo-math.md)",
+        ) from None
 
 
 def prepare_model(config: RunConfig, data: datasets.Dataset) -> PreparedModel:
-    """Build and quantize the model, and pack it with its loss tables for the device."""
-    graph = zoo.build(config.model, seed=config.seed, calibration=data.x_train[:CALIBRATION_ITEMS])
+    """Build and quantize the model, and pack it with its loss tables and ZOCF section."""
+    graph = build_graph(config, data)
     out = graph.tensors[graph.output]
     tables = LossTables.for_scale(float(out.qparams.scale[0]))
-    blob = to_blob(graph, {"LOSS": tables.to_bytes()})
+    zo = zo_config(config, graph)
+    blob = to_blob(graph, {"LOSS": tables.to_bytes(), "ZOCF": zo.to_bytes()})
     inp = graph.tensors[graph.input].qparams
-    return PreparedModel(graph, blob, float(inp.scale[0]), int(inp.zero_point[0]))
+    return PreparedModel(
+        graph, blob, float(inp.scale[0]), int(inp.zero_point[0]), zo, zocf.resolve(zo, graph)
+    )
 
 
 def default_trace_path(config: RunConfig) -> Path:
@@ -86,13 +203,28 @@ def run(
     view: RunView | None = None,
     target: Target | None = None,
     backend: Backend | None = None,
+    schedule: Scheduler | None = None,
 ) -> RunResult:
     """Train once as ``config`` says; on ``target`` if given, else on a backend opened here."""
+    # The twin's int8 kernels are small BLAS calls: extra BLAS threads only contend (10x
+    # slower on a busy 2-core machine) and cannot change a result (every sum is exact).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run(config, view=view, target=target, backend=backend, schedule=schedule)
+
+
+def _run(
+    config: RunConfig,
+    *,
+    view: RunView | None,
+    target: Target | None,
+    backend: Backend | None,
+    schedule: Scheduler | None,
+) -> RunResult:
     started = time.perf_counter()
     view = view or NullView()
     data = datasets.load(config.dataset)
     model = prepare_model(config, data)
-    schedule = make_schedule(config.scheduler)
+    schedule = schedule or make_schedule(config.scheduler)
     trace_path = Path(config.trace) if config.trace else default_trace_path(config)
     run_attrs = {
         "hilbench_version": __version__,
@@ -137,7 +269,6 @@ def run(
             target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
             initial_crc, _ = target.weights_crc()
             trace.set_attrs(initial_weights_crc=initial_crc)
-            n_weights = [model.graph.tensors[n].data.size for n in model.graph.trainable()]
             trainer = Trainer(
                 target,
                 schedule,
@@ -148,10 +279,13 @@ def run(
                     batch_size=config.batch_size,
                     eval_every=config.eval_every,
                     seed=config.seed,
+                    estimator=config.estimator,
+                    lr_schedule=config.lr_schedule,
+                    eps_schedule=config.eps_schedule,
                 ),
                 trace,
                 n_test=len(data.y_test),
-                fresh_words_per_seed=sum(words_needed(n) for n in n_weights),
+                fresh_words=model.fresh_words,
                 view=view,
             )
             view.start(

@@ -19,7 +19,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d = RunConfig()
     p.add_argument("--model", default=d.model, help=f"model name (default {d.model})")
     p.add_argument("--dataset", default=d.dataset, help=f"data set (default {d.dataset})")
-    p.add_argument("--scheduler", default=d.scheduler, help=f"fixed:Q (default {d.scheduler})")
+    p.add_argument(
+        "--scheduler",
+        default=d.scheduler,
+        help=f"fixed:Q or qscheduler[:KEY=VALUE,...] (default {d.scheduler})",
+    )
     p.add_argument(
         "--budget",
         type=int,
@@ -34,6 +38,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-every", type=int, default=d.eval_every, metavar="FORWARD_PASSES")
     p.add_argument("--trace", type=Path, help="HDF5 trace to write (default traces/<time>-...)")
     p.add_argument("--no-live", action="store_true", help="plain progress lines, no live panel")
+    zo = p.add_argument_group("zeroth-order method (docs/zo-math.md)")
+    zo.add_argument(
+        "--init",
+        default=d.init,
+        help="random init, or float pre-training on the clean digits, quantized",
+    )
+    zo.add_argument("--perturbation", default=d.perturbation, help="rademacher|gaussian|uniform")
+    zo.add_argument(
+        "--pool", type=int, default=d.pool, metavar="P", help="PeZO reuse pool size (0: fresh)"
+    )
+    zo.add_argument("--scaling", default=d.scaling, help="auto|fixed|adaptive")
+    zo.add_argument("--estimator", default=d.estimator, help="two-point|one-sided")
+    zo.add_argument("--rounding", default=d.rounding, help="nearest|stochastic")
+    zo.add_argument("--master", default=d.master, help="weight master copy: q16|int16|int8")
+    zo.add_argument(
+        "--layers",
+        default=d.layers,
+        help="what trains: weights|biases|all|last:K|GLOB, comma-separated (default weights)",
+    )
+    zo.add_argument("--eps-mult", default=d.eps_mult, metavar="GLOB=X,...")
+    zo.add_argument(
+        "--eps-per-channel", action="store_true", help="scale-aware per-channel eps multipliers"
+    )
+    zo.add_argument(
+        "--lr-schedule",
+        default=d.lr_schedule,
+        help="constant|cosine[:FLOOR]|linear[:END]|step:F@X,...",
+    )
+    zo.add_argument("--eps-schedule", default=d.eps_schedule, help="as --lr-schedule")
     p.add_argument(
         "--link-faults",
         default="",
@@ -59,6 +92,18 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         eval_every=args.eval_every,
         trace=args.trace,
         live=not args.no_live,
+        init=args.init,
+        perturbation=args.perturbation,
+        pool=args.pool,
+        scaling=args.scaling,
+        estimator=args.estimator,
+        rounding=args.rounding,
+        master=args.master,
+        layers=args.layers,
+        eps_mult=args.eps_mult,
+        eps_per_channel=args.eps_per_channel,
+        lr_schedule=args.lr_schedule,
+        eps_schedule=args.eps_schedule,
         link_faults=args.link_faults,
     )
 
@@ -75,7 +120,8 @@ def handle(args: argparse.Namespace) -> int:
     if config.model not in zoo.MODELS:
         known = ", ".join(sorted(zoo.MODELS))
         raise ConfigError(f"unknown model '{config.model}'", f"use one of: {known}")
-    datasets.load(config.dataset)  # fail on an unknown name before any device is touched
+    data = datasets.load(config.dataset)  # fail on an unknown name before any device is touched
+    session.prepare_model(config, data)  # and on a layer selection or pool that does not fit
     console = Console()
     result = session.run(config, view=make_view(config.live, console))
     table = Table(title="hilbench run", show_header=False)

@@ -38,6 +38,7 @@ class ModelState:
     macs: int
     updates_applied: int = 0
     blob_crc: int = 0
+    _units_cache: tuple[bytes, list[np.ndarray]] | None = None
 
     @classmethod
     def from_blob(cls, blob: bytes) -> ModelState:
@@ -83,9 +84,20 @@ class ModelState:
 
     def units(self, seeds: np.ndarray, i: int) -> np.ndarray:
         """Unit directions (Q8) of trained tensor ``i`` for each seed: (q, *shape) int32."""
-        t = self.trained[i]
-        r = perturb.draw(seeds, i, t.shape, self.zo.dist_code, self.pool)
-        return perturb.units(r, perturb.scales(r, self.zo.dist_code, self.zo.scaling_code))
+        return self.all_units(seeds)[i]
+
+    def all_units(self, seeds: np.ndarray) -> list[np.ndarray]:
+        """Unit directions of every trained tensor. The last seeds' are kept, so an APPLY
+        with the seeds of the PROBE before it does not regenerate them (same numbers)."""
+        seeds = np.asarray(seeds, dtype=np.uint32)
+        key = seeds.tobytes()
+        if self._units_cache is not None and self._units_cache[0] == key:
+            return self._units_cache[1]
+        dist, scaling = self.zo.dist_code, self.zo.scaling_code
+        raws = perturb.draw_all(seeds, [t.shape for t in self.trained], dist, self.pool)
+        units = [perturb.units(r, perturb.scales(r, dist, scaling)) for r in raws]
+        self._units_cache = (key, units)
+        return units
 
     def probe(self, x: np.ndarray, y: np.ndarray, seeds: np.ndarray, eps: int):
         """Mean Q16 losses at ``w + delta_k`` and at ``w - delta_k`` (two-point) or at ``w``
@@ -93,8 +105,9 @@ class ModelState:
         q = len(seeds)
         one_sided = self.zo.one_sided
         overrides = {}
+        units = self.all_units(seeds)
         for i, t in enumerate(self.trained):
-            d = perturb.deltas(self.units(seeds, i), eps, t.eps_mult, t.unit_shift)
+            d = perturb.deltas(units[i], eps, t.eps_mult, t.unit_shift)
             w = self.weights(i)
             shift = update.perturb_weights if t.kind == "weight" else update.perturb_bias
             other = w[None] if one_sided else shift(w, -d)
@@ -109,8 +122,9 @@ class ModelState:
         """``m -= (sum_k c_k u_k * M + R) >> s`` on every trained tensor (zo/update.py)."""
         seeds = np.asarray(seeds, dtype=np.uint32)
         stochastic = self.zo.rounding_code == update.STOCHASTIC
+        units = self.all_units(seeds)
         for i, t in enumerate(self.trained):
-            acc = update.accumulate(self.units(seeds, i), coeffs)
+            acc = update.accumulate(units[i], coeffs)
             weight = t.kind == "weight"
             frac = update.MASTER_FRAC[self.zo.master_code] if weight else 0
             shift = update.UPDATE_SHIFT - frac - t.unit_shift

@@ -1,4 +1,5 @@
-"""Turning loss pairs into an integer update: two-point (antithetic) ZO estimator."""
+"""Turning loss pairs into an integer update: two-point (antithetic) or one-sided ZO estimates,
+averaged over the q samples of a step through the quantized coefficients."""
 
 from __future__ import annotations
 
@@ -20,7 +21,28 @@ class Estimate:
 
 
 def two_point(loss_plus: np.ndarray, loss_minus: np.ndarray, *, lr: float, eps: int) -> Estimate:
-    """g_k = (L+ - L-) / 2eps for each sample, averaged over q through the coefficients."""
+    """g_k = (L+ - L-) / 2eps for each sample, averaged over q through the coefficients; the
+    step's loss is the mean of all 2q losses."""
     grads, coeffs = quantize_coefficients(loss_plus, loss_minus, lr, eps)
     mean = (np.mean(loss_plus, dtype=np.float64) + np.mean(loss_minus, dtype=np.float64)) / 2
     return Estimate(grads=grads, coeffs=coeffs, loss=mean / Q16)
+
+
+def one_sided(loss_plus: np.ndarray, loss_zero: np.ndarray, *, lr: float, eps: int) -> Estimate:
+    """g_k = (L+ - L0) / eps, L0 the unperturbed loss the device returns as loss_minus; the
+    step's loss is L0."""
+    grads, coeffs = quantize_coefficients(loss_plus, loss_zero, lr, eps, one_sided=True)
+    return Estimate(grads=grads, coeffs=coeffs, loss=float(loss_zero[0]) / Q16)
+
+
+ESTIMATORS = {"two-point": two_point, "one-sided": one_sided}
+
+
+def forward_passes(estimator: str, q: int) -> int:
+    """Forward passes one PROBE of q samples costs: 2q (two-point) or q + 1 (one-sided)."""
+    return q + 1 if estimator == "one-sided" else 2 * q
+
+
+def max_q(estimator: str, passes: int) -> int:
+    """The largest q whose PROBE fits in ``passes`` forward passes (0 if none)."""
+    return max(0, passes - 1) if estimator == "one-sided" else passes // 2

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from hilbench.config import rate_schedule
 from hilbench.console import NullView, Progress, RunView
 from hilbench.target.client import CommandTiming, Target
-from hilbench.train.estimator import two_point
-from hilbench.train.schedule import QSchedule
+from hilbench.train.estimator import ESTIMATORS, max_q
+from hilbench.train.estimator import forward_passes as step_cost
+from hilbench.train.schedule import Scheduler
 
 TRAIN_SLOT = 0
 TEST_SLOT = 1
@@ -24,6 +27,9 @@ class TrainSettings:
     batch_size: int
     eval_every: int
     seed: int
+    estimator: str = "two-point"
+    lr_schedule: str = "constant"
+    eps_schedule: str = "constant"
 
 
 @dataclass(frozen=True)
@@ -41,12 +47,12 @@ class Trainer:
     def __init__(
         self,
         target: Target,
-        schedule: QSchedule,
+        schedule: Scheduler,
         settings: TrainSettings,
         trace,  # hilbench.trace.TraceWriter
         *,
         n_test: int,
-        fresh_words_per_seed: int,
+        fresh_words: Callable[[int], int],
         view: RunView | None = None,
     ) -> None:
         self.target = target
@@ -54,7 +60,7 @@ class Trainer:
         self.settings = settings
         self.trace = trace
         self.n_test = n_test
-        self.fresh_words_per_seed = fresh_words_per_seed
+        self.fresh_words = fresh_words
         self.view = view or NullView()
         self.step = 0
         self._step_device_s = 0.0
@@ -78,13 +84,20 @@ class Trainer:
         s = self.settings
         rng = np.random.default_rng(s.seed)
         progress = Progress(budget=s.budget)
-        forward_passes = 0
+        forward_passes_done = 0
         next_eval = s.eval_every
+        estimate = ESTIMATORS[s.estimator]
+        lr_at, eps_at = rate_schedule(s.lr_schedule), rate_schedule(s.eps_schedule)
+        self.schedule.start(s.budget)
         self._evaluate(0, progress)
         while True:
-            q = self.schedule.next_q(self.step)
-            if forward_passes + 2 * q > s.budget:
+            fits = max_q(s.estimator, s.budget - forward_passes_done)
+            q = min(int(self.schedule.next_q(self.step)), fits)
+            if q < 1:
                 break
+            frac = forward_passes_done / s.budget
+            lr = s.lr * lr_at(frac) * self.schedule.lr_scale(q)
+            eps = int(min(127, max(1, round(s.eps * eps_at(frac)))))
             draws = rng.integers(0, 2**32, size=q + 1, dtype=np.uint32)
             batch_seed, seeds = int(draws[0]), draws[1:]
             started = time.perf_counter()
@@ -93,13 +106,13 @@ class Trainer:
                 slot=TRAIN_SLOT,
                 batch_size=s.batch_size,
                 batch_seed=batch_seed,
-                eps=s.eps,
+                eps=eps,
                 seeds=seeds,
             )
-            est = two_point(probe.loss_plus, probe.loss_minus, lr=s.lr, eps=s.eps)
+            est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
             self.target.apply(seeds, est.coeffs)
             host_s = time.perf_counter() - started
-            forward_passes += 2 * q
+            forward_passes_done += step_cost(s.estimator, q)
             self.trace.append_step(
                 step=self.step,
                 q=q,
@@ -108,25 +121,26 @@ class Trainer:
                 loss_minus=probe.loss_minus,
                 grads=est.grads,
                 coeffs=est.coeffs,
-                lr=s.lr,
-                eps=s.eps,
+                lr=lr,
+                eps=eps,
                 batch_seed=batch_seed,
                 loss=est.loss,
-                forward_passes=forward_passes,
-                fresh_words=2 * q * self.fresh_words_per_seed,
+                forward_passes=forward_passes_done,
+                fresh_words=self.fresh_words(q),
             )
-            self.schedule.observe(self.step, est.loss)
+            self.schedule.observe(self.step, est.loss, forward_passes_done)
             self.step += 1
             progress.step, progress.q, progress.loss = self.step, q, est.loss
-            progress.forward_passes, progress.step_host_s = forward_passes, host_s
+            progress.forward_passes, progress.step_host_s = forward_passes_done, host_s
             progress.step_device_s, progress.device_source = (
                 self._step_device_s,
                 self._device_source,
             )
-            if forward_passes >= next_eval:
+            if forward_passes_done >= next_eval:
                 next_eval += s.eval_every
-                self._evaluate(forward_passes, progress)
+                self._evaluate(forward_passes_done, progress)
             self.view.update(progress)
+        forward_passes = forward_passes_done
         final_accuracy, final_loss = self.target.evaluate(TEST_SLOT, self.n_test)
         self.trace.append_eval(self.step, forward_passes, final_accuracy, final_loss, split="test")
         crc, _ = self.target.weights_crc()

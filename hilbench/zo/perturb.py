@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hilbench.zo.rng import STREAM_PERTURB, STREAM_POOL, stream_words, stream_words_many
+from hilbench.zo.rng import (
+    STREAM_PERTURB,
+    STREAM_POOL,
+    stream_words,
+    stream_words_many,
+    stream_words_tensors,
+)
 
 RADEMACHER, GAUSSIAN, UNIFORM = 0, 1, 2
 DISTRIBUTIONS = {"rademacher": RADEMACHER, "gaussian": GAUSSIAN, "uniform": UNIFORM}
@@ -116,6 +122,10 @@ def rows_of(shape: tuple[int, ...]) -> tuple[int, int]:
 def pool_offsets(seeds: np.ndarray, tensor: int, rows: int, pool_size: int) -> np.ndarray:
     """Per-row pool offsets ``(len(seeds), rows)``: half-word j -> ``(h_j * P) >> 16``."""
     words = stream_words_many(seeds, STREAM_PERTURB, tensor, (rows + 1) // 2)
+    return _offsets_from_words(words, rows, pool_size)
+
+
+def _offsets_from_words(words: np.ndarray, rows: int, pool_size: int) -> np.ndarray:
     halves = np.stack([words & np.uint32(0xFFFF), words >> np.uint32(16)], axis=-1)
     h = halves.reshape(len(words), -1)[:, :rows].astype(np.int64)
     return (h * pool_size) >> 16
@@ -129,17 +139,40 @@ def draw(
     pool: Pool | None = None,
 ) -> np.ndarray:
     """Raw samples ``(len(seeds), *shape)`` int8 for one tensor, fresh or from the pool."""
+    return draw_all(seeds, [shape], distribution, pool, first_tensor=tensor)[0]
+
+
+def draw_all(
+    seeds: np.ndarray,
+    shapes: list[tuple[int, ...]],
+    distribution: int,
+    pool: Pool | None = None,
+    *,
+    first_tensor: int = 0,
+) -> list[np.ndarray]:
+    """``draw`` for tensors ``first_tensor, first_tensor + 1, ...`` of ``shapes``, with one
+    PRNG call for all of them (the same numbers as tensor-by-tensor)."""
     seeds = np.asarray(seeds, dtype=np.uint32).reshape(-1)
-    n = math.prod(shape)
+    k = len(seeds)
     if pool is None:
-        words = stream_words_many(seeds, STREAM_PERTURB, tensor, words_needed(n, distribution))
-        r = samples_from_words(words, distribution, n)
-    else:
-        rows, length = rows_of(shape)
-        off = pool_offsets(seeds, tensor, rows, pool.size)
+        sizes = [
+            (first_tensor + i, words_needed(math.prod(sh), distribution))
+            for i, sh in enumerate(shapes)
+        ]
+        words = stream_words_tensors(seeds, STREAM_PERTURB, sizes)
+        return [
+            samples_from_words(w, distribution, math.prod(sh)).reshape((k, *sh))
+            for w, sh in zip(words, shapes, strict=True)
+        ]
+    sizes = [(first_tensor + i, (rows_of(sh)[0] + 1) // 2) for i, sh in enumerate(shapes)]
+    words = stream_words_tensors(seeds, STREAM_PERTURB, sizes)
+    out = []
+    for w, sh in zip(words, shapes, strict=True):
+        rows, length = rows_of(sh)
+        off = _offsets_from_words(w, rows, pool.size)
         idx = (off[:, :, None] + np.arange(length, dtype=np.int64)) % pool.size
-        r = pool.values[idx]
-    return r.reshape((len(seeds), *shape))
+        out.append(pool.values[idx].reshape((k, *sh)))
+    return out
 
 
 def fresh_words(shape: tuple[int, ...], distribution: int, pool_size: int = 0) -> int:

@@ -60,6 +60,31 @@ def stream_words_many(seeds: np.ndarray, stream: int, tensor: int, n_words: int)
     return words.reshape(seeds.size, n_blocks * 4)[:, :n_words]
 
 
+def stream_words_tensors(
+    seeds: np.ndarray, stream: int, sizes: list[tuple[int, int]]
+) -> list[np.ndarray]:
+    """``stream_words_many`` for several ``(tensor, n_words)`` at once, in one Philox call:
+    one (len(seeds), n_words) array per entry."""
+    seeds = np.asarray(seeds, dtype=np.uint32).reshape(-1)
+    blocks = [(n + 3) // 4 for _, n in sizes]
+    total = sum(blocks)
+    counter = np.zeros((seeds.size, total, 4), dtype=np.uint32)
+    pos = 0
+    for (tensor, _), nb in zip(sizes, blocks, strict=True):
+        counter[:, pos : pos + nb, 0] = np.arange(nb, dtype=np.uint32)
+        counter[:, pos : pos + nb, 1] = tensor
+        pos += nb
+    key = np.empty((seeds.size, total, 2), dtype=np.uint32)
+    key[:, :, 0] = seeds[:, None]
+    key[:, :, 1] = stream
+    words = philox4x32(counter.reshape(-1, 4), key.reshape(-1, 2)).reshape(seeds.size, -1)
+    out, pos = [], 0
+    for (_, n), nb in zip(sizes, blocks, strict=True):
+        out.append(words[:, 4 * pos : 4 * pos + n])
+        pos += nb
+    return out
+
+
 def stream_words(seed: int, stream: int, tensor: int, n_words: int, start: int = 0) -> np.ndarray:
     """Words ``start .. start+n_words-1`` of the stream keyed ``(seed, stream)`` for ``tensor``."""
     if n_words <= 0:
