@@ -253,7 +253,9 @@ def _run(
             on_event=lambda kind, detail: trace.append_event(
                 trainer.step if trainer is not None else 0, kind, detail
             ),
-            shadow=ModelState.from_blob,  # the twin's semantics: what any device must compute
+            # The twin's semantics are what any device must compute: check a board or QEMU
+            # against them. The emulator is the twin itself, so there it would check nothing.
+            shadow=ModelState.from_blob if config.backend != "emulate" else None,
         )
         try:
             info = target.info or target.hello()
