@@ -246,6 +246,11 @@ def int_column(values: Sequence[Any], lo: int, hi: int) -> tuple[np.ndarray, np.
     if arr.dtype.kind in "iub" and arr.ndim == 1:
         bad = arr > np.uint64(hi) if arr.dtype == np.uint64 else (arr < lo) | (arr > hi)
         return np.where(bad, 0, arr).astype(np.int64), bad
+    if arr.dtype.kind == "f" and arr.ndim == 1 and max(abs(lo), abs(hi)) <= 2**53:
+        # e.g. a block where one value was a float: whole floats in range are exact
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.isfinite(arr) & (arr == np.round(arr)) & (arr >= lo) & (arr <= hi))
+        return np.where(bad, 0, arr).astype(np.int64), bad
     ok = [isinstance(v, int | np.integer) and lo <= int(v) <= hi for v in values]
     bad = ~np.asarray(ok, dtype=bool)
     out = np.array([int(v) if k else 0 for v, k in zip(values, ok, strict=True)], np.int64)

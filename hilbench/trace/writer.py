@@ -89,6 +89,7 @@ class TraceWriter:
         self._lm: list[Any] = []
         self._grad: list[Any] = []
         self._coeff: list[Any] = []
+        self._names_ok: set[tuple[str, str]] = set()  # timing (command, source) checked
         self._ev: list[tuple[Any, ...]] = []
         self._tm: list[tuple[Any, ...]] = []
         self._evt: list[tuple[Any, ...]] = []
@@ -131,7 +132,7 @@ class TraceWriter:
         config: Mapping[str, Any],
         *,
         model_blob: bytes | None = None,
-        flush_rows: int = 256,
+        flush_rows: int = 1024,
         flush_interval_s: float | None = 1.0,
         compress: bool | str = "close",
         handle_sigterm: bool = True,
@@ -192,7 +193,7 @@ class TraceWriter:
         path: str | Path,
         run: str | int | None = None,
         *,
-        flush_rows: int = 256,
+        flush_rows: int = 1024,
         flush_interval_s: float | None = 1.0,
         compress: bool | str = "close",
         handle_sigterm: bool = True,
@@ -305,20 +306,22 @@ class TraceWriter:
         with self._lock:
             if self._closed or self._bg_error:
                 self._raise_state()
+            # Flat Python lists (numpy arrays go in as .tolist(): a copy, and the cheapest
+            # way in and out of numpy); np.asarray turns them into columns at flush.
             n0 = len(self._seed)  # the five sample lists always have the same length
             try:
-                self._seed.extend(seeds)
-                self._lp.extend(loss_plus)
-                self._lm.extend(loss_minus)
-                self._grad.extend(grads)
-                self._coeff.extend(coeffs)
+                self._seed.extend(seeds.tolist() if type(seeds) is np.ndarray else seeds)
+                self._lp.extend(loss_plus.tolist() if type(loss_plus) is np.ndarray else loss_plus)
+                self._lm.extend(
+                    loss_minus.tolist() if type(loss_minus) is np.ndarray else loss_minus
+                )
+                self._grad.extend(grads.tolist() if type(grads) is np.ndarray else grads)
+                self._coeff.extend(coeffs.tolist() if type(coeffs) is np.ndarray else coeffs)
             except BaseException:  # e.g. Ctrl-C mid-append: leave no half step behind
                 for buf in (self._seed, self._lp, self._lm, self._grad, self._coeff):
                     del buf[n0:]
                 raise
-            self._st.append(
-                (step, len(seeds), batch_seed, eps, lr, loss, forward_passes, fresh_words)
-            )
+            self._st.append((step, q, batch_seed, eps, lr, loss, forward_passes, fresh_words))
             if len(self._st) >= self._flush_rows:
                 self._flush()
 
@@ -331,23 +334,30 @@ class TraceWriter:
 
     def append_timing(self, step: int, command: str, duration_s: float, source: str) -> None:
         """Buffer one command duration; ``source`` is 'device', 'modeled' or 'host'."""
-        if source not in S.TIMING_SOURCES:
-            raise TraceError(
-                f"timing source {source!r} for {command!r} is not one of {S.TIMING_SOURCES}",
-                "say who measured it: device (cycle counter), modeled (cost model) or host "
-                "(wall clock)",
-            )
-        S.short_ascii(command, "command name", 16)
+        if (command, source) not in self._names_ok:  # checked once per pair: appends are hot
+            if source not in S.TIMING_SOURCES:
+                raise TraceError(
+                    f"timing source {source!r} for {command!r} is not one of {S.TIMING_SOURCES}",
+                    "say who measured it: device (cycle counter), modeled (cost model) or "
+                    "host (wall clock)",
+                )
+            S.short_ascii(command, "command name", 16)
+            self._names_ok.add((command, source))
         try:
             duration = float(duration_s)
         except (TypeError, ValueError):
             duration = math.nan
-        if not duration >= 0.0 or math.isinf(duration):
+        if not 0.0 <= duration < math.inf:
             raise TraceError(
                 f"duration of {command!r} at step {step} is {duration_s!r}",
                 "pass a finite, non-negative number of seconds",
             )
-        self._append(self._tm, (step, command, duration, source))
+        with self._lock:
+            if self._closed or self._bg_error:
+                self._raise_state()
+            self._tm.append((step, command, duration, source))
+            if len(self._tm) >= self._other_rows:
+                self._flush()
 
     def append_event(self, step: int | None, kind: str, detail: str = "") -> None:
         """Buffer one event (retry, resync, reset, fault, note...) stamped with the Unix time.
@@ -466,17 +476,9 @@ class TraceWriter:
         tests = evals[evals["split"] == b"test"]
         if len(tests):
             self._last_test_acc = float(tests["accuracy"][-1])
-        for buf in (
-            self._st,
-            self._seed,
-            self._lp,
-            self._lm,
-            self._grad,
-            self._coeff,
-            self._ev,
-            self._tm,
-            self._evt,
-        ):
+        for buf in (self._st, self._seed, self._lp, self._lm, self._grad, self._coeff):
+            buf.clear()
+        for buf in (self._ev, self._tm, self._evt):
             buf.clear()
         if problem:
             raise problem
@@ -502,9 +504,10 @@ class TraceWriter:
         cols = list(zip(*self._st, strict=True)) if n else [()] * 8
         # An append interrupted (Ctrl-C) between its extends and its step row leaves extra
         # samples at the end of some sample lists: they belong to no step, drop them.
-        total = sum(cols[1])  # q as len(seeds), an int, see append_step
+        total = sum(cols[1])  # q, checked against the lengths in append_step
         for buf in (self._seed, self._lp, self._lm, self._grad, self._coeff):
             del buf[total:]
+        seeds, lp, lm, grad, coeff = self._seed, self._lp, self._lm, self._grad, self._coeff
         checks = {  # column -> (values, bad mask, expected)
             "step": (*S.int_column(cols[0], *S.I64), "i64"),
             "q": (*S.int_column(cols[1], 0, S.I32[1]), "i32 >= 0"),
@@ -516,11 +519,11 @@ class TraceWriter:
             "fresh_words": (*S.int_column(cols[7], *S.I64), "i64"),
         }
         sample_checks = {
-            "seed": (*S.int_column(self._seed, *S.U32), "u32", self._seed),
-            "loss_plus": (*S.int_column(self._lp, *S.I32), "i32", self._lp),
-            "loss_minus": (*S.int_column(self._lm, *S.I32), "i32", self._lm),
-            "grad": (*S.float_column(self._grad), "f8", self._grad),
-            "coeff": (*S.int_column(self._coeff, *S.I32), "i32", self._coeff),
+            "seed": (*S.int_column(seeds, *S.U32), "u32", seeds),
+            "loss_plus": (*S.int_column(lp, *S.I32), "i32", lp),
+            "loss_minus": (*S.int_column(lm, *S.I32), "i32", lm),
+            "grad": (*S.float_column(grad), "f8", grad),
+            "coeff": (*S.int_column(coeff, *S.I32), "i32", coeff),
         }
         q = checks["q"][0]
         owner = np.repeat(np.arange(n), q)  # q was checked against the lengths on append
@@ -559,17 +562,17 @@ class TraceWriter:
         what = ""
         for i, (col, (_, mask, kind)) in enumerate(checks.items()):
             if mask[first]:
-                what = f"{col} = {self._st[first][i]!r} is not {kind}"
+                what = f"{col} = {_plain(self._st[first][i])!r} is not {kind}"
                 break
         else:
             for col, (_, mask, kind, raw) in sample_checks.items():
                 hits = np.flatnonzero(mask & (owner == first))
                 if len(hits):
-                    what = f"{col} = {raw[int(hits[0])]!r} is not {kind}"
+                    what = f"{col} = {_plain(raw[int(hits[0])])!r} is not {kind}"
                     break
         more = f" ({int(bad.sum())} bad steps in this block)" if bad.sum() > 1 else ""
         return TraceError(
-            f"step {self._st[first][0]!r} not recorded: {what}{more}",
+            f"step {_plain(self._st[first][0])!r} not recorded: {what}{more}",
             "pass the values the device returned: u32 seeds, i32 Q16 losses and "
             "coefficients, finite floats",
         )
@@ -768,6 +771,10 @@ def _write_blob(g: h5py.Group, blob: bytes) -> None:
     ds.attrs["description"] = S.DESCRIPTIONS["model_blob"]
     ds.attrs["units"] = json.dumps({"": "byte"})
     ds.attrs["size"] = len(blob)
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _compress_mode(compress: bool | str) -> str:
