@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import subprocess
@@ -9,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 from hilbench import __version__, datasets
@@ -17,16 +19,17 @@ from hilbench.config import RunConfig, parse_eps_mult
 from hilbench.console import NullView, RunView
 from hilbench.device.state import ModelState
 from hilbench.device.twin import DeviceTwin
-from hilbench.errors import ConfigError
+from hilbench.errors import ConfigError, HilbenchError
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.graph import Graph
+from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder
 from hilbench.target.client import Target
-from hilbench.target.recovery import RecoveringTarget
-from hilbench.trace import TraceWriter
+from hilbench.target.recovery import RecoveringTarget, UpdateLog
+from hilbench.trace import Trace, TraceWriter
 from hilbench.train.schedule import Scheduler, make_schedule
-from hilbench.train.trainer import TEST_SLOT, TRAIN_SLOT, Trainer, TrainSettings
+from hilbench.train.trainer import TEST_SLOT, TRAIN_SLOT, LoggedStep, Trainer, TrainSettings
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
 
@@ -212,6 +215,63 @@ def run(
         return _run(config, view=view, target=target, backend=backend, schedule=schedule)
 
 
+@dataclass(frozen=True)
+class _Resumed:
+    """An interrupted run read back from its trace."""
+
+    model_blob: bytes
+    steps: list[LoggedStep]
+    updates: list[tuple[np.ndarray, np.ndarray]]
+
+
+def resume(
+    trace_path: Path,
+    *,
+    view: RunView | None = None,
+    backend: Backend | None = None,
+    target: Target | None = None,
+) -> RunResult:
+    """Continue the interrupted last run of ``trace_path`` in the same file.
+
+    The device is reloaded and given the logged updates; the host replays its seeds and
+    scheduler up to the last step on disk, so the run ends as an uninterrupted one would.
+    """
+    trace = Trace.open(trace_path)
+    if trace.finished:
+        raise HilbenchError(
+            f"run {trace.run_id} of {trace_path} is {trace.status}: there is nothing to resume",
+            "start a new run without --resume",
+        )
+    if trace.model_blob is None:
+        raise HilbenchError(f"{trace_path} holds no model blob", "it cannot be resumed")
+    stored = dict(trace.config)
+    stored["trace"] = Path(trace_path)
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    config = RunConfig(**{k: v for k, v in stored.items() if k in known})
+    if backend is not None:
+        config = config.replace(backend=backend.kind)
+    samples = trace.samples
+    steps, updates = [], []
+    for row in trace.steps:
+        start, q = int(row["sample_start"]), int(row["q"])
+        seeds = samples["seed"][start : start + q].astype(np.uint32)
+        updates.append((seeds, samples["coeff"][start : start + q].astype(np.int32)))
+        steps.append(
+            LoggedStep(
+                q=q,
+                batch_seed=int(row["batch_seed"]),
+                seeds=seeds,
+                loss=float(row["loss"]),
+                forward_passes=int(row["forward_passes"]),
+            )
+        )
+    resumed = _Resumed(model_blob=trace.model_blob, steps=steps, updates=updates)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run(
+            config, view=view, target=target, backend=backend, schedule=None, resumed=resumed
+        )
+
+
 def _run(
     config: RunConfig,
     *,
@@ -219,11 +279,17 @@ def _run(
     target: Target | None,
     backend: Backend | None,
     schedule: Scheduler | None,
+    resumed: _Resumed | None = None,
 ) -> RunResult:
     started = time.perf_counter()
     view = view or NullView()
     data = datasets.load(config.dataset)
     model = prepare_model(config, data)
+    if resumed is not None and resumed.model_blob != model.blob:
+        raise HilbenchError(
+            "this hilbench builds a different model blob than the one in the trace",
+            "resume with the hilbench version that wrote the trace",
+        )
     schedule = schedule or make_schedule(config.scheduler)
     trace_path = Path(config.trace) if config.trace else default_trace_path(config)
     run_attrs = {
@@ -241,9 +307,11 @@ def _run(
         "git_revision": git_revision(),
     }
     owned = None
-    with TraceWriter.create(
-        trace_path, run_attrs, config.to_dict(), model_blob=model.blob
-    ) as trace:
+    if resumed is None:
+        writer = TraceWriter.create(trace_path, run_attrs, config.to_dict(), model_blob=model.blob)
+    else:
+        writer = TraceWriter.resume(trace_path)
+    with writer as trace:
         if target is None:
             owned = backend or make_backend(config)
             target = owned.open()
@@ -260,17 +328,24 @@ def _run(
         try:
             info = target.info or target.hello()
             trace.set_attrs(device_id=info.device_id, firmware=info.firmware)
-            target.load_model(model.blob)
             x_train = datasets.quantize_inputs(
                 data.x_train, model.input_scale, model.input_zero_point
             )
             x_test = datasets.quantize_inputs(
                 data.x_test, model.input_scale, model.input_zero_point
             )
-            target.load_data(TRAIN_SLOT, x_train, data.y_train, data.n_classes)
-            target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
-            initial_crc, _ = target.weights_crc()
-            trace.set_attrs(initial_weights_crc=initial_crc)
+            if resumed is None:
+                target.load_model(model.blob)
+                target.load_data(TRAIN_SLOT, x_train, data.y_train, data.n_classes)
+                target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
+                initial_crc, _ = target.weights_crc()
+                trace.set_attrs(initial_weights_crc=initial_crc)
+            else:  # a fresh device: reload, then replay the updates the trace logged
+                slots = {
+                    TRAIN_SLOT: data_blob.encode(x_train, data.y_train, data.n_classes),
+                    TEST_SLOT: data_blob.encode(x_test, data.y_test, data.n_classes),
+                }
+                target.restore(model.blob, slots, UpdateLog(steps=list(resumed.updates)))
             trainer = Trainer(
                 target,
                 schedule,
@@ -295,7 +370,7 @@ def _run(
                 f"{config.backend} · {info.device_id}"
             )
             try:
-                result = trainer.run()
+                result = trainer.run(resume=resumed.steps if resumed else None)
             finally:
                 view.finish()
         finally:

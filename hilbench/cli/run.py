@@ -38,6 +38,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-every", type=int, default=d.eval_every, metavar="FORWARD_PASSES")
     p.add_argument("--trace", type=Path, help="HDF5 trace to write (default traces/<time>-...)")
     p.add_argument("--no-live", action="store_true", help="plain progress lines, no live panel")
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="TRACE",
+        help="continue the interrupted last run of TRACE in the same file (its settings apply)",
+    )
     zo = p.add_argument_group("zeroth-order method (docs/zo-math.md)")
     zo.add_argument(
         "--init",
@@ -110,20 +116,42 @@ def config_from(args: argparse.Namespace) -> RunConfig:
 
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
 
     from hilbench import datasets, session
     from hilbench.console import make_view
     from hilbench.npu import zoo
 
+    console = Console()
+    if args.resume:
+        result = session.resume(
+            args.resume, view=make_view(not args.no_live, console), backend=_backend_override(args)
+        )
+        _print_summary(console, result)
+        return 0
     config = config_from(args)
     if config.model not in zoo.MODELS:
         known = ", ".join(sorted(zoo.MODELS))
         raise ConfigError(f"unknown model '{config.model}'", f"use one of: {known}")
     data = datasets.load(config.dataset)  # fail on an unknown name before any device is touched
     session.prepare_model(config, data)  # and on a layer selection or pool that does not fit
-    console = Console()
     result = session.run(config, view=make_view(config.live, console))
+    _print_summary(console, result)
+    return 0
+
+
+def _backend_override(args: argparse.Namespace):
+    """With --resume, a backend named on the command line replaces the trace's."""
+    if not (args.board or args.qemu):
+        return None
+    from hilbench.backends import make_backend
+
+    kind = "qemu" if args.qemu else "board"
+    return make_backend(RunConfig(backend=kind, port=args.board, link_faults=args.link_faults))
+
+
+def _print_summary(console, result) -> None:
+    from rich.table import Table
+
     table = Table(title="hilbench run", show_header=False)
     table.add_row("final test accuracy", f"{result.final_accuracy:.2%}")
     table.add_row("forward passes", f"{result.forward_passes:,}")
@@ -133,4 +161,3 @@ def handle(args: argparse.Namespace) -> int:
     table.add_row("wall time", f"{result.wall_s:.1f} s (host)")
     console.print(table)
     print(f"trace written to {result.trace_path} (run {result.run_id})", flush=True)
-    return 0

@@ -10,6 +10,7 @@ import numpy as np
 
 from hilbench.config import rate_schedule
 from hilbench.console import NullView, Progress, RunView
+from hilbench.errors import HilbenchError
 from hilbench.target.client import CommandTiming, Target
 from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
@@ -30,6 +31,17 @@ class TrainSettings:
     estimator: str = "two-point"
     lr_schedule: str = "constant"
     eps_schedule: str = "constant"
+
+
+@dataclass(frozen=True)
+class LoggedStep:
+    """One step of an interrupted run, as its trace recorded it (for resuming)."""
+
+    q: int
+    batch_seed: int
+    seeds: np.ndarray
+    loss: float
+    forward_passes: int
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,31 @@ class Trainer:
         self.trace.append_eval(self.step, forward_passes, accuracy, loss, split="test")
         progress.accuracy = accuracy
 
-    def run(self) -> TrainResult:
+    def _fast_forward(self, done: list[LoggedStep], rng: np.random.Generator) -> int:
+        """Replay the host's side of logged steps: RNG draws and scheduler; check each."""
+        s = self.settings
+        forward_passes_done = 0
+        for logged in done:
+            fits = max_q(s.estimator, s.budget - forward_passes_done)
+            q = min(int(self.schedule.next_q(self.step)), fits)
+            draws = rng.integers(0, 2**32, size=logged.q + 1, dtype=np.uint32)
+            if (
+                q != logged.q
+                or int(draws[0]) != logged.batch_seed
+                or not np.array_equal(draws[1:], logged.seeds)
+            ):
+                raise HilbenchError(
+                    f"step {self.step} of the trace does not follow from its seed and scheduler",
+                    "resume with the hilbench version that wrote the trace",
+                )
+            forward_passes_done = logged.forward_passes
+            self.schedule.observe(self.step, logged.loss, forward_passes_done)
+            self.step += 1
+        return forward_passes_done
+
+    def run(self, resume: list[LoggedStep] | None = None) -> TrainResult:
+        """Train until the budget is spent; after ``resume``'s steps if given (the device
+        already holds their updates)."""
         s = self.settings
         rng = np.random.default_rng(s.seed)
         progress = Progress(budget=s.budget)
@@ -89,7 +125,12 @@ class Trainer:
         estimate = ESTIMATORS[s.estimator]
         lr_at, eps_at = rate_schedule(s.lr_schedule), rate_schedule(s.eps_schedule)
         self.schedule.start(s.budget)
-        self._evaluate(0, progress)
+        if resume:
+            forward_passes_done = self._fast_forward(resume, rng)
+            while next_eval <= forward_passes_done:
+                next_eval += s.eval_every
+        else:
+            self._evaluate(0, progress)
         while True:
             fits = max_q(s.estimator, s.budget - forward_passes_done)
             q = min(int(self.schedule.next_q(self.step)), fits)
