@@ -78,7 +78,7 @@ def wire_per_step() -> None:
         target.load_model(blob)
         target.load_data(0, x, y, 10)
         rng = np.random.default_rng(0)
-        for q in (1, 4, 16, 64, 128, 256):
+        for q in (1, 4, 16, 24, 32, 64, 256):
             steps = 20
             before = (counting.writes, counting.tx + counting.rx)
             for step in range(steps):

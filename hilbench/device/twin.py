@@ -23,10 +23,8 @@ from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, encod
 from hilbench.zo.rng import batch_indices
 
 TIMING_MODELED = 2
-FRAME_START = b"\x00"
-CAPABILITIES = (
-    m.CAP_MODELED_TIMING | m.CAP_RESET | m.CAP_APPLY_BATCH
-)  # a delimiter before every frame flushes any junk the peer holds
+FRAME_START = b"\x00"  # a delimiter before every frame flushes any junk the peer holds
+CAPABILITIES = m.CAP_MODELED_TIMING | m.CAP_RESET | m.CAP_APPLY_BATCH | m.CAP_APPLY_PROBED
 DEFAULT_MEMORY = 4_200_000  # bytes of on-chip SRAM on the STM32N6
 
 
@@ -61,6 +59,7 @@ class DeviceTwin:
         self._bulk: dict[object, bytearray] = {}
         self._last: tuple[int, int, bytes, bytes] | None = None  # seq, type, payload, answer
         self._session: int | None = None  # the host's HELLO token, None until HELLO
+        self._probed: np.ndarray | None = None  # seeds of the last PROBE, for APPLY_PROBED
         self._last_seq = 0
         self.stats["boots"] += 1
 
@@ -134,6 +133,7 @@ class DeviceTwin:
             m.WeightsCrcRequest: self._weights_crc,
             m.ResetRequest: lambda _req: m.ResetResponse(),
             m.ApplyBatchRequest: self._apply_batch,
+            m.ApplyProbedRequest: self._apply_probed,
         }[type(req)]
         return handler(req)
 
@@ -187,6 +187,7 @@ class DeviceTwin:
                 f"model needs {state.memory_bytes()} bytes, device has {self.memory_bytes}",
             )
         self.model = state
+        self._probed = None
         return m.LoadModelResponse(received=len(blob), complete=1, model_crc32=zlib.crc32(blob))
 
     def _load_data(self, req: m.LoadDataRequest) -> m.LoadDataResponse:
@@ -224,6 +225,7 @@ class DeviceTwin:
         model, data = self._model_and_slot(req.slot)
         idx = batch_indices(req.batch_seed, len(data.labels), req.batch_size)
         lp, lm = model.probe(self._inputs(model, data, idx), data.labels[idx], req.seeds, req.eps)
+        self._probed = np.array(req.seeds, dtype=np.uint32)
         seconds = npu_latency_s(model.macs, req.batch_size, passes=2 * len(req.seeds))
         return m.ProbeResponse(
             q=len(req.seeds),
@@ -238,6 +240,18 @@ class DeviceTwin:
             raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
         self.model.apply(req.seeds, req.coeffs)
         return m.ApplyResponse(updates_applied=self.model.updates_applied)
+
+    def _apply_probed(self, req: m.ApplyProbedRequest) -> m.ApplyProbedResponse:
+        if self.model is None:
+            raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
+        if self._probed is None or len(self._probed) != req.q:
+            have = 0 if self._probed is None else len(self._probed)
+            raise CommandError(
+                m.ErrorCode.BAD_ARGUMENT,
+                f"APPLY_PROBED with q={req.q}, but the last PROBE since the model load had {have}",
+            )
+        self.model.apply(self._probed, req.coeffs)
+        return m.ApplyProbedResponse(updates_applied=self.model.updates_applied)
 
     def _apply_batch(self, req: m.ApplyBatchRequest) -> m.ApplyBatchResponse:
         if self.model is None:

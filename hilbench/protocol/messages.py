@@ -20,6 +20,7 @@ from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, encod
 
 __all__ = [
     "CAP_APPLY_BATCH",
+    "CAP_APPLY_PROBED",
     "CAP_CYCLE_COUNTER",
     "CAP_MODELED_TIMING",
     "CAP_RESET",
@@ -36,6 +37,8 @@ __all__ = [
     "RESPONSE_BIT",
     "ApplyBatchRequest",
     "ApplyBatchResponse",
+    "ApplyProbedRequest",
+    "ApplyProbedResponse",
     "ApplyRequest",
     "ApplyResponse",
     "ErrorCode",
@@ -80,6 +83,7 @@ class MessageType(IntEnum):
     WEIGHTS_CRC = 0x07
     RESET = 0x08
     APPLY_BATCH = 0x09
+    APPLY_PROBED = 0x0A
     ERROR = 0xFF
 
 
@@ -123,6 +127,7 @@ CAP_CYCLE_COUNTER = 1 << 0  # durations come from the device's cycle counter
 CAP_MODELED_TIMING = 1 << 1  # durations come from a cost model (the twin)
 CAP_RESET = 1 << 2  # RESET reboots the device
 CAP_APPLY_BATCH = 1 << 3  # APPLY_BATCH replays logged updates in one frame
+CAP_APPLY_PROBED = 1 << 4  # APPLY_PROBED applies with the last PROBE's seeds (not re-sent)
 
 
 class TimingSource(IntEnum):
@@ -1027,6 +1032,55 @@ class ApplyBatchResponse(Message):
         return cls(n)
 
 
+# ---- APPLY_PROBED -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ApplyProbedRequest(Message):
+    """``u16 q, i32 coeffs[q]``: APPLY with the seeds of the last PROBE the device executed."""
+
+    TYPE: ClassVar[int] = MessageType.APPLY_PROBED
+    NAME: ClassVar[str] = "APPLY_PROBED request"
+    coeffs: np.ndarray
+    q: int = field(default=None, kw_only=True)  # type: ignore[assignment]  # = len(coeffs)
+
+    def __post_init__(self) -> None:
+        _q(self, len(_array(self, "coeffs", "<i4")), "coeffs")
+
+    def pack(self) -> bytes:
+        return _U16.pack(self.q) + self.coeffs.tobytes()
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ApplyProbedRequest:
+        r = _reader(cls, payload)
+        q = r.scalar(_U16, "q")
+        coeffs = r.array("<i4", q, "coeffs")
+        r.done()
+        return cls(coeffs)
+
+
+@dataclass(frozen=True, eq=False)
+class ApplyProbedResponse(Message):
+    """``u32 updates_applied``, as APPLY's."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.APPLY_PROBED)
+    NAME: ClassVar[str] = "APPLY_PROBED response"
+    updates_applied: int
+
+    def __post_init__(self) -> None:
+        _kind(self, "updates_applied", "u32")
+
+    def pack(self) -> bytes:
+        return _U32.pack(self.updates_applied)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ApplyProbedResponse:
+        r = _reader(cls, payload)
+        n = r.scalar(_U32, "updates_applied")
+        r.done()
+        return cls(n)
+
+
 # ---- registries -------------------------------------------------------------------------------
 
 REQUESTS: dict[int, type[Message]] = {
@@ -1041,6 +1095,7 @@ REQUESTS: dict[int, type[Message]] = {
         WeightsCrcRequest,
         ResetRequest,
         ApplyBatchRequest,
+        ApplyProbedRequest,
     )
 }
 RESPONSES: dict[int, type[Message]] = {
@@ -1055,6 +1110,7 @@ RESPONSES: dict[int, type[Message]] = {
         WeightsCrcResponse,
         ResetResponse,
         ApplyBatchResponse,
+        ApplyProbedResponse,
         ErrorResponse,
     )
 }

@@ -85,6 +85,7 @@ class Target:
         self.session = secrets.randbits(32)  # names this connection in HELLO
         self._decoder = FrameDecoder(on_error=self._host_resync)
         self._pending: list = []
+        self._probed: np.ndarray | None = None  # seeds of the last PROBE the device answered
         self._rto: dict[int, RtoEstimator] = {}
 
     def event(self, kind: str, detail: str) -> None:
@@ -146,6 +147,7 @@ class Target:
                 else None
             )
             if code is m.ErrorCode.NO_SESSION:
+                self._probed = None
                 self.event("reset", f"{name}: device reports a reboot ({response.message})")
                 raise DeviceReset(
                     f"{self.name} rebooted (answered {name} with NO_SESSION)",
@@ -227,6 +229,7 @@ class Target:
                 f"this hilbench speaks v{PROTOCOL_VERSION}",
                 "flash firmware built from this hilbench version, or install the matching hilbench",
             )
+        self._probed = None
         if self.info is not None and self.info.boot_nonce != resp.boot_nonce:
             self.event(
                 "reset", f"boot nonce {self.info.boot_nonce:#010x} -> {resp.boot_nonce:#010x}"
@@ -247,6 +250,7 @@ class Target:
 
     def load_model(self, blob: bytes) -> int:
         """Send a model blob in chunks; returns the CRC-32 the device computed."""
+        self._probed = None
         size = self._chunk_size()
         resp = None
         for offset in range(0, max(len(blob), 1), size):
@@ -284,7 +288,8 @@ class Target:
     ) -> m.ProbeResponse:
         """Loss pairs (Q16) of the ±eps perturbations along each seed's direction."""
         seeds = np.asarray(seeds, dtype=np.uint32)
-        return self._exchange(
+        self._probed = None
+        response = self._exchange(
             m.ProbeRequest(
                 slot=slot,
                 batch_size=batch_size,
@@ -294,12 +299,22 @@ class Target:
                 seeds=seeds,
             )
         )
+        self._probed = seeds
+        return response
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
         """Apply one integer update; returns the device's count of applied updates."""
         seeds = np.asarray(seeds, dtype=np.uint32)
         coeffs = np.asarray(coeffs, dtype=np.int32)
-        resp = self._exchange(m.ApplyRequest(q=len(seeds), seeds=seeds, coeffs=coeffs))
+        caps = self.info.capabilities if self.info else 0
+        if (
+            caps & m.CAP_APPLY_PROBED
+            and self._probed is not None
+            and np.array_equal(seeds, self._probed)
+        ):  # the device still holds these seeds from the PROBE: do not send them again
+            resp = self._exchange(m.ApplyProbedRequest(coeffs=coeffs))
+        else:
+            resp = self._exchange(m.ApplyRequest(q=len(seeds), seeds=seeds, coeffs=coeffs))
         return resp.updates_applied
 
     def evaluate(self, slot: int, n_items: int, chunk: int = 512) -> tuple[float, float]:

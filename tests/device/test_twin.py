@@ -184,3 +184,17 @@ def test_apply_batch_equals_the_same_applies_one_by_one(prepared):
     _, batch = loaded_twin(prepared)
     assert batch.send(m.ApplyBatchRequest(tuple(steps))).updates_applied == 4
     assert batch.send(m.WeightsCrcRequest()) == one.send(m.WeightsCrcRequest())
+
+
+def test_apply_probed_uses_the_last_probes_seeds(prepared):
+    seeds = np.array([11, 12, 13], np.uint32)
+    coeffs = np.array([50000, -30000, 20000], np.int32)
+    _, full = loaded_twin(prepared)
+    full.send(m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=seeds))
+    full.send(m.ApplyRequest(seeds, coeffs))
+    _, short = loaded_twin(prepared)
+    reply = short.send(m.ApplyProbedRequest(coeffs))
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT and "last PROBE" in reply.message
+    short.send(m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=seeds))
+    assert short.send(m.ApplyProbedRequest(coeffs)).updates_applied == 1
+    assert short.send(m.WeightsCrcRequest()) == full.send(m.WeightsCrcRequest())
