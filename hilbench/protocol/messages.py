@@ -269,6 +269,9 @@ def _kind(msg: Message, field: str, kind: str) -> int:
     return _int(msg, field, *_RANGES[kind])
 
 
+_IINFO: dict[np.dtype, np.iinfo] = {}
+
+
 def _array(msg: Message, field: str, dtype: str) -> np.ndarray:
     """Validate ``msg.field`` as a 1-D integer array fitting ``dtype``; store it read-only."""
     value = getattr(msg, field)
@@ -285,7 +288,7 @@ def _array(msg: Message, field: str, dtype: str) -> np.ndarray:
     if a.size and a.dtype.kind not in "iub":
         raise MessageError(f"{msg.NAME}: field '{field}' must hold integers, got {a.dtype}")
     if a.size:
-        info = np.iinfo(dt)
+        info = _IINFO.get(dt) or _IINFO.setdefault(dt, np.iinfo(dt))
         lo, hi = int(a.min()), int(a.max())
         if lo < info.min or hi > info.max:
             raise MessageError(

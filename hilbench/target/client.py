@@ -8,6 +8,7 @@ host wall-clock time and the device's own duration with its source.
 
 from __future__ import annotations
 
+import bisect
 import secrets
 import time
 import zlib
@@ -25,6 +26,7 @@ from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_fram
 from hilbench.target.rto import RtoEstimator
 
 TIMING_SOURCES = {0: None, 1: "device", 2: "modeled"}
+_POLL_STEPS = (0.001, 0.005, 0.02, 0.05)  # read timeouts: few values, so few tty reprograms
 FRAME_OVERHEAD = 16  # header, CRC, COBS and delimiter bytes a chunk must leave room for
 
 
@@ -205,7 +207,13 @@ class Target:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            self.port.timeout = min(remaining, 0.05)
+            poll = (
+                _POLL_STEPS[bisect.bisect_left(_POLL_STEPS, remaining) - 1]
+                if remaining > _POLL_STEPS[0]
+                else _POLL_STEPS[0]
+            )
+            if self.port.timeout != poll:  # pyserial reprograms the tty on every change
+                self.port.timeout = poll
             chunk = self.port.read(self.port.in_waiting or 1)
             if chunk:
                 seen += chunk
