@@ -31,20 +31,19 @@ from hilbench.device.server import serve_tcp
 from hilbench.device.twin import DeviceTwin
 from hilbench.link.paced import PacedPort
 from hilbench.link.serial_port import open_port
+from hilbench.link.wrapper import PortWrapper
 from hilbench.protocol import data_blob
 from hilbench.target.client import Target
 
 BAUD = 921_600
 
 
-class CountingPort:
+class CountingPort(PortWrapper):
     """Counts writes (round trips) and bytes in both directions."""
 
     def __init__(self, port) -> None:
-        self.port, self.writes, self.tx, self.rx = port, 0, 0, 0
-
-    timeout = property(lambda s: s.port.timeout, lambda s, v: setattr(s.port, "timeout", v))
-    in_waiting = property(lambda s: s.port.in_waiting)
+        super().__init__(port)
+        self.writes, self.tx, self.rx = 0, 0, 0
 
     def write(self, data: bytes) -> int:
         self.writes += 1
@@ -55,9 +54,6 @@ class CountingPort:
         data = self.port.read(size)
         self.rx += len(data)
         return data
-
-    def close(self) -> None:
-        self.port.close()
 
 
 def prepared():

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 from hilbench.errors import ConfigError
+from hilbench.link.wrapper import PortWrapper
 
 FRAME_FAULTS = ("drop", "corrupt", "duplicate", "delay", "truncate")
 DELIMITER = b"\x00"
@@ -71,7 +72,7 @@ class FaultSpec:
         return any(getattr(self, kind) > 0 for kind in (*FRAME_FAULTS, "reset"))
 
 
-class FaultyPort:
+class FaultyPort(PortWrapper):
     """A pyserial-like port that injects the faults of ``spec`` into the frames crossing it."""
 
     def __init__(
@@ -82,7 +83,7 @@ class FaultyPort:
         reset_device: Callable[[], None] | None = None,
         on_fault: Callable[[str, str], None] | None = None,
     ) -> None:
-        self.port = port
+        super().__init__(port)
         self.spec = spec
         self.reset_device = reset_device
         self.on_fault = on_fault
@@ -94,14 +95,6 @@ class FaultyPort:
         self._n = 0
 
     # --- pyserial surface used by Target ---------------------------------------------------
-    @property
-    def timeout(self) -> float | None:
-        return self.port.timeout
-
-    @timeout.setter
-    def timeout(self, value: float | None) -> None:
-        self.port.timeout = value
-
     @property
     def in_waiting(self) -> int:
         self._deliver_late()
@@ -133,9 +126,6 @@ class FaultyPort:
         out = bytes(self._ready[:size])
         del self._ready[:size]
         return out
-
-    def close(self) -> None:
-        self.port.close()
 
     # --- faults ----------------------------------------------------------------------------
     def _fault(self, kind: str, detail: str) -> None:

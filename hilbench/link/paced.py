@@ -12,27 +12,17 @@ import time
 
 import serial
 
+from hilbench.link.wrapper import PortWrapper
 
-class PacedPort:
+
+class PacedPort(PortWrapper):
     """pyserial-like port wrapper that limits both directions to ``baud`` (8N1)."""
 
     def __init__(self, port: serial.SerialBase, baud: int) -> None:
-        self.port = port
+        super().__init__(port)
         self.seconds_per_byte = 10.0 / baud
         self._tx_free_at = 0.0
         self._rx_free_at = 0.0
-
-    @property
-    def timeout(self) -> float | None:
-        return self.port.timeout
-
-    @timeout.setter
-    def timeout(self, value: float | None) -> None:
-        self.port.timeout = value
-
-    @property
-    def in_waiting(self) -> int:
-        return self.port.in_waiting
 
     def _wait(self, free_at: float, n: int) -> float:
         start = max(time.perf_counter(), free_at)
@@ -51,6 +41,3 @@ class PacedPort:
         if data:
             self._rx_free_at = self._wait(self._rx_free_at, len(data))
         return data
-
-    def close(self) -> None:
-        self.port.close()

@@ -707,6 +707,26 @@ class ProbeResponse(Message):
 
 
 @dataclass(frozen=True, eq=False)
+class _UpdatesApplied(Message):
+    """``u32 updates_applied``: updates applied since the model was loaded (after this one)."""
+
+    updates_applied: int
+
+    def __post_init__(self) -> None:
+        _kind(self, "updates_applied", "u32")
+
+    def pack(self) -> bytes:
+        return _U32.pack(self.updates_applied)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> Any:
+        r = _reader(cls, payload)
+        n = r.scalar(_U32, "updates_applied")
+        r.done()
+        return cls(n)
+
+
+@dataclass(frozen=True, eq=False)
 class ApplyRequest(Message):
     """``u16 q, u32 seeds[q], i32 coeffs[q]``."""
 
@@ -739,25 +759,11 @@ class ApplyRequest(Message):
 
 
 @dataclass(frozen=True, eq=False)
-class ApplyResponse(Message):
+class ApplyResponse(_UpdatesApplied):
     """``u32 updates_applied`` (APPLY commands applied since the model was loaded)."""
 
     TYPE: ClassVar[int] = response_type(MessageType.APPLY)
     NAME: ClassVar[str] = "APPLY response"
-    updates_applied: int
-
-    def __post_init__(self) -> None:
-        _kind(self, "updates_applied", "u32")
-
-    def pack(self) -> bytes:
-        return _U32.pack(self.updates_applied)
-
-    @classmethod
-    def unpack(cls, payload: bytes) -> ApplyResponse:
-        r = _reader(cls, payload)
-        n = r.scalar(_U32, "updates_applied")
-        r.done()
-        return cls(n)
 
 
 # ---- EVAL -------------------------------------------------------------------------------------
@@ -1014,25 +1020,11 @@ class ApplyBatchRequest(Message):
 
 
 @dataclass(frozen=True, eq=False)
-class ApplyBatchResponse(Message):
+class ApplyBatchResponse(_UpdatesApplied):
     """``u32 updates_applied`` after the whole batch."""
 
     TYPE: ClassVar[int] = response_type(MessageType.APPLY_BATCH)
     NAME: ClassVar[str] = "APPLY_BATCH response"
-    updates_applied: int
-
-    def __post_init__(self) -> None:
-        _kind(self, "updates_applied", "u32")
-
-    def pack(self) -> bytes:
-        return _U32.pack(self.updates_applied)
-
-    @classmethod
-    def unpack(cls, payload: bytes) -> ApplyBatchResponse:
-        r = _reader(cls, payload)
-        n = r.scalar(_U32, "updates_applied")
-        r.done()
-        return cls(n)
 
 
 # ---- APPLY_PROBED -----------------------------------------------------------------------------
@@ -1063,25 +1055,11 @@ class ApplyProbedRequest(Message):
 
 
 @dataclass(frozen=True, eq=False)
-class ApplyProbedResponse(Message):
+class ApplyProbedResponse(_UpdatesApplied):
     """``u32 updates_applied``, as APPLY's."""
 
     TYPE: ClassVar[int] = response_type(MessageType.APPLY_PROBED)
     NAME: ClassVar[str] = "APPLY_PROBED response"
-    updates_applied: int
-
-    def __post_init__(self) -> None:
-        _kind(self, "updates_applied", "u32")
-
-    def pack(self) -> bytes:
-        return _U32.pack(self.updates_applied)
-
-    @classmethod
-    def unpack(cls, payload: bytes) -> ApplyProbedResponse:
-        r = _reader(cls, payload)
-        n = r.scalar(_U32, "updates_applied")
-        r.done()
-        return cls(n)
 
 
 # ---- registries -------------------------------------------------------------------------------
