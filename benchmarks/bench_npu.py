@@ -3,6 +3,9 @@
 
     python benchmarks/bench_npu.py [--repeat 20] [--sets 16]
 
+"ours" is the default backend (the compiled numba kernels, ``jit``); the numpy reference
+path is timed too, for one input, as "ours (numpy)".
+
 Models: MobileNetV2 (alpha 0.35, 96x96) and ResNet18 (width 0.25, 64x64), 10 classes, random
 He-normal float weights quantized with calibration data. Three timings per model:
 
@@ -28,6 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from hilbench.npu import zoo
 from hilbench.npu.graph import Graph
+from hilbench.npu.ops import _backend
 from hilbench.npu.tflite import export_tflite
 
 MODELS = [
@@ -62,6 +66,8 @@ def perturbed_sets(g: Graph, sets: int, rng: np.random.Generator) -> dict[str, n
 
 
 def ours(g: Graph, x: np.ndarray, ov: dict[str, np.ndarray], repeat: int) -> dict[str, float]:
+    with _backend.use("numpy"):
+        ref = best_of(lambda: g.run(x), max(3, repeat // 4))
     one = best_of(lambda: g.run(x), repeat)
     sets = len(next(iter(ov.values())))
     batched = best_of(lambda: g.run(x, ov), max(3, repeat // 4)) / sets
@@ -72,7 +78,13 @@ def ours(g: Graph, x: np.ndarray, ov: dict[str, np.ndarray], repeat: int) -> dic
     g.run(x, ov)
     peak_batched = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return {"one": one, "batched": batched, "mem": peak_one, "mem_batched": peak_batched}
+    return {
+        "one": one,
+        "numpy": ref,
+        "batched": batched,
+        "mem": peak_one,
+        "mem_batched": peak_batched,
+    }
 
 
 def tflm(model: bytes, x: np.ndarray, repeat: int) -> dict[str, float]:
@@ -118,6 +130,7 @@ def main() -> None:
     with threadpool_limits(1):
         blas = threadpool_limits(1).get_original_num_threads()
         print(f"one thread (threadpoolctl; BLAS pools: {blas}); best of {args.repeat}")
+        print(f"ours: backend {_backend.name()!r}")
         for title, name, kw in MODELS:
             g = zoo.build(name, seed=0, **kw)
             x = rng.integers(-128, 128, (1, *g.input_shape)).astype(np.int8)
@@ -140,6 +153,7 @@ def main() -> None:
                 f".tflite {len(model) / 1024:.0f} KiB"
             )
             print(f"  ours   one input      {a['one'] * 1e3:8.2f} ms   peak {mib['a']:6.1f} MiB")
+            print(f"  ours (numpy path)     {a['numpy'] * 1e3:8.2f} ms")
             print(
                 f"  ours   {args.sets} sets batched {a['batched'] * 1e3:8.2f} ms/pass  "
                 f"peak {mib['b']:6.1f} MiB"

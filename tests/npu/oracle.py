@@ -9,7 +9,21 @@ import pytest
 runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
 
 from hilbench.npu.graph import Graph  # noqa: E402
+from hilbench.npu.ops import _backend  # noqa: E402
 from hilbench.npu.tflite import export_tflite, export_tflite_indexed  # noqa: E402
+
+# Every oracle comparison runs our graph once per backend: the compiled kernels (jit) and
+# the numpy reference path must each match TFLM byte for byte.
+BACKENDS = _backend.NAMES
+
+
+def run_each(graph: Graph, x: np.ndarray, overrides=None) -> dict[str, np.ndarray]:
+    """``graph.run(x, overrides)`` under every backend, by backend name."""
+    out = {}
+    for b in BACKENDS:
+        with _backend.use(b):
+            out[b] = graph.run(x, overrides)
+    return out
 
 
 def graph_to_tflite(graph: Graph, batch: int) -> bytes:
@@ -57,21 +71,25 @@ def assert_graph_matches_tflm(
     """Whole-graph output must equal TFLM byte for byte; on a mismatch, name the first op
     whose output differs (per-layer comparison). TFLM runs ``exported`` (default: graph)."""
     ref = graph if exported is None else exported
-    got = graph.run(x)
-    want = run_tflite(graph_to_tflite(ref, x.shape[0]), x).reshape(got.shape)
-    if np.array_equal(got, want):
-        return
-    ours = graph.run_all(x)
-    theirs = run_tflite_all(ref, x)
-    for op in graph.ops:
-        name = op.outputs[0]
-        a, b = ours[name], theirs[name]
-        if not np.array_equal(a, b):
-            idx = np.argwhere(a != b)[:3].tolist()
-            pytest.fail(
-                f"{what} {graph.name}: first mismatch at {op.kind} -> {name}, "
-                f"{int((a != b).sum())} of {a.size} bytes differ, e.g. at {idx}: "
-                f"ours {[int(a[tuple(i)]) for i in idx]} vs TFLM "
-                f"{[int(b[tuple(i)]) for i in idx]}"
-            )
-    pytest.fail(f"{what} {graph.name}: outputs differ but no layer does")
+    want = None
+    for backend in BACKENDS:
+        with _backend.use(backend):
+            got = graph.run(x)
+            if want is None:
+                want = run_tflite(graph_to_tflite(ref, x.shape[0]), x).reshape(got.shape)
+            if np.array_equal(got, want):
+                continue
+            ours = graph.run_all(x)
+        theirs = run_tflite_all(ref, x)
+        for op in graph.ops:
+            name = op.outputs[0]
+            a, b = ours[name], theirs[name]
+            if not np.array_equal(a, b):
+                idx = np.argwhere(a != b)[:3].tolist()
+                pytest.fail(
+                    f"{what} {graph.name} ({backend} backend): first mismatch at {op.kind} -> "
+                    f"{name}, {int((a != b).sum())} of {a.size} bytes differ, e.g. at {idx}: "
+                    f"ours {[int(a[tuple(i)]) for i in idx]} vs TFLM "
+                    f"{[int(b[tuple(i)]) for i in idx]}"
+                )
+        pytest.fail(f"{what} {graph.name} ({backend} backend): outputs differ but no layer does")

@@ -10,7 +10,7 @@ from hilbench.npu.graph import Graph, Op, QParams, Tensor
 from hilbench.npu.ops import fully_connected as fc
 from hilbench.npu.quant import ACTIVATIONS, quantize_multiplier
 
-from .oracle import graph_to_tflite, run_tflite
+from .oracle import graph_to_tflite, run_each, run_tflite
 from .refimpl import mbqm
 
 CASES_PER_SEED = 40
@@ -93,15 +93,15 @@ def test_random_fc_bit_exact_with_tflm(seed):
     for case in range(CASES_PER_SEED):
         g, x = _random_case(rng)
         want = run_tflite(graph_to_tflite(g, x.shape[0]), x)
-        got = g.run(x)
-        assert want.dtype == np.int8 and want.shape == got.shape
-        if not np.array_equal(got, want):
-            p = g.ops[0].params
-            bad = np.argwhere(got != want)[:5].tolist()
-            pytest.fail(
-                f"seed {seed} case {case}: mismatch at {bad}; K={x.shape[1]} "
-                f"params={ {k: v for k, v in p.items()} }"
-            )
+        for backend, got in run_each(g, x).items():
+            assert want.dtype == np.int8 and want.shape == got.shape
+            if not np.array_equal(got, want):
+                p = g.ops[0].params
+                bad = np.argwhere(got != want)[:5].tolist()
+                pytest.fail(
+                    f"seed {seed} case {case} ({backend} backend): mismatch at {bad}; "
+                    f"K={x.shape[1]} params={ {k: v for k, v in p.items()} }"
+                )
 
 
 def test_batched_weight_sets_match_tflm_one_by_one():
@@ -115,11 +115,12 @@ def test_batched_weight_sets_match_tflm_one_by_one():
                 for _ in range(3)
             ]
         ).astype(np.int8)
-        got = g.run(x, {"w": sets})
-        assert got.shape == (3, *x.shape[:1], w.shape[0])
+        each = run_each(g, x, {"w": sets})
         for i in range(3):
             want = run_tflite(graph_to_tflite(g.with_constants({"w": sets[i]}), x.shape[0]), x)
-            np.testing.assert_array_equal(got[i], want)
+            for backend, got in each.items():
+                assert got.shape == (3, *x.shape[:1], w.shape[0]), backend
+                np.testing.assert_array_equal(got[i], want, backend)
 
 
 def _single_rounding(x: int, m: int, s: int) -> int:
@@ -151,7 +152,8 @@ def test_tflm_uses_double_rounding():
         x = np.full((1, 1), 3, np.int8)  # x - zp = 0: the accumulator is the bias
         want = run_tflite(graph_to_tflite(g, 1), x)[0]
         np.testing.assert_array_equal(want, [mbqm(a, m, s) for a in accs])
-        np.testing.assert_array_equal(g.run(x)[0], want)
+        for backend, got in run_each(g, x).items():
+            np.testing.assert_array_equal(got[0], want, backend)
         checked += 1
 
 
@@ -169,7 +171,9 @@ def test_mlp_bit_exact_with_tflm(sizes, seed, calibrated):
     calib = rng.random((100, sizes[0]), dtype=np.float32) if calibrated else None
     g = zoo.build_mlp(sizes, seed=seed, calibration=calib)
     x = rng.integers(-128, 128, (256, sizes[0])).astype(np.int8)
-    np.testing.assert_array_equal(g.run(x), run_tflite(graph_to_tflite(g, 256), x))
+    want = run_tflite(graph_to_tflite(g, 256), x)
+    for backend, got in run_each(g, x).items():
+        np.testing.assert_array_equal(got, want, backend)
     # after some "training": weights and biases moved by a few LSB
     moved = {}
     for wn, bn in g.weight_tensors():
@@ -178,4 +182,6 @@ def test_mlp_bit_exact_with_tflm(sizes, seed, calibrated):
         b = g.tensors[bn].data.astype(np.int64)
         moved[bn] = (b + rng.integers(-500, 501, b.shape)).astype(np.int32)
     g2 = g.with_constants(moved)
-    np.testing.assert_array_equal(g2.run(x), run_tflite(graph_to_tflite(g2, 256), x))
+    want = run_tflite(graph_to_tflite(g2, 256), x)
+    for backend, got in run_each(g2, x).items():
+        np.testing.assert_array_equal(got, want, backend)

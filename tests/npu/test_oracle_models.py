@@ -7,8 +7,16 @@ import pytest
 
 from hilbench.datasets import load, quantize_inputs
 from hilbench.npu import pretrain, zoo
+from hilbench.npu.ops import _backend
 
-from .oracle import assert_graph_matches_tflm, graph_to_tflite, run_tflite, run_tflite_all
+from .oracle import (
+    BACKENDS,
+    assert_graph_matches_tflm,
+    graph_to_tflite,
+    run_each,
+    run_tflite,
+    run_tflite_all,
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +45,11 @@ def test_pretrained_cnn_and_its_perturbations_match_tflm(digits):
     assert_graph_matches_tflm(g, x, "pretrained")
     rng = np.random.default_rng(2)
     sets = [_moved(g, rng) for _ in range(4)]
-    batched = g.run(x, {n: np.stack([s[n] for s in sets]) for n in sets[0]})
+    each = run_each(g, x, {n: np.stack([s[n] for s in sets]) for n in sets[0]})
     for i, s in enumerate(sets):
         want = run_tflite(graph_to_tflite(g.with_constants(s), len(x)), x)
-        np.testing.assert_array_equal(batched[i], want)
+        for backend, batched in each.items():
+            np.testing.assert_array_equal(batched[i], want, backend)
 
 
 @pytest.mark.parametrize(
@@ -55,11 +64,13 @@ def test_pretrained_cnn_and_its_perturbations_match_tflm(digits):
 def test_scaled_down_models_match_tflm_layer_by_layer(name, kw, res):
     g = zoo.build(name, seed=0, **kw)
     x = _images(1, 3, res)
-    ours = g.run_all(x)
     theirs = run_tflite_all(g, x)
-    for op in g.ops:
-        n = op.outputs[0]
-        assert np.array_equal(ours[n], theirs[n]), f"{name}: {op.kind} -> {n} differs"
+    for backend in BACKENDS:
+        with _backend.use(backend):
+            ours = g.run_all(x)
+        for op in g.ops:
+            n = op.outputs[0]
+            assert np.array_equal(ours[n], theirs[n]), f"{name} ({backend}): {op.kind} -> {n}"
     assert len(np.unique(ours["logits"])) > 5  # not a degenerate, saturated model
     moved = g.with_constants(_moved(g, np.random.default_rng(3), 2))
     assert_graph_matches_tflm(moved, x, "perturbed")

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hilbench.npu.ops import conv2d
+from hilbench.npu.ops import _jit, conv2d
 
 from .cases import CASES
-from .oracle import graph_to_tflite, run_tflite
+from .oracle import graph_to_tflite, run_each, run_tflite
 from .refimpl import conv_acc, mbqm
 
 COUNTS = {
@@ -42,14 +42,17 @@ def test_random_single_op_models_bit_exact_with_tflm(name, chunk):
     n = min(CHUNK, COUNTS[name] - chunk * CHUNK)
     for case in range(n):
         g, x = CASES[name](rng)
-        got = g.run(x)
-        want = run_tflite(graph_to_tflite(g, x.shape[0]), x).reshape(got.shape)
-        if not np.array_equal(got, want):
-            bad = np.argwhere(got != want)[:3].tolist()
-            pytest.fail(
-                f"{name} chunk {chunk} case {case}: {int((got != want).sum())} of "
-                f"{got.size} bytes differ, e.g. at {bad}; {_describe(g)}"
-            )
+        want = None
+        for backend, got in run_each(g, x).items():
+            if want is None:
+                want = run_tflite(graph_to_tflite(g, x.shape[0]), x).reshape(got.shape)
+            if not np.array_equal(got, want):
+                bad = np.argwhere(got != want)[:3].tolist()
+                pytest.fail(
+                    f"{name} chunk {chunk} case {case} ({backend} backend): "
+                    f"{int((got != want).sum())} of {got.size} bytes differ, e.g. at {bad}; "
+                    f"{_describe(g)}"
+                )
 
 
 @pytest.mark.parametrize("name", ["conv", "depthwise"])
@@ -60,12 +63,13 @@ def test_batched_weight_sets_match_tflm_one_by_one(name):
         w = g.tensors["w"].data
         sets = np.clip(w.astype(np.int16) + rng.integers(-3, 4, (4, *w.shape)), -127, 127)
         sets = sets.astype(np.int8)
-        got = g.run(x, {"w": sets})
-        assert got.shape == (4, x.shape[0], *g.output_shape)
+        each = run_each(g, x, {"w": sets})
         for i in range(4):
             one = g.with_constants({"w": sets[i]})
-            want = run_tflite(graph_to_tflite(one, x.shape[0]), x).reshape(got.shape[1:])
-            np.testing.assert_array_equal(got[i], want)
+            want = run_tflite(graph_to_tflite(one, x.shape[0]), x)
+            for backend, got in each.items():
+                assert got.shape == (4, x.shape[0], *g.output_shape), backend
+                np.testing.assert_array_equal(got[i], want.reshape(got.shape[1:]), backend)
 
 
 def test_float64_path_for_long_reductions():
@@ -83,3 +87,6 @@ def test_float64_path_for_long_reductions():
     want = np.vectorize(lambda a: min(max(mbqm(int(a), 2**30, -19), -128), 127))(acc)
     assert len(np.unique(want)) > 10
     np.testing.assert_array_equal(got, want)
+    # the compiled path: 128 * (row L1 of the filter) > 2**24 forces float64 there too
+    assert _jit._Prepared(w, w.reshape(3, 1, -1).reshape(1, 3, -1)).dtype == np.float64
+    np.testing.assert_array_equal(_jit.conv2d(x[None], w, None, p)[0], want)

@@ -63,7 +63,11 @@ def requantize(
     if bound is not None and np.all(shift <= 0) and (bound + bmax) * (2**31) < 2**53:
         p = acc.astype(np.float64)
         if bias is not None:
-            p += _bias_view(bias, p.ndim, np.float64)
+            bv = _bias_view(bias, p.ndim, np.float64)
+            if bv.ndim == p.ndim and bv.shape[0] > p.shape[0]:  # only the biases batched
+                p = p + bv
+            else:
+                p += bv
         p *= mult.astype(np.float64)
         p += 2.0**30
         p *= 2.0**-31

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hilbench.errors import ModelError
+from hilbench.npu.ops import _backend
 from hilbench.npu.ops import _common as c
 from hilbench.npu.ops import _record as r
 from hilbench.npu.quant import activation_range, multiply_by_quantized_multiplier
@@ -100,6 +101,9 @@ def add(x1: np.ndarray, x2: np.ndarray, p: dict[str, Any]) -> np.ndarray:
 
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
+    k = _backend.kernels()
+    if k is not None:
+        return k.add(inputs[0], inputs[1], op.params)
     return add(inputs[0], inputs[1], op.params)
 
 

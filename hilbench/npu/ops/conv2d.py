@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hilbench.npu.ops import _backend
 from hilbench.npu.ops import _common as c
 from hilbench.npu.ops import _record as r
 
@@ -118,6 +119,9 @@ def prepare(
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
     bias = inputs[2] if len(inputs) > 2 else None
+    k = _backend.kernels()
+    if k is not None:
+        return k.conv2d(inputs[0], inputs[1], bias, op.params, _backend.op_cache(op))
     return conv2d(inputs[0], inputs[1], bias, op.params)
 
 

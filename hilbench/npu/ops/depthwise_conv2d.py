@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hilbench.npu.ops import _backend, conv2d
 from hilbench.npu.ops import _common as c
 from hilbench.npu.ops import _record as r
-from hilbench.npu.ops import conv2d
 
 if TYPE_CHECKING:
     from hilbench.npu.graph import Graph, Op
@@ -105,6 +105,9 @@ def prepare(
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
     bias = inputs[2] if len(inputs) > 2 else None
+    k = _backend.kernels()
+    if k is not None:
+        return k.depthwise_conv2d(inputs[0], inputs[1], bias, op.params)
     return depthwise_conv2d(inputs[0], inputs[1], bias, op.params)
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hilbench.errors import ModelError
+from hilbench.npu.ops import _backend
 from hilbench.npu.quant import (
     ACTIVATIONS,
     INT8_MAX,
@@ -125,6 +126,9 @@ def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
     k = w.shape[-1]
     x = x.reshape(x.shape[0], x.shape[1], k)
     p = op.params
+    kern = _backend.kernels()
+    if kern is not None:
+        return kern.fully_connected(x, w, bias, p, _backend.op_cache(op))
     return fully_connected(
         x,
         w,

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hilbench.npu.ops import _backend, _pool
 from hilbench.npu.ops import _common as c
-from hilbench.npu.ops import _pool
 from hilbench.npu.ops import _record as r
 
 if TYPE_CHECKING:
@@ -32,6 +32,9 @@ def max_pool2d(x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
 
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
+    k = _backend.kernels()
+    if k is not None:
+        return k.max_pool2d(inputs[0], op.params)
     return max_pool2d(inputs[0], op.params)
 
 

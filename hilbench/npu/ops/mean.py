@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hilbench.npu.ops import _backend
 from hilbench.npu.ops import _common as c
 from hilbench.npu.ops import _record as r
 from hilbench.npu.quant import multiply_by_quantized_multiplier, quantize_multiplier
@@ -70,6 +71,9 @@ def mean(x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
 
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
+    k = _backend.kernels()
+    if k is not None:
+        return k.mean(inputs[0], op.params)
     return mean(inputs[0], op.params)
 
 
