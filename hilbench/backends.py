@@ -21,7 +21,8 @@ from hilbench.link.pty_pair import PtyPair
 from hilbench.link.serial_port import open_port
 from hilbench.target.client import Target
 
-HELLO_TIMEOUT_S = 3.0
+HELLO_TIMEOUT_S = 2.0  # per try; a live device answers in milliseconds
+HELLO_RETRIES = 2  # first contact: give up after 3 tries, not a minute
 
 
 def single_threaded_blas() -> None:
@@ -69,7 +70,7 @@ class Backend(ABC):
             # a reset goes around the injector, numbered so the device does not drop it as stale
             faulty.reset_device = lambda: port.write(target.reset_frame())
         try:
-            target.hello(timeout=HELLO_TIMEOUT_S)
+            target.hello(timeout=HELLO_TIMEOUT_S, retries=HELLO_RETRIES)
         except BaseException:
             target.close()
             raise
