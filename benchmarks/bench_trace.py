@@ -13,7 +13,8 @@ two timing rows per step.
 
 share: ``hilbench.session.run`` trains the default MLP on the emulator (RunConfig(budget=...))
 with the real writer, timing every writer call in the training thread and every background
-flush; the share is writer time / training time between the first and the last step. The same
+flush (less the timer's own cost, calibrated); the share is writer time / training time
+between the first and the last step. The same
 run is then repeated with a writer whose appends do nothing, and the two step times are shown
 side by side (an A/B of the wall clock: noisier than the direct measurement).
 """
@@ -92,7 +93,10 @@ class TimedWriter(TraceWriter):
     last_step: float | None = None
     n_steps = 0
 
+    calls = 0
+
     def _timed(self, fn: Any, *args: Any, **kw: Any) -> Any:
+        TimedWriter.calls += 1
         t0 = time.perf_counter()
         try:
             return fn(*args, **kw)
@@ -135,7 +139,29 @@ class TimedWriter(TraceWriter):
     def reset(cls) -> None:
         cls.main_s = cls.background_s = cls.close_s = 0.0
         cls.first_step = cls.last_step = None
-        cls.n_steps = 0
+        cls.n_steps = cls.calls = 0
+
+
+def _probe_overhead_s() -> float:
+    """What timing one call adds (the wrapper's own frame and clock reads), per call."""
+
+    class Probe(TimedWriter):
+        def __init__(self) -> None:
+            pass
+
+    probe, noop = Probe(), (lambda: None)
+    saved = TimedWriter.main_s, TimedWriter.calls
+    n = 20_000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        probe._timed(noop)
+    wrapped = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(n):
+        noop()
+    plain = time.perf_counter() - t0
+    TimedWriter.main_s, TimedWriter.calls = saved
+    return max(0.0, (wrapped - plain) / n)
 
 
 class NullAppendWriter(TimedWriter):
@@ -164,19 +190,24 @@ def _one_session(writer_cls: type, budget: int, trace: Path) -> dict[str, float]
     TimedWriter.reset()
     original = session.TraceWriter
     session.TraceWriter = writer_cls
+    c0 = time.process_time()
     try:
         session.run(RunConfig(budget=budget, live=False, trace=trace))
     finally:
         session.TraceWriter = original
+    cpu_s = time.process_time() - c0
     span = TimedWriter.last_step - TimedWriter.first_step
+    # the instrumentation's own cost is not the writer's
+    main_s = max(0.0, TimedWriter.main_s - TimedWriter.calls * _probe_overhead_s())
     steps = TimedWriter.n_steps - 1  # intervals between the first and the last step
     return {
         "steps": TimedWriter.n_steps,
         "step_s": span / steps,
-        "writer_main_s": TimedWriter.main_s,
+        "writer_main_s": main_s,
         "writer_bg_s": TimedWriter.background_s,
         "close_s": TimedWriter.close_s,
         "span_s": span,
+        "cpu_s": cpu_s,  # the whole run, both sides (the twin runs in-process)
     }
 
 
@@ -198,10 +229,14 @@ def bench_share(budget: int, repeats: int) -> dict[str, Any]:
         "share_max": float(max(share)),
         "step_s_real": best["step_s"],
         "step_s_null": min(r["step_s"] for r in null),
+        "cpu_s_real": float(np.median([r["cpu_s"] for r in real])),
+        "cpu_s_null": float(np.median([r["cpu_s"] for r in null])),
         "writer_per_step_s": float(
             np.median([(r["writer_main_s"] + r["writer_bg_s"]) / r["steps"] for r in real])
         ),
         "close_s": float(np.median([r["close_s"] for r in real])),
+        "main_per_step_s": float(np.median([r["writer_main_s"] / r["steps"] for r in real])),
+        "bg_per_step_s": float(np.median([r["writer_bg_s"] / r["steps"] for r in real])),
         "steps": best["steps"],
     }
 
@@ -245,9 +280,18 @@ def main() -> None:
             f"{s['share_max']:.2%})   [target < 2%]"
         )
         print(
+            f"    of which appends in the training thread {s['main_per_step_s'] * 1e6:.1f} µs, "
+            f"background flushes {s['bg_per_step_s'] * 1e6:.1f} µs per step"
+        )
+        print(
             f"  step time with the writer {s['step_s_real'] * 1e3:.3f} ms, with appends "
             f"switched off {s['step_s_null'] * 1e3:.3f} ms: ratio "
             f"{s['step_s_real'] / s['step_s_null']:.3f} (best of {a.repeats}, wall clock)"
+        )
+        print(
+            f"  CPU time of a whole run with the writer {s['cpu_s_real']:.2f} s, without "
+            f"{s['cpu_s_null']:.2f} s: ratio {s['cpu_s_real'] / s['cpu_s_null']:.3f} "
+            f"(median of {a.repeats}; includes setup and the twin's work)"
         )
         print(f"  once per run: close (final flush + gzip rewrite) {s['close_s'] * 1e3:.0f} ms")
 

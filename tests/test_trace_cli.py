@@ -391,3 +391,31 @@ def test_zo_session_fails_a_test_whose_trace_does_not_replay(pytester, tmp_path:
             "device reported 0x*"
         ]
     )
+
+
+def test_watch_waits_for_a_run_that_is_being_set_up(tmp_path: Path) -> None:
+    attrs = {
+        "protocol_version": 1, "backend": "emulate", "device_id": "t", "firmware": "t",
+        "model": "m", "model_hash": "h", "dataset": "d", "seed": 0,
+    }  # fmt: skip
+    path = tmp_path / "soon.h5"
+    with h5py.File(path, "w", libver=("v110", "v110")) as f:  # a trace with no run yet
+        f.attrs["format"] = "hilbench-trace"
+        f.attrs["format_version"] = 1
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "hilbench", "watch", str(path), "--interval", "0.1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.0)
+        with TraceWriter.create(path, attrs, {}) as w:
+            w.append_step(0, 1, [1], [2], [3], [0.5], [1], 1.0, 1, 0, 1.0, 2, 1)
+        out, err = watch.communicate(timeout=60)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+    assert watch.returncode == 0, err
+    assert out.splitlines()[-1] == "run 0000 finished: complete"

@@ -156,7 +156,19 @@ def handle(args: argparse.Namespace) -> int:
         raise ConfigError(f"--interval {args.interval} must be positive", "e.g. --interval 0.5")
     follower = Follower(args.trace, args.run)
     state = State(Path(args.trace))
-    first = follower.poll()  # a missing, foreign or newer file fails here, one line
+    deadline = time.monotonic() + UNREADABLE_AFTER_S
+    while True:  # a missing, foreign or newer file fails here, one line
+        try:
+            first = follower.poll()
+            break
+        except TraceError as exc:
+            # a run being set up right now (file created, run group not yet) is worth a wait
+            transient = any(
+                s in exc.cause for s in ("holds no runs", "another process", "is corrupt")
+            )
+            if not transient or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
     state.absorb(first)
     budget = None
     if isinstance(state.attrs.get("config_json"), str):

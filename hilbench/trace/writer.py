@@ -954,14 +954,22 @@ def _open_for_append(path: Path, *, create: bool) -> tuple[h5py.File, int | None
                 f = _h5_open(path, "r+")
             except OSError as exc2:
                 raise open_error(path, exc2, writing=True) from None
+        verb = "append a run" if create else "resume"
         try:
             check_root(f, path)
         except TraceError as err:
             f.close()
-            verb = "append a run" if create else "resume"
             raise TraceError(
                 f"cannot {verb}: {err.cause}", "write the trace to a new file"
             ) from None
+        superblock = f.id.get_create_plist().get_version()[0]
+        if superblock < 3:  # not written by hilbench: HDF5 cannot start SWMR on it
+            f.close()
+            raise TraceError(
+                f"cannot {verb}: {path} uses HDF5 superblock version {superblock}, which "
+                "cannot be written in SWMR mode (version 3 or later is needed)",
+                "write the trace to a new file (hilbench creates files that allow it)",
+            )
     except BaseException:
         _release(lock_fd)
         raise

@@ -226,3 +226,14 @@ def test_an_append_cut_short_by_ctrl_c_leaves_no_half_step(tmp_path: Path) -> No
     assert tr.steps["step"].tolist() == [0, 2]
     assert tr.samples["seed"].tolist() == [0, 1, 2, 3]
     assert tr.samples["grad"].tolist() == [0.5, -0.5, 0.5, -0.5]
+
+
+def test_a_file_without_swmr_support_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "old.h5"
+    with h5py.File(path, "w") as f:  # h5py's default: superblock 0, no SWMR possible
+        f.attrs["format"] = "hilbench-trace"
+        f.attrs["format_version"] = 1
+    with pytest.raises(TraceError, match="superblock version 0, which cannot be written in SWMR"):
+        TraceWriter.create(path, RUN_ATTRS, CONFIG)
+    with h5py.File(path, "r") as f:
+        assert "runs" not in f  # nothing half-written
