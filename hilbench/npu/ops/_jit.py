@@ -38,12 +38,37 @@ U = np.uint64
 # --- requantization ------------------------------------------------------------------------
 @njit(inline="always")
 def _mbqm(v, m, ls, rs, half, neg):
-    """TFLM MultiplyByQuantizedMultiplier of an int64 ``v`` wrapped to int32 first."""
+    """TFLM MultiplyByQuantizedMultiplier of an int64 ``v`` wrapped to int32 first; ``m`` is
+    an int32 multiplier (so the product is a 32x32->64 multiply)."""
     v32 = np.int32(v)  # two's-complement wrap: the C accumulator is int32
     v32 = np.int32(np.int64(v32) << ls)
-    h = (np.int64(v32) * m + (np.int64(1) << 30)) >> 31
+    h = (np.int64(v32) * np.int64(m) + (np.int64(1) << 30)) >> 31
     h = min(h, np.int64(2147483647))
     return (h + half - (h < 0) * neg) >> rs
+
+
+@njit(inline="always")
+def _channels(mult, shift, n):
+    """Per-channel requantization constants (a 1-element mult/shift is broadcast): int32
+    multipliers, and int64 left shifts, right shifts, rounding halves, negative fix-ups;
+    plus whether any shift is a left shift."""
+    m32 = np.empty(n, np.int32)
+    ls = np.empty(n, np.int64)
+    rs = np.empty(n, np.int64)
+    half = np.empty(n, np.int64)
+    neg = np.empty(n, np.int64)
+    anyls = False
+    for o in range(n):
+        m = mult[o if mult.size > 1 else 0]
+        s = np.int64(shift[o if shift.size > 1 else 0])
+        r = -s if s < 0 else np.int64(0)
+        m32[o] = m
+        ls[o] = s if s > 0 else np.int64(0)
+        rs[o] = r
+        half[o] = (np.int64(1) << r) >> 1
+        neg[o] = 1 if r > 0 else 0
+        anyls |= s > 0
+    return m32, ls, rs, half, neg, anyls
 
 
 @njit(inline="always")
@@ -67,9 +92,9 @@ def _table(mult, shift, n):
 def requant_acc(acc, sa_n, m_n, o_n, bias, sb_n, rowsum, sw_n, io, mult, shift, oo, lo, hi, out):
     """acc (Sa*M*O,) integer-valued floats; effective bias = bias (Sb, O) + io * rowsum
     (Sw, O) -> out (S*M*O,) int8; each of Sa, Sb, Sw is 1 or S = out.size / (M*O)."""
-    t = _table(mult, shift, o_n)
+    m32, ls, rs, half, neg, anyls = _channels(mult, shift, o_n)
     s_n = out.size // (m_n * o_n)
-    beff = np.empty(o_n, np.int64)
+    b32 = np.empty(o_n, np.int32)
     for s in range(s_n):
         sa = s if sa_n > 1 else 0
         sb = s if sb_n > 1 else 0
@@ -78,22 +103,23 @@ def requant_acc(acc, sa_n, m_n, o_n, bias, sb_n, rowsum, sw_n, io, mult, shift, 
             b = np.int64(io) * rowsum[U(sw * o_n + o)]
             if bias.size:
                 b += np.int64(bias[U(sb * o_n + o)])
-            beff[o] = b
+            b32[o] = np.int32(b)  # acc + bias wraps like int32 either way
         for i in range(m_n):
             a0 = U((sa * m_n + i) * o_n)
             d0 = U((s * m_n + i) * o_n)
-            for o in range(o_n):
-                uo = U(o)
-                v = np.int64(acc[a0 + uo]) + beff[uo]
-                h = _mbqm(
-                    v,
-                    t[uo],
-                    t[U(o_n) + uo],
-                    t[U(2 * o_n) + uo],
-                    t[U(3 * o_n) + uo],
-                    t[U(4 * o_n) + uo],
-                )
-                out[d0 + uo] = min(max(h + oo, lo), hi)
+            if anyls:
+                for o in range(o_n):
+                    uo = U(o)
+                    v = np.int64(acc[a0 + uo]) + b32[uo]
+                    h = _mbqm(v, m32[uo], ls[uo], rs[uo], half[uo], neg[uo])
+                    out[d0 + uo] = min(max(h + oo, lo), hi)
+            else:
+                for o in range(o_n):
+                    uo = U(o)
+                    v = np.int32(np.int64(acc[a0 + uo]) + b32[uo])
+                    h = (np.int64(v) * np.int64(m32[uo]) + (np.int64(1) << 30)) >> 31
+                    h = (h + half[uo] - (h < 0) * neg[uo]) >> rs[uo]
+                    out[d0 + uo] = min(max(h + oo, lo), hi)
 
 
 # --- conv / fully connected ----------------------------------------------------------------
@@ -339,89 +365,99 @@ def fully_connected(
 # --- depthwise -----------------------------------------------------------------------------
 @njit(**_KW)
 def _depthwise(
-    x,
-    sx_n,
-    n_n,
-    h_n,
-    w_n,
-    c_n,
-    w,
-    sw_n,
-    kh,
-    kw,
-    bias,
-    sb_n,
-    mult,
-    shift,
-    io,
-    oo,
-    lo,
-    hi,
-    dm,
-    geo,
-    out,
-    oh,
-    ow,
-):
+    x, sx_n, n_n, h_n, w_n, c_n, w, sw_n, kh, kw, bias, sb_n, mult, shift, io, oo, lo, hi, dm,
+    geo, out, oh, ow,
+):  # fmt: skip
     """x (Sx*N*H*W*C,) int8; w (Sw*KH*KW*OC,) int8; bias (Sb*OC,) int32 or empty ->
-    out (S*N*OH*OW*OC,) int8 with OC = C*dm; geo = (sh, sw, dh, dw, pt, pl)."""
+    out (S*N*OH*OW*OC,) int8 with OC = C*dm; geo = (sh, sw, dh, dw, pt, pl).
+
+    Works a whole output row (OW*OC int32 accumulators) at a time: with stride_w 1 and
+    depth multiplier 1 every tap is one contiguous multiply-add over the row (weights tiled
+    along it), else tap by tap per pixel; then the row is requantized."""
     oc = c_n * dm
-    t = _table(mult, shift, oc)
-    s_n = out.size // (n_n * oh * ow * oc)
+    row = ow * oc
+    m32, ls, rs, half, neg, anyls = _channels(mult, shift, oc)
+    s_n = out.size // (n_n * oh * row)
     sh, sw, dh, dw, pt, pl = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5]
-    acc = np.empty(oc, np.int32)
+    contiguous = sw == 1 and dm == 1
+    acc = np.empty(row, np.int32)
     wi = np.empty(kh * kw * oc, np.int32)
-    beff = np.zeros(oc, np.int64)
+    wt = np.empty(kh * kw * row if contiguous else 0, np.int32)  # tiled along the row
+    b32 = np.zeros(oc, np.int32)
     xin = np.empty(oc, np.int32)
     io32 = np.int32(io)
-    uoc = U(oc)
     for s in range(s_n):
         sx = s if sx_n > 1 else 0
         if s == 0 or sw_n > 1:
             w0 = (s if sw_n > 1 else 0) * kh * kw * oc
             for j in range(kh * kw * oc):
                 wi[U(j)] = w[U(w0 + j)]
-        if bias.size:
+            if contiguous:
+                for t in range(kh * kw):
+                    for ox in range(ow):
+                        d = U(t * row + ox * oc)
+                        for c in range(oc):
+                            wt[d + U(c)] = wi[U(t * oc + c)]
+        if bias.size and (s == 0 or sb_n > 1):
             b0 = (s if sb_n > 1 else 0) * oc
             for c in range(oc):
-                beff[U(c)] = bias[U(b0 + c)]
+                b32[U(c)] = bias[U(b0 + c)]
         for n in range(n_n):
             img = (sx * n_n + n) * h_n
             for oy in range(oh):
-                for ox in range(ow):
-                    acc[:] = 0
-                    for ky in range(kh):
-                        iy = oy * sh - pt + ky * dh
-                        if iy < 0 or iy >= h_n:
+                acc[:] = 0
+                for ky in range(kh):
+                    iy = oy * sh - pt + ky * dh
+                    if iy < 0 or iy >= h_n:
+                        continue
+                    xrow = ((img + iy) * w_n) * c_n
+                    for kx in range(kw):
+                        tap = ky * kw + kx
+                        off = kx * dw - pl
+                        if contiguous:
+                            ox0 = max(0, -off)
+                            ox1 = min(ow, w_n - off)
+                            if ox1 <= ox0:
+                                continue
+                            a0 = ox0 * oc
+                            x0 = xrow + (ox0 + off) * c_n
+                            t0 = tap * row + a0
+                            for j in range((ox1 - ox0) * oc):
+                                acc[U(a0 + j)] += (np.int32(x[U(x0 + j)]) + io32) * wt[U(t0 + j)]
                             continue
-                        for kx in range(kw):
-                            ix = ox * sw - pl + kx * dw
+                        w0 = U(tap * oc)
+                        for ox in range(ow):
+                            ix = ox * sw + off
                             if ix < 0 or ix >= w_n:
                                 continue
-                            x0 = U(((img + iy) * w_n + ix) * c_n)
-                            w0 = U((ky * kw + kx) * oc)
+                            x0 = U(xrow + ix * c_n)
+                            a0 = U(ox * oc)
                             if dm == 1:
                                 for c in range(oc):
                                     uc = U(c)
-                                    acc[uc] += (np.int32(x[x0 + uc]) + io32) * wi[w0 + uc]
+                                    acc[a0 + uc] += (np.int32(x[x0 + uc]) + io32) * wi[w0 + uc]
                             else:
                                 for c in range(oc):
                                     xin[U(c)] = np.int32(x[x0 + U(c // dm)]) + io32
                                 for c in range(oc):
                                     uc = U(c)
-                                    acc[uc] += xin[uc] * wi[w0 + uc]
+                                    acc[a0 + uc] += xin[uc] * wi[w0 + uc]
+                for ox in range(ow):
                     d0 = U((((s * n_n + n) * oh + oy) * ow + ox) * oc)
-                    for c in range(oc):
-                        uc = U(c)
-                        h = _mbqm(
-                            np.int64(acc[uc]) + beff[uc],
-                            t[uc],
-                            t[uoc + uc],
-                            t[U(2 * oc) + uc],
-                            t[U(3 * oc) + uc],
-                            t[U(4 * oc) + uc],
-                        )
-                        out[d0 + uc] = min(max(h + oo, lo), hi)
+                    a0 = U(ox * oc)
+                    if anyls:
+                        for c in range(oc):
+                            uc = U(c)
+                            v = np.int64(acc[a0 + uc]) + b32[uc]
+                            h = _mbqm(v, m32[uc], ls[uc], rs[uc], half[uc], neg[uc])
+                            out[d0 + uc] = min(max(h + oo, lo), hi)
+                    else:
+                        for c in range(oc):
+                            uc = U(c)
+                            v = np.int32(np.int64(acc[a0 + uc]) + b32[uc])
+                            h = (np.int64(v) * np.int64(m32[uc]) + (np.int64(1) << 30)) >> 31
+                            h = (h + half[uc] - (h < 0) * neg[uc]) >> rs[uc]
+                            out[d0 + uc] = min(max(h + oo, lo), hi)
 
 
 def depthwise_conv2d(
