@@ -269,16 +269,17 @@ def _bias_arg(bias: np.ndarray | None) -> tuple[np.ndarray, int]:
 
 def matmul_requant(
     cols: np.ndarray,
-    prep: _Prepared,
+    wt: np.ndarray,
+    rowsum: np.ndarray,
     bias: np.ndarray | None,
     p: dict[str, Any],
-    o: int,
 ) -> np.ndarray:
-    """cols (Sx, M, K) float @ prepared weights (Sw, O, K) -> requantized (S, M, O) int8."""
+    """cols (Sx, M, K) float @ weights wt (Sw, K, O) -> requantized (S, M, O) int8, with the
+    input offset folded into the bias through the row sums (Sw*O,)."""
     sx, m, k = cols.shape
-    sw = prep.wt.shape[0]
+    sw, o = wt.shape[0], wt.shape[2]
     # one weight set: a single GEMM over all rows
-    acc = cols.reshape(sx * m, k) @ prep.wt[0] if sw == 1 else np.matmul(cols, prep.wt)
+    acc = cols.reshape(sx * m, k) @ wt[0] if sw == 1 else np.matmul(cols, wt)
     b, sb = _bias_arg(bias)
     s = max(sx, sw, sb)
     out = np.empty((s, m, o), np.int8)
@@ -289,7 +290,7 @@ def matmul_requant(
         o,
         b,
         sb,
-        prep.rowsum,
+        rowsum,
         sw,
         p["input_offset"],
         _ints(p["multiplier"]),
@@ -300,6 +301,42 @@ def matmul_requant(
         out.reshape(-1),
     )
     return out
+
+
+# Batched calls whose float intermediates exceed this run one weight set at a time, so
+# cols and accumulators stay in cache.
+CHUNK_BYTES = 1 << 22
+
+
+def _conv_cols(x: np.ndarray, b: int, xs: tuple[int, ...], p: dict[str, Any], dtype) -> np.ndarray:
+    """Flat int8 input of ``b`` images (H, W, C) -> flat float cols (b*OH*OW*K,)."""
+    h, wd, cin, kh, kw = xs
+    oh, ow = p["out_h"], p["out_w"]
+    if kh == kw == 1 and p["stride_h"] == p["stride_w"] == 1 and oh == h and ow == wd:
+        cols = np.empty(x.size, dtype)
+        _to_float(x, cols)
+        return cols
+    cols = np.empty(b * oh * ow * kh * kw * cin, dtype)
+    _im2col(
+        x,
+        b,
+        h,
+        wd,
+        cin,
+        oh,
+        ow,
+        kh,
+        kw,
+        p["stride_h"],
+        p["stride_w"],
+        p.get("dilation_h", 1),
+        p.get("dilation_w", 1),
+        p["pad_top"],
+        p["pad_left"],
+        -p["input_offset"],
+        cols,
+    )
+    return cols
 
 
 def conv2d(
@@ -316,33 +353,29 @@ def conv2d(
     prep = _prepared(cache, w, o, k)
     sx, n, h, wd = x.shape[:4]
     oh, ow = p["out_h"], p["out_w"]
-    x = np.ascontiguousarray(x).reshape(-1)
-    if kh == kw == 1 and p["stride_h"] == p["stride_w"] == 1 and oh == h and ow == wd:
-        cols = np.empty(x.size, prep.dtype)
-        _to_float(x, cols)
-    else:
-        cols = np.empty(sx * n * oh * ow * k, prep.dtype)
-        _im2col(
-            x,
-            sx * n,
-            h,
-            wd,
-            cin,
-            oh,
-            ow,
-            kh,
-            kw,
-            p["stride_h"],
-            p["stride_w"],
-            p.get("dilation_h", 1),
-            p.get("dilation_w", 1),
-            p["pad_top"],
-            p["pad_left"],
-            -p["input_offset"],
+    m = n * oh * ow
+    xs = (h, wd, cin, kh, kw)
+    x = np.ascontiguousarray(x).reshape(sx, -1)
+    sw = prep.wt.shape[0]
+    s = max(sx, sw, 1 if bias is None or bias.ndim == 1 else bias.shape[0])
+    if s == 1 or s * m * (k + o) * 4 <= CHUNK_BYTES:
+        cols = _conv_cols(x.reshape(-1), sx * n, xs, p, prep.dtype)
+        out = matmul_requant(cols.reshape(sx, m, k), prep.wt, prep.rowsum, bias, p)
+        return out.reshape(s, n, oh, ow, o)
+    out = np.empty((s, m, o), np.int8)
+    cols = None if sx > 1 else _conv_cols(x[0], n, xs, p, prep.dtype).reshape(1, m, k)
+    for i in range(s):
+        if sx > 1:
+            cols = _conv_cols(x[i], n, xs, p, prep.dtype).reshape(1, m, k)
+        j = i if sw > 1 else 0
+        out[i] = matmul_requant(
             cols,
-        )
-    out = matmul_requant(cols.reshape(sx, n * oh * ow, k), prep, bias, p, o)
-    return out.reshape(out.shape[0], n, oh, ow, o)
+            prep.wt[j : j + 1],
+            prep.rowsum[j * o : (j + 1) * o],
+            bias if bias is None or bias.ndim == 1 else bias[i],
+            p,
+        )[0]
+    return out.reshape(s, n, oh, ow, o)
 
 
 def fully_connected(
@@ -359,7 +392,7 @@ def fully_connected(
     xf = np.ascontiguousarray(x).reshape(-1)
     cols = np.empty(xf.size, prep.dtype)
     _to_float(xf, cols)
-    return matmul_requant(cols.reshape(sx, n, k), prep, bias, p, m)
+    return matmul_requant(cols.reshape(sx, n, k), prep.wt, prep.rowsum, bias, p)
 
 
 # --- depthwise -----------------------------------------------------------------------------
