@@ -59,7 +59,9 @@ def test_report_json_table_and_plots(runs: tuple[Path, Path], tmp_path: Path) ->
     a, _ = runs
     data = json.loads(hilbench("report", str(a), "--json").stdout)
     assert (data["status"], data["forward_passes"], data["steps"]) == ("complete", 1600, 200)
-    assert data["scheduler"] == "fixed:4" and data["events"] == {}
+    assert data["scheduler"] == "fixed:4"
+    # link events (a retry when the machine is busy) are counted, whatever happened
+    assert all(isinstance(k, str) and v >= 1 for k, v in data["events"].items())
     probe = [t for t in data["timing"] if t["command"] == "PROBE"]
     assert {t["source"] for t in probe} == {"host", "modeled"}  # never pooled
     assert all(t["p50"] <= t["p99"] <= t["max"] for t in probe)
