@@ -172,6 +172,8 @@ def test_ctrl_c_and_sigterm_leave_a_finished_interrupted_trace(
     )
     with h5py.File(path, "r") as f:  # closed cleanly: plain HDF5 tools open it
         assert f["runs/0000/steps"].compression == "gzip"
+    rs = tr.resume_state()  # what `hilbench run --resume` continues from
+    assert rs.resumable and rs.next_step == tr.n_steps
     # interrupted runs record no final weights CRC: replay says so in one line
     assert_one_clear_line(
         hilbench("replay", str(path)), "records no final weights CRC", "'interrupted'"

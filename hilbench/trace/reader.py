@@ -464,7 +464,7 @@ class Trace:
         return ResumeState(
             run_id=self.run_id,
             status=self.status,
-            resumable=not self.finished,
+            resumable=not self.finished or self.status in S.RESUMABLE_STATUSES,
             steps=self.n_steps,
             next_step=int(last["step"]) + 1 if last is not None else 0,
             forward_passes=int(last["forward_passes"]) if last is not None else 0,
@@ -553,7 +553,7 @@ class ResumeState:
 
     run_id: str
     status: str
-    resumable: bool  # False once the run is finished
+    resumable: bool  # False once the run is complete (interrupted and failed runs resume)
     steps: int  # step rows on disk
     next_step: int  # the step number to continue with
     forward_passes: int  # cumulative, after the last step on disk

@@ -35,6 +35,8 @@ RUN_ID_WIDTH = 4
 TIMING_SOURCES = ("device", "modeled", "host")
 STATUSES = ("complete", "interrupted", "failed")
 RUNNING = "running"
+#: Runs TraceWriter.resume continues: killed (still "running"), or closed without completing.
+RESUMABLE_STATUSES = (RUNNING, "interrupted", "failed")
 
 #: Run attributes the caller must give at creation (besides the defaulted ones below).
 REQUIRED_RUN_ATTRS = (

@@ -198,10 +198,13 @@ class TraceWriter:
         compress: bool | str = "close",
         handle_sigterm: bool = True,
     ) -> TraceWriter:
-        """Reopen an unfinished run (default: the last one) to append more steps to it.
+        """Reopen a run that did not complete (default: the last one) to append more steps.
 
-        Works on a file whose writer was killed. Sample rows beyond the last step on disk
-        (a flush cut short) are dropped; an event 'resume' records where the run restarted.
+        Works on a run whose writer was killed (status "running") and on one closed as
+        "interrupted" (Ctrl-C, SIGTERM) or "failed": its final attributes go back to their
+        placeholders until the next finish(). A "complete" run is refused. Sample rows beyond
+        the last step on disk (a flush cut short) are dropped; an event 'resume' records where
+        the run restarted.
         ``last_step``, ``forward_passes`` and ``steps_written`` say where to continue from.
         """
         path = Path(path)
@@ -213,10 +216,11 @@ class TraceWriter:
             ids = sorted(f.get(S.RUNS_GROUP, {}))
             rid = Trace._pick(path, ids, run)
             g = f[S.RUNS_GROUP][rid]
-            if bool(g.attrs.get("finished", False)):
+            finished = bool(g.attrs.get("finished", False))
+            was = str(_decode(g.attrs.get("status", S.RUNNING)))
+            if finished and was not in S.RESUMABLE_STATUSES:
                 raise TraceError(
-                    f"run {rid} of {path} is finished (status "
-                    f"{_decode(g.attrs.get('status'))!r}); there is nothing to resume",
+                    f"run {rid} of {path} is {was}; there is nothing to resume",
                     "start a new run with TraceWriter.create",
                 )
             missing = [n for n in S.DATASETS if n not in g]
@@ -232,6 +236,9 @@ class TraceWriter:
                 end = int(last["sample_start"]) + int(last["q"])
             if samples.shape[0] > end:
                 samples.resize((end,))
+            if finished:  # interrupted or failed: running again until the next finish()
+                for key, value in S.FINAL_ATTR_PLACEHOLDERS.items():
+                    g.attrs[key] = value
             f.flush()
             f.swmr_mode = True
         except (OSError, KeyError, ValueError) as exc:
@@ -247,7 +254,9 @@ class TraceWriter:
             raise
         w = cls(f, g, path, flush_rows, flush_interval_s, lock_fd, mode, handle_sigterm)
         step = w._last_step if w._last_step is not None else -1
-        w.append_event(step, "resume", f"writer resumed with {w._n['steps']} steps on disk")
+        w.append_event(
+            step, "resume", f"writer resumed with {w._n['steps']} steps on disk (run was {was})"
+        )
         w.flush()
         return w
 

@@ -93,7 +93,7 @@ def test_updates_and_resume_state_of_an_unfinished_run(tmp_path: Path) -> None:
         assert step == 60 and seeds.dtype.name == "uint32" and seeds.tolist() == [60] * 4
         assert coeffs.dtype.name == "int32" and coeffs.tolist() == [0] * 4
     finally:
-        w.close()
+        w.close("complete")
     assert not Trace.open(tmp_path / "r.h5").resume_state().resumable
 
 

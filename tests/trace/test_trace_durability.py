@@ -133,12 +133,12 @@ def test_a_killed_run_can_be_resumed(tmp_path: Path) -> None:
     assert tr.steps["sample_start"].tolist() == [*range(0, 120, 3), *range(120, 125)]
     assert tr.samples["seed"][-5:].tolist() == [40, 41, 42, 43, 44]
     assert tr.events["kind"].tolist() == ["note", "resume"]
-    assert tr.events["detail"][1] == "writer resumed with 40 steps on disk"
+    assert tr.events["detail"][1] == "writer resumed with 40 steps on disk (run was running)"
     assert (tr.status, tr.finished, tr.forward_passes) == ("complete", True, 284)
     # the file is clean again: tools that do not use SWMR open it
     with h5py.File(path, "r") as f:
         assert f["runs/0000/steps"].shape == (45,)
-    with pytest.raises(TraceError, match=r"run 0000 of .* is finished"):
+    with pytest.raises(TraceError, match=r"run 0000 of .* is complete; there is nothing to resume"):
         TraceWriter.resume(path)
 
 
@@ -227,3 +227,30 @@ def test_no_background_thread_when_the_interval_is_none(tmp_path: Path) -> None:
         time.sleep(0.1)
         assert (w.steps_written, w.pending) == (0, 1)
     assert Trace.open(path).n_steps == 1  # written by close()
+
+
+def test_an_interrupted_or_failed_run_can_be_resumed(tmp_path: Path) -> None:
+    path = tmp_path / "ctrlc.h5"
+    with pytest.raises(KeyboardInterrupt), TraceWriter.create(path, RUN_ATTRS, CONFIG) as w:
+        for k in range(3):
+            w.append_step(k, 1, [k], [1], [2], [0.0], [1], 1e-3, 1, k, 1.0, 2 * (k + 1), 1)
+        raise KeyboardInterrupt
+    tr = Trace.open(path)
+    assert (tr.status, tr.finished) == ("interrupted", True)
+    assert tr.resume_state().resumable and tr.resume_state().next_step == 3
+    w = TraceWriter.resume(path)
+    try:
+        live = Trace.open(path)  # running again, final values back to their placeholders
+        assert (live.status, live.finished, live.weights_crc) == ("running", False, None)
+        assert (w.current_step, w.forward_passes) == (3, 6)
+        w.append_step(3, 1, [3], [1], [2], [0.0], [1], 1e-3, 1, 3, 1.0, 8, 1)
+        w.finish("complete", weights_crc=7)
+    finally:
+        w.close()
+    tr = Trace.open(path)
+    assert (tr.status, tr.n_steps, tr.forward_passes, tr.weights_crc) == ("complete", 4, 8, 7)
+    assert tr.events["kind"].tolist() == ["interrupt", "resume"]
+    assert tr.events["detail"][1] == "writer resumed with 3 steps on disk (run was interrupted)"
+    assert not tr.resume_state().resumable
+    with pytest.raises(TraceError, match="is complete; there is nothing to resume"):
+        TraceWriter.resume(path)
