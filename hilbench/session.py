@@ -237,7 +237,7 @@ def resume(
     scheduler up to the last step on disk, so the run ends as an uninterrupted one would.
     """
     trace = Trace.open(trace_path)
-    if trace.finished:
+    if not trace.resume_state().resumable:  # interrupted, SIGTERMed and failed runs resume
         raise HilbenchError(
             f"run {trace.run_id} of {trace_path} is {trace.status}: there is nothing to resume",
             "start a new run without --resume",
