@@ -107,8 +107,17 @@ def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
 INITS = ("random", "pretrained")
 PERTURBATIONS = ("rademacher", "gaussian", "uniform")
 EXTRA_SCHEDULERS: set[str] = set()  # names registered by hilbench.train.schedule.register
-_QSCHED_INT = {"q_min", "q_max", "windows", "factor", "cooldown", "min_window"}
-_QSCHED_FLOAT = {"min_improvement", "blowup"}
+_QSCHED_INT = {
+    "q_min",
+    "q_max",
+    "windows",
+    "lookback",
+    "factor",
+    "cooldown",
+    "min_steps",
+    "min_window",
+}
+_QSCHED_FLOAT = {"z_rise", "early", "rho_min"}
 
 
 def parse_scheduler(spec: str) -> tuple[str, dict[str, Any]]:

@@ -19,18 +19,35 @@ a factory so ``--scheduler NAME[:ARGS]`` builds it::
 
 The trainer calls ``start(budget)`` once, then per step ``next_q(step)`` (clamped to what
 the budget has left), ``lr_scale(q)`` (multiplies the run's learning rate; 1 by default) and,
-after the step, ``observe(step, loss, forward_passes)`` with the step's mean training loss
-in nats and the forward passes spent so far.
+after the step, ``observe_step(StepInfo)``, which by default calls ``observe(step, loss,
+forward_passes)`` with the step's mean training loss in nats and the forward passes spent so
+far (override ``observe_step`` to see the projected gradients, lr and eps too).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
 
 from hilbench.config import EXTRA_SCHEDULERS, parse_scheduler
 from hilbench.config import rate_schedule as _rate_schedule
 from hilbench.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """What the trainer knows after a step."""
+
+    step: int
+    q: int
+    loss: float  # mean training loss of the step, nats
+    forward_passes: int  # spent so far, this step included
+    lr: float
+    eps: int
+    grads: np.ndarray  # projected gradients g_k, nats per LSB
 
 
 class Scheduler:
@@ -50,6 +67,10 @@ class Scheduler:
     def observe(self, step: int, loss: float, forward_passes: int) -> None:
         pass
 
+    def observe_step(self, info: StepInfo) -> None:
+        """Everything about the step just taken; by default passed on to ``observe``."""
+        self.observe(info.step, info.loss, info.forward_passes)
+
 
 class FixedQ(Scheduler):
     """The same q every step."""
@@ -63,20 +84,34 @@ class FixedQ(Scheduler):
 
 
 class QScheduler(Scheduler):
-    """q grows when training stops making progress (defaults need no per-task tuning).
+    """q grows when the training loss stops falling; the learning rate stays as given.
 
-    The run's forward-pass budget is cut into ``windows`` equal windows. At the end of each
-    window the mean training loss of the window is compared with the previous window's: if
-    it fell by less than ``min_improvement`` (relative), progress has stalled and q is
-    multiplied by ``factor`` (bounded by ``q_max``). The window right after a change is
-    a cooldown: it is not compared, because a larger q at the same learning rate spends more
-    forward passes per step and so itself looks like a plateau; without the cooldown the
-    rule runs away to ``q_max``. A loss that *rose* by more than ``blowup`` (relative) is
-    not a plateau but an unstable rate: q grows at once, cooldown or not.
+    The budget is cut into ``windows`` windows of forward passes (each at least ``min_steps``
+    steps, so a window at large q still holds enough steps to average). At the end of every
+    window the scheduler has the window's mean training loss ``m`` and its standard error.
+    q is multiplied by ``factor`` (up to ``q_max``) when
 
-    The learning rate is not coupled to q (``lr_scale`` is 1): raising q at a fixed rate
-    lowers the variance of each step, which both anneals the noise floor late in training
-    and rescues a rate too large for small q (the stable rate grows about linearly in q).
+    - the loss *stalled*: ``m`` is not below the mean of the window ``lookback`` windows
+      earlier (no progress at all over that horizon), or
+    - the loss *rose*: ``m`` exceeds the previous window's mean by more than ``z_rise``
+      standard errors (the rate is unstable at this q), or
+    - (off by default: ``early`` > 0) within the first ``early`` fraction of the budget, the
+      window realised less than ``rho_min`` of the first-order decrease its estimates promised
+      (``sum_steps (lr/q) sum_k g_k^2``): an early sign of a rate too large for q. It reacts
+      faster to a rate 3x too large but also fires on slow fine-tuning runs; see
+      docs/results.md.
+
+    Why this rule. With ZO-SGD the largest stable rate grows about linearly with q, so a rate
+    too large for q = 1 shows up as a loss that rises or hovers, and doubling q until it falls
+    again is the fix; once it falls, q stays. A *slowly* falling loss is not a stall: growing q
+    at a fixed rate slows progress per forward pass (the tuned rate grows like q^0.9, so a
+    fixed rate is increasingly too small), which in our measurements costs more than the lower
+    noise gains. Comparing with ``lookback`` windows back (not the previous window) makes the
+    test robust to window noise, and asking only "did it fall at all" means that a larger q at
+    the same rate, which falls more slowly per forward pass, does not itself look like a
+    plateau. After a change one window is a ``cooldown`` (it straddles two q's), unless the
+    loss rose. Nothing depends on the loss scale or the task length: windows are fractions of
+    the budget and the tests are relative to the loss's own noise.
     """
 
     def __init__(
@@ -85,10 +120,13 @@ class QScheduler(Scheduler):
         q_max: int = 32,
         *,
         windows: int = 40,
-        min_improvement: float = 0.01,
+        lookback: int = 4,
+        z_rise: float = 2.0,
+        early: float = 0.0,
+        rho_min: float = 0.01,
         factor: int = 2,
         cooldown: int = 1,
-        blowup: float = 0.05,
+        min_steps: int = 100,
         min_window: int = 200,
     ) -> None:
         if not 1 <= q_min <= q_max <= 256:
@@ -96,50 +134,66 @@ class QScheduler(Scheduler):
                 f"qscheduler bounds q_min={q_min}, q_max={q_max} are out of range",
                 "use 1 <= q_min <= q_max <= 256",
             )
-        if factor < 2 or windows < 2 or cooldown < 0:
+        if factor < 2 or windows < 2 or cooldown < 0 or min_steps < 2 or lookback < 1:
             raise ConfigError(
-                f"qscheduler factor={factor}, windows={windows}, cooldown={cooldown} invalid",
-                "use factor >= 2, windows >= 2, cooldown >= 0",
+                f"qscheduler factor={factor}, windows={windows}, cooldown={cooldown}, "
+                f"min_steps={min_steps}, lookback={lookback} invalid",
+                "use factor >= 2, windows >= 2, cooldown >= 0, min_steps >= 2, lookback >= 1",
             )
         self.q_min, self.q_max, self.q = q_min, q_max, q_min
-        self.windows, self.min_improvement, self.factor = windows, min_improvement, factor
-        self.cooldown, self.blowup, self.min_window = cooldown, blowup, min_window
+        self.windows, self.lookback, self.z_rise, self.factor = windows, lookback, z_rise, factor
+        self.cooldown, self.min_steps, self.min_window = cooldown, min_steps, min_window
+        self.early, self.rho_min = early, rho_min
+        self.budget = 0
         self.name = "qscheduler"
         self.window = min_window
-        self._edge = min_window
-        self._sum = 0.0
-        self._n = 0
-        self._prev: float | None = None
+        self._start = 0
+        self._losses: list[float] = []
+        self._promised = 0.0
+        self._means: list[tuple[float, float]] = []  # (mean, squared standard error)
+        self._prev_loss: float | None = None
         self._cool = 0
-        self.history: list[tuple[int, int]] = [(0, q_min)]  # (forward passes, new q)
+        # (forward passes, q, why) at every change; why: "start", "stalled", "rose"
+        self.history: list[tuple[int, int, str]] = [(0, q_min, "start")]
 
     def start(self, budget: int) -> None:
+        self.budget = budget
         self.window = max(self.min_window, budget // self.windows)
-        self._edge = self.window
 
     def next_q(self, step: int) -> int:
         return self.q
 
-    def observe(self, step: int, loss: float, forward_passes: int) -> None:
-        if math.isfinite(loss):
-            self._sum += loss
-            self._n += 1
-        if forward_passes < self._edge:
+    def observe_step(self, info: StepInfo) -> None:
+        if math.isfinite(info.loss):
+            self._losses.append(info.loss)
+        if math.isfinite(info.lr) and len(info.grads):
+            self._promised += info.lr / info.q * float(np.sum(np.square(info.grads)))
+        span = info.forward_passes - self._start
+        if span < self.window or len(self._losses) < self.min_steps:
             return
-        self._edge = forward_passes + self.window
-        mean = self._sum / self._n if self._n else math.inf
-        self._sum, self._n = 0.0, 0
-        prev, self._prev = self._prev, mean
-        if prev is None:
+        self._start = info.forward_passes
+        x = np.asarray(self._losses)
+        promised, self._promised = self._promised, 0.0
+        self._losses = []
+        self._means.append((float(x.mean()), float(x.var(ddof=1)) / len(x)))
+        if len(self._means) < 2:
             return
-        rose = mean > prev * (1 + self.blowup)
+        (m, v), (m1, v1) = self._means[-1], self._means[-2]
+        rose = m - m1 > self.z_rise * math.sqrt(v + v1)
         if self._cool > 0 and not rose:
             self._cool -= 1
             return
-        if mean > prev * (1 - self.min_improvement) and self.q < self.q_max:
+        stalled = len(self._means) > self.lookback and m >= self._means[-1 - self.lookback][0]
+        inefficient = (
+            info.forward_passes <= self.early * self.budget
+            and promised > 0
+            and (m1 - m) / promised < self.rho_min
+        )
+        if (rose or stalled or inefficient) and self.q < self.q_max:
             self.q = min(self.q_max, self.q * self.factor)
             self._cool = self.cooldown
-            self.history.append((forward_passes, self.q))
+            why = "rose" if rose else "stalled" if stalled else "inefficient"
+            self.history.append((info.forward_passes, self.q, why))
 
 
 _FACTORIES: dict[str, Callable[[str | None], Scheduler]] = {}

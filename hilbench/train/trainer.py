@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from hilbench.errors import HilbenchError
 from hilbench.target.client import CommandTiming, Target
 from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
-from hilbench.train.schedule import Scheduler
+from hilbench.train.schedule import Scheduler, StepInfo
 
 TRAIN_SLOT = 0
 TEST_SLOT = 1
@@ -42,6 +43,9 @@ class LoggedStep:
     seeds: np.ndarray
     loss: float
     forward_passes: int
+    lr: float = math.nan  # optional: what a scheduler's observe_step sees besides the loss
+    eps: int = 0
+    grads: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,12 @@ class Trainer:
                     "resume with the hilbench version that wrote the trace",
                 )
             forward_passes_done = logged.forward_passes
-            self.schedule.observe(self.step, logged.loss, forward_passes_done)
+            grads = np.zeros(0) if logged.grads is None else logged.grads
+            self.schedule.observe_step(
+                StepInfo(
+                    self.step, q, logged.loss, forward_passes_done, logged.lr, logged.eps, grads
+                )
+            )
             self.step += 1
         return forward_passes_done
 
@@ -169,7 +178,9 @@ class Trainer:
                 forward_passes=forward_passes_done,
                 fresh_words=self.fresh_words(q),
             )
-            self.schedule.observe(self.step, est.loss, forward_passes_done)
+            self.schedule.observe_step(
+                StepInfo(self.step, q, est.loss, forward_passes_done, lr, eps, est.grads)
+            )
             self.step += 1
             progress.step, progress.q, progress.loss = self.step, q, est.loss
             progress.forward_passes, progress.step_host_s = forward_passes_done, host_s

@@ -2,21 +2,32 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from hilbench.config import RunConfig, parse_scheduler, rate_schedule
 from hilbench.errors import ConfigError
-from hilbench.train.schedule import FixedQ, QScheduler, Scheduler, make_schedule, register
+from hilbench.train.schedule import (
+    FixedQ,
+    QScheduler,
+    Scheduler,
+    StepInfo,
+    make_schedule,
+    register,
+)
 
 
-def feed(s: QScheduler, losses_per_window: list[float], window: int, q_cost: int = 2) -> list[int]:
-    """Feed constant per-window losses, one step at a time; q after each window."""
+def feed(s: QScheduler, window_losses: list[float], noise: float = 0.0, g: float = 1e-4):
+    """Feed one window per entry (loss = entry +- noise, alternating; projected gradients g,
+    so each step promises 100 * g^2 nats); q after each window."""
     fp, step, qs = 0, 0, []
-    for loss in losses_per_window:
-        end = fp + window
+    for loss in window_losses:
+        end = fp + max(s.window, 2 * s.q * s.min_steps)
         while fp < end:
-            fp += q_cost * s.next_q(step)
-            s.observe(step, loss, fp)
+            q = s.next_q(step)
+            fp += 2 * q
+            value = loss + (noise if step % 2 else -noise)
+            s.observe_step(StepInfo(step, q, value, fp, 100.0, 2, np.full(q, g)))
             step += 1
         qs.append(s.q)
     return qs
@@ -25,9 +36,9 @@ def feed(s: QScheduler, losses_per_window: list[float], window: int, q_cost: int
 def test_fixed_q_and_parsing():
     assert make_schedule("fixed:8").next_q(123) == 8
     assert isinstance(make_schedule("fixed:1"), FixedQ)
-    assert parse_scheduler("qscheduler:q_min=2,q_max=64,min_improvement=0.02") == (
+    assert parse_scheduler("qscheduler:q_min=2,q_max=64,z_rise=3") == (
         "qscheduler",
-        {"q_min": 2, "q_max": 64, "min_improvement": 0.02},
+        {"q_min": 2, "q_max": 64, "z_rise": 3.0},
     )
     s = make_schedule("qscheduler:q_min=2,q_max=16")
     assert isinstance(s, QScheduler) and (s.q_min, s.q_max, s.q) == (2, 16, 2)
@@ -41,38 +52,59 @@ def test_bad_scheduler_specs_are_config_errors(spec):
         make_schedule(spec)
 
 
-def test_qscheduler_keeps_q_while_the_loss_falls():
+def test_qscheduler_keeps_q_while_the_loss_falls_even_slowly():
     s = QScheduler()
     s.start(40_000)
-    qs = feed(s, [2.0 * 0.9**i for i in range(20)], s.window)
-    assert qs[-1] == 1
+    qs = feed(s, [1.0 - 0.001 * i for i in range(40)], noise=0.2)
+    assert qs[-1] == 1 and len(s.history) == 1
 
 
 def test_qscheduler_doubles_on_a_plateau_with_a_cooldown_and_stops_at_q_max():
-    s = QScheduler(q_max=8)
-    s.start(40_000)  # windows of 1000 forward passes
+    s = QScheduler(q_max=8, lookback=2, early=0.0)
+    s.start(40_000)
     assert s.window == 1000
-    qs = feed(s, [1.0] * 12, s.window)
-    # window 1 sets the reference, window 2 stalls -> q=2, window 3 is the cooldown,
-    # window 4 stalls -> q=4, window 5 cooldown, window 6 -> q=8, then q_max holds
-    assert qs[:7] == [1, 2, 2, 4, 4, 8, 8]
+    qs = feed(s, [1.0] * 12)
+    # windows 1-2 build history, window 3 equals window 1 -> q=2, window 4 is the cooldown,
+    # window 5 -> q=4, window 6 cooldown, window 7 -> q=8, then q_max holds
+    assert qs[:8] == [1, 1, 2, 2, 4, 4, 8, 8]
     assert qs[-1] == 8
-    assert [q for _, q in s.history] == [1, 2, 4, 8]
+    assert [(q, why) for _, q, why in s.history] == [
+        (1, "start"),
+        (2, "stalled"),
+        (4, "stalled"),
+        (8, "stalled"),
+    ]
 
 
-def test_qscheduler_reacts_to_a_rising_loss_even_in_cooldown():
+def test_qscheduler_doubles_early_when_the_loss_falls_far_less_than_promised():
+    """(Optional rule.) In the first quarter of the budget, a window that realises under 1% of
+    the first-order decrease its estimates promised means the rate is too large for q."""
+    s = QScheduler(early=0.25)
+    s.start(40_000)
+    # each window promises 500 steps * 100 * 0.01^2 = 5 nats; the loss falls 0.02 (0.4%)
+    qs = feed(s, [2.0 - 0.02 * i for i in range(6)], g=0.01)
+    assert qs[1] == 2 and s.history[1][2] == "inefficient"
+    late = QScheduler(early=0.25)
+    late.start(4_000)  # the same windows are now past the first quarter
+    late.window = 1000
+    assert feed(late, [2.0 - 0.02 * i for i in range(6)], g=0.01)[-1] == 1
+
+
+def test_qscheduler_acts_at_once_on_a_rising_loss_even_in_cooldown():
     s = QScheduler()
     s.start(40_000)
-    qs = feed(s, [1.0, 1.0, 1.2, 1.5, 1.9], s.window)
-    assert qs == [1, 2, 4, 8, 16]
+    assert feed(s, [1.0, 1.2, 1.5, 2.0, 2.5], noise=0.1) == [1, 2, 4, 8, 16]
+    assert {why for _, _, why in s.history[1:]} == {"rose"}
 
 
-def test_qscheduler_ignores_non_finite_losses_and_respects_the_minimum_window():
-    s = QScheduler(windows=1000)
+def test_qscheduler_windows_hold_enough_steps_and_ignore_non_finite_losses():
+    s = QScheduler(min_steps=50, q_min=8)
     s.start(2_000)
-    assert s.window == s.min_window == 200
-    s.observe(0, math.nan, 2)
-    assert s.q == 1
+    assert s.window == 200
+    s.observe_step(StepInfo(0, 8, math.nan, 16, 100.0, 2, np.zeros(8)))
+    for step in range(1, 40):  # 40 steps of q=8: 640 forward passes, fewer than 50 steps
+        s.observe_step(StepInfo(step, 8, 1.0, 16 * (step + 1), 100.0, 2, np.full(8, 0.01)))
+    assert s._means == [] and s.q == 8
 
 
 def test_custom_schedulers_register_under_a_name():
@@ -100,3 +132,21 @@ def test_rate_schedules():
     for bad in ("warp", "cosine:x", "step:", "step:0.5"):
         with pytest.raises(ConfigError):
             rate_schedule(bad)
+
+
+def test_qscheduler_decisions_need_only_losses_so_a_resume_rebuilds_them():
+    """A resumed run replays the scheduler from logged losses (no projected gradients): the
+    default rule must decide the same."""
+    full, bare = QScheduler(), QScheduler()
+    for s in (full, bare):
+        s.start(20_000)
+    rng = np.random.default_rng(0)
+    fp = 0
+    for step in range(4000):
+        q = full.next_q(step)
+        assert bare.next_q(step) == q
+        fp += 2 * q
+        loss = 1.0 + 0.3 * rng.standard_normal() + (0.5 if 1500 < step < 2500 else 0.0)
+        full.observe_step(StepInfo(step, q, loss, fp, 100.0, 2, rng.standard_normal(q)))
+        bare.observe_step(StepInfo(step, q, loss, fp, math.nan, 0, np.zeros(0)))
+    assert full.history == bare.history and len(full.history) > 1

@@ -1,0 +1,679 @@
+"""The ZO study of issue 4: fixed q against QScheduler, and PeZO's perturbations, on the emulator.
+
+Every run is an ordinary ``hilbench.session.run`` (the exact configuration ``hilbench run``
+takes; the table prints each one's command line) on an in-process twin
+(``session.direct_target``: the same device code and bytes as the pty emulator, bit-identical,
+tested in tests/train/test_direct_target.py). Equal forward-pass budgets, 3 seeds per
+configuration; learning rates are tuned on a separate seed by the final *training* loss, never
+by test accuracy.
+
+    python benchmarks/zo_study.py                 # everything (resumable), then the report
+    python benchmarks/zo_study.py --stage tune    # one stage: tune | main | pezo | report
+    python benchmarks/zo_study.py --tasks mlp-ft --workers 2
+
+Traces land in traces/zo_study/ (git-ignored), one JSON summary per run next to them; the
+report (docs/results.md) and plots (docs/results/*.png) are rebuilt from those summaries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = Path(os.environ.get("ZO_STUDY_OUT", ROOT / "traces" / "zo_study"))
+DOCS = ROOT / "docs"
+PLOTS = DOCS / "results"
+
+QS = (1, 2, 4, 8, 16, 32)
+SEEDS = (0, 1, 2)
+TUNE_SEED = 100
+EPS = 2
+BATCH = 32
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    model: str
+    dataset: str
+    init: str
+    budget: int
+    lr1: float  # prior for the q = 1 learning rate (the tuning grid is centred on lr1 * q^0.9)
+    targets: tuple[tuple[int, float], ...]  # (forward passes, test accuracy) the issue asks for
+
+
+TASKS = {
+    t.name: t
+    for t in (
+        Task(
+            "mlp-scratch",
+            "mlp",
+            "digits",
+            "random",
+            60_000,
+            400.0,
+            ((15_000, 0.90), (60_000, 0.93)),
+        ),
+        Task("cnn-scratch", "cnn", "digits", "random", 30_000, 100.0, ((30_000, 0.91),)),
+        Task("mlp-ft", "mlp", "digits-rot20", "pretrained", 20_000, 50.0, ((20_000, 0.90),)),
+        Task("cnn-ft", "cnn", "digits-rot20", "pretrained", 12_000, 25.0, ((12_000, 0.90),)),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One run: everything ``hilbench run`` needs."""
+
+    task: str
+    scheduler: str
+    lr: float
+    seed: int
+    perturbation: str = "rademacher"
+    pool: int = 0
+    scaling: str = "auto"
+    layers: str = "weights"
+    lr_schedule: str = "constant"
+    tag: str = field(default="", compare=False)  # which part of the study asked for it
+
+    @property
+    def key(self) -> str:
+        t = TASKS[self.task]
+        parts = [self.task, self.scheduler.replace(":", ""), f"lr{self.lr:g}", f"s{self.seed}"]
+        if self.perturbation != "rademacher":
+            parts.append(self.perturbation)
+        if self.pool:
+            parts.append(f"pool{self.pool}")
+        if self.scaling != "auto":
+            parts.append(self.scaling)
+        if self.layers != "weights":
+            parts.append(f"layers_{self.layers}")
+        if self.lr_schedule != "constant":
+            parts.append(f"lrs_{self.lr_schedule}")
+        return "-".join(parts).replace("/", "_") + f"-b{t.budget}"
+
+    def config(self):
+        from hilbench.config import RunConfig
+
+        t = TASKS[self.task]
+        return RunConfig(
+            model=t.model,
+            dataset=t.dataset,
+            init=t.init,
+            scheduler=self.scheduler,
+            budget=t.budget,
+            seed=self.seed,
+            lr=self.lr,
+            eps=EPS,
+            batch_size=BATCH,
+            eval_every=t.budget // 30,
+            trace=OUT / f"{self.key}.h5",
+            live=False,
+            perturbation=self.perturbation,
+            pool=self.pool,
+            scaling=self.scaling,
+            layers=self.layers,
+            lr_schedule=self.lr_schedule,
+        )
+
+    def command(self) -> str:
+        c = self.config()
+        args = [
+            "hilbench run --no-live",
+            f"--model {c.model}",
+            f"--dataset {c.dataset}",
+            f"--init {c.init}",
+            f"--scheduler {c.scheduler}",
+            f"--lr {c.lr:g}",
+            f"--budget {c.budget}",
+            f"--seed {c.seed}",
+        ]
+        if self.perturbation != "rademacher":
+            args.append(f"--perturbation {self.perturbation}")
+        if self.pool:
+            args.append(f"--pool {self.pool}")
+        if self.scaling != "auto":
+            args.append(f"--scaling {self.scaling}")
+        if self.layers != "weights":
+            args.append(f"--layers {self.layers}")
+        if self.lr_schedule != "constant":
+            args.append(f"--lr-schedule {self.lr_schedule}")
+        return " ".join(args)
+
+
+@dataclass
+class Outcome:
+    spec: Spec
+    final_accuracy: float
+    curve: list[tuple[int, float]]  # (forward passes, test accuracy)
+    final_train_loss: float  # mean step loss over the last 10% of the budget (tuning criterion)
+    steps: int
+    forward_passes: int
+    q_changes: list[tuple[int, int]]  # (forward passes, q) where q changed
+    fresh_words_per_step: float
+    fresh_numbers_per_step: float
+    weights_crc: int
+    wall_s: float
+    extra: dict = field(default_factory=dict)
+
+    def accuracy_at(self, fp: int) -> float:
+        best = math.nan
+        for f, a in self.curve:
+            if f <= fp:
+                best = a
+        return best
+
+
+def _result_path(spec: Spec) -> Path:
+    return OUT / f"{spec.key}.json"
+
+
+def load_outcome(spec: Spec) -> Outcome | None:
+    p = _result_path(spec)
+    if not p.exists():
+        return None
+    d = json.loads(p.read_text())
+    d["spec"] = Spec(**d["spec"])
+    d["curve"] = [tuple(x) for x in d["curve"]]
+    d["q_changes"] = [tuple(x) for x in d["q_changes"]]
+    return Outcome(**d)
+
+
+def run_spec(spec: Spec) -> Outcome:
+    """Run one configuration on an in-process twin and summarise its trace."""
+    from hilbench import session
+    from hilbench.trace import Trace
+    from hilbench.zo import zocf
+
+    cached = load_outcome(spec)
+    if cached is not None:
+        return cached
+    OUT.mkdir(parents=True, exist_ok=True)
+    cfg = spec.config()
+    trace_path = Path(cfg.trace)
+    trace_path.unlink(missing_ok=True)
+    result = session.run(cfg, target=session.direct_target())
+    tr = Trace.open(result.trace_path, run=result.run_id)
+    steps, evals = tr.steps, tr.evals
+    test = evals[evals["split"] == b"test"] if evals["split"].dtype.kind == "S" else evals
+    curve = [
+        (int(f), float(a)) for f, a in zip(test["forward_passes"], test["accuracy"], strict=True)
+    ]
+    fp = steps["forward_passes"]
+    tail = steps["loss"][fp > 0.9 * fp[-1]]
+    q = steps["q"]
+    changes = [(0, int(q[0]))] + [
+        (int(fp[i - 1]), int(q[i])) for i in range(1, len(q)) if q[i] != q[i - 1]
+    ]
+    data = session.datasets.load(cfg.dataset)
+    prepared = session.prepare_model(cfg, data)
+    numbers = zocf.fresh_numbers_per_seed(prepared.zo, prepared.trained)
+    out = Outcome(
+        spec=spec,
+        final_accuracy=float(result.final_accuracy),
+        curve=curve,
+        final_train_loss=float(np.mean(tail)) if len(tail) else math.inf,
+        steps=int(result.steps),
+        forward_passes=int(result.forward_passes),
+        q_changes=changes,
+        fresh_words_per_step=float(np.mean(steps["fresh_words"])),
+        fresh_numbers_per_step=float(np.mean(2 * q * numbers)),
+        weights_crc=int(result.weights_crc),
+        wall_s=float(result.wall_s),
+    )
+    d = asdict(out)
+    _result_path(spec).write_text(json.dumps(d))
+    return out
+
+
+def run_all(specs: Iterable[Spec], workers: int) -> list[Outcome]:
+    specs = list(dict.fromkeys(specs))
+    todo = [s for s in specs if load_outcome(s) is None]
+    print(f"[zo_study] {len(specs)} runs, {len(todo)} to do, {workers} workers", flush=True)
+    started = time.perf_counter()
+    if todo:
+        # longest first, so the pool does not end on one long run
+        todo.sort(key=lambda s: -TASKS[s.task].budget * (3 if TASKS[s.task].model == "cnn" else 1))
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(run_spec, s): s for s in todo}
+            for i, fut in enumerate(as_completed(futures), 1):
+                s = futures[fut]
+                o = fut.result()
+                print(
+                    f"[zo_study] {i}/{len(todo)} {s.key}: acc {o.final_accuracy:.3f} "
+                    f"train loss {o.final_train_loss:.3f} ({o.wall_s:.0f} s, "
+                    f"{time.perf_counter() - started:.0f} s elapsed)",
+                    flush=True,
+                )
+    return [load_outcome(s) for s in specs]
+
+
+# --- stages ------------------------------------------------------------------------------------
+def lr_grid(task: Task, q: int) -> list[float]:
+    centre = task.lr1 * q**0.9
+    return [_round_lr(centre * f) for f in (0.5, 1.0, 2.0)]
+
+
+def _round_lr(x: float) -> float:
+    e = math.floor(math.log10(x))
+    return round(x / 10**e, 2) * 10**e
+
+
+def tune(tasks: list[Task], workers: int) -> dict[str, dict[int, float]]:
+    """Best lr per (task, q) on TUNE_SEED by final training loss; the grid grows by a factor
+    2 past an edge that wins (at most 3 times)."""
+    grids = {(t.name, q): lr_grid(t, q) for t in tasks for q in QS}
+    for _ in range(4):
+        specs = [
+            Spec(t, f"fixed:{q}", lr, TUNE_SEED, tag="tune")
+            for (t, q), g in grids.items()
+            for lr in g
+        ]
+        outs = {(o.spec.task, o.spec.scheduler, o.spec.lr): o for o in run_all(specs, workers)}
+        grown = False
+        for (t, q), g in grids.items():
+            losses = [outs[(t, f"fixed:{q}", lr)].final_train_loss for lr in g]
+            best = int(np.argmin(losses))
+            if best == 0 and g[0] > 1:
+                g.insert(0, _round_lr(g[0] / 2))
+                grown = True
+            elif best == len(g) - 1 and g[-1] < 1e5:
+                g.append(_round_lr(g[-1] * 2))
+                grown = True
+        if not grown:
+            break
+    best_lr: dict[str, dict[int, float]] = {}
+    for (t, q), g in grids.items():
+        losses = [outs[(t, f"fixed:{q}", lr)].final_train_loss for lr in g]
+        best_lr.setdefault(t, {})[q] = g[int(np.argmin(losses))]
+    (OUT / "tuned_lr.json").write_text(json.dumps(best_lr, indent=1))
+    return best_lr
+
+
+def main_specs(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> list[Spec]:
+    specs = []
+    for t in tasks:
+        lrs = best_lr[t.name]
+        lr1 = lrs[1]
+        for s in SEEDS:
+            for q in QS:
+                specs.append(Spec(t.name, f"fixed:{q}", lrs[q], s, tag="tuned"))
+                if q > 1:
+                    specs.append(Spec(t.name, f"fixed:{q}", lr1, s, tag="one-rate"))
+            specs.append(Spec(t.name, "qscheduler", lr1, s, tag="qsched"))
+            specs.append(Spec(t.name, "fixed:1", _round_lr(3 * lr1), s, tag="3x"))
+            specs.append(Spec(t.name, "qscheduler", _round_lr(3 * lr1), s, tag="qsched-3x"))
+    return specs
+
+
+EXTRA_VARIANTS = (
+    ("cosine lr", {"lr_schedule": "cosine"}),
+    ("cosine lr, weights and biases", {"lr_schedule": "cosine", "layers": "all"}),
+)
+
+
+def best_tuned_q(task: Task, best_lr, outs: dict | None = None) -> int:
+    """The fixed q with the best mean final accuracy over the 3 seeds at its tuned lr."""
+    best, best_q = -1.0, 1
+    for q in QS:
+        g = [load_outcome(Spec(task.name, f"fixed:{q}", best_lr[task.name][q], s)) for s in SEEDS]
+        g = [o for o in g if o is not None]
+        if len(g) == len(SEEDS):
+            m = float(np.mean([o.final_accuracy for o in g]))
+            if m > best:
+                best, best_q = m, q
+    return best_q
+
+
+def extra_variants(task: Task, best_lr, outs: dict | None = None):
+    """(label, spec fields) of the extra configurations: the best tuned fixed q with a cosine
+    learning-rate decay, and with biases trained too."""
+    q = best_tuned_q(task, best_lr, outs)
+    lr = best_lr[task.name][q]
+    return [
+        (f"fixed q={q}, {label}", {"scheduler": f"fixed:{q}", "lr": lr, "kw": kw})
+        for label, kw in EXTRA_VARIANTS
+    ]
+
+
+def extra_specs(tasks: list[Task], best_lr) -> list[Spec]:
+    return [
+        Spec(t.name, v["scheduler"], v["lr"], s, tag="extra", **v["kw"])
+        for t in tasks
+        for _, v in extra_variants(t, best_lr)
+        for s in SEEDS
+    ]
+
+
+PEZO_TASKS = ("mlp-scratch", "cnn-ft")
+PEZO_Q = 4
+PEZO_VARIANTS = (
+    ("rademacher", 0, "auto"),
+    ("gaussian", 0, "auto"),
+    ("uniform", 0, "auto"),
+    ("uniform", 0, "fixed"),
+    ("uniform", 256, "auto"),
+    ("uniform", 4096, "auto"),
+)
+
+
+def pezo_specs(best_lr: dict[str, dict[int, float]], tasks: list[Task]) -> list[Spec]:
+    names = {t.name for t in tasks}
+    return [
+        Spec(t, f"fixed:{PEZO_Q}", best_lr[t][PEZO_Q], s, dist, pool, scaling, tag="pezo")
+        for t in PEZO_TASKS
+        if t in names and t in best_lr
+        for dist, pool, scaling in PEZO_VARIANTS
+        for s in SEEDS
+    ]
+
+
+# --- report -------------------------------------------------------------------------------------
+def _mean_std(xs: list[float]) -> tuple[float, float]:
+    a = np.asarray(xs, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
+
+
+def _fmt(xs: list[float]) -> str:
+    m, s = _mean_std(xs)
+    return f"{100 * m:.1f} ± {100 * s:.1f}"
+
+
+def report(tasks: list[Task], best_lr: dict[str, dict[int, float]], wall: float | None) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    specs = main_specs(tasks, best_lr) + pezo_specs(best_lr, tasks) + extra_specs(tasks, best_lr)
+    outs = {o.spec: o for o in (load_outcome(s) for s in specs) if o is not None}
+    lines: list[str] = []
+    verdicts: list[str] = []
+
+    def group(task: str, scheduler: str, lr: float, **kw) -> list[Outcome]:
+        return [
+            outs[s] for s in (Spec(task, scheduler, lr, seed, **kw) for seed in SEEDS) if s in outs
+        ]
+
+    for t in tasks:
+        lrs = best_lr[t.name]
+        lr1 = lrs[1]
+        lr3 = _round_lr(3 * lr1)
+        lines += [
+            f"### {t.name}: {t.model}, {t.dataset}, init {t.init}, {t.budget:,} forward passes",
+            "",
+        ]
+        lines += [
+            "| configuration | lr | final test accuracy % (mean ± sd, 3 seeds) | "
+            + " | ".join(f"at {fp:,}" for fp, _ in t.targets[:-1])
+            + (" | " if len(t.targets) > 1 else "")
+            + "steps | command (seed 0) |",
+            "| --- | --- | --- | " + "--- | " * (len(t.targets) - 1) + "--- | --- |",
+        ]
+        rows = []
+        for q in QS:
+            rows.append((f"fixed q={q}, own tuned lr", f"fixed:{q}", lrs[q], {}))
+        rows.append(("QScheduler, lr tuned for q=1", "qscheduler", lr1, {}))
+        for q in QS[1:]:
+            rows.append((f"fixed q={q}, lr of q=1 (one rate)", f"fixed:{q}", lr1, {}))
+        rows.append(("fixed q=1, lr 3× too large", "fixed:1", lr3, {}))
+        rows.append(("QScheduler, lr 3× too large", "qscheduler", lr3, {}))
+        for label, v in extra_variants(t, best_lr, outs):
+            rows.append((label, v["scheduler"], v["lr"], v["kw"]))
+        summary: dict[str, float] = {}
+        for label, sched, lr, kw in rows:
+            g = group(t.name, sched, lr, **kw)
+            if not g:
+                continue
+            summary[label] = _mean_std([o.final_accuracy for o in g])[0]
+            mid = "".join(f"{_fmt([o.accuracy_at(fp) for o in g])} | " for fp, _ in t.targets[:-1])
+            lines.append(
+                f"| {label} | {lr:g} | {_fmt([o.final_accuracy for o in g])} | {mid}"
+                f"{int(np.mean([o.steps for o in g])):,} | `{g[0].spec.command()}` |"
+            )
+        lines.append("")
+        # QScheduler's q path (seed 0)
+        for label, lr in (("lr tuned for q=1", lr1), ("lr 3× too large", lr3)):
+            g = group(t.name, "qscheduler", lr)
+            if g:
+                path = ", ".join(f"q={q} from {fp:,}" for fp, q in g[0].q_changes)
+                lines.append(f"QScheduler ({label}), seed 0: {path}.  ")
+        lines.append("")
+        # verdicts
+        tuned = {q: summary.get(f"fixed q={q}, own tuned lr") for q in QS}
+        tuned = {q: v for q, v in tuned.items() if v is not None}
+        if tuned:
+            best_q = max(tuned, key=tuned.get)
+            best = tuned[best_q]
+            for fp, target in t.targets:
+                cands = []
+                for q in QS:
+                    g = group(t.name, f"fixed:{q}", lrs[q])
+                    if g:
+                        cands.append((np.mean([o.accuracy_at(fp) for o in g]), f"fixed q={q}"))
+                gq = group(t.name, "qscheduler", lr1)
+                if gq:
+                    cands.append((np.mean([o.accuracy_at(fp) for o in gq]), "QScheduler"))
+                for label, spec_kw in extra_variants(t, best_lr, outs):
+                    g = group(t.name, spec_kw["scheduler"], spec_kw["lr"], **spec_kw["kw"])
+                    if g:
+                        cands.append((np.mean([o.accuracy_at(fp) for o in g]), label))
+                top, top_label = max(cands) if cands else (math.nan, "")
+                verdicts.append(
+                    f"- {t.name}: ≥ {100 * target:.0f}% within {fp:,} forward passes: best "
+                    f"configuration {top_label}: {100 * top:.1f}% (mean of 3 seeds) — "
+                    f"**{'met' if top >= target else 'missed'}**"
+                )
+            qs = summary.get("QScheduler, lr tuned for q=1")
+            if qs is not None:
+                gap = 100 * (best - qs)
+                verdicts.append(
+                    f"- {t.name}: QScheduler (lr tuned for q=1) {100 * qs:.1f}% vs best tuned "
+                    f"fixed q={best_q} {100 * best:.1f}%: gap {gap:+.1f} points (target ≤ 1) — "
+                    f"**{'met' if gap <= 1.0 else 'missed'}**"
+                )
+            qs3 = summary.get("QScheduler, lr 3× too large")
+            f13 = summary.get("fixed q=1, lr 3× too large")
+            if qs3 is not None:
+                allowed = 2.0 if t.init == "random" else 3.0
+                gap = 100 * (best - qs3)
+                verdicts.append(
+                    f"- {t.name}: lr 3× too large: QScheduler {100 * qs3:.1f}% (gap {gap:+.1f}, "
+                    f"target ≤ {allowed:g}), fixed q=1 {100 * (f13 or math.nan):.1f}% — "
+                    f"**{'met' if gap <= allowed else 'missed'}**"
+                )
+        # plot
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
+        cmap = plt.get_cmap("viridis")
+        for ax, title, regime in (
+            (axes[0], "each fixed q at its own tuned lr", "tuned"),
+            (axes[1], "one lr (tuned for q=1) and 3× too large", "one"),
+        ):
+            for i, q in enumerate(QS):
+                lr = lrs[q] if regime == "tuned" else lr1
+                g = group(t.name, f"fixed:{q}", lr)
+                if g:
+                    _plot(ax, g, f"fixed q={q}", color=cmap(i / (len(QS) - 1)))
+            _plot(ax, group(t.name, "qscheduler", lr1), "QScheduler", color="crimson", lw=2.2)
+            if regime == "one":
+                _plot(ax, group(t.name, "fixed:1", lr3), "fixed q=1, 3× lr", color="gray", ls="--")
+                _plot(
+                    ax,
+                    group(t.name, "qscheduler", lr3),
+                    "QScheduler, 3× lr",
+                    color="crimson",
+                    ls="--",
+                )
+            for fp, target in t.targets:
+                ax.plot([fp], [100 * target], marker="*", color="black", ms=10, ls="none")
+            ax.set_title(f"{t.name}: {title}", fontsize=10)
+            ax.set_xlabel("forward passes")
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel("test accuracy % (mean of 3 seeds)")
+        axes[0].legend(fontsize=7, loc="lower right")
+        axes[1].legend(fontsize=7, loc="lower right")
+        axes[0].set_ylim(bottom=max(0, axes[0].get_ylim()[0]))
+        fig.tight_layout()
+        fig.savefig(PLOTS / f"{t.name}.png", dpi=110)
+        plt.close(fig)
+        lines += [f"![{t.name}](results/{t.name}.png)", ""]
+    # PeZO
+    pezo_lines: list[str] = []
+    for tname in PEZO_TASKS:
+        if tname not in best_lr or tname not in {t.name for t in tasks}:
+            continue
+        lr = best_lr[tname][PEZO_Q]
+        pezo_lines += [
+            f"### PeZO perturbations: {tname}, fixed q={PEZO_Q}, lr {lr:g} (tuned for Rademacher)",
+            "",
+            "| perturbation | pool P | scaling | final test accuracy % | fresh PRNG words / step | "
+            "fresh random numbers / step | vs fresh (numbers) | command (seed 0) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        means = {}
+        fresh_numbers = None
+        for dist, pool, scaling in PEZO_VARIANTS:
+            g = group(tname, f"fixed:{PEZO_Q}", lr, perturbation=dist, pool=pool, scaling=scaling)
+            if not g:
+                continue
+            means[(dist, pool, scaling)] = _mean_std([o.final_accuracy for o in g])[0]
+            if dist == "uniform" and pool == 0 and scaling == "auto":
+                fresh_numbers = g[0].fresh_numbers_per_step
+            ratio = (
+                f"{100 * g[0].fresh_numbers_per_step / fresh_numbers:.1f}%"
+                if fresh_numbers and pool
+                else "100%"
+                if not pool
+                else ""
+            )
+            eff = (
+                "adaptive"
+                if scaling == "auto" and dist == "uniform"
+                else "fixed"
+                if scaling == "auto"
+                else scaling
+            )
+            pezo_lines.append(
+                f"| {dist} | {pool or 'fresh'} | {eff} | {_fmt([o.final_accuracy for o in g])} | "
+                f"{g[0].fresh_words_per_step:,.0f} | {g[0].fresh_numbers_per_step:,.0f} | "
+                f"{ratio} | "
+                f"`{g[0].spec.command()}` |"
+            )
+        pezo_lines.append("")
+        rad = means.get(("rademacher", 0, "auto"))
+        uni = means.get(("uniform", 0, "auto"))
+        if rad is not None and uni is not None:
+            gap = 100 * (rad - uni)
+            verdicts.append(
+                f"- {tname}: PeZO uniform (adaptive) {100 * uni:.1f}% vs Rademacher "
+                f"{100 * rad:.1f}%: gap {gap:+.1f} (target ≤ 1) — "
+                f"**{'met' if gap <= 1 else 'missed'}**"
+            )
+        for pool in (256, 4096):
+            pm = means.get(("uniform", pool, "auto"))
+            if pm is not None and uni is not None:
+                gap = 100 * (uni - pm)
+                verdicts.append(
+                    f"- {tname}: uniform pool P={pool} {100 * pm:.1f}% vs fresh uniform "
+                    f"{100 * uni:.1f}%: gap {gap:+.1f} (target ≤ 1) — "
+                    f"**{'met' if gap <= 1 else 'missed'}**"
+                )
+    text = [
+        "# ZO study results (issue 4)",
+        "",
+        "Generated by `python benchmarks/zo_study.py` "
+        + (
+            f"(wall time of all stages: {wall / 60:.0f} min with 2 worker processes on a 2-core "
+            "machine shared with other jobs). "
+            if wall
+            else ". "
+        )
+        + "Emulator (bit-exact twin, in-process), batch 32, eps 2 LSB, 3 seeds (0, 1, 2) per "
+        "configuration, equal forward-pass budgets; learning rates tuned on seed 100 by the final "
+        "training loss. Tuned rates (lr per q): "
+        + "; ".join(
+            f"{t}: " + ", ".join(f"q{q} {v:g}" for q, v in sorted(d.items()))
+            for t, d in best_lr.items()
+            if t in {x.name for x in tasks}
+        )
+        + ".",
+        "",
+        "## Verdicts",
+        "",
+        *verdicts,
+        "",
+        "## Fixed q against QScheduler",
+        "",
+        *lines,
+        "## PeZO: uniform perturbations and the reuse pool",
+        "",
+        *pezo_lines,
+        QSCHED_NOTES.read_text() if QSCHED_NOTES.exists() else "",
+    ]
+    return "\n".join(text) + "\n"
+
+
+QSCHED_NOTES = PLOTS / "qscheduler-rules.md"  # hand-written: the rules tried before the study
+
+
+def _plot(ax, group: list[Outcome], label: str, **kw) -> None:
+    if not group:
+        return
+    fps = [f for f, _ in group[0].curve]
+    acc = np.mean([[a for _, a in o.curve][: len(fps)] for o in group], axis=0)
+    ax.plot(fps, 100 * acc, label=label, **kw)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--stage", choices=("all", "tune", "main", "pezo", "extras", "report"), default="all"
+    )
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args(argv)
+    tasks = [TASKS[n] for n in args.tasks.split(",")]
+    started = time.perf_counter()
+    tuned_file = OUT / "tuned_lr.json"
+    if args.stage in ("all", "tune"):
+        best_lr = tune(tasks, args.workers)
+    else:
+        best_lr = {
+            t: {int(q): v for q, v in d.items()}
+            for t, d in json.loads(tuned_file.read_text()).items()
+        }
+    if args.stage in ("all", "main"):
+        run_all(main_specs(tasks, best_lr), args.workers)
+    if args.stage in ("all", "pezo"):
+        run_all(pezo_specs(best_lr, tasks), args.workers)
+    if args.stage in ("all", "extras"):
+        run_all(extra_specs(tasks, best_lr), args.workers)
+    walls_file = OUT / "wall_s.json"
+    walls = json.loads(walls_file.read_text()) if walls_file.exists() else {}
+    if args.stage != "report":
+        walls[args.stage] = walls.get(args.stage, 0.0) + time.perf_counter() - started
+        walls_file.write_text(json.dumps(walls, indent=1))
+    if args.stage in ("all", "report"):
+        (DOCS / "results.md").write_text(report(tasks, best_lr, sum(walls.values()) or None))
+        print(f"[zo_study] wrote {DOCS / 'results.md'}", flush=True)
+    print(f"[zo_study] wall time {time.perf_counter() - started:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
