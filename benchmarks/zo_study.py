@@ -617,6 +617,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]], wall: float 
         "",
         *verdicts,
         "",
+        SUMMARY.read_text() if SUMMARY.exists() else "",
         "## Fixed q against QScheduler",
         "",
         *lines,
@@ -629,6 +630,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]], wall: float 
 
 
 QSCHED_NOTES = PLOTS / "qscheduler-rules.md"  # hand-written: the rules tried before the study
+SUMMARY = PLOTS / "summary.md"  # hand-written reading of the numbers (update after a re-run)
 
 
 def _plot(ax, group: list[Outcome], label: str, **kw) -> None:
