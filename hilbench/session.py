@@ -263,6 +263,9 @@ def resume(
                 seeds=seeds,
                 loss=float(row["loss"]),
                 forward_passes=int(row["forward_passes"]),
+                lr=float(row["lr"]),
+                eps=int(row["eps"]),
+                grads=samples["grad"][start : start + q].astype(np.float64),
             )
         )
     resumed = _Resumed(model_blob=trace.model_blob, steps=steps, updates=updates)
