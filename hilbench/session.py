@@ -14,17 +14,19 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from hilbench import __version__, datasets
-from hilbench.backends import Backend, make_backend
+from hilbench.backends import Backend, EmulatorBackend, make_backend
 from hilbench.config import RunConfig, parse_eps_mult
 from hilbench.console import NullView, RunView
+from hilbench.device.server import FrameEndpoint
 from hilbench.device.state import ModelState
 from hilbench.device.twin import DeviceTwin
 from hilbench.errors import ConfigError, HilbenchError
+from hilbench.link.memory import MemoryPort
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.graph import Graph
 from hilbench.protocol import data_blob
-from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder
+from hilbench.protocol.frames import PROTOCOL_VERSION
 from hilbench.target.client import Target
 from hilbench.target.recovery import RecoveringTarget, UpdateLog
 from hilbench.trace import Trace, TraceWriter
@@ -38,53 +40,11 @@ PRETRAIN_DATASET = "digits"  # --init pretrained: float pre-training on the clea
 POOL_SEED_SALT = 0x504F4F4C  # "POOL": the pool seed is the run seed xor this
 
 
-class LoopbackPort:
-    """A pyserial-like port whose far end is a DeviceTwin in this thread.
-
-    The in-process fast path for studies: no pty, no server thread, but the same bytes and the
-    same device code as the emulator backend. ``write`` runs what ``serve_stream`` runs for the
-    bytes it gets (frame decoder, ``bad_frame`` for dropped frames, ``handle`` for each frame)
-    and queues the answers for ``read``."""
-
-    def __init__(self, twin: DeviceTwin) -> None:
-        self.twin = twin
-        self.timeout: float | None = None
-        self.is_open = True
-        self._problems: list[str] = []
-        self._decoder = FrameDecoder(on_error=lambda problem: self._problems.append(problem.kind))
-        self._out = bytearray()
-
-    def write(self, data: bytes) -> int:
-        frames = self._decoder.feed(bytes(data))
-        for kind in self._problems:
-            self._out += self.twin.bad_frame(kind)
-        self._problems.clear()
-        for frame in frames:
-            self._out += self.twin.handle(frame)
-        return len(data)
-
-    @property
-    def in_waiting(self) -> int:
-        return len(self._out)
-
-    def read(self, size: int = 1) -> bytes:
-        chunk = bytes(self._out[:size])
-        del self._out[:size]
-        return chunk
-
-    def reset_input_buffer(self) -> None:
-        self._out.clear()
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.is_open = False
-
-
 def direct_target(twin: DeviceTwin | None = None) -> Target:
-    """A connected Target on an in-process twin (see LoopbackPort); it has answered HELLO."""
-    target = Target(LoopbackPort(twin or DeviceTwin()), name="emulator (in-process)")
+    """A connected Target on an in-process twin, for studies: no pty, no thread, the same bytes
+    and device code as the emulator backend (``EmulatorBackend(link="memory")``'s link)."""
+    port = MemoryPort(FrameEndpoint(twin or DeviceTwin()).feed, name="in-process")
+    target = Target(port, name="emulator (in-process)", min_rto=EmulatorBackend.MEMORY_MIN_RTO_S)
     target.hello()
     return target
 
