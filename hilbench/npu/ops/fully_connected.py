@@ -21,13 +21,12 @@ import numpy as np
 
 from hilbench.errors import ModelError
 from hilbench.npu.ops import _backend
+from hilbench.npu.ops._common import conv_requant_params
 from hilbench.npu.quant import (
     ACTIVATIONS,
     INT8_MAX,
     INT8_MIN,
-    activation_range,
     multiply_by_quantized_multiplier,
-    quantize_multiplier,
     wrap_int32,
 )
 
@@ -100,23 +99,10 @@ def prepare(
     activation: str,
 ) -> dict[str, Any]:
     """Integer kernel params from float32 scales, as TFLM's FC Prepare computes them
-    (double ``input_scale * weight_scale / output_scale``, then QuantizeMultiplier)."""
-    ws = np.atleast_1d(np.asarray(weight_scales, dtype=np.float32))
-    mult = np.empty(ws.shape, dtype=np.int32)
-    shift = np.empty(ws.shape, dtype=np.int32)
-    for i, s in enumerate(ws):
-        real = float(np.float32(input_scale)) * float(s) / float(np.float32(output_scale))
-        mult[i], shift[i] = quantize_multiplier(real)
-    act_min, act_max = activation_range(activation, float(output_scale), int(output_zero_point))
-    return {
-        "input_offset": -int(input_zero_point),
-        "output_offset": int(output_zero_point),
-        "multiplier": mult,
-        "shift": shift,
-        "act_min": int(act_min),
-        "act_max": int(act_max),
-        "activation": activation,
-    }
+    (the same computation as conv's: ``_common.conv_requant_params``)."""
+    return conv_requant_params(
+        input_scale, input_zero_point, weight_scales, output_scale, output_zero_point, activation
+    )
 
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
