@@ -36,7 +36,6 @@ class Backend(ABC):
     """A way to reach a device; use as a context manager."""
 
     kind: str = ""
-    timing_source: str | None = None  # what device durations mean: "device", "modeled", None
 
     def __init__(self, faults: FaultSpec | None = None) -> None:
         self.target: Target | None = None
@@ -86,7 +85,6 @@ class EmulatorBackend(Backend):
     """
 
     kind = "emulate"
-    timing_source = "modeled"
     MEMORY_MIN_RTO_S = 0.001  # answers are immediate: only a lost frame is ever waited for
 
     def __init__(
@@ -123,7 +121,6 @@ class SerialBackend(Backend):
     """A device on any pyserial URL: a board's /dev/ttyACM0, or socket://HOST:PORT."""
 
     kind = "board"
-    timing_source = "device"
 
     def __init__(self, url: str, faults: FaultSpec | None = None) -> None:
         super().__init__(faults)
@@ -137,7 +134,6 @@ class QemuBackend(Backend):
     """The real firmware under qemu-system-arm (mps3-an547). Not built yet."""
 
     kind = "qemu"
-    timing_source = None
 
     def open(self) -> Target:
         self.check_available()

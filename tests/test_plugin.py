@@ -1,5 +1,8 @@
 """The pytest plugin as a lab user meets it: options, backend choice, markers, failures."""
 
+# Subprocess runs: an in-process run drops from sys.modules what it imported first (h5py, the
+# compiled kernels), and those cannot be imported twice in one process.
+
 SAMPLE = """
 def test_device_answers(device):
     info = device.hello()
@@ -13,7 +16,7 @@ def test_trace_of_a_short_run(zo_session):
 
 
 def test_options_are_listed_in_one_group(pytester):
-    result = pytester.runpytest("--help")
+    result = pytester.runpytest_subprocess("--help")
     result.stdout.fnmatch_lines(
         [
             "hilbench: the device under test:",
@@ -28,7 +31,7 @@ def test_options_are_listed_in_one_group(pytester):
 
 def test_emulate_is_the_default_and_traces_land_in_trace_dir(pytester, tmp_path):
     pytester.makepyfile(SAMPLE)
-    result = pytester.runpytest(
+    result = pytester.runpytest_subprocess(
         "--trace-dir", str(tmp_path / "traces"), "--junitxml", str(tmp_path / "junit.xml")
     )
     result.assert_outcomes(passed=2)
@@ -40,21 +43,21 @@ def test_emulate_is_the_default_and_traces_land_in_trace_dir(pytester, tmp_path)
 
 def test_qemu_fails_with_a_clear_message_instead_of_passing(pytester):
     pytester.makepyfile(SAMPLE)
-    result = pytester.runpytest("--qemu")
+    result = pytester.runpytest_subprocess("--qemu")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*--qemu*device_fw*mps3-an547*"])
 
 
 def test_two_backends_at_once_are_refused(pytester):
     pytester.makepyfile(SAMPLE)
-    result = pytester.runpytest("--emulate", "--board=socket://127.0.0.1:9")
+    result = pytester.runpytest_subprocess("--emulate", "--board=socket://127.0.0.1:9")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*choose one backend*"])
 
 
 def test_an_unreachable_board_fails_the_tests_with_the_cause(pytester):
     pytester.makepyfile(SAMPLE)
-    result = pytester.runpytest("--board=/dev/ttyNOSUCH7")
+    result = pytester.runpytest_subprocess("--board=/dev/ttyNOSUCH7")
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*cannot open serial port '/dev/ttyNOSUCH7'*"])
 
@@ -69,6 +72,6 @@ def test_hardware_timing_tests_skip_with_a_reason_off_board(pytester):
             raise AssertionError("must not run on the emulator")
         """
     )
-    result = pytester.runpytest("-rs")
+    result = pytester.runpytest_subprocess("-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*--board=PORT on a physical board*"])
