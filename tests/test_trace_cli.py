@@ -350,7 +350,7 @@ def test_limits_fail_with_value_limit_and_trace(zo_session):
 def test_zo_session_limits_go_to_junit_and_fail_clearly(pytester, tmp_path: Path) -> None:
     pytester.makepyfile(LIMITS_SAMPLE)
     junit = tmp_path / "junit.xml"
-    result = pytester.runpytest(
+    result = pytester.runpytest_subprocess(
         "--trace-dir", str(tmp_path / "traces"), "--junitxml", str(junit), "-W", "default"
     )
     result.assert_outcomes(passed=1, failed=1)
@@ -387,7 +387,7 @@ def test_a_trace_that_does_not_replay_fails_the_test(zo_session, monkeypatch):
 
 def test_zo_session_fails_a_test_whose_trace_does_not_replay(pytester, tmp_path: Path) -> None:
     pytester.makepyfile(REPLAY_MISMATCH)
-    result = pytester.runpytest("--trace-dir", str(tmp_path / "traces"))
+    result = pytester.runpytest_subprocess("--trace-dir", str(tmp_path / "traces"))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
