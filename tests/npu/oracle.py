@@ -3,25 +3,49 @@ Python interpreter (reference kernels), whole or tensor by tensor."""
 
 from __future__ import annotations
 
+import contextlib
+import platform
+import sys
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
 runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
 
+from hilbench.npu import native  # noqa: E402
 from hilbench.npu.graph import Graph  # noqa: E402
 from hilbench.npu.ops import _backend  # noqa: E402
 from hilbench.npu.tflite import export_tflite, export_tflite_indexed  # noqa: E402
 
-# Every oracle comparison runs our graph once per backend: the compiled kernels (jit) and
-# the numpy reference path must each match TFLM byte for byte.
-BACKENDS = _backend.NAMES
+# CI (x86-64 Linux) builds the native engine: there its absence is a failure, not a skip.
+NATIVE_REQUIRED = sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+
+# Every oracle comparison runs our graph once per backend variant: the native C engine with
+# the kernels this CPU picks (AVX-512 VNNI here) and with its scalar C path forced, the
+# compiled per-op kernels (jit) and the numpy reference path must each match TFLM byte for
+# byte.
+BACKENDS: tuple[str, ...] = (
+    ("native", "native-scalar") if NATIVE_REQUIRED or native.available() else ()
+) + tuple(b for b in _backend.NAMES if b != "native")
+
+
+@contextlib.contextmanager
+def use(variant: str) -> Iterator[None]:
+    """Run a block under one backend variant (``native-scalar``: native, scalar C forced)."""
+    if variant == "native-scalar":
+        with _backend.use("native"), native.use_isa("scalar"):
+            yield
+    else:
+        with _backend.use(variant), native.use_isa("auto"):
+            yield
 
 
 def run_each(graph: Graph, x: np.ndarray, overrides=None) -> dict[str, np.ndarray]:
-    """``graph.run(x, overrides)`` under every backend, by backend name."""
+    """``graph.run(x, overrides)`` under every backend variant, by name."""
     out = {}
     for b in BACKENDS:
-        with _backend.use(b):
+        with use(b):
             out[b] = graph.run(x, overrides)
     return out
 
@@ -73,7 +97,7 @@ def assert_graph_matches_tflm(
     ref = graph if exported is None else exported
     want = None
     for backend in BACKENDS:
-        with _backend.use(backend):
+        with use(backend):
             got = graph.run(x)
             if want is None:
                 want = run_tflite(graph_to_tflite(ref, x.shape[0]), x).reshape(got.shape)

@@ -20,8 +20,10 @@ from .oracle import run_each
 
 
 def _same(g, x, ov=None):
+    """Every backend variant (native VNNI and scalar, jit) equals the numpy path."""
     each = run_each(g, x, ov)
-    np.testing.assert_array_equal(each["jit"], each["numpy"])
+    for name, got in each.items():
+        np.testing.assert_array_equal(got, each["numpy"], name)
     return each["jit"]
 
 
@@ -116,7 +118,7 @@ def test_backend_selection():
         _backend.select("gpu")
 
 
-@pytest.mark.parametrize("value", ["numpy", "jit"])
+@pytest.mark.parametrize("value", list(_backend.NAMES))
 def test_backend_from_environment(value):
     code = "from hilbench.npu.ops import _backend; print(_backend.name())"
     env = {**os.environ, "HILBENCH_NPU_BACKEND": value}

@@ -7,7 +7,6 @@ import pytest
 
 from hilbench.datasets import load, quantize_inputs
 from hilbench.npu import pretrain, zoo
-from hilbench.npu.ops import _backend
 
 from .oracle import (
     BACKENDS,
@@ -16,6 +15,7 @@ from .oracle import (
     run_each,
     run_tflite,
     run_tflite_all,
+    use,
 )
 
 
@@ -66,7 +66,7 @@ def test_scaled_down_models_match_tflm_layer_by_layer(name, kw, res):
     x = _images(1, 3, res)
     theirs = run_tflite_all(g, x)
     for backend in BACKENDS:
-        with _backend.use(backend):
+        with use(backend):
             ours = g.run_all(x)
         for op in g.ops:
             n = op.outputs[0]

@@ -1,8 +1,13 @@
-"""Which kernels run the ops: ``jit`` (compiled with numba, ``_jit.py``) or ``numpy`` (the
-reference path in each op module). Both are bit-exact with TFLM; the oracle tests run both.
+"""Which kernels run the ops: ``native`` (the C engine in ``hilbench/npu/native``, a whole
+network per call), ``jit`` (compiled with numba, ``_jit.py``, one op at a time) or ``numpy``
+(the reference path in each op module). All are bit-exact with TFLM; the oracle tests run
+each of them.
 
-The default is ``jit`` when numba imports, else ``numpy``; the environment variable
-``HILBENCH_NPU_BACKEND=numpy`` (or ``jit``) chooses, and :func:`use` switches for a block.
+The default is ``native`` when its extension imports, else ``jit`` when numba imports, else
+``numpy``; the environment variable ``HILBENCH_NPU_BACKEND=native|jit|numpy`` chooses, and
+:func:`use` switches for a block. Under ``native``, ``Graph.run``/``run_all`` go to the
+engine (:func:`engine`); an op run on its own (or a graph the engine refuses) uses the jit
+kernels.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from typing import Any
 
 from hilbench.errors import ModelError
 
-NAMES = ("jit", "numpy")
+NAMES = ("native", "jit", "numpy")
 _ENV = "HILBENCH_NPU_BACKEND"
-_state: dict[str, Any] = {"name": None, "kernels": None}
+_state: dict[str, Any] = {"name": None, "kernels": None, "engine": None}
 
 
 def jit_available() -> bool:
@@ -29,6 +34,13 @@ def jit_available() -> bool:
     return True
 
 
+def native_available() -> bool:
+    """Whether the native engine's compiled extension imports here."""
+    from hilbench.npu import native
+
+    return native.available()
+
+
 def _check(name: str) -> str:
     if name not in NAMES:
         raise ModelError(f"unknown NPU backend {name!r}", f"use one of {', '.join(NAMES)}")
@@ -37,6 +49,13 @@ def _check(name: str) -> str:
             "NPU backend 'jit' needs numba, which does not import here",
             "pip install numba, or use the 'numpy' backend",
         )
+    if name == "native" and not native_available():
+        from hilbench.npu import native
+
+        raise ModelError(
+            f"NPU backend 'native' is not built here ({native.IMPORT_ERROR})",
+            "reinstall with a C compiler (pip install -e .), or use the 'jit' backend",
+        )
     return name
 
 
@@ -44,6 +63,8 @@ def _default() -> str:
     env = os.environ.get(_ENV, "").strip().lower()
     if env:
         return _check(env)
+    if native_available():
+        return "native"
     return "jit" if jit_available() else "numpy"
 
 
@@ -55,14 +76,18 @@ def name() -> str:
 
 
 def select(backend: str) -> None:
-    """Make ``backend`` ('jit' or 'numpy') the active one."""
+    """Make ``backend`` ('native', 'jit' or 'numpy') the active one."""
     _check(backend)
-    kernels = None
-    if backend == "jit":
+    kernels = engine = None
+    if backend == "jit" or (backend == "native" and jit_available()):
         from hilbench.npu.ops import _jit
 
         kernels = _jit
-    _state["name"], _state["kernels"] = backend, kernels
+    if backend == "native":
+        from hilbench.npu import native
+
+        engine = native
+    _state["name"], _state["kernels"], _state["engine"] = backend, kernels, engine
 
 
 @contextlib.contextmanager
@@ -77,10 +102,19 @@ def use(backend: str) -> Iterator[None]:
 
 
 def kernels() -> ModuleType | None:
-    """The compiled kernel module when the jit backend is active, else None (numpy path)."""
+    """The compiled per-op kernel module when the jit (or native) backend is active, else
+    None (numpy path)."""
     if _state["name"] is None:
         name()
     return _state["kernels"]
+
+
+def engine() -> ModuleType | None:
+    """The whole-network engine (``hilbench.npu.native``) when the native backend is
+    active, else None."""
+    if _state["name"] is None:
+        name()
+    return _state["engine"]
 
 
 def op_cache(op: Any) -> dict[str, Any]:

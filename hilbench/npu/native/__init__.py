@@ -1,0 +1,388 @@
+"""The ``native`` backend: a whole network per C call (``_engine.c``), bit-exact with TFLM.
+
+A graph is lowered once (per layout of batched overrides) into a :class:`Plan`: a flat
+int64 op list, per-channel requantization tables, an arena layout (activations share
+memory by liveness) and buffers for packed weights. :func:`run` then hands the engine the
+constants (the graph's own or the overrides, as they are now), the input and the output
+buffer; the engine repacks only the weight sets whose bytes changed since they were last
+packed (compared every call), then runs every op for each of the S weight sets and N inputs.
+
+The engine picks AVX-512 VNNI kernels at run time when the CPU has them, else portable
+scalar C; :func:`use_isa` (or ``HILBENCH_NPU_NATIVE_ISA=scalar``) forces the scalar path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from hilbench.npu.graph import Graph
+
+try:
+    from hilbench.npu.native import _engine
+except ImportError as e:  # not built (no compiler at install time) or another platform
+    _engine = None
+    IMPORT_ERROR: str | None = str(e)
+else:
+    IMPORT_ERROR = None
+
+ISAS = ("auto", "scalar")
+_ENV_ISA = "HILBENCH_NPU_NATIVE_ISA"
+_state: dict[str, str] = {"isa": os.environ.get(_ENV_ISA, "auto").strip().lower() or "auto"}
+
+OP_NOP, OP_GEMM, OP_DW, OP_ADD, OP_MAXPOOL, OP_AVGPOOL, OP_MEAN = range(7)
+# the reduction length for which int32 accumulators of (x + 128) * w never wrap
+MAX_K = (2**31 - 1) // (255 * 128)
+ALIGN = 64
+
+FIELDS: tuple[str, ...] = _engine.fields() if _engine is not None else ()
+F = {n: i for i, n in enumerate(FIELDS)}
+G_NOPS, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF = range(7)
+
+
+class Unsupported(Exception):
+    """The graph cannot run on the engine (the caller falls back to per-op kernels)."""
+
+
+def available() -> bool:
+    """Whether the compiled engine imports here."""
+    return _engine is not None
+
+
+def best_isa() -> str:
+    """'avx512vnni' when this CPU runs the VNNI kernels, else 'scalar'."""
+    return _engine.best_isa() if _engine is not None else "none"
+
+
+def isa() -> str:
+    """The forced ISA ('auto' or 'scalar')."""
+    return _state["isa"]
+
+
+def set_isa(name: str) -> None:
+    if name not in ISAS:
+        raise ValueError(f"unknown native ISA {name!r}; use one of {ISAS}")
+    _state["isa"] = name
+
+
+@contextlib.contextmanager
+def use_isa(name: str) -> Iterator[None]:
+    """Run a block with the VNNI kernels allowed ('auto') or the scalar C path forced."""
+    before = isa()
+    set_isa(name)
+    try:
+        yield
+    finally:
+        set_isa(before)
+
+
+def _up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+# --- lowering ---------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    prog: np.ndarray
+    qp: np.ndarray
+    slots: np.ndarray
+    slot_names: list[str]
+    snap: np.ndarray
+    packed: np.ndarray
+    rowsum: np.ndarray
+    valid: np.ndarray
+    arena: np.ndarray
+    out_shapes: list[tuple[int, ...]]
+    sets: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Arena:
+    """First-fit allocation of 64-byte aligned blocks (each with 64 bytes of slack, which
+    the kernels may read past a tensor's end)."""
+
+    def __init__(self) -> None:
+        self.live: dict[str, tuple[int, int]] = {}
+        self.end = 0
+
+    def alloc(self, key: str, size: int) -> int:
+        size = _up(size, ALIGN) + ALIGN
+        off = 0
+        for o, s in sorted(self.live.values()):
+            if o - off >= size:
+                break
+            off = max(off, o + s)
+        self.live[key] = (off, size)
+        self.end = max(self.end, off + size)
+        return off
+
+    def free(self, key: str) -> None:
+        self.live.pop(key, None)
+
+
+def _requant_table(mult: Any, shift: Any, o: int, o16: int) -> np.ndarray:
+    m = np.zeros(o16, np.int64)
+    sh = np.zeros(o16, np.int64)
+    m[:o] = np.broadcast_to(np.asarray(mult, np.int64).reshape(-1), (o,))
+    sh[:o] = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (o,))
+    if np.any(m < 0) or np.any(m > 2**31 - 1) or np.any(sh < -31) or np.any(sh > 30):
+        raise Unsupported("requantization multiplier or shift out of TFLite's range")
+    ls = np.maximum(sh, 0)
+    rs = np.maximum(-sh, 0)
+    mask = (np.int64(1) << rs) - 1
+    return np.concatenate([m, sh, ls, rs, mask, mask >> 1]).astype(np.int32)
+
+
+def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
+    """Lower ``graph`` for ``sets`` weight sets, the constants in ``batched`` having one
+    array per set (the others shared). Raises :class:`Unsupported`."""
+    if _engine is None:
+        raise Unsupported(f"native engine not built: {IMPORT_ERROR}")
+    t = graph.tensors
+    nf = len(FIELDS)
+    recs: list[np.ndarray] = []
+    qps: list[np.ndarray] = []
+    qp_len = 0
+    slot_index: dict[str, int] = {}
+    slot_rows: list[tuple[int, int]] = []
+    snap_len = packed_len = rs_len = valid_len = 0
+    col_max = pad_max = o16_max = 0
+
+    def size_of(name: str) -> int:
+        return math.prod(t[name].shape)
+
+    # liveness: buffers by tensor name, RESHAPE outputs alias their input's buffer
+    buf = {graph.input: graph.input}
+    last: dict[str, int] = {}
+    for i, op in enumerate(graph.ops):
+        for n in op.inputs:
+            if t[n].data is None:
+                last[buf[n]] = i
+        buf[op.outputs[0]] = buf[op.inputs[0]] if op.kind == "RESHAPE" else op.outputs[0]
+    last[buf[graph.output]] = len(graph.ops)
+    arena = _Arena()
+    offs = {graph.input: arena.alloc(graph.input, size_of(graph.input))}
+
+    def slot(name: str) -> int:
+        if name not in slot_index:
+            slot_index[name] = len(slot_rows)
+            nb = t[name].data.nbytes
+            slot_rows.append((nb, sets if name in batched else 1))
+        return slot_index[name]
+
+    for i, op in enumerate(graph.ops):
+        p = op.params
+        f = np.zeros(nf, np.int64)
+        x = op.inputs[0]
+        out = op.outputs[0]
+        if op.kind == "RESHAPE":
+            offs[out] = offs[x]
+        else:
+            offs[out] = arena.alloc(out, size_of(out))
+        f[F["IN"]] = offs[x]
+        f[F["OUT"]] = offs[out]
+        f[F["OUT_SIZE"]] = size_of(out)
+        f[F["BSLOT"]] = -1
+        xs = t[x].shape
+        if op.kind in ("CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D"):
+            w = t[op.inputs[1]]
+            if op.kind == "FULLY_CONNECTED":
+                oc, k = w.shape
+                h = wd = kh = kw = sh = sw = 1
+                c, oh, ow, pt, pl, dh, dw = k, 1, 1, 0, 0, 1, 1
+            else:
+                h, wd, c = xs
+                kh, kw = w.shape[1], w.shape[2]
+                oc = w.shape[0] if op.kind == "CONV_2D" else w.shape[3]
+                oh, ow = p["out_h"], p["out_w"]
+                sh, sw = p["stride_h"], p["stride_w"]
+                dh, dw = p.get("dilation_h", 1), p.get("dilation_w", 1)
+                pt, pl = p["pad_top"], p["pad_left"]
+                k = kh * kw * c
+            o16 = _up(oc, 16)
+            o16_max = max(o16_max, o16)
+            f[F["KIND"]] = OP_DW if op.kind == "DEPTHWISE_CONV_2D" else OP_GEMM
+            for key, v in dict(
+                H=h, W=wd, C=c, OH=oh, OW=ow, OC=oc, KH=kh, KW=kw, SH=sh, SW=sw, DH=dh, DW=dw,
+                PT=pt, PL=pl, O16=o16, IO=p["input_offset"], OO=p["output_offset"],
+                LO=p["act_min"], HI=p["act_max"],
+            ).items():  # fmt: skip
+                f[F[key]] = v
+            ws = slot(op.inputs[1])
+            f[F["WSLOT"]] = ws
+            if len(op.inputs) > 2:
+                f[F["BSLOT"]] = slot(op.inputs[2])
+            wsets = slot_rows[ws][1]
+            if op.kind == "DEPTHWISE_CONV_2D":
+                dm = p["depth_multiplier"]
+                hp = (oh - 1) * sh + (kh - 1) * dh + 1
+                wp = (ow - 1) * sw + (kw - 1) * dw + 1
+                f[F["DM"]], f[F["HP"]], f[F["WP"]] = dm, hp, wp
+                pad_max = max(pad_max, hp * wp * oc)
+                pk_size = kh * kw * o16 * 4
+                if kh * kw * 255 * 128 > 2**31 - 1:
+                    raise Unsupported(f"depthwise kernel {kh}x{kw} too large")
+            else:
+                if k > MAX_K:
+                    raise Unsupported(f"reduction length {k} > {MAX_K}: int32 could wrap")
+                k4 = _up(k, 4)
+                f[F["K"]], f[F["K4"]] = k, k4
+                direct = kh == kw == 1 and sh == sw == 1 and pt == pl == 0
+                direct = direct and oh == h and ow == wd
+                f[F["IM2COL"]] = 0 if direct else 1
+                if not direct:
+                    col_max = max(col_max, oh * ow * k4)
+                pk_size = o16 * k4
+            pk_size = _up(pk_size, ALIGN)
+            f[F["PK_SIZE"]] = pk_size
+            f[F["PK_OFF"]] = packed_len
+            packed_len += pk_size * wsets
+            f[F["SNAP_OFF"]] = snap_len
+            snap_len += _up(slot_rows[ws][0], ALIGN) * wsets
+            f[F["RS_OFF"]] = rs_len
+            rs_len += o16 * wsets
+            f[F["VALID_OFF"]] = valid_len
+            valid_len += wsets
+            table = _requant_table(p["multiplier"], p["shift"], oc, o16)
+            f[F["ANYLS"]] = int(np.any(table[2 * o16 : 3 * o16] > 0))
+            f[F["QP_OFF"]] = qp_len
+            qps.append(table)
+            qp_len += table.size
+        elif op.kind == "ADD":
+            f[F["KIND"]] = OP_ADD
+            f[F["IN2"]] = offs[op.inputs[1]]
+            for key, name in (
+                ("IO", "input1_offset"), ("IO2", "input2_offset"), ("OO", "output_offset"),
+                ("LO", "act_min"), ("HI", "act_max"), ("LSH", "left_shift"),
+                ("M1", "input1_multiplier"), ("S1", "input1_shift"),
+                ("M2", "input2_multiplier"), ("S2", "input2_shift"),
+                ("MO", "output_multiplier"), ("SO", "output_shift"),
+            ):  # fmt: skip
+                f[F[key]] = int(p[name])
+            for m in ("input1_multiplier", "input2_multiplier", "output_multiplier"):
+                if not 0 <= int(p[m]) <= 2**31 - 1:
+                    raise Unsupported("ADD multiplier out of range")
+        elif op.kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            f[F["KIND"]] = OP_MAXPOOL if op.kind == "MAX_POOL_2D" else OP_AVGPOOL
+            h, wd, c = xs
+            for key, v in dict(
+                H=h, W=wd, C=c, OH=p["out_h"], OW=p["out_w"], KH=p["filter_h"],
+                KW=p["filter_w"], SH=p["stride_h"], SW=p["stride_w"], PT=p["pad_top"],
+                PL=p["pad_left"], LO=p["act_min"], HI=p["act_max"],
+            ).items():  # fmt: skip
+                f[F[key]] = v
+        elif op.kind == "MEAN":
+            f[F["KIND"]] = OP_MEAN
+            h, wd, c = xs
+            for key, v in dict(
+                H=h, W=wd, C=c, M1=p["multiplier"], S1=p["shift"], ZP=p["input_zero_point"],
+                COUNT=p["count"], OO=p["output_offset"],
+            ).items():  # fmt: skip
+                f[F[key]] = int(v)
+        elif op.kind == "RESHAPE":
+            f[F["KIND"]] = OP_NOP
+        else:
+            raise Unsupported(f"op {op.kind}")
+        recs.append(f)
+        for n in op.inputs:
+            if t[n].data is None and last.get(buf[n]) == i:
+                arena.free(buf[n])
+    hdr = np.zeros(nf, np.int64)
+    # scratch after every activation (the allocator reuses freed blocks, scratch must not)
+    col_off = arena.end
+    pad_off = col_off + _up(col_max, ALIGN) + ALIGN
+    bscr_off = pad_off + _up(pad_max, ALIGN) + ALIGN
+    arena.end = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN
+    for f in recs:
+        if f[F["KIND"]] == OP_DW:
+            f[F["PAD_OFF"]] = pad_off
+    hdr[G_NOPS] = len(recs)
+    hdr[G_IN_OFF] = offs[graph.input]
+    hdr[G_IN_SIZE] = size_of(graph.input)
+    hdr[G_OUT_OFF] = offs[graph.output]
+    hdr[G_OUT_SIZE] = size_of(graph.output)
+    hdr[G_COL_OFF] = col_off
+    hdr[G_BSCR_OFF] = bscr_off
+    prog = np.ascontiguousarray(np.stack([hdr, *recs]))
+    return Plan(
+        prog=prog,
+        qp=np.concatenate(qps) if qps else np.zeros(1, np.int32),
+        slots=np.array(slot_rows, np.int64).reshape(-1, 2),
+        slot_names=list(slot_index),
+        snap=np.zeros(max(snap_len, 1), np.uint8),
+        packed=np.zeros(max(packed_len, 1), np.uint8),
+        rowsum=np.zeros(max(rs_len, 1), np.int32),
+        valid=np.zeros(max(valid_len, 1), np.uint8),
+        arena=np.zeros(arena.end + ALIGN, np.uint8),
+        out_shapes=[t[op.outputs[0]].shape for op in graph.ops],
+        sets=sets,
+    )
+
+
+# --- running ----------------------------------------------------------------------------------
+def _plan(graph: Graph, ov: dict[str, np.ndarray], s: int | None) -> Plan:
+    t = graph.tensors
+    batched = frozenset(n for n, a in ov.items() if a.ndim > len(t[n].shape))
+    key = (s or 1, batched, len(graph.ops))
+    plans = graph.__dict__.setdefault("_native_plans", {})
+    plan = plans.get(key)
+    if plan is None:
+        plan = plans[key] = lower(graph, batched, s or 1)
+    return plan
+
+
+def _forward(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | None, dumps):
+    plan = _plan(graph, ov, s)
+    t = graph.tensors
+    if ov:
+        consts = tuple([ov[n] if n in ov else t[n].data for n in plan.slot_names])
+    else:
+        consts = tuple([t[n].data for n in plan.slot_names])
+    sets = plan.sets
+    n = x.shape[0]
+    out = np.empty((sets, n, *graph.tensors[graph.output].shape), np.int8)
+    if dumps:
+        dumps = tuple(np.empty((sets, n, *shape), np.int8) for shape in plan.out_shapes)
+    isa_code = 1 if _state["isa"] == "scalar" else 0
+    args = (plan.snap, plan.packed, plan.rowsum, plan.valid, plan.arena)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    try:
+        _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
+                        isa_code, dumps)  # fmt: skip
+    except BufferError:  # a non-contiguous constant: copy it
+        consts = tuple(np.ascontiguousarray(a) for a in consts)
+        _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
+                        isa_code, dumps)  # fmt: skip
+    return out, dumps
+
+
+def run(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | None):
+    """Graph.run on the engine (x and overrides already checked); None if unsupported."""
+    try:
+        out, _ = _forward(graph, x, ov, s, None)
+    except Unsupported:
+        return None
+    return out if s is not None else out[0]
+
+
+def run_all(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | None):
+    """Graph.run_all on the engine: every activation by name; None if unsupported."""
+    try:
+        _, dumps = _forward(graph, x, ov, s, True)
+    except Unsupported:
+        return None
+    res = {graph.input: x if s is None else np.broadcast_to(x[None], (s, *x.shape))}
+    for op, d in zip(graph.ops, dumps, strict=True):
+        res[op.outputs[0]] = d[0] if s is None else d
+    return res
+
+
+__all__ = ["Plan", "Unsupported", "available", "lower", "run", "run_all", "use_isa"]

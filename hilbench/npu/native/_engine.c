@@ -1,0 +1,773 @@
+/* hilbench native NPU engine: a whole int8 network per call, bit-exact with TFLM.
+ *
+ * The Python side (hilbench/npu/native/__init__.py) lowers a Graph once into a flat op
+ * list (int64 records, fields F_* below), per-channel requantization tables (int32) and
+ * an arena layout; forward() then runs every op for S weight sets x N inputs in one call.
+ *
+ * Activations live in the arena as u = x + 128 (uint8), so GEMMs can use VPDPBUSD
+ * (u8 x s8 -> s32).  With io the TFLM input offset (-zero point):
+ *     sum_k w (x + io) = sum_k w u + (io - 128) sum_k w,
+ * the second term is folded into the bias once per output channel (row sums of the packed
+ * weights).  Padded taps hold u = zp + 128, i.e. x + io = 0: they contribute nothing, as
+ * in TFLM.  All accumulation is uint32 arithmetic (mod 2^32), which is what TFLM's int32
+ * accumulator computes; it never wraps for K * 255 * 128 < 2^31 (K < 65,800; checked on
+ * the Python side).  Requantization is TFLM's MultiplyByQuantizedMultiplier (left shift
+ * with int32 wrap, SaturatingRoundingDoublingHighMul, RoundingDivideByPOT), per channel.
+ *
+ * Two code paths, chosen at run time: AVX-512 VNNI (functions compiled with a target
+ * attribute; used when the CPU and OS support it) and portable scalar C.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if !defined(HB_NO_SIMD) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HB_X86 1
+#include <immintrin.h>
+#define HB_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#else
+#define HB_X86 0
+#endif
+
+#define HB_INLINE static inline __attribute__((always_inline))
+
+/* --- op records (mirrored by FIELDS in __init__.py, checked at import) ------------------ */
+#define FIELD_LIST                                                                          \
+    X(KIND) X(IN) X(IN2) X(OUT) X(H) X(W) X(C) X(OH) X(OW) X(OC) X(KH) X(KW) X(SH) X(SW)   \
+    X(DH) X(DW) X(PT) X(PL) X(K) X(K4) X(O16) X(WSLOT) X(BSLOT) X(PK_OFF) X(PK_SIZE)        \
+    X(SNAP_OFF) X(RS_OFF) X(VALID_OFF) X(QP_OFF) X(IO) X(OO) X(LO) X(HI) X(DM) X(ANYLS)     \
+    X(IM2COL) X(PAD_OFF) X(HP) X(WP) X(OUT_SIZE) X(M1) X(S1) X(M2) X(S2) X(MO) X(SO)         \
+    X(IO2) X(LSH) X(COUNT) X(ZP)
+
+enum {
+#define X(n) F_##n,
+    FIELD_LIST
+#undef X
+        NF
+};
+
+static const char *field_names[] = {
+#define X(n) #n,
+    FIELD_LIST
+#undef X
+};
+
+enum { OP_NOP = 0, OP_GEMM = 1, OP_DW = 2, OP_ADD = 3, OP_MAXPOOL = 4, OP_AVGPOOL = 5,
+       OP_MEAN = 6 };
+
+/* arena-global offsets kept in the prog header (first record) */
+enum { G_NOPS = 0, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF };
+
+/* --- scalar fixed-point (TFLM reference) -------------------------------------------------- */
+static inline int32_t rdbp(int32_t x, int32_t rs) {
+    const int32_t mask = (int32_t)(((int64_t)1 << rs) - 1);
+    const int32_t rem = x & mask;
+    const int32_t thr = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> rs) + (rem > thr ? 1 : 0);
+}
+
+/* MultiplyByQuantizedMultiplier of an int32 x; shift > 0 is a left shift (int32 wrap). */
+static inline int32_t mbqm(int32_t x, int32_t m, int32_t shift) {
+    const int32_t ls = shift > 0 ? shift : 0, rs = shift > 0 ? 0 : -shift;
+    const int32_t xl = (int32_t)((uint32_t)x << ls);
+    int64_t h = ((int64_t)xl * (int64_t)m + ((int64_t)1 << 30)) >> 31;
+    if (h > INT32_MAX) h = INT32_MAX;
+    return rdbp((int32_t)h, rs);
+}
+
+/* The same on an int64 x exactly as hilbench.npu.quant's numpy code does it (used by MEAN,
+ * whose sums are int64 there): no wrap unless there is a left shift. */
+static inline int32_t mbqm64(int64_t x, int64_t m, int32_t shift) {
+    const int32_t ls = shift > 0 ? shift : 0, rs = shift > 0 ? 0 : -shift;
+    if (ls) x = (int64_t)(int32_t)(uint32_t)((uint64_t)x << ls);
+    int64_t h = (int64_t)((uint64_t)(x * m) + ((uint64_t)1 << 30)) >> 31;
+    if (h > INT32_MAX) h = INT32_MAX;
+    const int64_t half = ((int64_t)1 << rs) >> 1;
+    h += half;
+    h -= (h < half) && (rs > 0);
+    h >>= rs;
+    return (int32_t)h;
+}
+
+static inline int32_t clampi(int32_t v, int32_t lo, int32_t hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* --- per-op context ------------------------------------------------------------------------ */
+typedef struct {
+    const int64_t *f;      /* the op record */
+    const int32_t *qp;     /* m[O16], shift[O16], ls[O16], rs[O16], mask[O16], thr[O16] */
+    const int32_t *beff;   /* effective bias [O16] for this weight set */
+    const int8_t *pk;      /* packed weights for this set */
+} opctx;
+
+/* requantize one int32 accumulator (bias already added) to the stored u8 = int8 + 128 */
+static inline uint8_t rq_scalar(uint32_t v, const int32_t *qp, int64_t o16, int64_t o,
+                                int32_t oo, int32_t lo, int32_t hi) {
+    const int32_t h = mbqm((int32_t)v, qp[o], qp[o16 + o]);
+    return (uint8_t)(clampi(h + oo, lo, hi) + 128);
+}
+
+/* --- packing ------------------------------------------------------------------------------- */
+/* GEMM weights [O][K] int8 -> [O16/16][K4/4][16][4], zero padded; row sums [O16]. */
+static void pack_gemm(const int8_t *w, int64_t O, int64_t K, int64_t K4, int64_t O16,
+                      int8_t *dst, int32_t *rowsum) {
+    memset(dst, 0, (size_t)(O16 * K4));
+    for (int64_t o = 0; o < O16; o++) rowsum[o] = 0;
+    const int64_t kfull = K / 4;
+    for (int64_t o = 0; o < O; o++) {
+        const int8_t *src = w + o * K;
+        int8_t *d = dst + (o / 16) * K4 * 16 + (o % 16) * 4;
+        int32_t sum = 0;
+        for (int64_t k = 0; k < K; k++) sum += src[k];
+        rowsum[o] = sum;
+        for (int64_t k4 = 0; k4 < kfull; k4++) memcpy(d + k4 * 64, src + k4 * 4, 4);
+        for (int64_t k = kfull * 4; k < K; k++) d[(k / 4) * 64 + (k % 4)] = src[k];
+    }
+}
+
+/* depthwise weights [T][OC] int8 -> int32 [T][O16] (zero padded); tap sums [O16]. */
+static void pack_dw(const int8_t *w, int64_t T, int64_t OC, int64_t O16, int32_t *dst,
+                    int32_t *rowsum) {
+    for (int64_t o = 0; o < O16; o++) rowsum[o] = 0;
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t o = 0; o < O16; o++) {
+            const int32_t v = o < OC ? w[t * OC + o] : 0;
+            dst[t * O16 + o] = v;
+            rowsum[o] += v;
+        }
+    }
+}
+
+/* --- im2col and padding ----------------------------------------------------------------- */
+/* input (H, W, C) u8 -> rows (OH*OW, K4): taps (ky, kx, c), padded taps = pad, tail 0. */
+static void im2col(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *cols) {
+    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], OH = f[F_OH], OW = f[F_OW];
+    const int64_t KH = f[F_KH], KW = f[F_KW], SH = f[F_SH], SW = f[F_SW];
+    const int64_t DH = f[F_DH], DW = f[F_DW], PT = f[F_PT], PL = f[F_PL];
+    const int64_t K = f[F_K], K4 = f[F_K4];
+    uint8_t *d = cols;
+    for (int64_t oy = 0; oy < OH; oy++) {
+        for (int64_t ox = 0; ox < OW; ox++) {
+            uint8_t *row = d;
+            for (int64_t ky = 0; ky < KH; ky++) {
+                const int64_t iy = oy * SH - PT + ky * DH;
+                if (iy < 0 || iy >= H) {
+                    memset(d, pad, (size_t)(KW * C));
+                    d += KW * C;
+                    continue;
+                }
+                const int64_t ix0 = ox * SW - PL;
+                if (DW == 1 && ix0 >= 0 && ix0 + KW <= W) {
+                    memcpy(d, x + (iy * W + ix0) * C, (size_t)(KW * C));
+                    d += KW * C;
+                    continue;
+                }
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    const int64_t ix = ix0 + kx * DW;
+                    if (ix < 0 || ix >= W)
+                        memset(d, pad, (size_t)C);
+                    else
+                        memcpy(d, x + (iy * W + ix) * C, (size_t)C);
+                    d += C;
+                }
+            }
+            for (int64_t k = K; k < K4; k++) *d++ = 0;
+            (void)row;
+        }
+    }
+}
+
+/* depthwise input (H, W, C) u8 -> padded (HP, WP, C*DM) with pad = zp + 128, channels
+ * repeated DM times (output channel ic*DM + m reads input channel ic). */
+static void pad_dw(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *p) {
+    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], DM = f[F_DM], HP = f[F_HP],
+                  WP = f[F_WP], PT = f[F_PT], PL = f[F_PL], OC = f[F_OC];
+    memset(p, pad, (size_t)(HP * WP * OC));
+    for (int64_t y = 0; y < H; y++) {
+        const int64_t py = y + PT;
+        if (py >= HP) break;
+        for (int64_t xx = 0; xx < W; xx++) {
+            const int64_t px = xx + PL;
+            if (px >= WP) break;
+            const uint8_t *s = x + (y * W + xx) * C;
+            uint8_t *d = p + (py * WP + px) * OC;
+            if (DM == 1) {
+                memcpy(d, s, (size_t)C);
+            } else {
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t m = 0; m < DM; m++) d[c * DM + m] = s[c];
+            }
+        }
+    }
+}
+
+/* --- scalar kernels ------------------------------------------------------------------------ */
+static void gemm_scalar(const uint8_t *A, int64_t lda, int64_t M, const opctx *c, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t O = f[F_OC], K4 = f[F_K4], O16 = f[F_O16];
+    const int32_t oo = (int32_t)f[F_OO], lo = (int32_t)f[F_LO], hi = (int32_t)f[F_HI];
+    for (int64_t i = 0; i < M; i++) {
+        const uint8_t *a = A + i * lda;
+        for (int64_t o = 0; o < O; o++) {
+            const int8_t *b = c->pk + (o / 16) * K4 * 16 + (o % 16) * 4;
+            uint32_t acc = 0;
+            for (int64_t k4 = 0; k4 < K4 / 4; k4++)
+                for (int64_t j = 0; j < 4; j++)
+                    acc += (uint32_t)((int32_t)a[k4 * 4 + j] * (int32_t)b[k4 * 64 + j]);
+            out[i * O + o] = rq_scalar(acc + (uint32_t)c->beff[o], c->qp, O16, o, oo, lo, hi);
+        }
+    }
+}
+
+static void dw_scalar(const uint8_t *P, const opctx *c, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
+    const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
+    const int64_t O16 = f[F_O16];
+    const int32_t oo = (int32_t)f[F_OO], lo = (int32_t)f[F_LO], hi = (int32_t)f[F_HI];
+    const int32_t *w = (const int32_t *)c->pk;
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++)
+            for (int64_t o = 0; o < OC; o++) {
+                uint32_t acc = (uint32_t)c->beff[o];
+                for (int64_t ky = 0; ky < KH; ky++)
+                    for (int64_t kx = 0; kx < KW; kx++) {
+                        const uint8_t u =
+                            P[((oy * SH + ky * DH) * WP + ox * SW + kx * DW) * OC + o];
+                        acc += (uint32_t)((int32_t)u * w[(ky * KW + kx) * O16 + o]);
+                    }
+                out[(oy * OW + ox) * OC + o] = rq_scalar(acc, c->qp, O16, o, oo, lo, hi);
+            }
+}
+
+static void add_scalar(const uint8_t *a, const uint8_t *b, const int64_t *f, uint8_t *out) {
+    const int64_t L = f[F_OUT_SIZE];
+    const int32_t io1 = (int32_t)f[F_IO], io2 = (int32_t)f[F_IO2], ls = (int32_t)f[F_LSH];
+    const int32_t m1 = (int32_t)f[F_M1], s1 = (int32_t)f[F_S1], m2 = (int32_t)f[F_M2],
+                  s2 = (int32_t)f[F_S2], mo = (int32_t)f[F_MO], so = (int32_t)f[F_SO];
+    const int32_t oo = (int32_t)f[F_OO], lo = (int32_t)f[F_LO], hi = (int32_t)f[F_HI];
+    for (int64_t i = 0; i < L; i++) {
+        const int32_t x1 = ((int32_t)a[i] - 128 + io1) * (1 << ls);
+        const int32_t x2 = ((int32_t)b[i] - 128 + io2) * (1 << ls);
+        const int32_t r = mbqm(mbqm(x1, m1, s1) + mbqm(x2, m2, s2), mo, so);
+        out[i] = (uint8_t)(clampi(r + oo, lo, hi) + 128);
+    }
+}
+
+static void maxpool(const uint8_t *x, const int64_t *f, uint8_t *out) {
+    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], OH = f[F_OH], OW = f[F_OW];
+    const int64_t KH = f[F_KH], KW = f[F_KW], SH = f[F_SH], SW = f[F_SW], PT = f[F_PT],
+                  PL = f[F_PL];
+    const int32_t lo = (int32_t)f[F_LO] + 128, hi = (int32_t)f[F_HI] + 128;
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++) {
+            uint8_t *d = out + (oy * OW + ox) * C;
+            memset(d, 0, (size_t)C);
+            for (int64_t ky = 0; ky < KH; ky++) {
+                const int64_t iy = oy * SH - PT + ky;
+                if (iy < 0 || iy >= H) continue;
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    const int64_t ix = ox * SW - PL + kx;
+                    if (ix < 0 || ix >= W) continue;
+                    const uint8_t *s = x + (iy * W + ix) * C;
+                    for (int64_t c = 0; c < C; c++) d[c] = s[c] > d[c] ? s[c] : d[c];
+                }
+            }
+            for (int64_t c = 0; c < C; c++) d[c] = (uint8_t)clampi(d[c], lo, hi);
+        }
+}
+
+static void avgpool(const uint8_t *x, const int64_t *f, uint8_t *out) {
+    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], OH = f[F_OH], OW = f[F_OW];
+    const int64_t KH = f[F_KH], KW = f[F_KW], SH = f[F_SH], SW = f[F_SW], PT = f[F_PT],
+                  PL = f[F_PL];
+    const int32_t lo = (int32_t)f[F_LO], hi = (int32_t)f[F_HI];
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++)
+            for (int64_t c = 0; c < C; c++) {
+                int64_t sum = 0, count = 0;
+                for (int64_t ky = 0; ky < KH; ky++) {
+                    const int64_t iy = oy * SH - PT + ky;
+                    if (iy < 0 || iy >= H) continue;
+                    for (int64_t kx = 0; kx < KW; kx++) {
+                        const int64_t ix = ox * SW - PL + kx;
+                        if (ix < 0 || ix >= W) continue;
+                        sum += (int64_t)x[(iy * W + ix) * C + c] - 128;
+                        count++;
+                    }
+                }
+                int64_t q = 0;
+                if (count) q = sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
+                if (q < lo) q = lo;
+                if (q > hi) q = hi;
+                out[(oy * OW + ox) * C + c] = (uint8_t)(q + 128);
+            }
+}
+
+static void mean_op(const uint8_t *x, const int64_t *f, uint8_t *out) {
+    const int64_t HW = f[F_H] * f[F_W], C = f[F_C];
+    const int64_t zp = f[F_ZP], count = f[F_COUNT], oo = f[F_OO];
+    for (int64_t c = 0; c < C; c++) {
+        int64_t sum = 0;
+        for (int64_t i = 0; i < HW; i++) sum += (int64_t)x[i * C + c];
+        sum -= 128 * HW;
+        sum -= zp * count;
+        int64_t r = (int64_t)mbqm64(sum, f[F_M1], (int32_t)f[F_S1]) + oo;
+        if (r < -128) r = -128;
+        if (r > 127) r = 127;
+        out[c] = (uint8_t)(r + 128);
+    }
+}
+
+/* --- AVX-512 VNNI kernels ---------------------------------------------------------------- */
+#if HB_X86
+typedef struct {
+    __m512i m, mo, ls, rs, mask, thr;
+} vq;
+
+HB_VNNI HB_INLINE vq vq_load(const int32_t *qp, int64_t o16, int64_t o) {
+    vq q;
+    q.m = _mm512_loadu_si512(qp + o);
+    q.mo = _mm512_srli_epi64(q.m, 32);
+    q.ls = _mm512_loadu_si512(qp + 2 * o16 + o);
+    q.rs = _mm512_loadu_si512(qp + 3 * o16 + o);
+    q.mask = _mm512_loadu_si512(qp + 4 * o16 + o);
+    q.thr = _mm512_loadu_si512(qp + 5 * o16 + o);
+    return q;
+}
+
+/* MultiplyByQuantizedMultiplier on 16 int32 lanes (multipliers >= 0, so no saturation). */
+HB_VNNI HB_INLINE __m512i vmbqm(__m512i v, const vq *q, int anyls) {
+    if (anyls) v = _mm512_sllv_epi32(v, q->ls);
+    const __m512i nudge = _mm512_set1_epi64((int64_t)1 << 30);
+    __m512i pe = _mm512_mul_epi32(v, q->m);
+    __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), q->mo);
+    pe = _mm512_srli_epi64(_mm512_add_epi64(pe, nudge), 31);
+    po = _mm512_slli_epi64(_mm512_add_epi64(po, nudge), 1);
+    const __m512i h = _mm512_mask_blend_epi32(0xAAAA, pe, po);
+    const __m512i rem = _mm512_and_si512(h, q->mask);
+    const __m512i thr = _mm512_sub_epi32(q->thr, _mm512_srai_epi32(h, 31));
+    __m512i r = _mm512_srav_epi32(h, q->rs);
+    const __mmask16 up = _mm512_cmpgt_epi32_mask(rem, thr);
+    return _mm512_mask_sub_epi32(r, up, r, _mm512_set1_epi32(-1));
+}
+
+/* + output offset, clamp, + 128, narrow to 16 bytes */
+HB_VNNI HB_INLINE __m128i vout(__m512i r, __m512i oo, __m512i lo, __m512i hi) {
+    r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, oo), lo), hi);
+    return _mm512_cvtepi32_epi8(r);
+}
+
+HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
+                                 const opctx *c, int64_t ob, int64_t O, uint8_t *out,
+                                 const int mr, const int nr, int anyls) {
+    __m512i acc[4][4];
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_si512();
+    const int8_t *b0 = B + ob * K4 * 16;
+    const int64_t bstride = K4 * 16;
+    const int64_t steps = K4 / 4;
+    for (int64_t k = 0; k < steps; k++) {
+        __m512i w[4];
+        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
+        for (int i = 0; i < mr; i++) {
+            int32_t av;
+            memcpy(&av, A + i * lda + k * 4, 4);
+            const __m512i a = _mm512_set1_epi32(av);
+            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
+        }
+    }
+    const int64_t *f = c->f;
+    const int64_t O16 = f[F_O16];
+    const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
+    const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
+    const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
+    for (int j = 0; j < nr; j++) {
+        const int64_t o = (ob + j) * 16;
+        const vq q = vq_load(c->qp, O16, o);
+        const __m512i bias = _mm512_loadu_si512(c->beff + o);
+        const int64_t left = O - o;
+        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        for (int i = 0; i < mr; i++) {
+            const __m512i r = vmbqm(_mm512_add_epi32(acc[i][j], bias), &q, anyls);
+            _mm_mask_storeu_epi8(out + i * O + o, km, vout(r, oo, lo, hi));
+        }
+    }
+}
+
+#define TILE(MR, NR) gemm_tile(A + m0 * lda, lda, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls)
+
+HB_VNNI static void gemm_vnni(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
+                              uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t O = f[F_OC], K4 = f[F_K4], nb = f[F_O16] / 16;
+    const int anyls = (int)f[F_ANYLS];
+    for (int64_t ob = 0; ob < nb; ob += 4) {
+        const int64_t nr = nb - ob < 4 ? nb - ob : 4;
+        int64_t m0 = 0;
+        for (; m0 + 4 <= M; m0 += 4) {
+            switch (nr) {
+            case 4: TILE(4, 4); break;
+            case 3: TILE(4, 3); break;
+            case 2: TILE(4, 2); break;
+            default: TILE(4, 1); break;
+            }
+        }
+        for (; m0 < M; m0++) {
+            switch (nr) {
+            case 4: TILE(1, 4); break;
+            case 3: TILE(1, 3); break;
+            case 2: TILE(1, 2); break;
+            default: TILE(1, 1); break;
+            }
+        }
+    }
+}
+#undef TILE
+
+HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
+    const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
+    const int64_t O16 = f[F_O16];
+    const int anyls = (int)f[F_ANYLS];
+    const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
+    const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
+    const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
+    const int32_t *w = (const int32_t *)c->pk;
+    for (int64_t o = 0; o < OC; o += 16) {
+        const vq q = vq_load(c->qp, O16, o);
+        const __m512i bias = _mm512_loadu_si512(c->beff + o);
+        const int64_t left = OC - o;
+        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        if (KH == 3 && KW == 3 && DH == 1 && DW == 1) {
+            /* 3x3 taps in registers */
+            __m512i wt[9];
+            for (int t = 0; t < 9; t++) wt[t] = _mm512_loadu_si512(w + t * O16 + o);
+            for (int64_t oy = 0; oy < OH; oy++) {
+                const uint8_t *r0 = P + (oy * SH * WP) * OC + o;
+                for (int64_t ox = 0; ox < OW; ox++) {
+                    const uint8_t *p = r0 + ox * SW * OC;
+                    __m512i acc = bias;
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) {
+                            const __m512i u = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(
+                                km, (const void *)(p + (ky * WP + kx) * OC)));
+                            acc = _mm512_dpbusd_epi32(acc, u, wt[ky * 3 + kx]);
+                        }
+                    _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km,
+                                         vout(vmbqm(acc, &q, anyls), oo, lo, hi));
+                }
+            }
+            continue;
+        }
+        for (int64_t oy = 0; oy < OH; oy++)
+            for (int64_t ox = 0; ox < OW; ox++) {
+                __m512i acc = bias;
+                for (int64_t ky = 0; ky < KH; ky++)
+                    for (int64_t kx = 0; kx < KW; kx++) {
+                        const uint8_t *p =
+                            P + ((oy * SH + ky * DH) * WP + ox * SW + kx * DW) * OC + o;
+                        const __m512i u = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, p));
+                        acc = _mm512_dpbusd_epi32(
+                            acc, u, _mm512_loadu_si512(w + (ky * KW + kx) * O16 + o));
+                    }
+                _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km,
+                                     vout(vmbqm(acc, &q, anyls), oo, lo, hi));
+            }
+    }
+}
+
+HB_VNNI static void add_vnni(const uint8_t *a, const uint8_t *b, const int64_t *f,
+                             uint8_t *out) {
+    const int64_t L = f[F_OUT_SIZE];
+    const int32_t ls = (int32_t)f[F_LSH];
+    vq q1, q2, q3;
+    const int32_t m[3] = {(int32_t)f[F_M1], (int32_t)f[F_M2], (int32_t)f[F_MO]};
+    const int32_t s[3] = {(int32_t)f[F_S1], (int32_t)f[F_S2], (int32_t)f[F_SO]};
+    vq *qs[3] = {&q1, &q2, &q3};
+    int anyls = 0;
+    for (int i = 0; i < 3; i++) {
+        const int32_t l = s[i] > 0 ? s[i] : 0, r = s[i] > 0 ? 0 : -s[i];
+        const int32_t mask = (int32_t)(((int64_t)1 << r) - 1);
+        qs[i]->m = _mm512_set1_epi32(m[i]);
+        qs[i]->mo = _mm512_srli_epi64(qs[i]->m, 32);
+        qs[i]->ls = _mm512_set1_epi32(l);
+        qs[i]->rs = _mm512_set1_epi32(r);
+        qs[i]->mask = _mm512_set1_epi32(mask);
+        qs[i]->thr = _mm512_set1_epi32(mask >> 1);
+        anyls |= l > 0;
+    }
+    const __m512i off1 = _mm512_set1_epi32((int32_t)f[F_IO] - 128);
+    const __m512i off2 = _mm512_set1_epi32((int32_t)f[F_IO2] - 128);
+    const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
+    const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
+    const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
+    const __m128i lsv = _mm_cvtsi32_si128(ls);
+    for (int64_t i = 0; i < L; i += 16) {
+        const int64_t left = L - i;
+        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        __m512i x1 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, a + i));
+        __m512i x2 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, b + i));
+        x1 = _mm512_sll_epi32(_mm512_add_epi32(x1, off1), lsv);
+        x2 = _mm512_sll_epi32(_mm512_add_epi32(x2, off2), lsv);
+        const __m512i r = _mm512_add_epi32(vmbqm(x1, &q1, anyls), vmbqm(x2, &q2, anyls));
+        _mm_mask_storeu_epi8(out + i, km, vout(vmbqm(r, &q3, anyls), oo, lo, hi));
+    }
+}
+#endif
+
+/* --- ISA selection ----------------------------------------------------------------------- */
+static int cpu_has_vnni(void) {
+#if HB_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
+
+/* --- the forward pass ---------------------------------------------------------------------- */
+typedef struct {
+    Py_buffer *views;
+    Py_ssize_t n;
+} viewset;
+
+static void release_views(Py_buffer *v, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (v[i].obj) PyBuffer_Release(&v[i]);
+}
+
+static PyObject *forward(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer prog = {0}, qpb = {0}, slotb = {0}, snap = {0}, packed = {0}, rsb = {0},
+              valid = {0}, arena = {0}, xb = {0}, outb = {0};
+    PyObject *consts, *dumps;
+    Py_ssize_t S, N;
+    int isa;
+    if (!PyArg_ParseTuple(args, "y*y*y*O!w*w*w*w*w*y*w*nniO", &prog, &qpb, &slotb,
+                          &PyTuple_Type, &consts, &snap, &packed, &rsb, &valid, &arena, &xb,
+                          &outb, &S, &N, &isa, &dumps))
+        return NULL;
+    PyObject *ret = NULL;
+    const Py_ssize_t nslots = PyTuple_GET_SIZE(consts);
+    Py_buffer *cv = (Py_buffer *)calloc((size_t)(nslots ? nslots : 1), sizeof(Py_buffer));
+    const int64_t *hdr = (const int64_t *)prog.buf;
+    const int64_t nops = hdr[G_NOPS];
+    const int64_t *slots = (const int64_t *)slotb.buf; /* per slot: bytes per set, nsets */
+    Py_buffer *dv = NULL;
+    Py_ssize_t ndumps = 0;
+    if (!cv) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (prog.len < (Py_ssize_t)((1 + nops) * NF * 8) ||
+        slotb.len < (Py_ssize_t)(nslots * 2 * 8)) {
+        PyErr_SetString(PyExc_ValueError, "native engine: program too short");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nslots; i++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(consts, i), &cv[i], PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        if (cv[i].len != slots[2 * i] * slots[2 * i + 1]) {
+            PyErr_Format(PyExc_ValueError, "native engine: constant %zd has %zd bytes, want %lld",
+                         i, cv[i].len, (long long)(slots[2 * i] * slots[2 * i + 1]));
+            goto done;
+        }
+    }
+    if (dumps != Py_None) {
+        if (!PyTuple_Check(dumps) || PyTuple_GET_SIZE(dumps) != nops) {
+            PyErr_SetString(PyExc_ValueError, "native engine: dumps must be a tuple per op");
+            goto done;
+        }
+        ndumps = nops;
+        dv = (Py_buffer *)calloc((size_t)(nops ? nops : 1), sizeof(Py_buffer));
+        if (!dv) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nops; i++) {
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(dumps, i), &dv[i], PyBUF_WRITABLE) < 0)
+                goto done;
+            if (dv[i].len != S * N * ((const int64_t *)prog.buf)[(1 + i) * NF + F_OUT_SIZE]) {
+                PyErr_SetString(PyExc_ValueError, "native engine: dump buffer size");
+                goto done;
+            }
+        }
+    }
+    const int64_t in_size = hdr[G_IN_SIZE], out_size = hdr[G_OUT_SIZE];
+    if (xb.len != N * in_size || outb.len != S * N * out_size) {
+        PyErr_SetString(PyExc_ValueError, "native engine: input/output sizes");
+        goto done;
+    }
+    const int vnni = isa == 0 && cpu_has_vnni();
+    (void)vnni;
+    uint8_t *ar = (uint8_t *)arena.buf;
+    const int32_t *qp = (const int32_t *)qpb.buf;
+    int32_t *rowsum = (int32_t *)rsb.buf;
+    uint8_t *vflag = (uint8_t *)valid.buf;
+    int32_t *beff = (int32_t *)(ar + hdr[G_BSCR_OFF]);
+
+    /* 1. pack every weight set whose bytes changed since it was last packed */
+    for (int64_t i = 0; i < nops; i++) {
+        const int64_t *f = (const int64_t *)prog.buf + (1 + i) * NF;
+        if (f[F_KIND] != OP_GEMM && f[F_KIND] != OP_DW) continue;
+        const int64_t ws = f[F_WSLOT], wbytes = slots[2 * ws], wsets = slots[2 * ws + 1];
+        for (int64_t s = 0; s < wsets; s++) {
+            const int8_t *src = (const int8_t *)cv[ws].buf + s * wbytes;
+            uint8_t *sn = (uint8_t *)snap.buf + f[F_SNAP_OFF] + s * wbytes;
+            if (vflag[f[F_VALID_OFF] + s] && memcmp(src, sn, (size_t)wbytes) == 0) continue;
+            memcpy(sn, src, (size_t)wbytes);
+            int8_t *pk = (int8_t *)packed.buf + f[F_PK_OFF] + s * f[F_PK_SIZE];
+            int32_t *rs = rowsum + f[F_RS_OFF] + s * f[F_O16];
+            if (f[F_KIND] == OP_GEMM)
+                pack_gemm(src, f[F_OC], f[F_K], f[F_K4], f[F_O16], pk, rs);
+            else
+                pack_dw(src, f[F_KH] * f[F_KW], f[F_OC], f[F_O16], (int32_t *)pk, rs);
+            vflag[f[F_VALID_OFF] + s] = 1;
+        }
+    }
+
+    /* 2. run the network for every (set, input) */
+    for (Py_ssize_t s = 0; s < S; s++) {
+        for (Py_ssize_t n = 0; n < N; n++) {
+            const uint8_t *xs = (const uint8_t *)xb.buf + n * in_size;
+            uint8_t *xin = ar + hdr[G_IN_OFF];
+            for (int64_t j = 0; j < in_size; j++) xin[j] = xs[j] ^ 0x80;
+            for (int64_t i = 0; i < nops; i++) {
+                const int64_t *f = (const int64_t *)prog.buf + (1 + i) * NF;
+                const uint8_t *in = ar + f[F_IN];
+                uint8_t *out = ar + f[F_OUT];
+                opctx c = {f, qp + f[F_QP_OFF], beff, NULL};
+                if (f[F_KIND] == OP_GEMM || f[F_KIND] == OP_DW) {
+                    const int64_t ws = f[F_WSLOT], wsel = slots[2 * ws + 1] > 1 ? s : 0;
+                    c.pk = (const int8_t *)packed.buf + f[F_PK_OFF] + wsel * f[F_PK_SIZE];
+                    const int32_t *rs = rowsum + f[F_RS_OFF] + wsel * f[F_O16];
+                    const uint32_t fold = (uint32_t)(int32_t)(f[F_IO] - 128);
+                    const int32_t *bias = NULL;
+                    if (f[F_BSLOT] >= 0) {
+                        const int64_t bs = f[F_BSLOT];
+                        bias = (const int32_t *)((const uint8_t *)cv[bs].buf +
+                                                 (slots[2 * bs + 1] > 1 ? s : 0) * slots[2 * bs]);
+                    }
+                    for (int64_t o = 0; o < f[F_O16]; o++)
+                        beff[o] = (int32_t)((bias && o < f[F_OC] ? (uint32_t)bias[o] : 0u) +
+                                            fold * (uint32_t)rs[o]);
+                }
+                switch (f[F_KIND]) {
+                case OP_GEMM: {
+                    const uint8_t *A = in;
+                    int64_t lda = f[F_K];
+                    if (f[F_IM2COL]) {
+                        im2col(in, f, (uint8_t)(128 - f[F_IO]), ar + hdr[G_COL_OFF]);
+                        A = ar + hdr[G_COL_OFF];
+                        lda = f[F_K4];
+                    }
+                    const int64_t M = f[F_OH] * f[F_OW];
+#if HB_X86
+                    if (vnni) {
+                        gemm_vnni(A, lda, M, &c, out);
+                        break;
+                    }
+#endif
+                    gemm_scalar(A, lda, M, &c, out);
+                    break;
+                }
+                case OP_DW: {
+                    uint8_t *P = ar + f[F_PAD_OFF];
+                    pad_dw(in, f, (uint8_t)(128 - f[F_IO]), P);
+#if HB_X86
+                    if (vnni) {
+                        dw_vnni(P, &c, out);
+                        break;
+                    }
+#endif
+                    dw_scalar(P, &c, out);
+                    break;
+                }
+                case OP_ADD:
+#if HB_X86
+                    if (vnni) {
+                        add_vnni(in, ar + f[F_IN2], f, out);
+                        break;
+                    }
+#endif
+                    add_scalar(in, ar + f[F_IN2], f, out);
+                    break;
+                case OP_MAXPOOL: maxpool(in, f, out); break;
+                case OP_AVGPOOL: avgpool(in, f, out); break;
+                case OP_MEAN: mean_op(in, f, out); break;
+                default: break;
+                }
+                if (ndumps) {
+                    int8_t *d = (int8_t *)dv[i].buf + (s * N + n) * f[F_OUT_SIZE];
+                    for (int64_t j = 0; j < f[F_OUT_SIZE]; j++) d[j] = (int8_t)(out[j] ^ 0x80);
+                }
+            }
+            int8_t *y = (int8_t *)outb.buf + (s * N + n) * out_size;
+            const uint8_t *yo = ar + hdr[G_OUT_OFF];
+            for (int64_t j = 0; j < out_size; j++) y[j] = (int8_t)(yo[j] ^ 0x80);
+        }
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    if (cv) {
+        release_views(cv, nslots);
+        free(cv);
+    }
+    if (dv) {
+        release_views(dv, ndumps);
+        free(dv);
+    }
+    PyBuffer_Release(&prog);
+    PyBuffer_Release(&qpb);
+    PyBuffer_Release(&slotb);
+    PyBuffer_Release(&snap);
+    PyBuffer_Release(&packed);
+    PyBuffer_Release(&rsb);
+    PyBuffer_Release(&valid);
+    PyBuffer_Release(&arena);
+    PyBuffer_Release(&xb);
+    PyBuffer_Release(&outb);
+    return ret;
+}
+
+static PyObject *fields(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    PyObject *t = PyTuple_New(NF);
+    if (!t) return NULL;
+    for (int i = 0; i < NF; i++) {
+        PyObject *s = PyUnicode_FromString(field_names[i]);
+        if (!s) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
+static PyObject *best_isa(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return PyUnicode_FromString(cpu_has_vnni() ? "avx512vnni" : "scalar");
+}
+
+static PyMethodDef methods[] = {
+    {"forward", forward, METH_VARARGS, "Run a lowered network (see hilbench.npu.native)."},
+    {"fields", fields, METH_NOARGS, "Names of the op record fields, in order."},
+    {"best_isa", best_isa, METH_NOARGS, "'avx512vnni' when this CPU runs it, else 'scalar'."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_engine",
+                                    "hilbench native NPU engine", -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__engine(void) { return PyModule_Create(&module); }

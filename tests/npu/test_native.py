@@ -1,0 +1,246 @@
+"""The native C engine (``hilbench.npu.native``): built where CI runs, both of its code paths
+(AVX-512 VNNI and scalar C) byte-equal to TFLM and to the numpy reference on the shapes the
+random oracle cases rarely reach (many output channels, batched weight sets and biases,
+huge biases, in-place weight changes, long reductions). The oracle tests in this directory
+already run every case through both paths (``oracle.BACKENDS``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hilbench.npu import native, zoo
+from hilbench.npu.graph import Graph, Op, QParams, Tensor
+from hilbench.npu.ops import _backend, conv2d, depthwise_conv2d
+from hilbench.npu.ops import fully_connected as fc
+
+from . import cases
+from .oracle import BACKENDS, NATIVE_REQUIRED, graph_to_tflite, run_each, run_tflite, use
+
+ISAS = ("auto", "scalar")
+
+
+def _cpu_has_vnni() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return all(f" {f}" in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni"))
+
+
+def test_extension_is_built_and_is_the_default():
+    if NATIVE_REQUIRED:
+        assert native.available(), f"native engine missing: {native.IMPORT_ERROR}"
+    if not native.available():
+        pytest.skip(f"native engine not built on this platform: {native.IMPORT_ERROR}")
+    assert "native" in BACKENDS and "native-scalar" in BACKENDS
+    code = "from hilbench.npu.ops import _backend; print(_backend.name())"
+    env = {k: v for k, v in os.environ.items() if k != "HILBENCH_NPU_BACKEND"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "native"
+
+
+def test_vnni_path_is_the_one_used_on_a_vnni_cpu():
+    """So that the oracle's 'native' variant really exercises the VNNI kernels here."""
+    if not native.available():
+        pytest.skip("native engine not built")
+    assert native.best_isa() == ("avx512vnni" if _cpu_has_vnni() else "scalar")
+
+
+def test_isa_from_environment():
+    code = "from hilbench.npu import native; print(native.isa())"
+    env = {**os.environ, "HILBENCH_NPU_NATIVE_ISA": "scalar"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "scalar"
+    with pytest.raises(ValueError, match="unknown native ISA"):
+        native.set_isa("avx9000")
+
+
+def _native_vs_numpy(g, x, ov=None, *, all_layers=False):
+    with _backend.use("numpy"):
+        want = g.run_all(x, ov) if all_layers else g.run(x, ov)
+    for isa in ISAS:
+        with _backend.use("native"), native.use_isa(isa):
+            got = g.run_all(x, ov) if all_layers else g.run(x, ov)
+        if all_layers:
+            assert set(got) == set(want)
+            for name in want:
+                np.testing.assert_array_equal(got[name], want[name], f"{isa}: {name}")
+        else:
+            np.testing.assert_array_equal(got, want, isa)
+    return want
+
+
+needs_native = pytest.mark.skipif(
+    not (NATIVE_REQUIRED or native.available()), reason="native engine not built here"
+)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("name", "kw"),
+    [
+        ("cnn", {}),
+        ("mlp", {}),
+        ("mobilenet_v2", {"alpha": 0.35, "resolution": 32, "classes": 5}),
+        ("resnet18", {"width": 0.25, "resolution": 32}),
+    ],
+)
+def test_batched_perturbed_sets_equal_the_reference(name, kw):
+    """S = 5 weight sets (weights and biases moved) x N = 3 inputs, every activation."""
+    g = zoo.build(name, seed=3, **kw)
+    rng = np.random.default_rng(7)
+    x = rng.integers(-128, 128, (3, *g.input_shape)).astype(np.int8)
+    ov = {}
+    for wn, bn in g.weight_tensors():
+        w = g.tensors[wn].data.astype(np.int16)
+        ov[wn] = np.clip(w + rng.integers(-2, 3, (5, *w.shape)), -127, 127).astype(np.int8)
+        b = g.tensors[bn].data.astype(np.int64)
+        ov[bn] = (b + rng.integers(-500, 501, (5, *b.shape))).astype(np.int32)
+    want = _native_vs_numpy(g, x, ov, all_layers=True)
+    assert want[g.output].shape == (5, 3, *g.output_shape)
+    _native_vs_numpy(g, x, {k: v[2] for k, v in ov.items()})  # one set, not batched
+    # only some layers batched (the rest shared), biases only, weights only
+    first = g.weight_tensors()[0]
+    _native_vs_numpy(g, x, {first[0]: ov[first[0]]})
+    _native_vs_numpy(g, x, {first[1]: ov[first[1]]})
+
+
+@needs_native
+def test_batched_sets_match_tflm_one_by_one():
+    g = zoo.build("mobilenet_v2", seed=1, alpha=0.35, resolution=32, classes=4)
+    rng = np.random.default_rng(8)
+    x = rng.integers(-128, 128, (2, 32, 32, 3)).astype(np.int8)
+    sets = []
+    for _ in range(3):
+        s = {}
+        for wn, _ in g.weight_tensors():
+            w = g.tensors[wn].data.astype(np.int16)
+            s[wn] = np.clip(w + rng.integers(-1, 2, w.shape), -127, 127).astype(np.int8)
+        sets.append(s)
+    batched = {n: np.stack([s[n] for s in sets]) for n in sets[0]}
+    each = run_each(g, x, batched)
+    for i, s in enumerate(sets):
+        want = run_tflite(graph_to_tflite(g.with_constants(s), len(x)), x)
+        for variant in ("native", "native-scalar"):
+            np.testing.assert_array_equal(each[variant][i], want.reshape(each[variant][i].shape))
+
+
+def _wide_case(rng, kind: str):
+    """A conv or depthwise over many output channels (several 16-channel blocks, tails)."""
+    win = cases._window(rng, 3)
+    n = int(rng.integers(1, 4))
+    if kind == "conv":
+        cin = int(rng.choice([3, 5, 16, 24, 33]))
+        o = int(rng.choice([16, 17, 40, 64, 65, 100]))
+        w = cases._weights(rng, (o, *win["k_hw"], cin))
+        return cases._filter_graph(conv2d.KIND, rng, (*win["in_hw"], cin), w, o, 0, win, n)
+    cin = int(rng.choice([16, 20, 48]))
+    m = int(rng.choice([1, 1, 2]))
+    w = cases._weights(rng, (1, *win["k_hw"], cin * m))
+    return cases._filter_graph(
+        depthwise_conv2d.KIND,
+        rng,
+        (*win["in_hw"], cin),
+        w,
+        cin * m,
+        3,
+        {**win, "depth_multiplier": m},
+        n,
+    )
+
+
+@needs_native
+@pytest.mark.parametrize("kind", ["conv", "depthwise"])
+def test_many_output_channels_match_tflm(kind):
+    rng = np.random.default_rng(21 if kind == "conv" else 22)
+    for case in range(12):
+        g, x = _wide_case(rng, kind)
+        want = run_tflite(graph_to_tflite(g, len(x)), x)
+        for variant in ("native", "native-scalar"):
+            with use(variant):
+                got = g.run(x)
+            np.testing.assert_array_equal(got, want.reshape(got.shape), f"{variant} {case}")
+
+
+@needs_native
+def test_in_place_weight_change_is_seen():
+    """Packed weights are reused only while the bytes are unchanged (compared every call)."""
+    g = zoo.build("resnet18", seed=0, width=0.125, resolution=32)
+    x = np.random.default_rng(0).integers(-128, 128, (2, 32, 32, 3)).astype(np.int8)
+    with _backend.use("native"):
+        before = g.run(x)
+        w = g.tensors[g.trainable()[3]].data
+        w[...] = -w
+        after = g.run(x)
+    assert not np.array_equal(before, after)
+    _native_vs_numpy(g, x)
+    # a batched set written in place between calls
+    sets = np.stack([w, w, w])
+    with _backend.use("native"):
+        g.run(x, {g.trainable()[3]: sets})
+    sets[1, 0] = 0
+    _native_vs_numpy(g, x, {g.trainable()[3]: sets})
+
+
+@needs_native
+def test_accumulator_plus_bias_wraps_like_int32():
+    g = zoo.build("cnn", seed=2)
+    x = np.random.default_rng(2).integers(-128, 128, (4, 8, 8, 1)).astype(np.int8)
+    ov = {}
+    for _, bn in g.weight_tensors():
+        b = g.tensors[bn].data.copy()
+        b[::2] = 2**31 - 1 - np.arange(b[::2].size)
+        b[1::2] = -(2**31) + np.arange(b[1::2].size)
+        ov[bn] = b
+    _native_vs_numpy(g, x, ov, all_layers=True)
+
+
+def _fc_graph(k: int, m: int, rng) -> Graph:
+    w = rng.integers(-127, 128, (m, k)).astype(np.int8)
+    t = {
+        "x": Tensor("x", (k,), "int8", QParams([0.02], [-3])),
+        "w": Tensor("w", (m, k), "int8", QParams([1e-4], [0]), w),
+        "y": Tensor("y", (m,), "int8", QParams([0.5], [1])),
+    }
+    p = fc.prepare(0.02, -3, np.float32([1e-4]), 0.5, 1, "NONE")
+    g = Graph(t, [Op(fc.KIND, ["x", "w"], ["y"], p)], "x", "y", "fc")
+    g.validate()
+    return g
+
+
+@needs_native
+def test_reduction_lengths_near_and_beyond_the_int32_bound():
+    """K up to MAX_K runs on the engine (int32 cannot wrap); longer reductions are refused
+    by the engine and run on the per-op kernels: the same bytes either way."""
+    rng = np.random.default_rng(5)
+    for k in (1, 3, 5, 2000, native.MAX_K):
+        g = _fc_graph(k, 19, rng)
+        native.lower(g, frozenset(), 1)
+        _native_vs_numpy(g, rng.integers(-128, 128, (2, k)).astype(np.int8))
+    g = _fc_graph(native.MAX_K + 1, 3, rng)
+    with pytest.raises(native.Unsupported, match="int32 could wrap"):
+        native.lower(g, frozenset(), 1)
+    _native_vs_numpy(g, rng.integers(-128, 128, (2, native.MAX_K + 1)).astype(np.int8))
+
+
+@needs_native
+def test_input_and_override_errors_are_the_graphs():
+    g = zoo.build("mlp", seed=0)
+    with _backend.use("native"), pytest.raises(Exception, match="expected int8"):
+        g.run(np.zeros((2, 64), np.float32))
+    with _backend.use("native"), pytest.raises(Exception, match="weight sets"):
+        w0, w1 = g.trainable()[:2]
+        g.run(
+            np.zeros((2, 64), np.int8),
+            {w0: np.stack([g.tensors[w0].data] * 2), w1: np.stack([g.tensors[w1].data] * 3)},
+        )
