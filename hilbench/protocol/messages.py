@@ -98,6 +98,16 @@ def response_type(request_type: int) -> int:
 
 def type_name(frame_type: int) -> str:
     """Readable name of a frame type: "PROBE", "PROBE response", "ERROR" or "type 0x42"."""
+    name = _TYPE_NAMES.get(frame_type)
+    if name is None:
+        name = _TYPE_NAMES[frame_type] = _type_name(frame_type)
+    return name
+
+
+_TYPE_NAMES: dict[int, str] = {}  # type byte -> name (every command names its type)
+
+
+def _type_name(frame_type: int) -> str:
     if frame_type in MessageType._value2member_map_:
         return MessageType(frame_type).name
     base = frame_type & ~RESPONSE_BIT
@@ -253,6 +263,8 @@ _RANGES = {
 def _int(msg: Message, field: str, lo: int, hi: int) -> int:
     """Validate ``msg.field`` as an integer in lo..hi and store it as a plain int."""
     value = getattr(msg, field)
+    if type(value) is int and lo <= value <= hi:  # the common case, already a plain int
+        return value
     try:
         v = int(value.__index__())
     except (AttributeError, TypeError):
@@ -341,11 +353,25 @@ def _flag(msg: Message, field: str) -> bool:
     return bool(v)
 
 
+_TIMING_SOURCES = tuple(TimingSource)  # indexed by value: cheaper than TimingSource(v)
+
+
 def _timing(msg: Message, field: str = "timing_source") -> TimingSource:
-    v = _int(msg, field, 0, max(TimingSource))
-    t = TimingSource(v)
+    v = _int(msg, field, 0, len(_TIMING_SOURCES) - 1)
+    t = _TIMING_SOURCES[v]
     object.__setattr__(msg, field, t)
     return t
+
+
+def _trusted(cls: type[Message], **fields: object) -> Any:
+    """A message from fields already checked by its ``unpack`` (skips ``__post_init__``).
+
+    For the hot responses (PROBE, the APPLY family): the wire layout bounds every integer, so
+    ``unpack`` only has to check what the layout does not (q, timing_source)."""
+    msg = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(msg, name, value)
+    return msg
 
 
 def _q(msg: Message, n: int, array_field: str) -> None:
@@ -615,6 +641,7 @@ class LoadDataResponse(Message):
 # ---- PROBE ------------------------------------------------------------------------------------
 
 _PROBE_REQ = struct.Struct("<BHIHH")
+_PROBE_RESP_TAIL = struct.Struct("<QB")  # duration_ns, timing_source
 
 
 @dataclass(frozen=True, eq=False)
@@ -693,7 +720,20 @@ class ProbeResponse(Message):
 
     @classmethod
     def unpack(cls, payload: bytes) -> ProbeResponse:
-        r = _reader(cls, payload)
+        if isinstance(payload, bytes) and len(payload) >= 2:  # the hot path: one per ZO step
+            (q,) = _U16.unpack_from(payload)
+            if len(payload) == _PROBE_RESP_FIXED + 8 * q and 1 <= q <= MAX_Q:
+                duration, source = _PROBE_RESP_TAIL.unpack_from(payload, 2 + 8 * q)
+                if source < len(_TIMING_SOURCES):
+                    return _trusted(  # read-only arrays of the right dtype, in-range integers
+                        cls,
+                        loss_plus=np.frombuffer(payload, "<i4", q, 2),
+                        loss_minus=np.frombuffer(payload, "<i4", q, 2 + 4 * q),
+                        duration_ns=duration,
+                        timing_source=_TIMING_SOURCES[source],
+                        q=q,
+                    )
+        r = _reader(cls, payload)  # anything else: field by field, to say what is wrong
         q = r.scalar(_U16, "q")
         plus = r.array("<i4", q, "loss_plus")
         minus = r.array("<i4", q, "loss_minus")
@@ -723,7 +763,7 @@ class _UpdatesApplied(Message):
         r = _reader(cls, payload)
         n = r.scalar(_U32, "updates_applied")
         r.done()
-        return cls(n)
+        return _trusted(cls, updates_applied=n)  # any u32 is valid
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,6 +15,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import serial
@@ -30,8 +31,7 @@ _POLL_STEPS = (0.001, 0.005, 0.02, 0.05)  # read timeouts: few values, so few tt
 FRAME_OVERHEAD = 16  # header, CRC, COBS and delimiter bytes a chunk must leave room for
 
 
-@dataclass(frozen=True)
-class CommandTiming:
+class CommandTiming(NamedTuple):  # a tuple: built on every round trip
     """One command's cost: host round trip, and the device's own duration if it gave one."""
 
     command: str
@@ -207,14 +207,16 @@ class Target:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            poll = (
-                _POLL_STEPS[bisect.bisect_left(_POLL_STEPS, remaining) - 1]
-                if remaining > _POLL_STEPS[0]
-                else _POLL_STEPS[0]
-            )
-            if self.port.timeout != poll:  # pyserial reprograms the tty on every change
-                self.port.timeout = poll
-            chunk = self.port.read(self.port.in_waiting or 1)
+            waiting = self.port.in_waiting
+            if not waiting:  # block for the first byte; few timeout values, few tty reprograms
+                poll = (
+                    _POLL_STEPS[bisect.bisect_left(_POLL_STEPS, remaining) - 1]
+                    if remaining > _POLL_STEPS[0]
+                    else _POLL_STEPS[0]
+                )
+                if self.port.timeout != poll:  # pyserial reprograms the tty on every change
+                    self.port.timeout = poll
+            chunk = self.port.read(waiting or 1)
             if chunk:
                 seen += chunk
                 del seen[:-256]
@@ -297,17 +299,11 @@ class Target:
         """Loss pairs (Q16) of the ±eps perturbations along each seed's direction."""
         seeds = np.asarray(seeds, dtype=np.uint32)
         self._probed = None
-        response = self._exchange(
-            m.ProbeRequest(
-                slot=slot,
-                batch_size=batch_size,
-                batch_seed=int(batch_seed),
-                eps=eps,
-                q=len(seeds),
-                seeds=seeds,
-            )
+        request = m.ProbeRequest(
+            slot=slot, batch_size=batch_size, batch_seed=int(batch_seed), eps=eps, seeds=seeds
         )
-        self._probed = seeds
+        response = self._exchange(request)
+        self._probed = request.seeds  # the message's own read-only copy
         return response
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
@@ -315,10 +311,12 @@ class Target:
         seeds = np.asarray(seeds, dtype=np.uint32)
         coeffs = np.asarray(coeffs, dtype=np.int32)
         caps = self.info.capabilities if self.info else 0
+        probed = self._probed
         if (
             caps & m.CAP_APPLY_PROBED
-            and self._probed is not None
-            and np.array_equal(seeds, self._probed)
+            and probed is not None
+            and seeds.shape == probed.shape
+            and seeds.tobytes() == probed.tobytes()
         ):  # the device still holds these seeds from the PROBE: do not send them again
             resp = self._exchange(m.ApplyProbedRequest(coeffs=coeffs))
         else:
@@ -370,10 +368,10 @@ class Target:
 
 
 def _type_of(request: object) -> int:
-    for code, cls in m.REQUESTS.items():
-        if isinstance(request, cls):
-            return code
-    raise TypeError(f"not a request: {request!r}")
+    code = getattr(request, "TYPE", None)
+    if code is None or m.REQUESTS.get(code) is not type(request):
+        raise TypeError(f"not a request: {request!r}")
+    return code
 
 
 def _work_bucket(request: object) -> int:

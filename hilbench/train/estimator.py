@@ -24,8 +24,14 @@ def two_point(loss_plus: np.ndarray, loss_minus: np.ndarray, *, lr: float, eps: 
     """g_k = (L+ - L-) / 2eps for each sample, averaged over q through the coefficients; the
     step's loss is the mean of all 2q losses."""
     grads, coeffs = quantize_coefficients(loss_plus, loss_minus, lr, eps)
-    mean = (np.mean(loss_plus, dtype=np.float64) + np.mean(loss_minus, dtype=np.float64)) / 2
+    q = len(loss_plus)
+    # Integer sums are exact, and int / int rounds once: the same float as np.mean's.
+    mean = (_int_sum(loss_plus) / q + _int_sum(loss_minus) / q) / 2
     return Estimate(grads=grads, coeffs=coeffs, loss=mean / Q16)
+
+
+def _int_sum(values: np.ndarray) -> int:
+    return sum(values.tolist())
 
 
 def one_sided(loss_plus: np.ndarray, loss_zero: np.ndarray, *, lr: float, eps: int) -> Estimate:

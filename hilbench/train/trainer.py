@@ -57,6 +57,31 @@ class TrainResult:
     weights_crc: int
 
 
+class SeedStream:
+    """The run's uint32 draws (batch seed, then q perturbation seeds, per step), in blocks.
+
+    numpy's full-range uint32 draws do not depend on how they are split into calls (tested),
+    so one call per block yields exactly what one ``rng.integers`` call per step would, at a
+    fraction of its per-call cost."""
+
+    BLOCK = 1024
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self._block = np.empty(0, np.uint32)
+        self._pos = 0
+
+    def take(self, n: int) -> np.ndarray:
+        """The next ``n`` draws (a fresh array)."""
+        pos, block = self._pos, self._block
+        if pos + n > len(block):
+            fresh = self.rng.integers(0, 2**32, size=max(n, self.BLOCK), dtype=np.uint32)
+            block = self._block = np.concatenate((block[pos:], fresh))
+            pos = 0
+        self._pos = pos + n
+        return block[pos : pos + n].copy()
+
+
 class Trainer:
     """Runs one ZO training run on a device whose model and data are loaded."""
 
@@ -77,11 +102,18 @@ class Trainer:
         self.trace = trace
         self.n_test = n_test
         self.fresh_words = fresh_words
+        self._fresh_by_q: dict[int, int] = {}  # fresh_words is a function of q: ask once per q
         self.view = view or NullView()
         self.step = 0
         self._step_device_s = 0.0
         self._device_source: str | None = None
         target.on_command = self._record_timing
+
+    def _fresh_words(self, q: int) -> int:
+        words = self._fresh_by_q.get(q)
+        if words is None:
+            words = self._fresh_by_q[q] = self.fresh_words(q)
+        return words
 
     def _record_timing(self, timing: CommandTiming) -> None:
         self.trace.append_timing(self.step, timing.command, timing.host_s, "host")
@@ -96,14 +128,14 @@ class Trainer:
         self.trace.append_eval(self.step, forward_passes, accuracy, loss, split="test")
         progress.accuracy = accuracy
 
-    def _fast_forward(self, done: list[LoggedStep], rng: np.random.Generator) -> int:
+    def _fast_forward(self, done: list[LoggedStep], rng: SeedStream) -> int:
         """Replay the host's side of logged steps: RNG draws and scheduler; check each."""
         s = self.settings
         forward_passes_done = 0
         for logged in done:
             fits = max_q(s.estimator, s.budget - forward_passes_done)
             q = min(int(self.schedule.next_q(self.step)), fits)
-            draws = rng.integers(0, 2**32, size=logged.q + 1, dtype=np.uint32)
+            draws = rng.take(logged.q + 1)
             if (
                 q != logged.q
                 or int(draws[0]) != logged.batch_seed
@@ -127,7 +159,7 @@ class Trainer:
         """Train until the budget is spent; after ``resume``'s steps if given (the device
         already holds their updates)."""
         s = self.settings
-        rng = np.random.default_rng(s.seed)
+        rng = SeedStream(np.random.default_rng(s.seed))
         progress = Progress(budget=s.budget)
         forward_passes_done = 0
         next_eval = s.eval_every
@@ -148,7 +180,7 @@ class Trainer:
             frac = forward_passes_done / s.budget
             lr = s.lr * lr_at(frac) * self.schedule.lr_scale(q)
             eps = int(min(127, max(1, round(s.eps * eps_at(frac)))))
-            draws = rng.integers(0, 2**32, size=q + 1, dtype=np.uint32)
+            draws = rng.take(q + 1)
             batch_seed, seeds = int(draws[0]), draws[1:]
             started = time.perf_counter()
             self._step_device_s = 0.0
@@ -176,7 +208,7 @@ class Trainer:
                 batch_seed=batch_seed,
                 loss=est.loss,
                 forward_passes=forward_passes_done,
-                fresh_words=self.fresh_words(q),
+                fresh_words=self._fresh_words(q),
             )
             self.schedule.observe_step(
                 StepInfo(self.step, q, est.loss, forward_passes_done, lr, eps, est.grads)

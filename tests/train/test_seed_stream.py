@@ -1,0 +1,29 @@
+"""The trainer draws its seeds in blocks: the values must be those of one draw per step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hilbench.train.trainer import SeedStream
+
+
+@pytest.mark.parametrize("seed", [0, 1, 12345])
+def test_blocks_give_the_per_step_draws(seed: int) -> None:
+    sizes = np.random.default_rng(seed + 7).integers(1, 600, 400)  # crosses many blocks
+    per_step = np.random.default_rng(seed)
+    stream = SeedStream(np.random.default_rng(seed))
+    for n in sizes:
+        expected = per_step.integers(0, 2**32, size=int(n), dtype=np.uint32)
+        got = stream.take(int(n))
+        assert got.dtype == np.uint32
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_taken_draws_are_independent_copies() -> None:
+    stream = SeedStream(np.random.default_rng(3))
+    first = stream.take(5)
+    kept = first.copy()
+    stream.take(5)
+    first[:] = 0
+    np.testing.assert_array_equal(SeedStream(np.random.default_rng(3)).take(5), kept)
