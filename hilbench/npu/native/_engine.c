@@ -143,42 +143,48 @@ static void pack_dw(const int8_t *w, int64_t T, int64_t OC, int64_t O16, int32_t
 }
 
 /* --- im2col and padding ----------------------------------------------------------------- */
-/* input (H, W, C) u8 -> rows (OH*OW, K4): taps (ky, kx, c), padded taps = pad, tail 0. */
-static void im2col(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *cols) {
-    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], OH = f[F_OH], OW = f[F_OW];
-    const int64_t KH = f[F_KH], KW = f[F_KW], SH = f[F_SH], SW = f[F_SW];
-    const int64_t DH = f[F_DH], DW = f[F_DW], PT = f[F_PT], PL = f[F_PL];
-    const int64_t K = f[F_K], K4 = f[F_K4];
-    uint8_t *d = cols;
-    for (int64_t oy = 0; oy < OH; oy++) {
-        for (int64_t ox = 0; ox < OW; ox++) {
-            uint8_t *row = d;
-            for (int64_t ky = 0; ky < KH; ky++) {
-                const int64_t iy = oy * SH - PT + ky * DH;
-                if (iy < 0 || iy >= H) {
-                    memset(d, pad, (size_t)(KW * C));
-                    d += KW * C;
-                    continue;
-                }
-                const int64_t ix0 = ox * SW - PL;
-                if (DW == 1 && ix0 >= 0 && ix0 + KW <= W) {
-                    memcpy(d, x + (iy * W + ix0) * C, (size_t)(KW * C));
-                    d += KW * C;
-                    continue;
-                }
-                for (int64_t kx = 0; kx < KW; kx++) {
-                    const int64_t ix = ix0 + kx * DW;
-                    if (ix < 0 || ix >= W)
-                        memset(d, pad, (size_t)C);
-                    else
-                        memcpy(d, x + (iy * W + ix) * C, (size_t)C);
-                    d += C;
-                }
-            }
-            for (int64_t k = K; k < K4; k++) *d++ = 0;
-            (void)row;
-        }
+/* input (H, W, C) u8 -> rows (OH*OW, K4): taps (ky, kx, c), padded taps = pad, tail 0.
+ * One body, two instances: byte copies through COPY/FILL (libc in the portable one,
+ * masked AVX-512 moves in the VNNI one: most runs here are a few bytes long). */
+#define IM2COL_BODY(COPY, FILL)                                                             \
+    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], OH = f[F_OH], OW = f[F_OW];          \
+    const int64_t KH = f[F_KH], KW = f[F_KW], SH = f[F_SH], SW = f[F_SW];                  \
+    const int64_t DH = f[F_DH], DW = f[F_DW], PT = f[F_PT], PL = f[F_PL];                  \
+    const int64_t K = f[F_K], K4 = f[F_K4];                                                \
+    uint8_t *d = cols;                                                                      \
+    for (int64_t oy = 0; oy < OH; oy++) {                                                   \
+        for (int64_t ox = 0; ox < OW; ox++) {                                               \
+            for (int64_t ky = 0; ky < KH; ky++) {                                           \
+                const int64_t iy = oy * SH - PT + ky * DH;                                  \
+                if (iy < 0 || iy >= H) {                                                    \
+                    FILL(d, pad, KW * C);                                                   \
+                    d += KW * C;                                                            \
+                    continue;                                                               \
+                }                                                                           \
+                const int64_t ix0 = ox * SW - PL;                                           \
+                if (DW == 1 && ix0 >= 0 && ix0 + KW <= W) {                                 \
+                    COPY(d, x + (iy * W + ix0) * C, KW * C);                                \
+                    d += KW * C;                                                            \
+                    continue;                                                               \
+                }                                                                           \
+                for (int64_t kx = 0; kx < KW; kx++) {                                       \
+                    const int64_t ix = ix0 + kx * DW;                                       \
+                    if (ix < 0 || ix >= W)                                                  \
+                        FILL(d, pad, C);                                                    \
+                    else                                                                    \
+                        COPY(d, x + (iy * W + ix) * C, C);                                  \
+                    d += C;                                                                 \
+                }                                                                           \
+            }                                                                               \
+            for (int64_t k = K; k < K4; k++) *d++ = 0;                                      \
+        }                                                                                   \
     }
+
+#define COPY_LIBC(d, s, n) memcpy((d), (s), (size_t)(n))
+#define FILL_LIBC(d, v, n) memset((d), (v), (size_t)(n))
+
+static void im2col(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *cols) {
+    IM2COL_BODY(COPY_LIBC, FILL_LIBC)
 }
 
 /* depthwise input (H, W, C) u8 -> padded (HP, WP, C*DM) with pad = zp + 128, channels
@@ -186,23 +192,24 @@ static void im2col(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *col
 static void pad_dw(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *p) {
     const int64_t H = f[F_H], W = f[F_W], C = f[F_C], DM = f[F_DM], HP = f[F_HP],
                   WP = f[F_WP], PT = f[F_PT], PL = f[F_PL], OC = f[F_OC];
-    memset(p, pad, (size_t)(HP * WP * OC));
-    for (int64_t y = 0; y < H; y++) {
-        const int64_t py = y + PT;
-        if (py >= HP) break;
-        for (int64_t xx = 0; xx < W; xx++) {
-            const int64_t px = xx + PL;
-            if (px >= WP) break;
-            const uint8_t *s = x + (y * W + xx) * C;
-            uint8_t *d = p + (py * WP + px) * OC;
-            if (DM == 1) {
-                memcpy(d, s, (size_t)C);
-            } else {
+    const int64_t row = WP * OC;
+    const int64_t y1 = H + PT < HP ? H + PT : HP;   /* rows [PT, y1) hold input */
+    const int64_t wn = W + PL < WP ? W : WP - PL;   /* input pixels per row that fit */
+    memset(p, pad, (size_t)(PT * row));
+    for (int64_t py = PT; py < y1; py++) {
+        uint8_t *d = p + py * row;
+        const uint8_t *sx = x + (py - PT) * W * C;
+        memset(d, pad, (size_t)(PL * OC));
+        if (DM == 1) {
+            memcpy(d + PL * OC, sx, (size_t)(wn * C));
+        } else {
+            for (int64_t xx = 0; xx < wn; xx++)
                 for (int64_t c = 0; c < C; c++)
-                    for (int64_t m = 0; m < DM; m++) d[c * DM + m] = s[c];
-            }
+                    for (int64_t m = 0; m < DM; m++) d[(PL + xx) * OC + c * DM + m] = sx[xx * C + c];
         }
+        memset(d + (PL + wn) * OC, pad, (size_t)((WP - PL - wn) * OC));
     }
+    memset(p + y1 * row, pad, (size_t)((HP - y1) * row));
 }
 
 /* --- scalar kernels ------------------------------------------------------------------------ */
@@ -362,10 +369,11 @@ HB_VNNI HB_INLINE __m128i vout(__m512i r, __m512i oo, __m512i lo, __m512i hi) {
     return _mm512_cvtepi32_epi8(r);
 }
 
+#define MR_MAX 16
 HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
                                  const opctx *c, int64_t ob, int64_t O, uint8_t *out,
                                  const int mr, const int nr, int anyls) {
-    __m512i acc[4][4];
+    __m512i acc[MR_MAX][4];
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_si512();
     const int8_t *b0 = B + ob * K4 * 16;
@@ -400,6 +408,14 @@ HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, cons
 }
 
 #define TILE(MR, NR) gemm_tile(A + m0 * lda, lda, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls)
+/* rows in tiles of MR (as many accumulators as registers allow: MR * NR <= 16), then 4, 1 */
+#define ROWS(MR, NR)                                                                        \
+    do {                                                                                    \
+        int64_t m0 = 0;                                                                     \
+        for (; m0 + (MR) <= M; m0 += (MR)) TILE(MR, NR);                                    \
+        for (; m0 + 4 <= M; m0 += 4) TILE(4, NR);                                           \
+        for (; m0 < M; m0++) TILE(1, NR);                                                   \
+    } while (0)
 
 HB_VNNI static void gemm_vnni(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
                               uint8_t *out) {
@@ -408,26 +424,65 @@ HB_VNNI static void gemm_vnni(const uint8_t *A, int64_t lda, int64_t M, const op
     const int anyls = (int)f[F_ANYLS];
     for (int64_t ob = 0; ob < nb; ob += 4) {
         const int64_t nr = nb - ob < 4 ? nb - ob : 4;
-        int64_t m0 = 0;
-        for (; m0 + 4 <= M; m0 += 4) {
-            switch (nr) {
-            case 4: TILE(4, 4); break;
-            case 3: TILE(4, 3); break;
-            case 2: TILE(4, 2); break;
-            default: TILE(4, 1); break;
-            }
-        }
-        for (; m0 < M; m0++) {
-            switch (nr) {
-            case 4: TILE(1, 4); break;
-            case 3: TILE(1, 3); break;
-            case 2: TILE(1, 2); break;
-            default: TILE(1, 1); break;
-            }
+        switch (nr) {
+        case 4: ROWS(4, 4); break;
+        case 3: ROWS(5, 3); break;
+        case 2: ROWS(8, 2); break;
+        default: ROWS(16, 1); break;
         }
     }
 }
+#undef ROWS
 #undef TILE
+
+HB_VNNI HB_INLINE __mmask64 mask64(int64_t n) {
+    return n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+}
+
+HB_VNNI HB_INLINE void copy_v(uint8_t *d, const uint8_t *s, int64_t n) {
+    for (; n >= 64; n -= 64, d += 64, s += 64) _mm512_storeu_si512(d, _mm512_loadu_si512(s));
+    if (n) {
+        const __mmask64 m = mask64(n);
+        _mm512_mask_storeu_epi8(d, m, _mm512_maskz_loadu_epi8(m, s));
+    }
+}
+
+HB_VNNI HB_INLINE void fill_v(uint8_t *d, uint8_t v, int64_t n) {
+    const __m512i b = _mm512_set1_epi8((char)v);
+    for (; n >= 64; n -= 64, d += 64) _mm512_storeu_si512(d, b);
+    if (n) _mm512_mask_storeu_epi8(d, mask64(n), b);
+}
+
+HB_VNNI static void im2col_vnni(const uint8_t *x, const int64_t *f, uint8_t pad,
+                                uint8_t *cols) {
+    IM2COL_BODY(copy_v, fill_v)
+}
+
+HB_VNNI static void maxpool_vnni(const uint8_t *x, const int64_t *f, uint8_t *out) {
+    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], OH = f[F_OH], OW = f[F_OW];
+    const int64_t KH = f[F_KH], KW = f[F_KW], SH = f[F_SH], SW = f[F_SW], PT = f[F_PT],
+                  PL = f[F_PL];
+    const __m512i lo = _mm512_set1_epi8((char)(f[F_LO] + 128));
+    const __m512i hi = _mm512_set1_epi8((char)(f[F_HI] + 128));
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++)
+            for (int64_t c = 0; c < C; c += 64) {
+                const __mmask64 m = mask64(C - c);
+                __m512i best = _mm512_setzero_si512();
+                for (int64_t ky = 0; ky < KH; ky++) {
+                    const int64_t iy = oy * SH - PT + ky;
+                    if (iy < 0 || iy >= H) continue;
+                    for (int64_t kx = 0; kx < KW; kx++) {
+                        const int64_t ix = ox * SW - PL + kx;
+                        if (ix < 0 || ix >= W) continue;
+                        best = _mm512_max_epu8(
+                            best, _mm512_maskz_loadu_epi8(m, x + (iy * W + ix) * C + c));
+                    }
+                }
+                best = _mm512_min_epu8(_mm512_max_epu8(best, lo), hi);
+                _mm512_mask_storeu_epi8(out + (oy * OW + ox) * C + c, m, best);
+            }
+}
 
 HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
     const int64_t *f = c->f;
@@ -520,6 +575,17 @@ HB_VNNI static void add_vnni(const uint8_t *a, const uint8_t *b, const int64_t *
     }
 }
 #endif
+
+/* --- optional per-op timing (off unless enabled with profile(True)) ------------------- */
+#include <time.h>
+#define PROF_MAX 4096
+static int prof_on = 0;
+static double prof_ns[PROF_MAX];
+static double now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
 
 /* --- ISA selection ----------------------------------------------------------------------- */
 static int cpu_has_vnni(void) {
@@ -641,6 +707,7 @@ static PyObject *forward(PyObject *self, PyObject *args) {
             for (int64_t j = 0; j < in_size; j++) xin[j] = xs[j] ^ 0x80;
             for (int64_t i = 0; i < nops; i++) {
                 const int64_t *f = (const int64_t *)prog.buf + (1 + i) * NF;
+                const double t0 = prof_on ? now_ns() : 0.0;
                 const uint8_t *in = ar + f[F_IN];
                 uint8_t *out = ar + f[F_OUT];
                 opctx c = {f, qp + f[F_QP_OFF], beff, NULL};
@@ -664,7 +731,12 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                     const uint8_t *A = in;
                     int64_t lda = f[F_K];
                     if (f[F_IM2COL]) {
-                        im2col(in, f, (uint8_t)(128 - f[F_IO]), ar + hdr[G_COL_OFF]);
+#if HB_X86
+                        if (vnni)
+                            im2col_vnni(in, f, (uint8_t)(128 - f[F_IO]), ar + hdr[G_COL_OFF]);
+                        else
+#endif
+                            im2col(in, f, (uint8_t)(128 - f[F_IO]), ar + hdr[G_COL_OFF]);
                         A = ar + hdr[G_COL_OFF];
                         lda = f[F_K4];
                     }
@@ -699,10 +771,22 @@ static PyObject *forward(PyObject *self, PyObject *args) {
 #endif
                     add_scalar(in, ar + f[F_IN2], f, out);
                     break;
-                case OP_MAXPOOL: maxpool(in, f, out); break;
+                case OP_MAXPOOL:
+#if HB_X86
+                    if (vnni) {
+                        maxpool_vnni(in, f, out);
+                        break;
+                    }
+#endif
+                    maxpool(in, f, out);
+                    break;
                 case OP_AVGPOOL: avgpool(in, f, out); break;
                 case OP_MEAN: mean_op(in, f, out); break;
                 default: break;
+                }
+                if (prof_on && i < PROF_MAX) {
+                    const double dt = now_ns() - t0;
+                    if (dt < prof_ns[i]) prof_ns[i] = dt;
                 }
                 if (ndumps) {
                     int8_t *d = (int8_t *)dv[i].buf + (s * N + n) * f[F_OUT_SIZE];
@@ -738,6 +822,24 @@ done:
     return ret;
 }
 
+static PyObject *profile(PyObject *self, PyObject *arg) {
+    (void)self;
+    /* profile(True): reset and start timing each op; profile(False): stop; both return the
+     * shortest time (ns) each op index took so far (robust on a shared machine) */
+    PyObject *res = PyList_New(PROF_MAX);
+    if (!res) return NULL;
+    for (int i = 0; i < PROF_MAX; i++) PyList_SET_ITEM(res, i, PyFloat_FromDouble(prof_ns[i]));
+    const int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    if (on)
+        for (int i = 0; i < PROF_MAX; i++) prof_ns[i] = 1e300;
+    prof_on = on;
+    return res;
+}
+
 static PyObject *fields(PyObject *self, PyObject *noargs) {
     (void)self;
     (void)noargs;
@@ -762,6 +864,8 @@ static PyObject *best_isa(PyObject *self, PyObject *noargs) {
 
 static PyMethodDef methods[] = {
     {"forward", forward, METH_VARARGS, "Run a lowered network (see hilbench.npu.native)."},
+    {"profile", profile, METH_O, "Per-op timing: profile(True) resets and starts, "
+                                 "profile(False) stops; both return each op's shortest time (ns) so far."},
     {"fields", fields, METH_NOARGS, "Names of the op record fields, in order."},
     {"best_isa", best_isa, METH_NOARGS, "'avx512vnni' when this CPU runs it, else 'scalar'."},
     {NULL, NULL, 0, NULL},
