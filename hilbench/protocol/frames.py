@@ -13,6 +13,7 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from cobs import cobs
 
@@ -56,8 +57,7 @@ class FrameError(ValueError):
     """A frame could not be built (a field out of range, a payload too long)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):  # a tuple: one is built per frame received
     """One decoded frame. ``version`` is delivered as received; the message layer checks it."""
 
     version: int

@@ -1102,6 +1102,48 @@ class ApplyProbedResponse(_UpdatesApplied):
     NAME: ClassVar[str] = "APPLY_PROBED response"
 
 
+# ---- the per-step hot path ----------------------------------------------------------------------
+
+_SEED_DTYPE = np.dtype("<u4")
+_COEFF_DTYPE = np.dtype("<i4")
+
+
+def probe_payload(
+    slot: int, batch_size: int, batch_seed: int, eps: int, seeds: np.ndarray
+) -> bytes | None:
+    """``ProbeRequest(...).pack()`` for arguments that are already valid plain ints and a 1-D
+    uint32 array, without building the message; None otherwise (build ``ProbeRequest``, which
+    says what is wrong). One call per ZO step, so it skips the dataclass."""
+    if (
+        type(seeds) is np.ndarray
+        and seeds.dtype == _SEED_DTYPE
+        and seeds.ndim == 1
+        and 1 <= len(seeds) <= MAX_Q
+        and type(slot) is int
+        and type(batch_size) is int
+        and type(batch_seed) is int
+        and type(eps) is int
+        and 0 <= slot < N_SLOTS
+        and 1 <= batch_size <= MAX_BATCH
+        and 0 <= batch_seed <= 0xFFFFFFFF
+        and 1 <= eps <= MAX_EPS
+    ):
+        return _PROBE_REQ.pack(slot, batch_size, batch_seed, eps, len(seeds)) + seeds.tobytes()
+    return None
+
+
+def apply_probed_payload(coeffs: np.ndarray) -> bytes | None:
+    """``ApplyProbedRequest(coeffs).pack()`` for a valid 1-D int32 array; None otherwise."""
+    if (
+        type(coeffs) is np.ndarray
+        and coeffs.dtype == _COEFF_DTYPE
+        and coeffs.ndim == 1
+        and 1 <= len(coeffs) <= MAX_Q
+    ):
+        return _U16.pack(len(coeffs)) + coeffs.tobytes()
+    return None
+
+
 # ---- registries -------------------------------------------------------------------------------
 
 REQUESTS: dict[int, type[Message]] = {

@@ -87,7 +87,7 @@ class Target:
         self.session = secrets.randbits(32)  # names this connection in HELLO
         self._decoder = FrameDecoder(on_error=self._host_resync)
         self._pending: list = []
-        self._probed: np.ndarray | None = None  # seeds of the last PROBE the device answered
+        self._probed: bytes | None = None  # seeds of the last PROBE the device answered
         self._rto: dict[int, RtoEstimator] = {}
 
     def event(self, kind: str, detail: str) -> None:
@@ -104,12 +104,30 @@ class Target:
         self, request: object, *, timeout: float | None = None, retries: int | None = None
     ) -> object:
         req_type = _type_of(request)
+        return self._exchange_payload(
+            req_type,
+            request.pack(),
+            _work_bucket(request),
+            timeout=timeout,
+            retries=retries,
+        )
+
+    def _exchange_payload(
+        self,
+        req_type: int,
+        payload: bytes,
+        bucket: int,
+        *,
+        timeout: float | None = None,
+        retries: int | None = None,
+    ) -> object:
+        """One request (its packed payload) and its answer: retries, timing, errors."""
         name = m.type_name(req_type)
         self._seq = seq = (self._seq + 1) & 0xFFFF
-        frame = b"\x00" + encode_frame(req_type, seq, request.pack())
+        frame = b"\x00" + encode_frame(req_type, seq, payload)
         limit = timeout or self.timeout
         retries = self.retries if retries is None else retries
-        key = (req_type, _work_bucket(request))
+        key = (req_type, bucket)
         rto = self._rto.get(key)
         if rto is None:  # first of its kind: start from the slowest kind measured so far
             known = [e.timeout() for e in self._rto.values() if e.srtt is not None]
@@ -299,11 +317,14 @@ class Target:
         """Loss pairs (Q16) of the ±eps perturbations along each seed's direction."""
         seeds = np.asarray(seeds, dtype=np.uint32)
         self._probed = None
-        request = m.ProbeRequest(
-            slot=slot, batch_size=batch_size, batch_seed=int(batch_seed), eps=eps, seeds=seeds
-        )
-        response = self._exchange(request)
-        self._probed = request.seeds  # the message's own read-only copy
+        payload = m.probe_payload(slot, batch_size, batch_seed, eps, seeds)
+        if payload is None:  # not plain valid values: the message checks them and says why
+            payload = m.ProbeRequest(
+                slot=slot, batch_size=batch_size, batch_seed=int(batch_seed), eps=eps, seeds=seeds
+            ).pack()
+        q = len(seeds)
+        response = self._exchange_payload(m.MessageType.PROBE, payload, _bucket(q, batch_size))
+        self._probed = payload[-4 * q :]  # the seeds as sent: what APPLY_PROBED will reuse
         return response
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
@@ -311,14 +332,18 @@ class Target:
         seeds = np.asarray(seeds, dtype=np.uint32)
         coeffs = np.asarray(coeffs, dtype=np.int32)
         caps = self.info.capabilities if self.info else 0
-        probed = self._probed
         if (
             caps & m.CAP_APPLY_PROBED
-            and probed is not None
-            and seeds.shape == probed.shape
-            and seeds.tobytes() == probed.tobytes()
+            and self._probed is not None
+            and seeds.ndim == 1
+            and seeds.tobytes() == self._probed
         ):  # the device still holds these seeds from the PROBE: do not send them again
-            resp = self._exchange(m.ApplyProbedRequest(coeffs=coeffs))
+            payload = m.apply_probed_payload(coeffs)
+            if payload is None:  # the message says what is wrong
+                payload = m.ApplyProbedRequest(coeffs=coeffs).pack()
+            resp = self._exchange_payload(
+                m.MessageType.APPLY_PROBED, payload, _bucket(len(coeffs), 1)
+            )
         else:
             resp = self._exchange(m.ApplyRequest(q=len(seeds), seeds=seeds, coeffs=coeffs))
         return resp.updates_applied
@@ -378,7 +403,11 @@ def _work_bucket(request: object) -> int:
     """Requests of one type whose device time differs by more than 2x get their own RTO."""
     q = getattr(request, "q", None) or 1
     batch = getattr(request, "batch_size", None) or getattr(request, "count", None) or 1
-    return (int(q) * int(batch)).bit_length()
+    return _bucket(int(q), int(batch))
+
+
+def _bucket(q: int, batch: int) -> int:
+    return (q * batch).bit_length()
 
 
 def _decode_or_none(frame: object) -> m.ErrorResponse | None:

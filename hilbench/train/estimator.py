@@ -3,7 +3,7 @@ averaged over the q samples of a step through the quantized coefficients."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -11,8 +11,7 @@ from hilbench.zo.loss import Q16
 from hilbench.zo.update import quantize_coefficients
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(NamedTuple):  # a tuple: one per step
     """Per-sample projected gradients (nats/LSB), the Q16 coefficients sent, the mean loss."""
 
     grads: np.ndarray
