@@ -244,3 +244,28 @@ def test_input_and_override_errors_are_the_graphs():
             np.zeros((2, 64), np.int8),
             {w0: np.stack([g.tensors[w0].data] * 2), w1: np.stack([g.tensors[w1].data] * 3)},
         )
+
+
+@needs_native
+@pytest.mark.parametrize("mode", ["direct", "packed"])
+def test_every_gemm_through_either_kernel(mode, monkeypatch):
+    """Each layer picks the direct or the packed GEMM by shape; force each kernel on every
+    layer (random convs over many channel counts, FC, whole models) and compare."""
+    if mode == "direct":
+        monkeypatch.setattr(native, "DIRECT_K", 1)
+        monkeypatch.setattr(native, "DIRECT_RATIO", 0)
+    else:
+        monkeypatch.setattr(native, "DIRECT_RATIO", 10**9)
+    rng = np.random.default_rng(31)
+    for i in range(16):
+        g, x = _wide_case(rng, "conv") if i % 2 else cases.CASES["conv"](rng)
+        _native_vs_numpy(g, x)
+    for k in (1, 7, 64, 65, 300):
+        g = _fc_graph(k, 21, rng)
+        _native_vs_numpy(g, rng.integers(-128, 128, (3, k)).astype(np.int8))
+    for name, kw in (("resnet18", {"width": 0.25, "resolution": 32}), ("mlp", {})):
+        g = zoo.build(name, seed=4, **kw)
+        x = rng.integers(-128, 128, (2, *g.input_shape)).astype(np.int8)
+        w = g.trainable()[-2]
+        sets = np.stack([g.tensors[w].data, -g.tensors[w].data])
+        _native_vs_numpy(g, x, {w: sets}, all_layers=True)

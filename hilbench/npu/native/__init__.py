@@ -1,11 +1,12 @@
 """The ``native`` backend: a whole network per C call (``_engine.c``), bit-exact with TFLM.
 
 A graph is lowered once (per layout of batched overrides) into a :class:`Plan`: a flat
-int64 op list, per-channel requantization tables, an arena layout (activations share
-memory by liveness) and buffers for packed weights. :func:`run` then hands the engine the
-constants (the graph's own or the overrides, as they are now), the input and the output
-buffer; the engine repacks only the weight sets whose bytes changed since they were last
-packed (compared every call), then runs every op for each of the S weight sets and N inputs.
+int64 op list, per-channel requantization tables and an arena layout (activations share
+memory by liveness). :func:`run` then hands the engine the constants (the graph's own or
+the overrides, as they are now), the input and the output buffer; the engine runs every op
+for each of the S weight sets and N inputs, reading the weights and biases from those
+arrays on every call (nothing derived from them is kept between calls, so a write into a
+weight array is always seen).
 
 The engine picks AVX-512 VNNI kernels at run time when the CPU has them, else portable
 scalar C; :func:`use_isa` (or ``HILBENCH_NPU_NATIVE_ISA=scalar``) forces the scalar path.
@@ -94,10 +95,8 @@ class Plan:
     qp: np.ndarray
     slots: np.ndarray
     slot_names: list[str]
-    snap: np.ndarray
     packed: np.ndarray
     rowsum: np.ndarray
-    valid: np.ndarray
     arena: np.ndarray
     out_shapes: list[tuple[int, ...]]
     sets: int
@@ -140,6 +139,18 @@ def _requant_table(mult: Any, shift: Any, o: int, o16: int) -> np.ndarray:
     return np.concatenate([m, sh, ls, rs, mask, mask >> 1]).astype(np.int32)
 
 
+# A GEMM runs "direct" (dot products on the weights as given, horizontal sums per output)
+# when its reduction is long relative to its output pixels, K >= DIRECT_RATIO * M: repacking
+# its weights each call would then cost more than the sums; otherwise "packed".
+DIRECT_RATIO = 48
+DIRECT_K = 64
+
+
+def use_direct(m: int, k: int) -> bool:
+    """Whether a GEMM of ``m`` output pixels and reduction ``k`` runs direct."""
+    return k >= DIRECT_K and k >= DIRECT_RATIO * m
+
+
 def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
     """Lower ``graph`` for ``sets`` weight sets, the constants in ``batched`` having one
     array per set (the others shared). Raises :class:`Unsupported`."""
@@ -152,7 +163,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
     qp_len = 0
     slot_index: dict[str, int] = {}
     slot_rows: list[tuple[int, int]] = []
-    snap_len = packed_len = rs_len = valid_len = 0
+    packed_len = rs_len = 0
     col_max = pad_max = o16_max = 0
 
     def size_of(name: str) -> int:
@@ -219,14 +230,12 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
             f[F["WSLOT"]] = ws
             if len(op.inputs) > 2:
                 f[F["BSLOT"]] = slot(op.inputs[2])
-            wsets = slot_rows[ws][1]
             if op.kind == "DEPTHWISE_CONV_2D":
                 dm = p["depth_multiplier"]
                 hp = (oh - 1) * sh + (kh - 1) * dh + 1
                 wp = (ow - 1) * sw + (kw - 1) * dw + 1
                 f[F["DM"]], f[F["HP"]], f[F["WP"]] = dm, hp, wp
                 pad_max = max(pad_max, hp * wp * oc)
-                pk_size = kh * kw * o16 * 4
                 if kh * kw * 255 * 128 > 2**31 - 1:
                     raise Unsupported(f"depthwise kernel {kh}x{kw} too large")
             else:
@@ -239,17 +248,18 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
                 f[F["IM2COL"]] = 0 if direct else 1
                 if not direct:
                     col_max = max(col_max, oh * ow * k4)
-                pk_size = o16 * k4
-            pk_size = _up(pk_size, ALIGN)
-            f[F["PK_SIZE"]] = pk_size
-            f[F["PK_OFF"]] = packed_len
-            packed_len += pk_size * wsets
-            f[F["SNAP_OFF"]] = snap_len
-            snap_len += _up(slot_rows[ws][0], ALIGN) * wsets
-            f[F["RS_OFF"]] = rs_len
-            rs_len += o16 * wsets
-            f[F["VALID_OFF"]] = valid_len
-            valid_len += wsets
+                if not direct and dw == 1:  # im2col from a padded copy (VNNI path)
+                    hp = (oh - 1) * sh + (kh - 1) * dh + 1
+                    wp = (ow - 1) * sw + kw
+                    f[F["IM2COL"]], f[F["HP"]], f[F["WP"]] = 2, hp, wp
+                    pad_max = max(pad_max, hp * wp * c)
+                if use_direct(oh * ow, k):
+                    f[F["DIRECT"]] = 1
+                else:  # packed per call (one set at a time) into the engine's panels
+                    f[F["PK_OFF"]] = packed_len
+                    packed_len += _up(o16 * k4, ALIGN)
+                    f[F["RS_OFF"]] = rs_len
+                    rs_len += o16
             table = _requant_table(p["multiplier"], p["shift"], oc, o16)
             f[F["ANYLS"]] = int(np.any(table[2 * o16 : 3 * o16] > 0))
             f[F["QP_OFF"]] = qp_len
@@ -301,7 +311,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
     bscr_off = pad_off + _up(pad_max, ALIGN) + ALIGN
     arena.end = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN
     for f in recs:
-        if f[F["KIND"]] == OP_DW:
+        if f[F["KIND"]] == OP_DW or f[F["IM2COL"]] == 2:
             f[F["PAD_OFF"]] = pad_off
     hdr[G_NOPS] = len(recs)
     hdr[G_IN_OFF] = offs[graph.input]
@@ -316,10 +326,8 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
         qp=np.concatenate(qps) if qps else np.zeros(1, np.int32),
         slots=np.array(slot_rows, np.int64).reshape(-1, 2),
         slot_names=list(slot_index),
-        snap=np.zeros(max(snap_len, 1), np.uint8),
         packed=np.zeros(max(packed_len, 1), np.uint8),
         rowsum=np.zeros(max(rs_len, 1), np.int32),
-        valid=np.zeros(max(valid_len, 1), np.uint8),
         arena=np.zeros(arena.end + ALIGN, np.uint8),
         out_shapes=[t[op.outputs[0]].shape for op in graph.ops],
         sets=sets,
@@ -351,7 +359,7 @@ def _forward(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | No
     if dumps:
         dumps = tuple(np.empty((sets, n, *shape), np.int8) for shape in plan.out_shapes)
     isa_code = 1 if _state["isa"] == "scalar" else 0
-    args = (plan.snap, plan.packed, plan.rowsum, plan.valid, plan.arena)
+    args = (plan.packed, plan.rowsum, plan.arena)
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     try:

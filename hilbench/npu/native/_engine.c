@@ -3,16 +3,24 @@
  * The Python side (hilbench/npu/native/__init__.py) lowers a Graph once into a flat op
  * list (int64 records, fields F_* below), per-channel requantization tables (int32) and
  * an arena layout; forward() then runs every op for S weight sets x N inputs in one call.
+ * Weights and biases are read from the caller's arrays on every call (nothing about them
+ * is cached between calls, so writes into them are always seen).
  *
  * Activations live in the arena as u = x + 128 (uint8), so GEMMs can use VPDPBUSD
  * (u8 x s8 -> s32).  With io the TFLM input offset (-zero point):
  *     sum_k w (x + io) = sum_k w u + (io - 128) sum_k w,
- * the second term is folded into the bias once per output channel (row sums of the packed
- * weights).  Padded taps hold u = zp + 128, i.e. x + io = 0: they contribute nothing, as
- * in TFLM.  All accumulation is uint32 arithmetic (mod 2^32), which is what TFLM's int32
- * accumulator computes; it never wraps for K * 255 * 128 < 2^31 (K < 65,800; checked on
+ * the second term is folded into the bias (row sums of the weights, computed per call).
+ * Padded taps hold u = zp + 128, i.e. x + io = 0: they contribute nothing, as in TFLM.
+ * All accumulation is uint32 arithmetic (mod 2^32), which is what TFLM's int32
+ * accumulator computes; it never wraps for K * 255 * 128 < 2^31 (K < 65,793; checked on
  * the Python side).  Requantization is TFLM's MultiplyByQuantizedMultiplier (left shift
  * with int32 wrap, SaturatingRoundingDoublingHighMul, RoundingDivideByPOT), per channel.
+ *
+ * GEMMs run one of two ways, chosen per layer at lowering: "packed" (weights repacked per
+ * call into 16-channel x 4-byte VNNI panels, activations broadcast; for layers with many
+ * output pixels and small weights) or "direct" (dot products along K on the weights as
+ * they are, 4 pixels x 4 channels per tile, horizontal sums at the end; for layers with
+ * few pixels, where repacking would cost more than the layer).
  *
  * Two code paths, chosen at run time: AVX-512 VNNI (functions compiled with a target
  * attribute; used when the CPU and OS support it) and portable scalar C.
@@ -38,7 +46,7 @@
 #define FIELD_LIST                                                                          \
     X(KIND) X(IN) X(IN2) X(OUT) X(H) X(W) X(C) X(OH) X(OW) X(OC) X(KH) X(KW) X(SH) X(SW)   \
     X(DH) X(DW) X(PT) X(PL) X(K) X(K4) X(O16) X(WSLOT) X(BSLOT) X(PK_OFF) X(PK_SIZE)        \
-    X(SNAP_OFF) X(RS_OFF) X(VALID_OFF) X(QP_OFF) X(IO) X(OO) X(LO) X(HI) X(DM) X(ANYLS)     \
+    X(RS_OFF) X(DIRECT) X(QP_OFF) X(IO) X(OO) X(LO) X(HI) X(DM) X(ANYLS)     \
     X(IM2COL) X(PAD_OFF) X(HP) X(WP) X(OUT_SIZE) X(M1) X(S1) X(M2) X(S2) X(MO) X(SO)         \
     X(IO2) X(LSH) X(COUNT) X(ZP)
 
@@ -100,9 +108,17 @@ static inline int32_t clampi(int32_t v, int32_t lo, int32_t hi) {
 typedef struct {
     const int64_t *f;      /* the op record */
     const int32_t *qp;     /* m[O16], shift[O16], ls[O16], rs[O16], mask[O16], thr[O16] */
-    const int32_t *beff;   /* effective bias [O16] for this weight set */
-    const int8_t *pk;      /* packed weights for this set */
+    int32_t *beff;         /* effective bias [O16]: filled before (packed) or by the kernel */
+    const int8_t *pk;      /* packed weights (packed GEMM) */
+    const int8_t *w;       /* the weights as given: [O][K] (GEMM), [T][OC] (depthwise) */
+    const int32_t *bias;   /* the bias as given [O], or NULL */
 } opctx;
+
+/* effective bias of one channel: bias + (io - 128) * rowsum, int32 wrap */
+static inline int32_t fold_bias(const opctx *c, int64_t o, int32_t rowsum) {
+    const uint32_t b = c->bias ? (uint32_t)c->bias[o] : 0u;
+    return (int32_t)(b + (uint32_t)(int32_t)(c->f[F_IO] - 128) * (uint32_t)rowsum);
+}
 
 /* requantize one int32 accumulator (bias already added) to the stored u8 = int8 + 128 */
 static inline uint8_t rq_scalar(uint32_t v, const int32_t *qp, int64_t o16, int64_t o,
@@ -126,19 +142,6 @@ static void pack_gemm(const int8_t *w, int64_t O, int64_t K, int64_t K4, int64_t
         rowsum[o] = sum;
         for (int64_t k4 = 0; k4 < kfull; k4++) memcpy(d + k4 * 64, src + k4 * 4, 4);
         for (int64_t k = kfull * 4; k < K; k++) d[(k / 4) * 64 + (k % 4)] = src[k];
-    }
-}
-
-/* depthwise weights [T][OC] int8 -> int32 [T][O16] (zero padded); tap sums [O16]. */
-static void pack_dw(const int8_t *w, int64_t T, int64_t OC, int64_t O16, int32_t *dst,
-                    int32_t *rowsum) {
-    for (int64_t o = 0; o < O16; o++) rowsum[o] = 0;
-    for (int64_t t = 0; t < T; t++) {
-        for (int64_t o = 0; o < O16; o++) {
-            const int32_t v = o < OC ? w[t * OC + o] : 0;
-            dst[t * O16 + o] = v;
-            rowsum[o] += v;
-        }
     }
 }
 
@@ -187,11 +190,12 @@ static void im2col(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *col
     IM2COL_BODY(COPY_LIBC, FILL_LIBC)
 }
 
-/* depthwise input (H, W, C) u8 -> padded (HP, WP, C*DM) with pad = zp + 128, channels
- * repeated DM times (output channel ic*DM + m reads input channel ic). */
-static void pad_dw(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *p) {
-    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], DM = f[F_DM], HP = f[F_HP],
-                  WP = f[F_WP], PT = f[F_PT], PL = f[F_PL], OC = f[F_OC];
+/* input (H, W, C) u8 -> padded (HP, WP, C*DM) with pad = zp + 128, channels repeated DM
+ * times (depthwise output channel ic*DM + m reads input channel ic; DM = 1 for convs). */
+static void pad_input(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *p) {
+    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], HP = f[F_HP], WP = f[F_WP],
+                  PT = f[F_PT], PL = f[F_PL];
+    const int64_t DM = f[F_KIND] == OP_DW ? f[F_DM] : 1, OC = C * DM;
     const int64_t row = WP * OC;
     const int64_t y1 = H + PT < HP ? H + PT : HP;   /* rows [PT, y1) hold input */
     const int64_t wn = W + PL < WP ? W : WP - PL;   /* input pixels per row that fit */
@@ -230,13 +234,40 @@ static void gemm_scalar(const uint8_t *A, int64_t lda, int64_t M, const opctx *c
     }
 }
 
+/* direct GEMM, portable: the weights as given ([O][K]) */
+static void direct_scalar(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
+                          uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t O = f[F_OC], K = f[F_K], O16 = f[F_O16];
+    const int32_t oo = (int32_t)f[F_OO], lo = (int32_t)f[F_LO], hi = (int32_t)f[F_HI];
+    for (int64_t o = 0; o < O; o++) {
+        int32_t rs = 0;
+        for (int64_t k = 0; k < K; k++) rs += c->w[o * K + k];
+        c->beff[o] = fold_bias(c, o, rs);
+    }
+    for (int64_t i = 0; i < M; i++) {
+        const uint8_t *a = A + i * lda;
+        for (int64_t o = 0; o < O; o++) {
+            const int8_t *w = c->w + o * K;
+            uint32_t acc = 0;
+            for (int64_t k = 0; k < K; k++) acc += (uint32_t)((int32_t)a[k] * (int32_t)w[k]);
+            out[i * O + o] = rq_scalar(acc + (uint32_t)c->beff[o], c->qp, O16, o, oo, lo, hi);
+        }
+    }
+}
+
 static void dw_scalar(const uint8_t *P, const opctx *c, uint8_t *out) {
     const int64_t *f = c->f;
     const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
     const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
     const int64_t O16 = f[F_O16];
     const int32_t oo = (int32_t)f[F_OO], lo = (int32_t)f[F_LO], hi = (int32_t)f[F_HI];
-    const int32_t *w = (const int32_t *)c->pk;
+    const int8_t *w = c->w;
+    for (int64_t o = 0; o < OC; o++) {
+        int32_t rs = 0;
+        for (int64_t t = 0; t < KH * KW; t++) rs += w[t * OC + o];
+        c->beff[o] = fold_bias(c, o, rs);
+    }
     for (int64_t oy = 0; oy < OH; oy++)
         for (int64_t ox = 0; ox < OW; ox++)
             for (int64_t o = 0; o < OC; o++) {
@@ -245,7 +276,7 @@ static void dw_scalar(const uint8_t *P, const opctx *c, uint8_t *out) {
                     for (int64_t kx = 0; kx < KW; kx++) {
                         const uint8_t u =
                             P[((oy * SH + ky * DH) * WP + ox * SW + kx * DW) * OC + o];
-                        acc += (uint32_t)((int32_t)u * w[(ky * KW + kx) * O16 + o]);
+                        acc += (uint32_t)((int32_t)u * (int32_t)w[(ky * KW + kx) * OC + o]);
                     }
                 out[(oy * OW + ox) * OC + o] = rq_scalar(acc, c->qp, O16, o, oo, lo, hi);
             }
@@ -458,6 +489,84 @@ HB_VNNI static void im2col_vnni(const uint8_t *x, const int64_t *f, uint8_t pad,
     IM2COL_BODY(copy_v, fill_v)
 }
 
+/* im2col from the padded input (HP, WP, C), dilation 1 along W: every (pixel, ky) is one
+ * run of KW*C contiguous bytes, copied with whole 64-byte moves (a run's overhang is
+ * overwritten by the next run; the arena has 64 bytes of slack after each region). */
+HB_VNNI static void im2col_padded_vnni(const uint8_t *P, const int64_t *f, uint8_t *cols) {
+    const int64_t C = f[F_C], OH = f[F_OH], OW = f[F_OW], KH = f[F_KH], KW = f[F_KW];
+    const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], WP = f[F_WP];
+    const int64_t K = f[F_K], K4 = f[F_K4], run = KW * C;
+    uint8_t *d = cols;
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++) {
+            uint8_t *row = d;
+            for (int64_t ky = 0; ky < KH; ky++) {
+                const uint8_t *src = P + ((oy * SH + ky * DH) * WP + ox * SW) * C;
+                if (run <= 64) {
+                    _mm512_storeu_si512(d, _mm512_loadu_si512(src));
+                } else {
+                    int64_t j = 0;
+                    for (; j + 64 < run; j += 64)
+                        _mm512_storeu_si512(d + j, _mm512_loadu_si512(src + j));
+                    _mm512_storeu_si512(d + run - 64, _mm512_loadu_si512(src + run - 64));
+                }
+                d += run;
+            }
+            for (int64_t k = K; k < K4; k++) row[k] = 0;
+            d = row + K4;
+        }
+}
+
+/* pack_gemm with AVX-512: 16 rows x 64 bytes at a time, a 16 x 16 dword transpose turns
+ * them into 16 panels of [16 channels][4 bytes]; row sums with VPDPBUSD against ones. */
+HB_VNNI static void pack_gemm_vnni(const int8_t *w, int64_t O, int64_t K, int64_t K4,
+                                   int64_t O16, int8_t *dst, int32_t *rowsum) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    const int64_t steps = K4 / 4;
+    for (int64_t ob = 0; ob < O16 / 16; ob++) {
+        __m512i rs = _mm512_setzero_si512();
+        int8_t *d0 = dst + ob * K4 * 16;
+        for (int64_t k = 0; k < K; k += 64) {
+            const __mmask64 km = mask64(K - k);
+            __m512i r[16], t[16], u[16];
+            for (int l = 0; l < 16; l++) {
+                const int64_t o = ob * 16 + l;
+                r[l] = o < O ? _mm512_maskz_loadu_epi8(km, w + o * K + k) : _mm512_setzero_si512();
+            }
+            for (int i = 0; i < 8; i++) {
+                t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+            }
+            for (int i = 0; i < 4; i++) {
+                u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
+                u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
+                u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+                u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+            }
+            const int64_t j0 = k / 4;
+            const int64_t nj = steps - j0 < 16 ? steps - j0 : 16;
+            for (int c = 0; c < 4; c++) {
+                const __m512i x01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+                const __m512i y01 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+                const __m512i x23 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
+                const __m512i y23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
+                const __m512i p[4] = {_mm512_shuffle_i32x4(x01, y01, 0x88),
+                                      _mm512_shuffle_i32x4(x01, y01, 0xDD),
+                                      _mm512_shuffle_i32x4(x23, y23, 0x88),
+                                      _mm512_shuffle_i32x4(x23, y23, 0xDD)};
+                for (int L = 0; L < 4; L++) {
+                    const int64_t j = 4 * L + c;
+                    if (j < nj) {
+                        _mm512_storeu_si512(d0 + (j0 + j) * 64, p[L]);
+                        rs = _mm512_dpbusd_epi32(rs, ones, p[L]);
+                    }
+                }
+            }
+        }
+        _mm512_storeu_si512(rowsum + ob * 16, rs);
+    }
+}
+
 HB_VNNI static void maxpool_vnni(const uint8_t *x, const int64_t *f, uint8_t *out) {
     const int64_t H = f[F_H], W = f[F_W], C = f[F_C], OH = f[F_OH], OW = f[F_OW];
     const int64_t KH = f[F_KH], KW = f[F_KW], SH = f[F_SH], SW = f[F_SW], PT = f[F_PT],
@@ -484,25 +593,128 @@ HB_VNNI static void maxpool_vnni(const uint8_t *x, const int64_t *f, uint8_t *ou
             }
 }
 
-HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
+/* Sums of 16 vectors: lane 4c + k of the result is the sum of r[4k + c]'s lanes. */
+HB_VNNI HB_INLINE __m512i hsum16(const __m512i r[16]) {
+    __m512i x[8], y[4];
+    for (int i = 0; i < 8; i++)
+        x[i] = _mm512_add_epi32(_mm512_shuffle_i64x2(r[2 * i], r[2 * i + 1], 0x44),
+                                _mm512_shuffle_i64x2(r[2 * i], r[2 * i + 1], 0xEE));
+    for (int j = 0; j < 4; j++)
+        y[j] = _mm512_add_epi32(_mm512_shuffle_i64x2(x[2 * j], x[2 * j + 1], 0x88),
+                                _mm512_shuffle_i64x2(x[2 * j], x[2 * j + 1], 0xDD));
+    const __m512i z0 = _mm512_add_epi32(_mm512_unpacklo_epi32(y[0], y[1]),
+                                        _mm512_unpackhi_epi32(y[0], y[1]));
+    const __m512i z1 = _mm512_add_epi32(_mm512_unpacklo_epi32(y[2], y[3]),
+                                        _mm512_unpackhi_epi32(y[2], y[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(z0, z1), _mm512_unpackhi_epi64(z0, z1));
+}
+
+/* One direct tile: mr (<= 4) pixels x nr (<= 4) channels, dot products along K on the
+ * weights as given; lanes of the result: 4 * pixel + channel. */
+HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_t *W,
+                                      int64_t K, const int mr, const int nr) {
+    __m512i acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_si512();
+    int64_t k = 0;
+    for (; k + 64 <= K; k += 64) {
+        __m512i w[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                        _mm512_setzero_si512()};
+        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(W + j * K + k);
+        for (int i = 0; i < mr; i++) {
+            const __m512i a = _mm512_loadu_si512(A + i * lda + k);
+            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
+        }
+    }
+    if (k < K) {
+        const __mmask64 m = mask64(K - k);
+        __m512i w[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                        _mm512_setzero_si512()};
+        for (int j = 0; j < nr; j++) w[j] = _mm512_maskz_loadu_epi8(m, W + j * K + k);
+        for (int i = 0; i < mr; i++) {
+            const __m512i a = _mm512_maskz_loadu_epi8(m, A + i * lda + k);
+            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
+        }
+    }
+    __m512i r[16];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) r[4 * j + i] = acc[i][j];
+    return hsum16(r);
+}
+
+HB_VNNI static void direct_vnni(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
+                                uint8_t *out) {
     const int64_t *f = c->f;
-    const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
-    const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
-    const int64_t O16 = f[F_O16];
+    const int64_t O = f[F_OC], K = f[F_K], O16 = f[F_O16];
     const int anyls = (int)f[F_ANYLS];
     const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
     const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
     const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
-    const int32_t *w = (const int32_t *)c->pk;
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t o0 = 0; o0 < O; o0 += 4) {
+        const int nr = O - o0 < 4 ? (int)(O - o0) : 4;
+        const int8_t *W = c->w + o0 * K;
+        for (int j = 0; j < nr; j++) {
+            __m512i rs = _mm512_setzero_si512();
+            int64_t k = 0;
+            for (; k + 64 <= K; k += 64)
+                rs = _mm512_dpbusd_epi32(rs, ones, _mm512_loadu_si512(W + j * K + k));
+            if (k < K)
+                rs = _mm512_dpbusd_epi32(rs, ones,
+                                         _mm512_maskz_loadu_epi8(mask64(K - k), W + j * K + k));
+            c->beff[o0 + j] = fold_bias(c, o0 + j, _mm512_reduce_add_epi32(rs));
+        }
+        /* per-lane (channel o0 + lane % 4) requantization constants and bias */
+        vq q;
+        q.m = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + o0)));
+        q.mo = _mm512_srli_epi64(q.m, 32);
+        q.ls = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 2 * O16 + o0)));
+        q.rs = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 3 * O16 + o0)));
+        q.mask = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 4 * O16 + o0)));
+        q.thr = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 5 * O16 + o0)));
+        const __m512i bias = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->beff + o0)));
+        for (int64_t m0 = 0; m0 < M; m0 += 4) {
+            const int mr = M - m0 < 4 ? (int)(M - m0) : 4;
+            __m512i r;
+            const uint8_t *a = A + m0 * lda;
+            if (mr == 4 && nr == 4)
+                r = direct_tile(a, lda, W, K, 4, 4);
+            else if (nr == 4)
+                r = direct_tile(a, lda, W, K, mr, 4);
+            else
+                r = direct_tile(a, lda, W, K, mr, nr);
+            r = vmbqm(_mm512_add_epi32(r, bias), &q, anyls);
+            uint8_t tmp[16];
+            _mm_storeu_si128((__m128i *)tmp, vout(r, oo, lo, hi));
+            for (int i = 0; i < mr; i++) memcpy(out + (m0 + i) * O + o0, tmp + 4 * i, (size_t)nr);
+        }
+    }
+}
+
+HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
+    const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
+    const int64_t O16 = f[F_O16], T = KH * KW;
+    const int anyls = (int)f[F_ANYLS];
+    const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
+    const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
+    const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
+    const __m512i fold = _mm512_set1_epi32((int32_t)(f[F_IO] - 128));
+    __m512i wt[T];
     for (int64_t o = 0; o < OC; o += 16) {
         const vq q = vq_load(c->qp, O16, o);
-        const __m512i bias = _mm512_loadu_si512(c->beff + o);
         const int64_t left = OC - o;
         const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        /* the taps' weights (as given, [T][OC]), their sums and the folded bias */
+        __m512i tsum = _mm512_setzero_si512();
+        for (int64_t t = 0; t < T; t++) {
+            wt[t] = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(km, c->w + t * OC + o));
+            tsum = _mm512_add_epi32(tsum, wt[t]);
+        }
+        __m512i bias = _mm512_mullo_epi32(tsum, fold);
+        if (c->bias) bias = _mm512_add_epi32(bias, _mm512_maskz_loadu_epi32(km, c->bias + o));
         if (KH == 3 && KW == 3 && DH == 1 && DW == 1) {
-            /* 3x3 taps in registers */
-            __m512i wt[9];
-            for (int t = 0; t < 9; t++) wt[t] = _mm512_loadu_si512(w + t * O16 + o);
             for (int64_t oy = 0; oy < OH; oy++) {
                 const uint8_t *r0 = P + (oy * SH * WP) * OC + o;
                 for (int64_t ox = 0; ox < OW; ox++) {
@@ -510,8 +722,8 @@ HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
                     __m512i acc = bias;
                     for (int ky = 0; ky < 3; ky++)
                         for (int kx = 0; kx < 3; kx++) {
-                            const __m512i u = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(
-                                km, (const void *)(p + (ky * WP + kx) * OC)));
+                            const __m512i u = _mm512_cvtepu8_epi32(
+                                _mm_loadu_si128((const void *)(p + (ky * WP + kx) * OC)));
                             acc = _mm512_dpbusd_epi32(acc, u, wt[ky * 3 + kx]);
                         }
                     _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km,
@@ -527,9 +739,8 @@ HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
                     for (int64_t kx = 0; kx < KW; kx++) {
                         const uint8_t *p =
                             P + ((oy * SH + ky * DH) * WP + ox * SW + kx * DW) * OC + o;
-                        const __m512i u = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, p));
-                        acc = _mm512_dpbusd_epi32(
-                            acc, u, _mm512_loadu_si512(w + (ky * KW + kx) * O16 + o));
+                        const __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const void *)p));
+                        acc = _mm512_dpbusd_epi32(acc, u, wt[ky * KW + kx]);
                     }
                 _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km,
                                      vout(vmbqm(acc, &q, anyls), oo, lo, hi));
@@ -599,11 +810,6 @@ static int cpu_has_vnni(void) {
 }
 
 /* --- the forward pass ---------------------------------------------------------------------- */
-typedef struct {
-    Py_buffer *views;
-    Py_ssize_t n;
-} viewset;
-
 static void release_views(Py_buffer *v, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++)
         if (v[i].obj) PyBuffer_Release(&v[i]);
@@ -611,14 +817,13 @@ static void release_views(Py_buffer *v, Py_ssize_t n) {
 
 static PyObject *forward(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer prog = {0}, qpb = {0}, slotb = {0}, snap = {0}, packed = {0}, rsb = {0},
-              valid = {0}, arena = {0}, xb = {0}, outb = {0};
+    Py_buffer prog = {0}, qpb = {0}, slotb = {0}, packed = {0}, rsb = {0}, arena = {0},
+              xb = {0}, outb = {0};
     PyObject *consts, *dumps;
     Py_ssize_t S, N;
     int isa;
-    if (!PyArg_ParseTuple(args, "y*y*y*O!w*w*w*w*w*y*w*nniO", &prog, &qpb, &slotb,
-                          &PyTuple_Type, &consts, &snap, &packed, &rsb, &valid, &arena, &xb,
-                          &outb, &S, &N, &isa, &dumps))
+    if (!PyArg_ParseTuple(args, "y*y*y*O!w*w*w*y*w*nniO", &prog, &qpb, &slotb, &PyTuple_Type,
+                          &consts, &packed, &rsb, &arena, &xb, &outb, &S, &N, &isa, &dumps))
         return NULL;
     PyObject *ret = NULL;
     const Py_ssize_t nslots = PyTuple_GET_SIZE(consts);
@@ -660,7 +865,7 @@ static PyObject *forward(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; i < nops; i++) {
             if (PyObject_GetBuffer(PyTuple_GET_ITEM(dumps, i), &dv[i], PyBUF_WRITABLE) < 0)
                 goto done;
-            if (dv[i].len != S * N * ((const int64_t *)prog.buf)[(1 + i) * NF + F_OUT_SIZE]) {
+            if (dv[i].len != S * N * hdr[(1 + i) * NF + F_OUT_SIZE]) {
                 PyErr_SetString(PyExc_ValueError, "native engine: dump buffer size");
                 goto done;
             }
@@ -676,55 +881,47 @@ static PyObject *forward(PyObject *self, PyObject *args) {
     uint8_t *ar = (uint8_t *)arena.buf;
     const int32_t *qp = (const int32_t *)qpb.buf;
     int32_t *rowsum = (int32_t *)rsb.buf;
-    uint8_t *vflag = (uint8_t *)valid.buf;
     int32_t *beff = (int32_t *)(ar + hdr[G_BSCR_OFF]);
 
-    /* 1. pack every weight set whose bytes changed since it was last packed */
-    for (int64_t i = 0; i < nops; i++) {
-        const int64_t *f = (const int64_t *)prog.buf + (1 + i) * NF;
-        if (f[F_KIND] != OP_GEMM && f[F_KIND] != OP_DW) continue;
-        const int64_t ws = f[F_WSLOT], wbytes = slots[2 * ws], wsets = slots[2 * ws + 1];
-        for (int64_t s = 0; s < wsets; s++) {
-            const int8_t *src = (const int8_t *)cv[ws].buf + s * wbytes;
-            uint8_t *sn = (uint8_t *)snap.buf + f[F_SNAP_OFF] + s * wbytes;
-            if (vflag[f[F_VALID_OFF] + s] && memcmp(src, sn, (size_t)wbytes) == 0) continue;
-            memcpy(sn, src, (size_t)wbytes);
-            int8_t *pk = (int8_t *)packed.buf + f[F_PK_OFF] + s * f[F_PK_SIZE];
-            int32_t *rs = rowsum + f[F_RS_OFF] + s * f[F_O16];
-            if (f[F_KIND] == OP_GEMM)
-                pack_gemm(src, f[F_OC], f[F_K], f[F_K4], f[F_O16], pk, rs);
-            else
-                pack_dw(src, f[F_KH] * f[F_KW], f[F_OC], f[F_O16], (int32_t *)pk, rs);
-            vflag[f[F_VALID_OFF] + s] = 1;
-        }
-    }
-
-    /* 2. run the network for every (set, input) */
     for (Py_ssize_t s = 0; s < S; s++) {
+        /* 1. repack the packed GEMMs' weights of this set (shared ones once) */
+        for (int64_t i = 0; i < nops; i++) {
+            const int64_t *f = hdr + (1 + i) * NF;
+            if (f[F_KIND] != OP_GEMM || f[F_DIRECT]) continue;
+            const int64_t ws = f[F_WSLOT];
+            if (s > 0 && slots[2 * ws + 1] == 1) continue;
+            const int8_t *src =
+                (const int8_t *)cv[ws].buf + (slots[2 * ws + 1] > 1 ? s : 0) * slots[2 * ws];
+#if HB_X86
+            if (vnni) {
+                pack_gemm_vnni(src, f[F_OC], f[F_K], f[F_K4], f[F_O16],
+                               (int8_t *)packed.buf + f[F_PK_OFF], rowsum + f[F_RS_OFF]);
+                continue;
+            }
+#endif
+            pack_gemm(src, f[F_OC], f[F_K], f[F_K4], f[F_O16],
+                      (int8_t *)packed.buf + f[F_PK_OFF], rowsum + f[F_RS_OFF]);
+        }
+        /* 2. run the network on every input */
         for (Py_ssize_t n = 0; n < N; n++) {
             const uint8_t *xs = (const uint8_t *)xb.buf + n * in_size;
             uint8_t *xin = ar + hdr[G_IN_OFF];
             for (int64_t j = 0; j < in_size; j++) xin[j] = xs[j] ^ 0x80;
             for (int64_t i = 0; i < nops; i++) {
-                const int64_t *f = (const int64_t *)prog.buf + (1 + i) * NF;
+                const int64_t *f = hdr + (1 + i) * NF;
                 const double t0 = prof_on ? now_ns() : 0.0;
                 const uint8_t *in = ar + f[F_IN];
                 uint8_t *out = ar + f[F_OUT];
-                opctx c = {f, qp + f[F_QP_OFF], beff, NULL};
+                opctx c = {f, qp + f[F_QP_OFF], beff, NULL, NULL, NULL};
                 if (f[F_KIND] == OP_GEMM || f[F_KIND] == OP_DW) {
-                    const int64_t ws = f[F_WSLOT], wsel = slots[2 * ws + 1] > 1 ? s : 0;
-                    c.pk = (const int8_t *)packed.buf + f[F_PK_OFF] + wsel * f[F_PK_SIZE];
-                    const int32_t *rs = rowsum + f[F_RS_OFF] + wsel * f[F_O16];
-                    const uint32_t fold = (uint32_t)(int32_t)(f[F_IO] - 128);
-                    const int32_t *bias = NULL;
+                    const int64_t ws = f[F_WSLOT];
+                    c.w = (const int8_t *)cv[ws].buf +
+                          (slots[2 * ws + 1] > 1 ? s : 0) * slots[2 * ws];
                     if (f[F_BSLOT] >= 0) {
                         const int64_t bs = f[F_BSLOT];
-                        bias = (const int32_t *)((const uint8_t *)cv[bs].buf +
-                                                 (slots[2 * bs + 1] > 1 ? s : 0) * slots[2 * bs]);
+                        c.bias = (const int32_t *)((const uint8_t *)cv[bs].buf +
+                                                   (slots[2 * bs + 1] > 1 ? s : 0) * slots[2 * bs]);
                     }
-                    for (int64_t o = 0; o < f[F_O16]; o++)
-                        beff[o] = (int32_t)((bias && o < f[F_OC] ? (uint32_t)bias[o] : 0u) +
-                                            fold * (uint32_t)rs[o]);
                 }
                 switch (f[F_KIND]) {
                 case OP_GEMM: {
@@ -732,7 +929,10 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                     int64_t lda = f[F_K];
                     if (f[F_IM2COL]) {
 #if HB_X86
-                        if (vnni)
+                        if (vnni && f[F_IM2COL] == 2) {
+                            pad_input(in, f, (uint8_t)(128 - f[F_IO]), ar + f[F_PAD_OFF]);
+                            im2col_padded_vnni(ar + f[F_PAD_OFF], f, ar + hdr[G_COL_OFF]);
+                        } else if (vnni)
                             im2col_vnni(in, f, (uint8_t)(128 - f[F_IO]), ar + hdr[G_COL_OFF]);
                         else
 #endif
@@ -741,6 +941,20 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                         lda = f[F_K4];
                     }
                     const int64_t M = f[F_OH] * f[F_OW];
+                    if (f[F_DIRECT]) {
+#if HB_X86
+                        if (vnni) {
+                            direct_vnni(A, lda, M, &c, out);
+                            break;
+                        }
+#endif
+                        direct_scalar(A, lda, M, &c, out);
+                        break;
+                    }
+                    c.pk = (const int8_t *)packed.buf + f[F_PK_OFF];
+                    const int32_t *rs = rowsum + f[F_RS_OFF];
+                    for (int64_t o = 0; o < f[F_O16]; o++)
+                        beff[o] = o < f[F_OC] ? fold_bias(&c, o, rs[o]) : 0;
 #if HB_X86
                     if (vnni) {
                         gemm_vnni(A, lda, M, &c, out);
@@ -752,7 +966,7 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                 }
                 case OP_DW: {
                     uint8_t *P = ar + f[F_PAD_OFF];
-                    pad_dw(in, f, (uint8_t)(128 - f[F_IO]), P);
+                    pad_input(in, f, (uint8_t)(128 - f[F_IO]), P);
 #if HB_X86
                     if (vnni) {
                         dw_vnni(P, &c, out);
@@ -812,10 +1026,8 @@ done:
     PyBuffer_Release(&prog);
     PyBuffer_Release(&qpb);
     PyBuffer_Release(&slotb);
-    PyBuffer_Release(&snap);
     PyBuffer_Release(&packed);
     PyBuffer_Release(&rsb);
-    PyBuffer_Release(&valid);
     PyBuffer_Release(&arena);
     PyBuffer_Release(&xb);
     PyBuffer_Release(&outb);
