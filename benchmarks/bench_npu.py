@@ -1,35 +1,41 @@
-"""NPU emulator speed: per-forward time of the bit-exact int8 emulator vs TFLM's interpreter
-(reference kernels) vs LiteRT's default interpreter (XNNPACK), on the same .tflite, one thread.
+"""NPU emulator speed: per-forward time of the bit-exact int8 emulator's backends vs TFLM's
+interpreter (reference kernels) vs LiteRT's default interpreter (XNNPACK), on the same .tflite,
+one thread, side by side in one run.
 
-    python benchmarks/bench_npu.py [--repeat 20] [--sets 16]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_npu.py [--repeat 20] [--sets 16]
 
-"ours" is the default backend (the compiled numba kernels, ``jit``); the numpy reference
-path is timed too, for one input, as "ours (numpy)".
+Our backends: ``native`` (the C engine, a whole network per call; AVX-512 VNNI kernels when
+the CPU has them), ``native-scalar`` (its portable C path, forced), ``jit`` (numba per-op
+kernels) and ``numpy`` (the reference path). The ratios and targets are for the default
+backend (native when built).
 
 Models: MobileNetV2 (alpha 0.35, 96x96) and ResNet18 (width 0.25, 64x64), 10 classes, random
-He-normal float weights quantized with calibration data. Three timings per model:
+He-normal float weights quantized with calibration data. Two timings per backend:
 
-- one input, one forward: ours vs TFLM vs LiteRT (targets: >= 20x TFLM, >= 0.7x LiteRT);
+- one input, one forward (targets: >= 20x TFLM, >= 0.7x LiteRT);
 - ``--sets`` perturbed weight sets on one input, run batched in one call, per forward pass,
   vs LiteRT's single forward (target: >= 1x LiteRT).
 
-Best of ``--repeat`` runs (TFLM: fewer, it is slow). Peak memory: Python-side allocations of
-one forward (tracemalloc: numpy temporaries) for ours; the arena for TFLM; the resident-size
-growth of creating and running the interpreter for LiteRT.
+Best of ``--repeat`` runs (TFLM and the slow backends: fewer). Peak memory: Python-side
+allocations (tracemalloc, numpy buffers included) of a first call, one input and batched,
+on a fresh copy of the graph (so the native backend's lowering, op list and arena, are
+counted); the arena for TFLM; the resident-size growth of creating and running the
+interpreter for LiteRT.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from hilbench.npu import zoo
+from hilbench.npu import native, zoo
 from hilbench.npu.graph import Graph
 from hilbench.npu.ops import _backend
 from hilbench.npu.tflite import export_tflite
@@ -65,26 +71,38 @@ def perturbed_sets(g: Graph, sets: int, rng: np.random.Generator) -> dict[str, n
     return out
 
 
-def ours(g: Graph, x: np.ndarray, ov: dict[str, np.ndarray], repeat: int) -> dict[str, float]:
-    with _backend.use("numpy"):
-        ref = best_of(lambda: g.run(x), max(3, repeat // 4))
-    one = best_of(lambda: g.run(x), repeat)
-    sets = len(next(iter(ov.values())))
-    batched = best_of(lambda: g.run(x, ov), max(3, repeat // 4)) / sets
+@contextlib.contextmanager
+def variant(name: str) -> Iterator[None]:
+    """One of our backends; ``native-scalar`` is native with its scalar C path forced."""
+    if name == "native-scalar":
+        with _backend.use("native"), native.use_isa("scalar"):
+            yield
+    else:
+        with _backend.use(name):
+            yield
+
+
+def peak(fn: Callable[[], object]) -> int:
     tracemalloc.start()
-    g.run(x)
-    peak_one = tracemalloc.get_traced_memory()[1]
-    tracemalloc.reset_peak()
-    g.run(x, ov)
-    peak_batched = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return {
-        "one": one,
-        "numpy": ref,
-        "batched": batched,
-        "mem": peak_one,
-        "mem_batched": peak_batched,
-    }
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def ours(
+    g: Graph, x: np.ndarray, ov: dict[str, np.ndarray], repeat: int, name: str
+) -> dict[str, float]:
+    slow = name in ("numpy", "native-scalar")
+    sets = len(next(iter(ov.values())))
+    with variant(name):
+        one = best_of(lambda: g.run(x), max(3, repeat // 4) if slow else repeat)
+        batched = best_of(lambda: g.run(x, ov), 2 if slow else max(3, repeat // 4)) / sets
+        # first calls on fresh copies (no lowered plan yet): plan + arena + outputs
+        mem = peak(lambda: g.with_constants({}).run(x))
+        mem_batched = peak(lambda: g.with_constants({}).run(x, ov))
+    return {"one": one, "batched": batched, "mem": mem, "mem_batched": mem_batched}
 
 
 def tflm(model: bytes, x: np.ndarray, repeat: int) -> dict[str, float]:
@@ -127,52 +145,57 @@ def main() -> None:
     ap.add_argument("--sets", type=int, default=16)
     args = ap.parse_args()
     rng = np.random.default_rng(0)
+    names = ["jit", "numpy"]
+    if native.available():
+        names = ["native", "native-scalar", *names]
+    default = _backend.name()
     with threadpool_limits(1):
         blas = threadpool_limits(1).get_original_num_threads()
         print(f"one thread (threadpoolctl; BLAS pools: {blas}); best of {args.repeat}")
-        print(f"ours: backend {_backend.name()!r}")
+        print(
+            f"default backend {default!r}; native engine: "
+            f"{native.best_isa() if native.available() else 'not built'}"
+        )
         for title, name, kw in MODELS:
             g = zoo.build(name, seed=0, **kw)
             x = rng.integers(-128, 128, (1, *g.input_shape)).astype(np.int8)
             model = export_tflite(g, 1)
             ov = perturbed_sets(g, args.sets, rng)
-            a = ours(g, x, ov, args.repeat)
+            res = {n: ours(g, x, ov, args.repeat, n) for n in names}
             t = tflm(model, x, args.repeat)
             lt = litert(model, x, args.repeat)
-            mib = {
-                k: v / 2**20
-                for k, v in (
-                    ("a", a["mem"]),
-                    ("b", a["mem_batched"]),
-                    ("t", t["mem"]),
-                    ("l", lt["mem"]),
-                )
-            }
             print(
                 f"\n{title}: {len(g.ops)} ops, {g.num_parameters():,} parameters, "
                 f".tflite {len(model) / 1024:.0f} KiB"
             )
-            print(f"  ours   one input      {a['one'] * 1e3:8.2f} ms   peak {mib['a']:6.1f} MiB")
-            print(f"  ours (numpy path)     {a['numpy'] * 1e3:8.2f} ms")
             print(
-                f"  ours   {args.sets} sets batched {a['batched'] * 1e3:8.2f} ms/pass  "
-                f"peak {mib['b']:6.1f} MiB"
+                f"  {'':14s} {'one input':>10s} {f'{args.sets} sets/pass':>13s}"
+                f"   peak MiB (first call / batched)"
             )
-            print(f"  TFLM   one input      {t['one'] * 1e3:8.2f} ms   arena {mib['t']:5.1f} MiB")
-            print(f"  LiteRT one input      {lt['one'] * 1e3:8.2f} ms   RSS +{mib['l']:5.1f} MiB")
+            for n, a in res.items():
+                print(
+                    f"  {n:14s} {a['one'] * 1e3:7.3f} ms {a['batched'] * 1e3:10.3f} ms"
+                    f"   {a['mem'] / 2**20:6.2f} / {a['mem_batched'] / 2**20:6.2f}"
+                )
+            print(
+                f"  {'TFLM':14s} {t['one'] * 1e3:7.3f} ms {'':13s}   arena {t['mem'] / 2**20:.1f}"
+            )
+            lite_mib = lt["mem"] / 2**20
+            print(f"  {'LiteRT':14s} {lt['one'] * 1e3:7.3f} ms {'':13s}   RSS +{lite_mib:.1f}")
+            a = res[default]
             r_tflm = t["one"] / a["one"]
             r_lite = lt["one"] / a["one"]
             r_batch = lt["one"] / a["batched"]
             print(
-                f"  ratio ours vs TFLM (one input):       {r_tflm:6.2f}x  target >= 20x   "
+                f"  ratio {default} vs TFLM (one input):       {r_tflm:6.2f}x  target >= 20x   "
                 f"{verdict(r_tflm, TARGETS['tflm'])}"
             )
             print(
-                f"  ratio ours vs LiteRT (one input):     {r_lite:6.2f}x  target >= 0.7x  "
+                f"  ratio {default} vs LiteRT (one input):     {r_lite:6.2f}x  target >= 0.7x  "
                 f"{verdict(r_lite, TARGETS['litert'])}"
             )
             print(
-                f"  ratio ours vs LiteRT (per pass, {args.sets} batched): {r_batch:6.2f}x  "
+                f"  ratio {default} vs LiteRT (per pass, {args.sets} batched): {r_batch:6.2f}x  "
                 f"target >= 1x    {verdict(r_batch, TARGETS['batched'])}"
             )
 
