@@ -152,6 +152,14 @@ class FrameDecoder:
         """Consume ``data``; return the frames completed by it, in order."""
         if not isinstance(data, bytes | bytearray):
             data = bytes(data)
+        if (  # the common case: exactly one whole frame, nothing buffered before it
+            not self._buf
+            and not self._discarded
+            and 1 < len(data) <= self.max_encoded + 1
+            and data.find(b"\x00") == len(data) - 1
+        ):
+            frame = self._decode(data[:-1])
+            return [] if frame is None else [frame]
         frames: list[Frame] = []
         buf = self._buf
         limit = self.max_encoded
