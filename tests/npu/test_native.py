@@ -269,3 +269,34 @@ def test_every_gemm_through_either_kernel(mode, monkeypatch):
         w = g.trainable()[-2]
         sets = np.stack([g.tensors[w].data, -g.tensors[w].data])
         _native_vs_numpy(g, x, {w: sets}, all_layers=True)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("name", "kw"),
+    [
+        ("mobilenet_v2", {"alpha": 0.35, "resolution": 32, "classes": 5}),
+        ("resnet18", {"width": 0.25, "resolution": 32}),
+        ("cnn", {}),
+    ],
+)
+def test_one_input_shares_the_unbatched_prefix(name, kw):
+    """With one input, ops before the first batched constant run once (set 0) and their
+    results (and that op's im2col rows) serve every set: batch the first, a middle or the
+    last layer, or only a bias, and compare every activation."""
+    g = zoo.build(name, seed=5, **kw)
+    rng = np.random.default_rng(12)
+    x = rng.integers(-128, 128, (1, *g.input_shape)).astype(np.int8)
+    pairs = g.weight_tensors()
+    for wn, bn in (pairs[0], pairs[len(pairs) // 2], pairs[-1]):
+        w = g.tensors[wn].data.astype(np.int16)
+        ws = np.clip(w + rng.integers(-3, 4, (4, *w.shape)), -127, 127).astype(np.int8)
+        b = g.tensors[bn].data.astype(np.int64)
+        bs = (b + rng.integers(-900, 901, (4, *b.shape))).astype(np.int32)
+        for ov in ({wn: ws}, {bn: bs}, {wn: ws, pairs[-1][0]: np.stack([pairs_w(g, -1)] * 4)}):
+            _native_vs_numpy(g, x, ov, all_layers=True)
+            _native_vs_numpy(g, x, ov)
+
+
+def pairs_w(g, i):
+    return g.tensors[g.weight_tensors()[i][0]].data

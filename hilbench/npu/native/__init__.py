@@ -45,7 +45,7 @@ ALIGN = 64
 
 FIELDS: tuple[str, ...] = _engine.fields() if _engine is not None else ()
 F = {n: i for i, n in enumerate(FIELDS)}
-G_NOPS, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF = range(7)
+G_NOPS, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST = range(8)
 
 
 class Unsupported(Exception):
@@ -169,6 +169,11 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
     def size_of(name: str) -> int:
         return math.prod(t[name].shape)
 
+    producer = {op.outputs[0]: i for i, op in enumerate(graph.ops)}
+
+    def graph_index(name: str) -> int:
+        return producer.get(name, -1)
+
     # liveness: buffers by tensor name, RESHAPE outputs alias their input's buffer
     buf = {graph.input: graph.input}
     last: dict[str, int] = {}
@@ -178,6 +183,17 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
                 last[buf[n]] = i
         buf[op.outputs[0]] = buf[op.inputs[0]] if op.kind == "RESHAPE" else op.outputs[0]
     last[buf[graph.output]] = len(graph.ops)
+    # ops before the first one reading a batched constant compute the same for every set:
+    # with one input the engine runs them for set 0 only, so whatever they produce for later
+    # ops is kept (never freed), as are the first batched op's im2col rows
+    first = next(
+        (i for i, op in enumerate(graph.ops) if any(n in batched for n in op.inputs)),
+        len(graph.ops),
+    )
+    for op in graph.ops[first:]:
+        for n in op.inputs:
+            if t[n].data is None and (n == graph.input or graph_index(n) < first):
+                last[buf[n]] = len(graph.ops)
     arena = _Arena()
     offs = {graph.input: arena.alloc(graph.input, size_of(graph.input))}
 
@@ -246,8 +262,12 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
                 direct = kh == kw == 1 and sh == sw == 1 and pt == pl == 0
                 direct = direct and oh == h and ow == wd
                 f[F["IM2COL"]] = 0 if direct else 1
-                if not direct:
+                if not direct and i == first:  # its own rows, kept across sets
+                    f[F["KEEP"]] = 1
+                    f[F["COLS"]] = arena.alloc("__cols_first", oh * ow * k4)
+                elif not direct:
                     col_max = max(col_max, oh * ow * k4)
+                    f[F["COLS"]] = -1  # the shared scratch, placed below
                 if not direct and dw == 1:  # im2col from a padded copy (VNNI path)
                     hp = (oh - 1) * sh + (kh - 1) * dh + 1
                     wp = (ow - 1) * sw + kw
@@ -313,6 +333,8 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
     for f in recs:
         if f[F["KIND"]] == OP_DW or f[F["IM2COL"]] == 2:
             f[F["PAD_OFF"]] = pad_off
+        if f[F["IM2COL"]] and not f[F["KEEP"]]:
+            f[F["COLS"]] = col_off
     hdr[G_NOPS] = len(recs)
     hdr[G_IN_OFF] = offs[graph.input]
     hdr[G_IN_SIZE] = size_of(graph.input)
@@ -320,6 +342,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
     hdr[G_OUT_SIZE] = size_of(graph.output)
     hdr[G_COL_OFF] = col_off
     hdr[G_BSCR_OFF] = bscr_off
+    hdr[G_FIRST] = first
     prog = np.ascontiguousarray(np.stack([hdr, *recs]))
     return Plan(
         prog=prog,

@@ -48,7 +48,7 @@
     X(DH) X(DW) X(PT) X(PL) X(K) X(K4) X(O16) X(WSLOT) X(BSLOT) X(PK_OFF) X(PK_SIZE)        \
     X(RS_OFF) X(DIRECT) X(QP_OFF) X(IO) X(OO) X(LO) X(HI) X(DM) X(ANYLS)     \
     X(IM2COL) X(PAD_OFF) X(HP) X(WP) X(OUT_SIZE) X(M1) X(S1) X(M2) X(S2) X(MO) X(SO)         \
-    X(IO2) X(LSH) X(COUNT) X(ZP)
+    X(IO2) X(LSH) X(COUNT) X(ZP) X(COLS) X(KEEP)
 
 enum {
 #define X(n) F_##n,
@@ -67,7 +67,7 @@ enum { OP_NOP = 0, OP_GEMM = 1, OP_DW = 2, OP_ADD = 3, OP_MAXPOOL = 4, OP_AVGPOO
        OP_MEAN = 6 };
 
 /* arena-global offsets kept in the prog header (first record) */
-enum { G_NOPS = 0, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF };
+enum { G_NOPS = 0, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST };
 
 /* --- scalar fixed-point (TFLM reference) -------------------------------------------------- */
 static inline int32_t rdbp(int32_t x, int32_t rs) {
@@ -903,11 +903,23 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                       (int8_t *)packed.buf + f[F_PK_OFF], rowsum + f[F_RS_OFF]);
         }
         /* 2. run the network on every input */
+        /* One input: ops before G_FIRST (the first op reading a batched constant) give every
+         * set the same result, and their outputs still needed are kept (never freed in the
+         * arena layout), as are that op's im2col rows (F_KEEP): run them for set 0 only. */
+        const int share = N == 1 && s > 0;
+        const int64_t first = share ? hdr[G_FIRST] : 0;
         for (Py_ssize_t n = 0; n < N; n++) {
-            const uint8_t *xs = (const uint8_t *)xb.buf + n * in_size;
-            uint8_t *xin = ar + hdr[G_IN_OFF];
-            for (int64_t j = 0; j < in_size; j++) xin[j] = xs[j] ^ 0x80;
-            for (int64_t i = 0; i < nops; i++) {
+            if (!share) {
+                const uint8_t *xs = (const uint8_t *)xb.buf + n * in_size;
+                uint8_t *xin = ar + hdr[G_IN_OFF];
+                for (int64_t j = 0; j < in_size; j++) xin[j] = xs[j] ^ 0x80;
+            }
+            for (int64_t i = 0; i < first && ndumps; i++) {
+                const int64_t sz = hdr[(1 + i) * NF + F_OUT_SIZE];
+                memcpy((int8_t *)dv[i].buf + (s * N + n) * sz, (int8_t *)dv[i].buf + n * sz,
+                       (size_t)sz);
+            }
+            for (int64_t i = first; i < nops; i++) {
                 const int64_t *f = hdr + (1 + i) * NF;
                 const double t0 = prof_on ? now_ns() : 0.0;
                 const uint8_t *in = ar + f[F_IN];
@@ -928,16 +940,20 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                     const uint8_t *A = in;
                     int64_t lda = f[F_K];
                     if (f[F_IM2COL]) {
+                        uint8_t *cols = ar + f[F_COLS];
+                        if (share && f[F_KEEP]) {
+                            /* rows kept from set 0 */
+                        }
 #if HB_X86
-                        if (vnni && f[F_IM2COL] == 2) {
+                        else if (vnni && f[F_IM2COL] == 2) {
                             pad_input(in, f, (uint8_t)(128 - f[F_IO]), ar + f[F_PAD_OFF]);
-                            im2col_padded_vnni(ar + f[F_PAD_OFF], f, ar + hdr[G_COL_OFF]);
+                            im2col_padded_vnni(ar + f[F_PAD_OFF], f, cols);
                         } else if (vnni)
-                            im2col_vnni(in, f, (uint8_t)(128 - f[F_IO]), ar + hdr[G_COL_OFF]);
-                        else
+                            im2col_vnni(in, f, (uint8_t)(128 - f[F_IO]), cols);
 #endif
-                            im2col(in, f, (uint8_t)(128 - f[F_IO]), ar + hdr[G_COL_OFF]);
-                        A = ar + hdr[G_COL_OFF];
+                        else
+                            im2col(in, f, (uint8_t)(128 - f[F_IO]), cols);
+                        A = cols;
                         lda = f[F_K4];
                     }
                     const int64_t M = f[F_OH] * f[F_OW];
