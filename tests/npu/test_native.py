@@ -300,3 +300,24 @@ def test_one_input_shares_the_unbatched_prefix(name, kw):
 
 def pairs_w(g, i):
     return g.tensors[g.weight_tensors()[i][0]].data
+
+
+@needs_native
+@pytest.mark.parametrize("merged", [True, False])
+def test_requantization_with_and_without_the_merged_rounding(merged, monkeypatch):
+    """Layers whose channels all shift right use the merged-rounding requantization in the
+    VNNI kernels, the others (and every layer here when it is switched off) TFLM's two steps;
+    the random oracle cases have both kinds, this covers whole models both ways."""
+    if not merged:
+        monkeypatch.setattr(native, "_fast_requant", lambda mult, shift: False)
+    rng = np.random.default_rng(41)
+    for name, kw in (
+        ("mobilenet_v2", {"alpha": 0.35, "resolution": 32, "classes": 5}),
+        ("resnet18", {"width": 0.25, "resolution": 32}),
+    ):
+        g = zoo.build(name, seed=6, **kw)
+        plan = native.lower(g, frozenset(), 1)
+        fast = sum(int(f[native.F["FASTRQ"]]) for f in plan.prog[1:])
+        assert (fast > 0) == merged
+        x = rng.integers(-128, 128, (2, *g.input_shape)).astype(np.int8)
+        _native_vs_numpy(g, x, all_layers=True)

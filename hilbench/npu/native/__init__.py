@@ -136,7 +136,18 @@ def _requant_table(mult: Any, shift: Any, o: int, o16: int) -> np.ndarray:
     ls = np.maximum(sh, 0)
     rs = np.maximum(-sh, 0)
     mask = (np.int64(1) << rs) - 1
-    return np.concatenate([m, sh, ls, rs, mask, mask >> 1]).astype(np.int32)
+    # the merged-rounding tables (used when every channel has rs >= 1, see the C code)
+    rsf = np.where(np.arange(o16) < o, rs, 1)
+    add = (np.int64(1) << 30) + (np.int64(1) << (30 + rsf))
+    blocks = add.reshape(-1, 16)
+    add_eo = np.concatenate([blocks[:, 0::2], blocks[:, 1::2]], axis=1).reshape(-1)
+    table = np.concatenate([m, sh, ls, rs, mask, mask >> 1, rsf - 1]).astype(np.int32)
+    return np.concatenate([table, add_eo.view(np.int32)])
+
+
+def _fast_requant(mult: Any, shift: Any) -> bool:
+    """Every channel rounds right (shift <= -1): the merged-rounding path applies."""
+    return bool(np.all(np.asarray(shift) <= -1))
 
 
 # A GEMM runs "direct" (dot products on the weights as given, horizontal sums per output)
@@ -282,6 +293,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
                     rs_len += o16
             table = _requant_table(p["multiplier"], p["shift"], oc, o16)
             f[F["ANYLS"]] = int(np.any(table[2 * o16 : 3 * o16] > 0))
+            f[F["FASTRQ"]] = int(_fast_requant(p["multiplier"], p["shift"]))
             f[F["QP_OFF"]] = qp_len
             qps.append(table)
             qp_len += table.size

@@ -48,7 +48,7 @@
     X(DH) X(DW) X(PT) X(PL) X(K) X(K4) X(O16) X(WSLOT) X(BSLOT) X(PK_OFF) X(PK_SIZE)        \
     X(RS_OFF) X(DIRECT) X(QP_OFF) X(IO) X(OO) X(LO) X(HI) X(DM) X(ANYLS)     \
     X(IM2COL) X(PAD_OFF) X(HP) X(WP) X(OUT_SIZE) X(M1) X(S1) X(M2) X(S2) X(MO) X(SO)         \
-    X(IO2) X(LSH) X(COUNT) X(ZP) X(COLS) X(KEEP)
+    X(IO2) X(LSH) X(COUNT) X(ZP) X(COLS) X(KEEP) X(FASTRQ)
 
 enum {
 #define X(n) F_##n,
@@ -394,6 +394,41 @@ HB_VNNI HB_INLINE __m512i vmbqm(__m512i v, const vq *q, int anyls) {
     return _mm512_mask_sub_epi32(r, up, r, _mm512_set1_epi32(-1));
 }
 
+/* The same when every channel has a right shift rs >= 1 and no left shift (F_FASTRQ): the
+ * two roundings in one, exactly. With p = v * m and h = floor((p + 2^30) / 2^31), TFLM's
+ * RoundingDivideByPOT(h, rs) = floor((h + 2^(rs-1) - [h < 0]) / 2^rs), and h < 0 iff
+ * p < -2^30; floor((floor(a) + c) / 2^rs) = floor((a + c) / 2^rs) for integer c, so
+ *     result = (p + 2^30 + 2^(30+rs) - [p < -2^30] * 2^31) >> (31 + rs)
+ * in 64-bit lanes (|p| < 2^62: no overflow). The high 32 bits of each sum, shifted right
+ * by rs - 1, are the result. Tables: rs - 1 per channel, and 2^30 + 2^(30+rs) as int64
+ * for the even then the odd channels of each 16-channel block. */
+typedef struct {
+    __m512i m, mo, ae, ao, rsm1;
+} vqf;
+
+HB_VNNI HB_INLINE vqf vqf_load(const int32_t *qp, int64_t o16, int64_t o) {
+    vqf q;
+    q.m = _mm512_loadu_si512(qp + o);
+    q.mo = _mm512_srli_epi64(q.m, 32);
+    q.rsm1 = _mm512_loadu_si512(qp + 6 * o16 + o);
+    q.ae = _mm512_loadu_si512(qp + 7 * o16 + 2 * o);
+    q.ao = _mm512_loadu_si512(qp + 7 * o16 + 2 * o + 16);
+    return q;
+}
+
+HB_VNNI HB_INLINE __m512i vmbqm_fast(__m512i v, const vqf *q) {
+    const __m512i neg = _mm512_set1_epi64(-((int64_t)1 << 30));
+    const __m512i n31 = _mm512_set1_epi64((int64_t)1 << 31);
+    const __m512i pe = _mm512_mul_epi32(v, q->m);
+    const __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), q->mo);
+    __m512i e = _mm512_add_epi64(pe, q->ae);
+    __m512i od = _mm512_add_epi64(po, q->ao);
+    e = _mm512_mask_sub_epi64(e, _mm512_cmplt_epi64_mask(pe, neg), e, n31);
+    od = _mm512_mask_sub_epi64(od, _mm512_cmplt_epi64_mask(po, neg), od, n31);
+    const __m512i h = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(e, 32), od);
+    return _mm512_srav_epi32(h, q->rsm1);
+}
+
 /* + output offset, clamp, + 128, narrow to 16 bytes */
 HB_VNNI HB_INLINE __m128i vout(__m512i r, __m512i oo, __m512i lo, __m512i hi) {
     r = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, oo), lo), hi);
@@ -427,10 +462,18 @@ HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, cons
     const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
     for (int j = 0; j < nr; j++) {
         const int64_t o = (ob + j) * 16;
-        const vq q = vq_load(c->qp, O16, o);
         const __m512i bias = _mm512_loadu_si512(c->beff + o);
         const int64_t left = O - o;
         const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        if (f[F_FASTRQ]) {
+            const vqf q = vqf_load(c->qp, O16, o);
+            for (int i = 0; i < mr; i++) {
+                const __m512i r = vmbqm_fast(_mm512_add_epi32(acc[i][j], bias), &q);
+                _mm_mask_storeu_epi8(out + i * O + o, km, vout(r, oo, lo, hi));
+            }
+            continue;
+        }
+        const vq q = vq_load(c->qp, O16, o);
         for (int i = 0; i < mr; i++) {
             const __m512i r = vmbqm(_mm512_add_epi32(acc[i][j], bias), &q, anyls);
             _mm_mask_storeu_epi8(out + i * O + o, km, vout(r, oo, lo, hi));
@@ -702,8 +745,10 @@ HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
     const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
     const __m512i fold = _mm512_set1_epi32((int32_t)(f[F_IO] - 128));
     __m512i wt[T];
+    const int fast = (int)f[F_FASTRQ];
     for (int64_t o = 0; o < OC; o += 16) {
         const vq q = vq_load(c->qp, O16, o);
+        const vqf qf = vqf_load(c->qp, O16, o);
         const int64_t left = OC - o;
         const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
         /* the taps' weights (as given, [T][OC]), their sums and the folded bias */
@@ -726,8 +771,9 @@ HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
                                 _mm_loadu_si128((const void *)(p + (ky * WP + kx) * OC)));
                             acc = _mm512_dpbusd_epi32(acc, u, wt[ky * 3 + kx]);
                         }
+                    const __m512i r = fast ? vmbqm_fast(acc, &qf) : vmbqm(acc, &q, anyls);
                     _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km,
-                                         vout(vmbqm(acc, &q, anyls), oo, lo, hi));
+                                         vout(r, oo, lo, hi));
                 }
             }
             continue;
@@ -742,8 +788,8 @@ HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
                         const __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const void *)p));
                         acc = _mm512_dpbusd_epi32(acc, u, wt[ky * KW + kx]);
                     }
-                _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km,
-                                     vout(vmbqm(acc, &q, anyls), oo, lo, hi));
+                const __m512i r = fast ? vmbqm_fast(acc, &qf) : vmbqm(acc, &q, anyls);
+                _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km, vout(r, oo, lo, hi));
             }
     }
 }
