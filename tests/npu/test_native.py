@@ -22,15 +22,19 @@ from hilbench.npu.ops import fully_connected as fc
 from . import cases
 from .oracle import BACKENDS, NATIVE_REQUIRED, graph_to_tflite, run_each, run_tflite, use
 
-ISAS = ("auto", "scalar")
+ISAS = native.ISAS  # auto (VNNI + VBMI here), scalar C, VNNI without the VBMI kernels
+
+
+def _cpu_has(*flags: str) -> bool:
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return all(f" {f}" in info for f in flags)
 
 
 def _cpu_has_vnni() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return all(f" {f}" in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni"))
+    return _cpu_has("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
 
 
 def test_extension_is_built_and_is_the_default():
@@ -51,7 +55,9 @@ def test_vnni_path_is_the_one_used_on_a_vnni_cpu():
     """So that the oracle's 'native' variant really exercises the VNNI kernels here."""
     if not native.available():
         pytest.skip("native engine not built")
-    assert native.best_isa() == ("avx512vnni" if _cpu_has_vnni() else "scalar")
+    best = native.best_isa()
+    assert best == "scalar" if not _cpu_has_vnni() else best.startswith("avx512vnni")
+    assert (best == "avx512vnni+vbmi") == (_cpu_has_vnni() and _cpu_has("avx512vbmi"))
 
 
 def test_isa_from_environment():
@@ -131,7 +137,7 @@ def test_batched_sets_match_tflm_one_by_one():
     each = run_each(g, x, batched)
     for i, s in enumerate(sets):
         want = run_tflite(graph_to_tflite(g.with_constants(s), len(x)), x)
-        for variant in ("native", "native-scalar"):
+        for variant in (b for b in BACKENDS if b.startswith("native")):
             np.testing.assert_array_equal(each[variant][i], want.reshape(each[variant][i].shape))
 
 
@@ -166,7 +172,7 @@ def test_many_output_channels_match_tflm(kind):
     for case in range(12):
         g, x = _wide_case(rng, kind)
         want = run_tflite(graph_to_tflite(g, len(x)), x)
-        for variant in ("native", "native-scalar"):
+        for variant in (b for b in BACKENDS if b.startswith("native")):
             with use(variant):
                 got = g.run(x)
             np.testing.assert_array_equal(got, want.reshape(got.shape), f"{variant} {case}")

@@ -34,7 +34,9 @@ except ImportError as e:  # not built (no compiler at install time) or another p
 else:
     IMPORT_ERROR = None
 
-ISAS = ("auto", "scalar")
+# auto: the best kernels the CPU runs; scalar: portable C only; novbmi: the VNNI kernels
+# without the ones that also need AVX-512 VBMI (as on a CPU without it)
+ISAS = ("auto", "scalar", "novbmi")
 _ENV_ISA = "HILBENCH_NPU_NATIVE_ISA"
 _state: dict[str, str] = {"isa": os.environ.get(_ENV_ISA, "auto").strip().lower() or "auto"}
 
@@ -58,12 +60,12 @@ def available() -> bool:
 
 
 def best_isa() -> str:
-    """'avx512vnni' when this CPU runs the VNNI kernels, else 'scalar'."""
+    """'avx512vnni+vbmi', 'avx512vnni' (the kernels this CPU runs) or 'scalar'."""
     return _engine.best_isa() if _engine is not None else "none"
 
 
 def isa() -> str:
-    """The forced ISA ('auto' or 'scalar')."""
+    """The forced ISA ('auto', 'scalar' or 'novbmi')."""
     return _state["isa"]
 
 
@@ -75,7 +77,8 @@ def set_isa(name: str) -> None:
 
 @contextlib.contextmanager
 def use_isa(name: str) -> Iterator[None]:
-    """Run a block with the VNNI kernels allowed ('auto') or the scalar C path forced."""
+    """Run a block with the best kernels ('auto'), the scalar C path forced ('scalar') or
+    the VNNI kernels without the VBMI ones ('novbmi')."""
     before = isa()
     set_isa(name)
     try:
@@ -340,7 +343,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
     # scratch after every activation (the allocator reuses freed blocks, scratch must not)
     col_off = arena.end
     pad_off = col_off + _up(col_max, ALIGN) + ALIGN
-    bscr_off = pad_off + _up(pad_max, ALIGN) + ALIGN
+    bscr_off = pad_off + _up(pad_max, ALIGN) + 3 * ALIGN  # 3x3 VBMI reads 128 bytes ahead
     arena.end = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN
     for f in recs:
         if f[F["KIND"]] == OP_DW or f[F["IM2COL"]] == 2:
@@ -393,7 +396,7 @@ def _forward(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | No
     out = np.empty((sets, n, *graph.tensors[graph.output].shape), np.int8)
     if dumps:
         dumps = tuple(np.empty((sets, n, *shape), np.int8) for shape in plan.out_shapes)
-    isa_code = 1 if _state["isa"] == "scalar" else 0
+    isa_code = ISAS.index(_state["isa"])
     args = (plan.packed, plan.rowsum, plan.arena)
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)

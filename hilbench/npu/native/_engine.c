@@ -36,6 +36,7 @@
 #define HB_X86 1
 #include <immintrin.h>
 #define HB_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#define HB_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 #else
 #define HB_X86 0
 #endif
@@ -794,6 +795,65 @@ HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
     }
 }
 
+/* 3x3 depthwise, dilation 1, at most 56 channels (after the depth multiplier), with VBMI:
+ * one VPERMT2B gathers a row's three taps of 16 channels into 4-byte groups
+ * [u(kx=0), u(kx=1), u(kx=2), (any)], so one VPDPBUSD does a whole filter row against
+ * weights [w0, w1, w2, 0] per channel: 3 instead of 9 multiply-adds per 16 outputs. */
+HB_VBMI static void dw3_vbmi(const uint8_t *P, const opctx *c, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], SH = f[F_SH], SW = f[F_SW];
+    const int64_t WP = f[F_WP], O16 = f[F_O16];
+    const int anyls = (int)f[F_ANYLS], fast = (int)f[F_FASTRQ];
+    const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
+    const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
+    const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
+    uint8_t idxb[64];
+    for (int b = 0; b < 64; b++) {
+        const int ch = b / 4, j = b % 4;
+        idxb[b] = (uint8_t)(j < 3 ? j * OC + ch : 0);
+    }
+    const __m512i idx = _mm512_loadu_si512(idxb);
+    for (int64_t o = 0; o < OC; o += 16) {
+        const vq q = vq_load(c->qp, O16, o);
+        const vqf qf = vqf_load(c->qp, O16, o);
+        const int64_t left = OC - o;
+        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        int8_t wb[3][64];
+        int32_t bb[16];
+        memset(wb, 0, sizeof wb);
+        for (int ch = 0; ch < 16; ch++) {
+            int32_t ts = 0;
+            for (int t = 0; t < 9 && ch < left; t++) {
+                const int8_t w = c->w[t * OC + o + ch];
+                wb[t / 3][4 * ch + t % 3] = w;
+                ts += w;
+            }
+            bb[ch] = ch < left ? fold_bias(c, o + ch, ts) : 0;
+        }
+        const __m512i w0 = _mm512_loadu_si512(wb[0]), w1 = _mm512_loadu_si512(wb[1]),
+                      w2 = _mm512_loadu_si512(wb[2]);
+        const __m512i bias = _mm512_loadu_si512(bb);
+        for (int64_t oy = 0; oy < OH; oy++) {
+            const uint8_t *r0 = P + (oy * SH * WP) * OC + o;
+            for (int64_t ox = 0; ox < OW; ox++) {
+                const uint8_t *p = r0 + ox * SW * OC;
+                const uint8_t *p1 = p + WP * OC, *p2 = p + 2 * WP * OC;
+                __m512i acc = _mm512_dpbusd_epi32(
+                    bias, _mm512_permutex2var_epi8(_mm512_loadu_si512(p), idx,
+                                                   _mm512_loadu_si512(p + 64)), w0);
+                acc = _mm512_dpbusd_epi32(
+                    acc, _mm512_permutex2var_epi8(_mm512_loadu_si512(p1), idx,
+                                                  _mm512_loadu_si512(p1 + 64)), w1);
+                acc = _mm512_dpbusd_epi32(
+                    acc, _mm512_permutex2var_epi8(_mm512_loadu_si512(p2), idx,
+                                                  _mm512_loadu_si512(p2 + 64)), w2);
+                const __m512i r = fast ? vmbqm_fast(acc, &qf) : vmbqm(acc, &q, anyls);
+                _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km, vout(r, oo, lo, hi));
+            }
+        }
+    }
+}
+
 HB_VNNI static void add_vnni(const uint8_t *a, const uint8_t *b, const int64_t *f,
                              uint8_t *out) {
     const int64_t L = f[F_OUT_SIZE];
@@ -845,6 +905,15 @@ static double now_ns(void) {
 }
 
 /* --- ISA selection ----------------------------------------------------------------------- */
+static int cpu_has_vbmi(void) {
+#if HB_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi");
+#else
+    return 0;
+#endif
+}
+
 static int cpu_has_vnni(void) {
 #if HB_X86
     __builtin_cpu_init();
@@ -922,7 +991,10 @@ static PyObject *forward(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "native engine: input/output sizes");
         goto done;
     }
-    const int vnni = isa == 0 && cpu_has_vnni();
+    /* isa: 0 = best available, 1 = scalar C, 2 = VNNI without the VBMI kernels */
+    const int vnni = (isa == 0 || isa == 2) && cpu_has_vnni();
+    const int vbmi = vnni && isa == 0 && cpu_has_vbmi();
+    (void)vbmi;
     (void)vnni;
     uint8_t *ar = (uint8_t *)arena.buf;
     const int32_t *qp = (const int32_t *)qpb.buf;
@@ -1030,6 +1102,11 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                     uint8_t *P = ar + f[F_PAD_OFF];
                     pad_input(in, f, (uint8_t)(128 - f[F_IO]), P);
 #if HB_X86
+                    if (vbmi && f[F_KH] == 3 && f[F_KW] == 3 && f[F_DH] == 1 && f[F_DW] == 1 &&
+                        f[F_OC] <= 56) {
+                        dw3_vbmi(P, &c, out);
+                        break;
+                    }
                     if (vnni) {
                         dw_vnni(P, &c, out);
                         break;
@@ -1133,7 +1210,8 @@ static PyObject *fields(PyObject *self, PyObject *noargs) {
 static PyObject *best_isa(PyObject *self, PyObject *noargs) {
     (void)self;
     (void)noargs;
-    return PyUnicode_FromString(cpu_has_vnni() ? "avx512vnni" : "scalar");
+    return PyUnicode_FromString(cpu_has_vnni() ? (cpu_has_vbmi() ? "avx512vnni+vbmi" : "avx512vnni")
+                                               : "scalar");
 }
 
 static PyMethodDef methods[] = {
@@ -1141,7 +1219,7 @@ static PyMethodDef methods[] = {
     {"profile", profile, METH_O, "Per-op timing: profile(True) resets and starts, "
                                  "profile(False) stops; both return each op's shortest time (ns) so far."},
     {"fields", fields, METH_NOARGS, "Names of the op record fields, in order."},
-    {"best_isa", best_isa, METH_NOARGS, "'avx512vnni' when this CPU runs it, else 'scalar'."},
+    {"best_isa", best_isa, METH_NOARGS, "Kernels this CPU runs: 'avx512vnni+vbmi', 'avx512vnni' or 'scalar'."},
     {NULL, NULL, 0, NULL},
 };
 
