@@ -327,3 +327,19 @@ def test_requantization_with_and_without_the_merged_rounding(merged, monkeypatch
         assert (fast > 0) == merged
         x = rng.integers(-128, 128, (2, *g.input_shape)).astype(np.int8)
         _native_vs_numpy(g, x, all_layers=True)
+
+
+@needs_native
+def test_non_contiguous_inputs_and_overrides():
+    """Views (strided, transposed back) are accepted and give the same bytes."""
+    g = zoo.build("cnn", seed=8)
+    rng = np.random.default_rng(13)
+    xs = rng.integers(-128, 128, (6, 8, 8, 1)).astype(np.int8)[::2]
+    assert not xs.flags.c_contiguous
+    wn = g.trainable()[1]
+    w = g.tensors[wn].data
+    sets = np.stack([w, -w, w // 2], axis=-1)  # (..., 3): move the set axis to the front
+    ov = {wn: np.moveaxis(sets, -1, 0)}
+    assert not ov[wn].flags.c_contiguous
+    _native_vs_numpy(g, xs, ov, all_layers=True)
+    _native_vs_numpy(g, xs, {wn: ov[wn][1]})

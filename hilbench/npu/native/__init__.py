@@ -403,7 +403,9 @@ def _forward(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | No
     try:
         _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
                         isa_code, dumps)  # fmt: skip
-    except BufferError:  # a non-contiguous constant: copy it
+    except (BufferError, ValueError):  # a non-contiguous constant (numpy: ValueError)
+        if all(a.flags.c_contiguous for a in consts):
+            raise
         consts = tuple(np.ascontiguousarray(a) for a in consts)
         _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
                         isa_code, dumps)  # fmt: skip
