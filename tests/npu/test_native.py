@@ -343,3 +343,34 @@ def test_non_contiguous_inputs_and_overrides():
     assert not ov[wn].flags.c_contiguous
     _native_vs_numpy(g, xs, ov, all_layers=True)
     _native_vs_numpy(g, xs, {wn: ov[wn][1]})
+
+
+@needs_native
+def test_replaced_arrays_are_seen_and_released():
+    """The plan keeps the buffers of the arrays it was last given (ViewCache): a tensor whose
+    data is replaced by a new array is read from the new one, and the old one is let go."""
+    import gc
+    import weakref
+
+    g = zoo.build("mlp", seed=9)
+    x = np.random.default_rng(14).integers(-128, 128, (3, 64)).astype(np.int8)
+    wn = g.trainable()[0]
+    with _backend.use("native"):
+        g.run(x)
+        old = weakref.ref(g.tensors[wn].data)
+        g.tensors[wn].data = -g.tensors[wn].data
+        got = g.run(x)
+    gc.collect()
+    assert old() is None
+    with _backend.use("numpy"):
+        np.testing.assert_array_equal(got, g.run(x))
+    # overrides: the last ones are held until others replace them
+    ov = {wn: np.stack([g.tensors[wn].data] * 2)}
+    with _backend.use("native"):
+        g.run(x, ov)
+        held = weakref.ref(ov[wn])
+        ov = {wn: np.stack([g.tensors[wn].data // 3] * 2)}
+        g.run(x, ov)
+    gc.collect()
+    assert held() is None
+    _native_vs_numpy(g, x, ov)

@@ -6,7 +6,9 @@ memory by liveness). :func:`run` then hands the engine the constants (the graph'
 the overrides, as they are now), the input and the output buffer; the engine runs every op
 for each of the S weight sets and N inputs, reading the weights and biases from those
 arrays on every call (nothing derived from them is kept between calls, so a write into a
-weight array is always seen).
+weight array is always seen). The plan keeps the last arrays' buffers (a ``ViewCache``),
+reused while the same array objects come again: those arrays stay alive and cannot be
+resized in place until other arrays take their slots or the graph goes.
 
 The engine picks AVX-512 VNNI kernels at run time when the CPU has them, else portable
 scalar C; :func:`use_isa` (or ``HILBENCH_NPU_NATIVE_ISA=scalar``) forces the scalar path.
@@ -103,6 +105,7 @@ class Plan:
     arena: np.ndarray
     out_shapes: list[tuple[int, ...]]
     sets: int
+    views: Any = None  # _engine.ViewCache: the constants' buffers, kept while they are reused
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -369,6 +372,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
         arena=np.zeros(arena.end + ALIGN, np.uint8),
         out_shapes=[t[op.outputs[0]].shape for op in graph.ops],
         sets=sets,
+        views=_engine.ViewCache(len(slot_index)),
     )
 
 
@@ -402,13 +406,13 @@ def _forward(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | No
         x = np.ascontiguousarray(x)
     try:
         _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
-                        isa_code, dumps)  # fmt: skip
+                        isa_code, dumps, plan.views)  # fmt: skip
     except (BufferError, ValueError):  # a non-contiguous constant (numpy: ValueError)
         if all(a.flags.c_contiguous for a in consts):
             raise
-        consts = tuple(np.ascontiguousarray(a) for a in consts)
+        consts = tuple(np.ascontiguousarray(a) for a in consts)  # temporary: not cached
         _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
-                        isa_code, dumps)  # fmt: skip
+                        isa_code, dumps, None)  # fmt: skip
     return out, dumps
 
 
