@@ -24,7 +24,9 @@ from hilbench.zo.rng import batch_indices
 
 TIMING_MODELED = 2
 FRAME_START = b"\x00"  # a delimiter before every frame flushes any junk the peer holds
-CAPABILITIES = m.CAP_MODELED_TIMING | m.CAP_RESET | m.CAP_APPLY_BATCH | m.CAP_APPLY_PROBED
+CAPABILITIES = (
+    m.CAP_MODELED_TIMING | m.CAP_RESET | m.CAP_APPLY_BATCH | m.CAP_APPLY_PROBED | m.CAP_APPLY_PROBE
+)
 DEFAULT_MEMORY = 4_200_000  # bytes of on-chip SRAM on the STM32N6
 
 
@@ -102,6 +104,9 @@ class DeviceTwin:
             response = self._dispatch(request)
         except CommandError as exc:
             return self._error(frame, exc.code, str(exc))
+        except Exception as exc:  # a bug in the twin: answer it, do not go silent
+            self.stats["internal_errors"] += 1
+            return self._error(frame, m.ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}")
         encoded = FRAME_START + encode_frame(frame.type | 0x80, frame.seq, response.pack())
         self._last = (frame.seq, frame.type, frame.payload, encoded)
         if isinstance(request, m.ResetRequest):
@@ -134,6 +139,7 @@ class DeviceTwin:
             m.ResetRequest: lambda _req: m.ResetResponse(),
             m.ApplyBatchRequest: self._apply_batch,
             m.ApplyProbedRequest: self._apply_probed,
+            m.ApplyProbeRequest: self._apply_probe,
         }[type(req)]
         return handler(req)
 
@@ -242,16 +248,27 @@ class DeviceTwin:
         return m.ApplyResponse(updates_applied=self.model.updates_applied)
 
     def _apply_probed(self, req: m.ApplyProbedRequest) -> m.ApplyProbedResponse:
+        self._check_probed(len(req.coeffs), "APPLY_PROBED")
+        self.model.apply(self._probed, req.coeffs)
+        return m.ApplyProbedResponse(updates_applied=self.model.updates_applied)
+
+    def _check_probed(self, q: int, command: str) -> None:
         if self.model is None:
             raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
-        if self._probed is None or len(self._probed) != req.q:
+        if self._probed is None or len(self._probed) != q:
             have = 0 if self._probed is None else len(self._probed)
             raise CommandError(
                 m.ErrorCode.BAD_ARGUMENT,
-                f"APPLY_PROBED with q={req.q}, but the last PROBE since the model load had {have}",
+                f"{command} with q={q}, but the last PROBE since the model load had {have}",
             )
+
+    def _apply_probe(self, req: m.ApplyProbeRequest) -> m.ApplyProbeResponse:
+        """APPLY_PROBED, then PROBE; both parts are checked before either runs."""
+        self._check_probed(len(req.coeffs), "APPLY_PROBE")
+        self._model_and_slot(req.probe.slot)
         self.model.apply(self._probed, req.coeffs)
-        return m.ApplyProbedResponse(updates_applied=self.model.updates_applied)
+        applied = self.model.updates_applied
+        return m.ApplyProbeResponse(updates_applied=applied, probe=self._probe(req.probe))
 
     def _apply_batch(self, req: m.ApplyBatchRequest) -> m.ApplyBatchResponse:
         if self.model is None:

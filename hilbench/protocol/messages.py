@@ -20,6 +20,7 @@ from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, encod
 
 __all__ = [
     "CAP_APPLY_BATCH",
+    "CAP_APPLY_PROBE",
     "CAP_APPLY_PROBED",
     "CAP_CYCLE_COUNTER",
     "CAP_MODELED_TIMING",
@@ -37,6 +38,8 @@ __all__ = [
     "RESPONSE_BIT",
     "ApplyBatchRequest",
     "ApplyBatchResponse",
+    "ApplyProbeRequest",
+    "ApplyProbeResponse",
     "ApplyProbedRequest",
     "ApplyProbedResponse",
     "ApplyRequest",
@@ -84,6 +87,7 @@ class MessageType(IntEnum):
     RESET = 0x08
     APPLY_BATCH = 0x09
     APPLY_PROBED = 0x0A
+    APPLY_PROBE = 0x0B
     ERROR = 0xFF
 
 
@@ -138,6 +142,7 @@ CAP_MODELED_TIMING = 1 << 1  # durations come from a cost model (the twin)
 CAP_RESET = 1 << 2  # RESET reboots the device
 CAP_APPLY_BATCH = 1 << 3  # APPLY_BATCH replays logged updates in one frame
 CAP_APPLY_PROBED = 1 << 4  # APPLY_PROBED applies with the last PROBE's seeds (not re-sent)
+CAP_APPLY_PROBE = 1 << 5  # APPLY_PROBE: APPLY_PROBED and the next PROBE in one round trip
 
 
 class TimingSource(IntEnum):
@@ -1102,6 +1107,74 @@ class ApplyProbedResponse(_UpdatesApplied):
     NAME: ClassVar[str] = "APPLY_PROBED response"
 
 
+# ---- APPLY_PROBE -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ApplyProbeRequest(Message):
+    """``u16 q_apply, i32 coeffs[q_apply]``, then a PROBE request payload: APPLY_PROBED and the
+    next step's PROBE in one round trip."""
+
+    TYPE: ClassVar[int] = MessageType.APPLY_PROBE
+    NAME: ClassVar[str] = "APPLY_PROBE request"
+    coeffs: np.ndarray
+    probe: ProbeRequest
+
+    def __post_init__(self) -> None:
+        n = len(_array(self, "coeffs", "<i4"))
+        if not 1 <= n <= MAX_Q:
+            raise MessageError(f"{self.NAME}: field 'q_apply' = {n} out of range 1..{MAX_Q}")
+        if not isinstance(self.probe, ProbeRequest):
+            raise MessageError(f"{self.NAME}: 'probe' must be a PROBE request")
+
+    @property
+    def q_apply(self) -> int:
+        return len(self.coeffs)
+
+    def pack(self) -> bytes:
+        return _U16.pack(len(self.coeffs)) + self.coeffs.tobytes() + self.probe.pack()
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ApplyProbeRequest:
+        r = _reader(cls, payload)
+        q = r.scalar(_U16, "q_apply")
+        coeffs = r.array("<i4", q, "coeffs")
+        return cls(coeffs, ProbeRequest.unpack(r.rest()))
+
+
+@dataclass(frozen=True, eq=False)
+class ApplyProbeResponse(Message):
+    """``u32 updates_applied`` (after the APPLY part), then a PROBE response payload."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.APPLY_PROBE)
+    NAME: ClassVar[str] = "APPLY_PROBE response"
+    updates_applied: int
+    probe: ProbeResponse
+
+    def __post_init__(self) -> None:
+        _kind(self, "updates_applied", "u32")
+        if not isinstance(self.probe, ProbeResponse):
+            raise MessageError(f"{self.NAME}: 'probe' must be a PROBE response")
+
+    @property
+    def duration_ns(self) -> int:
+        """The PROBE part's duration (the APPLY part's is not measured)."""
+        return self.probe.duration_ns
+
+    @property
+    def timing_source(self) -> TimingSource:
+        return self.probe.timing_source
+
+    def pack(self) -> bytes:
+        return _U32.pack(self.updates_applied) + self.probe.pack()
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> ApplyProbeResponse:
+        r = _reader(cls, payload)
+        applied = r.scalar(_U32, "updates_applied")
+        return _trusted(cls, updates_applied=applied, probe=ProbeResponse.unpack(r.rest()))
+
+
 # ---- the per-step hot path ----------------------------------------------------------------------
 
 _SEED_DTYPE = np.dtype("<u4")
@@ -1132,6 +1205,20 @@ def probe_payload(
     return None
 
 
+def apply_probe_payload(
+    coeffs: np.ndarray,
+    slot: int,
+    batch_size: int,
+    batch_seed: int,
+    eps: int,
+    seeds: np.ndarray,
+) -> bytes | None:
+    """``ApplyProbeRequest(...).pack()`` for valid plain arguments; None otherwise."""
+    head = apply_probed_payload(coeffs)
+    probe = probe_payload(slot, batch_size, batch_seed, eps, seeds)
+    return None if head is None or probe is None else head + probe
+
+
 def apply_probed_payload(coeffs: np.ndarray) -> bytes | None:
     """``ApplyProbedRequest(coeffs).pack()`` for a valid 1-D int32 array; None otherwise."""
     if (
@@ -1159,6 +1246,7 @@ REQUESTS: dict[int, type[Message]] = {
         ResetRequest,
         ApplyBatchRequest,
         ApplyProbedRequest,
+        ApplyProbeRequest,
     )
 }
 RESPONSES: dict[int, type[Message]] = {
@@ -1174,6 +1262,7 @@ RESPONSES: dict[int, type[Message]] = {
         ResetResponse,
         ApplyBatchResponse,
         ApplyProbedResponse,
+        ApplyProbeResponse,
         ErrorResponse,
     )
 }

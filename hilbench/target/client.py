@@ -348,6 +348,55 @@ class Target:
             resp = self._exchange(m.ApplyRequest(q=len(seeds), seeds=seeds, coeffs=coeffs))
         return resp.updates_applied
 
+    def apply_probe(
+        self,
+        apply_seeds: np.ndarray,
+        coeffs: np.ndarray,
+        *,
+        slot: int,
+        batch_size: int,
+        batch_seed: int,
+        eps: int,
+        seeds: np.ndarray,
+    ) -> tuple[int, m.ProbeResponse]:
+        """Apply the update along ``apply_seeds`` (the last PROBE's), then PROBE along
+        ``seeds``: (updates applied, the PROBE's answer). One round trip (APPLY_PROBE) when
+        the device still holds ``apply_seeds``; APPLY then PROBE otherwise."""
+        apply_seeds = np.asarray(apply_seeds, dtype=np.uint32)
+        coeffs = np.asarray(coeffs, dtype=np.int32)
+        seeds = np.asarray(seeds, dtype=np.uint32)
+        info = self.info
+        if (
+            info is not None
+            and info.capabilities & m.CAP_APPLY_PROBE
+            and self._probed is not None
+            and apply_seeds.ndim == 1
+            and apply_seeds.tobytes() == self._probed
+            and 15 + 8 * len(seeds) <= info.max_payload  # the answer fits the device's frames
+        ):
+            payload = m.apply_probe_payload(coeffs, slot, batch_size, batch_seed, eps, seeds)
+            if payload is None:  # not plain valid values: the messages say what is wrong
+                probe = m.ProbeRequest(
+                    slot=slot,
+                    batch_size=batch_size,
+                    batch_seed=int(batch_seed),
+                    eps=eps,
+                    seeds=seeds,
+                )
+                payload = m.ApplyProbeRequest(coeffs=coeffs, probe=probe).pack()
+            if len(payload) <= info.max_payload:
+                self._probed = None
+                q = len(seeds)
+                resp = self._exchange_payload(
+                    m.MessageType.APPLY_PROBE, payload, _bucket(q, batch_size)
+                )
+                self._probed = payload[-4 * q :]
+                return resp.updates_applied, resp.probe
+        applied = self.apply(apply_seeds, coeffs)
+        return applied, self.probe(
+            slot=slot, batch_size=batch_size, batch_seed=batch_seed, eps=eps, seeds=seeds
+        )
+
     def evaluate(self, slot: int, n_items: int, chunk: int = 512) -> tuple[float, float]:
         """(accuracy, mean loss in nats) of the current weights over a whole slot."""
         correct, loss_sum = 0, 0

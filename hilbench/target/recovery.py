@@ -123,11 +123,23 @@ class RecoveringTarget:
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
         applied = self._call(lambda: self.target.apply(seeds, coeffs))
+        self._logged(seeds, coeffs, applied, "APPLY")
+        return applied
+
+    def _logged(self, seeds: np.ndarray, coeffs: np.ndarray, applied: int, command: str) -> None:
+        """Log an update the device acknowledged; a CRC checkpoint every ``crc_every``."""
         self.log.steps.append((np.array(seeds, np.uint32), np.array(coeffs, np.int32)))
-        self._expect_applied(applied, "APPLY")
+        self._expect_applied(applied, command)
         if self.crc_every and applied % self.crc_every == 0:
             self.weights_crc()
-        return applied
+
+    def apply_probe(self, apply_seeds: np.ndarray, coeffs: np.ndarray, **probe: object):
+        """``Target.apply_probe``, logged as ``apply`` is; returns the PROBE's answer."""
+        applied, response = self._call(
+            lambda: self.target.apply_probe(apply_seeds, coeffs, **probe)
+        )
+        self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE")
+        return response
 
     def evaluate(self, slot: int, n_items: int, chunk: int = 512) -> tuple[float, float]:
         return self._call(lambda: self.target.evaluate(slot, n_items, chunk))

@@ -1,4 +1,8 @@
-"""The host's ZO loop: pick seeds and q, PROBE, estimate, APPLY, record, show."""
+"""The host's ZO loop: pick seeds and q, PROBE, estimate, APPLY, record, show.
+
+Each step's update is sent with the next step's PROBE (APPLY_PROBE, one round trip per step)
+and on its own before an evaluation and at the end, so the device sees APPLY(n), PROBE(n+1)
+in the same order as with separate commands and computes the same numbers."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
 from hilbench.train.schedule import Scheduler, StepInfo
 
+STEP_COMMANDS = frozenset({"PROBE", "APPLY", "APPLY_PROBED", "APPLY_PROBE"})  # device time
 TRAIN_SLOT = 0
 TEST_SLOT = 1
 
@@ -119,9 +124,14 @@ class Trainer:
         self.trace.append_timing(self.step, timing.command, timing.host_s, "host")
         if timing.device_s is not None and timing.source:
             self.trace.append_timing(self.step, timing.command, timing.device_s, timing.source)
-            if timing.command in ("PROBE", "APPLY"):
+            if timing.command in STEP_COMMANDS:
                 self._step_device_s += timing.device_s
                 self._device_source = timing.source
+
+    def _apply(self, pending: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """Send an update still held back for the next PROBE (before the weights are read)."""
+        if pending is not None:
+            self.target.apply(*pending)
 
     def _evaluate(self, forward_passes: int, progress: Progress) -> None:
         accuracy, loss = self.target.evaluate(TEST_SLOT, self.n_test)
@@ -172,6 +182,7 @@ class Trainer:
                 next_eval += s.eval_every
         else:
             self._evaluate(0, progress)
+        pending: tuple[np.ndarray, np.ndarray] | None = None  # (seeds, coeffs) not yet sent
         while True:
             fits = max_q(s.estimator, s.budget - forward_passes_done)
             q = min(int(self.schedule.next_q(self.step)), fits)
@@ -184,15 +195,19 @@ class Trainer:
             batch_seed, seeds = int(draws[0]), draws[1:]
             started = time.perf_counter()
             self._step_device_s = 0.0
-            probe = self.target.probe(
-                slot=TRAIN_SLOT,
-                batch_size=s.batch_size,
-                batch_seed=batch_seed,
-                eps=eps,
-                seeds=seeds,
-            )
+            probe_args = {
+                "slot": TRAIN_SLOT,
+                "batch_size": s.batch_size,
+                "batch_seed": batch_seed,
+                "eps": eps,
+                "seeds": seeds,
+            }
+            if pending is None:
+                probe = self.target.probe(**probe_args)
+            else:  # the last step's update travels with this step's PROBE: one round trip
+                probe = self.target.apply_probe(*pending, **probe_args)
             est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
-            self.target.apply(seeds, est.coeffs)
+            pending = (seeds, est.coeffs)  # applied before anything reads the weights
             host_s = time.perf_counter() - started
             forward_passes_done += step_cost(s.estimator, q)
             self.trace.append_step(
@@ -222,8 +237,10 @@ class Trainer:
             )
             if forward_passes_done >= next_eval:
                 next_eval += s.eval_every
+                pending = self._apply(pending)
                 self._evaluate(forward_passes_done, progress)
             self.view.update(progress)
+        pending = self._apply(pending)
         forward_passes = forward_passes_done
         final_accuracy, final_loss = self.target.evaluate(TEST_SLOT, self.n_test)
         self.trace.append_eval(self.step, forward_passes, final_accuracy, final_loss, split="test")

@@ -160,7 +160,7 @@ def test_garbage_on_the_wire_is_counted_not_fatal(prepared):
 
 
 def test_after_a_reset_every_command_but_hello_gets_no_session(prepared):
-    twin, wire = loaded_twin(prepared)
+    _twin, wire = loaded_twin(prepared)
     nonce = wire.hello().boot_nonce
     assert isinstance(wire.send(m.ResetRequest()), m.ResetResponse)
     reply = wire.send(m.WeightsCrcRequest())
@@ -198,3 +198,69 @@ def test_apply_probed_uses_the_last_probes_seeds(prepared):
     short.send(m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=seeds))
     assert short.send(m.ApplyProbedRequest(coeffs)).updates_applied == 1
     assert short.send(m.WeightsCrcRequest()) == full.send(m.WeightsCrcRequest())
+
+
+def test_apply_probe_equals_apply_probed_then_probe(prepared):
+    rng = np.random.default_rng(8)
+    steps = [rng.integers(0, 2**32, q, dtype=np.uint32) for q in (3, 1, 5, 2)]
+    coeffs = [rng.integers(-90000, 90000, len(s)).astype(np.int32) for s in steps]
+    probes = [
+        m.ProbeRequest(slot=0, batch_size=8, batch_seed=i, eps=2, seeds=s)
+        for i, s in enumerate(steps)
+    ]
+    _, apart = loaded_twin(prepared)
+    _, joined = loaded_twin(prepared)
+    expected = [apart.send(probes[0])]
+    assert joined.send(probes[0]) == expected[0]
+    for i in range(1, len(steps)):
+        applied = apart.send(m.ApplyProbedRequest(coeffs[i - 1])).updates_applied
+        expected.append(apart.send(probes[i]))
+        reply = joined.send(m.ApplyProbeRequest(coeffs[i - 1], probes[i]))
+        assert reply.updates_applied == applied == i
+        np.testing.assert_array_equal(reply.probe.loss_plus, expected[i].loss_plus)
+        np.testing.assert_array_equal(reply.probe.loss_minus, expected[i].loss_minus)
+    assert joined.send(m.WeightsCrcRequest()) == apart.send(m.WeightsCrcRequest())
+
+
+def test_apply_probe_checks_both_parts_before_applying_either(prepared):
+    seeds = np.array([21, 22], np.uint32)
+    _twin, wire = loaded_twin(prepared)
+    crc = wire.send(m.WeightsCrcRequest()).crc32
+    probe = m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=seeds)
+    # no PROBE yet since the model load: nothing to apply along
+    reply = wire.send(m.ApplyProbeRequest(np.array([5, 6], np.int32), probe))
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT and "last PROBE" in reply.message
+    wire.send(probe)
+    # q_apply differs from the last PROBE's q
+    reply = wire.send(m.ApplyProbeRequest(np.array([5, 6, 7], np.int32), probe))
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT
+    # the PROBE part names an empty slot: the APPLY part must not run either
+    empty = m.ProbeRequest(slot=3, batch_size=4, batch_seed=1, eps=2, seeds=seeds)
+    reply = wire.send(m.ApplyProbeRequest(np.array([90000, -90000], np.int32), empty))
+    assert reply.code == m.ErrorCode.NO_DATA
+    after = wire.send(m.WeightsCrcRequest())
+    assert (after.crc32, after.updates_applied) == (crc, 0)
+
+
+def test_a_retried_apply_probe_is_applied_once(prepared):
+    seeds = np.array([31, 32], np.uint32)
+    twin, wire = loaded_twin(prepared)
+    probe = m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=seeds)
+    wire.send(probe)
+    request = m.ApplyProbeRequest(np.array([70000, -70000], np.int32), probe)
+    first = wire.send(request)
+    again = wire.send(request, seq=wire.seq)  # the same frame again: a retry
+    assert first == again and first.updates_applied == 1
+    assert wire.send(m.WeightsCrcRequest()).updates_applied == 1
+    assert twin.stats["retries_answered_from_cache"] == 1
+
+
+def test_an_internal_failure_is_answered_not_silent(prepared, monkeypatch):
+    twin, wire = loaded_twin(prepared)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("NPU fault")
+
+    monkeypatch.setattr(twin.model, "evaluate", broken)
+    reply = wire.send(m.EvalRequest(slot=0, start=0, count=4))
+    assert reply.code == m.ErrorCode.INTERNAL and "NPU fault" in reply.message

@@ -178,6 +178,8 @@ def test_every_truncation_of_every_message_raises() -> None:
         m.ApplyBatchResponse(7),
         m.ApplyProbedRequest([5, -6]),
         m.ApplyProbedResponse(8),
+        m.ApplyProbeRequest([5, -6, 7], m.ProbeRequest(1, 32, 9, 2, [10, 11])),
+        m.ApplyProbeResponse(9, m.ProbeResponse([1, 2], [3, 4], 5, m.TimingSource.MODELED)),
     ]
     assert {type(s) for s in samples} | {m.WeightsCrcRequest} == set(m.REQUESTS.values()) | set(
         m.RESPONSES.values()
@@ -221,7 +223,7 @@ def test_layouts_match_the_document() -> None:
 
 
 def test_type_codes() -> None:
-    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0xFF]
+    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0xFF]
     assert [int(c) for c in m.ErrorCode] == list(range(1, 12))
     for t, cls in m.REQUESTS.items():
         assert m.RESPONSES[m.response_type(t)].NAME.split()[0] == cls.NAME.split()[0]
@@ -311,7 +313,7 @@ def test_decode_request_checks_version_and_type() -> None:
     with pytest.raises(m.MessageError, match="version 1") as e:
         m.decode_request(Frame(0, m.MessageType.HELLO, 1, hello))
     assert e.value.code == m.ErrorCode.BAD_VERSION
-    for t in (0x00, 0x0B, 0x81, 0xFF):
+    for t in (0x00, 0x0C, 0x81, 0xFF):
         with pytest.raises(m.MessageError) as e:
             m.decode_request(Frame(1, t, 1, b""))
         assert e.value.code == m.ErrorCode.UNKNOWN_TYPE
