@@ -3,7 +3,8 @@ network per call), ``jit`` (compiled with numba, ``_jit.py``, one op at a time) 
 (the reference path in each op module). All are bit-exact with TFLM; the oracle tests run
 each of them.
 
-The default is ``native`` when its extension imports, else ``jit`` when numba imports, else
+The default is ``native`` when its extension imports and the CPU runs its AVX-512 VNNI
+kernels, else ``jit`` when numba imports, else ``native`` (scalar C) if built, else
 ``numpy``; the environment variable ``HILBENCH_NPU_BACKEND=native|jit|numpy`` chooses, and
 :func:`use` switches for a block. Under ``native``, ``Graph.run``/``run_all`` go to the
 engine (:func:`engine`); an op run on its own (or a graph the engine refuses) uses the jit
@@ -64,7 +65,12 @@ def _default() -> str:
     if env:
         return _check(env)
     if native_available():
-        return "native"
+        from hilbench.npu import native
+
+        # its scalar C path is ~4x slower than the jit kernels: native by default only
+        # where its AVX-512 VNNI kernels run (else jit, else native's scalar C)
+        if native.best_isa() != "scalar" or not jit_available():
+            return "native"
     return "jit" if jit_available() else "numpy"
 
 
