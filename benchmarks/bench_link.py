@@ -66,27 +66,50 @@ def prepared():
 
 
 def wire_per_step() -> None:
+    """Steps as the trainer sends them: each update rides with the next step's PROBE."""
     blob, x, y = prepared()
     print("1-2. round trips and bytes per ZO step (two-point, batch 32), pty link")
-    print(f"{'q':>5} {'round trips':>12} {'wire bytes':>11} {'bare payload':>13} {'ratio':>7}")
+    print(
+        f"{'q':>5} {'round trips':>12} {'wire bytes':>11} {'bare payload':>13} {'ratio':>7}"
+        f"   {'ratio, APPLY and PROBE apart':>29}"
+    )
     with EmulatorBackend() as target:
         counting = CountingPort(target.port)
         target.port = counting
         target.load_model(blob)
         target.load_data(0, x, y, 10)
         rng = np.random.default_rng(0)
-        for q in (1, 4, 16, 24, 32, 64, 256):
+        for q in (1, 4, 8, 16, 24, 32, 64, 256):
+            bare = 4 * q + 4 * q + 8 * q  # seeds, coefficients, loss pairs
             steps = 20
+            probe = {"slot": 0, "batch_size": 32, "eps": 2}
+            held = rng.integers(0, 2**32, q, dtype=np.uint32)
+            target.probe(batch_seed=0, seeds=held, **probe)
             before = (counting.writes, counting.tx + counting.rx)
             for step in range(steps):
                 seeds = rng.integers(0, 2**32, q, dtype=np.uint32)
-                probe = target.probe(slot=0, batch_size=32, batch_seed=step, eps=2, seeds=seeds)
-                target.apply(seeds, np.zeros(q, np.int32))
-                assert len(probe.loss_plus) == q
+                zeros = np.zeros(q, np.int32)
+                answer = target.apply_probe(held, zeros, batch_seed=step, seeds=seeds, **probe)[1]
+                assert len(answer.loss_plus) == q
+                held = seeds
             trips = (counting.writes - before[0]) / steps
             wire = (counting.tx + counting.rx - before[1]) / steps
-            bare = 4 * q + 4 * q + 8 * q  # seeds, coefficients, loss pairs
-            print(f"{q:>5} {trips:>12.2f} {wire:>11.0f} {bare:>13} {wire / bare:>7.2f}")
+            target.apply(held, np.zeros(q, np.int32))
+            before = counting.tx + counting.rx
+            for step in range(steps):  # the same steps as two round trips each
+                seeds = rng.integers(0, 2**32, q, dtype=np.uint32)
+                target.probe(batch_seed=step, seeds=seeds, **probe)
+                target.apply(seeds, np.zeros(q, np.int32))
+            apart = (counting.tx + counting.rx - before) / steps
+            print(
+                f"{q:>5} {trips:>12.2f} {wire:>11.0f} {bare:>13} {wire / bare:>7.2f}"
+                f"   {apart / bare:>29.2f}"
+            )
+    print(
+        "fixed bytes per step: 2 frames x (2 delimiters, COBS code, 6-byte header, CRC-32) "
+        "+ PROBE fields (11) + q_apply (2) + answer fields (15); ratio <= 1.25 needs "
+        "16q >= 4 x fixed"
+    )
 
 
 def bulk(target: Target, blob: bytes) -> float:
@@ -229,7 +252,7 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
     timer = _SelfTimes()
     timer.wrap(device_server.FrameEndpoint, "feed", "twin")
     timer.wrap(trainer.Trainer, "run", "training loop (seeds, scheduler, bookkeeping)")
-    for name in ("probe", "apply", "weights_crc", "evaluate"):
+    for name in ("probe", "apply", "apply_probe", "weights_crc", "evaluate"):
         timer.wrap(recovery.RecoveringTarget, name, "protocol (client, frames, link)")
     timer.wrap(client.Target, "_exchange_payload", "protocol (client, frames, link)")
     timer.wrap(estimator, "two_point", "estimator (coefficients)")

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hilbench.zo.loss import Q16
-from hilbench.zo.update import quantize_coefficients
+from hilbench.zo.update import coefficients, quantize_coefficients
 
 
 class Estimate(NamedTuple):  # a tuple: one per step
@@ -22,15 +22,16 @@ class Estimate(NamedTuple):  # a tuple: one per step
 def two_point(loss_plus: np.ndarray, loss_minus: np.ndarray, *, lr: float, eps: int) -> Estimate:
     """g_k = (L+ - L-) / 2eps for each sample, averaged over q through the coefficients; the
     step's loss is the mean of all 2q losses."""
-    grads, coeffs = quantize_coefficients(loss_plus, loss_minus, lr, eps)
-    q = len(loss_plus)
+    plus, minus = loss_plus.tolist(), loss_minus.tolist()
+    grads, coeffs = coefficients(plus, minus, lr, eps)
+    q = len(plus)
     # Integer sums are exact, and int / int rounds once: the same float as np.mean's.
-    mean = (_int_sum(loss_plus) / q + _int_sum(loss_minus) / q) / 2
-    return Estimate(grads=grads, coeffs=coeffs, loss=mean / Q16)
-
-
-def _int_sum(values: np.ndarray) -> int:
-    return sum(values.tolist())
+    mean = (sum(plus) / q + sum(minus) / q) / 2
+    return Estimate(
+        grads=np.array(grads, dtype=np.float64),
+        coeffs=np.array(coeffs, dtype=np.int32),
+        loss=mean / Q16,
+    )
 
 
 def one_sided(loss_plus: np.ndarray, loss_zero: np.ndarray, *, lr: float, eps: int) -> Estimate:

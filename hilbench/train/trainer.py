@@ -195,17 +195,24 @@ class Trainer:
             batch_seed, seeds = int(draws[0]), draws[1:]
             started = time.perf_counter()
             self._step_device_s = 0.0
-            probe_args = {
-                "slot": TRAIN_SLOT,
-                "batch_size": s.batch_size,
-                "batch_seed": batch_seed,
-                "eps": eps,
-                "seeds": seeds,
-            }
             if pending is None:
-                probe = self.target.probe(**probe_args)
+                probe = self.target.probe(
+                    slot=TRAIN_SLOT,
+                    batch_size=s.batch_size,
+                    batch_seed=batch_seed,
+                    eps=eps,
+                    seeds=seeds,
+                )
             else:  # the last step's update travels with this step's PROBE: one round trip
-                probe = self.target.apply_probe(*pending, **probe_args)
+                probe = self.target.apply_probe(
+                    pending[0],
+                    pending[1],
+                    slot=TRAIN_SLOT,
+                    batch_size=s.batch_size,
+                    batch_seed=batch_seed,
+                    eps=eps,
+                    seeds=seeds,
+                )
             est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
             pending = (seeds, est.coeffs)  # applied before anything reads the weights
             host_s = time.perf_counter() - started

@@ -141,17 +141,26 @@ def quantize_coefficients(
 
     Two-point: ``g_k = (L+ - L-) / (2 eps)``; one-sided (``L-`` is the unperturbed loss):
     ``g_k = (L+ - L0) / eps``. ``c_k = round(2^16 * lr * g_k / q)``, clipped to ±(2^24-1)."""
-    q = len(loss_plus)
-    div = (1.0 if one_sided else 2.0) * eps
-    unit = float(1 << FRAC_BITS)
-    # Plain Python floats on q numbers: the same IEEE operations, in the same order, as the
-    # vectorised form, at a fraction of numpy's per-call cost (this runs once per step).
-    grads = [
-        (p - m) / div / unit for p, m in zip(_floats(loss_plus), _floats(loss_minus), strict=True)
-    ]
-    coeffs = [min(COEFF_LIMIT, max(-COEFF_LIMIT, round(lr * g * unit / q))) for g in grads]
+    grads, coeffs = coefficients(_ints(loss_plus), _ints(loss_minus), lr, eps, one_sided)
     return np.array(grads, dtype=np.float64), np.array(coeffs, dtype=np.int32)
 
 
-def _floats(values: np.ndarray) -> list[float]:
-    return [float(v) for v in (values.tolist() if isinstance(values, np.ndarray) else values)]
+def coefficients(
+    loss_plus: list[int], loss_minus: list[int], lr: float, eps: int, one_sided: bool = False
+) -> tuple[list[float], list[int]]:
+    """``quantize_coefficients`` on plain lists: the same IEEE operations, in the same order,
+    as the vectorised form, at a fraction of numpy's per-call cost (this runs every step)."""
+    q = len(loss_plus)
+    div = (1.0 if one_sided else 2.0) * eps
+    unit = float(1 << FRAC_BITS)
+    scale = lr  # c = round(lr * g * 2^16 / q), evaluated left to right
+    grads, coeffs = [], []
+    for p, m in zip(loss_plus, loss_minus, strict=True):
+        g = (p - m) / div / unit  # p - m is exact: |L| < 2^31
+        grads.append(g)
+        coeffs.append(min(COEFF_LIMIT, max(-COEFF_LIMIT, round(scale * g * unit / q))))
+    return grads, coeffs
+
+
+def _ints(values: np.ndarray) -> list[int]:
+    return values.tolist() if isinstance(values, np.ndarray) else list(values)
