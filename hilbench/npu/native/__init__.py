@@ -49,7 +49,10 @@ ALIGN = 64
 
 FIELDS: tuple[str, ...] = _engine.fields() if _engine is not None else ()
 F = {n: i for i, n in enumerate(FIELDS)}
-G_NOPS, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST = range(8)
+# the program header (record 0), as the C enum G_*
+(G_NOPS, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST, G_ACC_OFF) = (
+    range(9)
+)
 
 
 class Unsupported(Exception):
@@ -347,7 +350,8 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
     col_off = arena.end
     pad_off = col_off + _up(col_max, ALIGN) + ALIGN
     bscr_off = pad_off + _up(pad_max, ALIGN) + 3 * ALIGN  # 3x3 VBMI reads 128 bytes ahead
-    arena.end = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN
+    acc_off = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN  # scalar depthwise accumulators
+    arena.end = acc_off + _up(4 * o16_max, ALIGN) + ALIGN
     for f in recs:
         if f[F["KIND"]] == OP_DW or f[F["IM2COL"]] == 2:
             f[F["PAD_OFF"]] = pad_off
@@ -361,6 +365,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
     hdr[G_COL_OFF] = col_off
     hdr[G_BSCR_OFF] = bscr_off
     hdr[G_FIRST] = first
+    hdr[G_ACC_OFF] = acc_off
     prog = np.ascontiguousarray(np.stack([hdr, *recs]))
     return Plan(
         prog=prog,

@@ -68,7 +68,8 @@ enum { OP_NOP = 0, OP_GEMM = 1, OP_DW = 2, OP_ADD = 3, OP_MAXPOOL = 4, OP_AVGPOO
        OP_MEAN = 6 };
 
 /* arena-global offsets kept in the prog header (first record) */
-enum { G_NOPS = 0, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST };
+enum { G_NOPS = 0, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST,
+       G_ACC_OFF };
 
 /* --- scalar fixed-point (TFLM reference) -------------------------------------------------- */
 static inline int32_t rdbp(int32_t x, int32_t rs) {
@@ -129,23 +130,6 @@ static inline uint8_t rq_scalar(uint32_t v, const int32_t *qp, int64_t o16, int6
 }
 
 /* --- packing ------------------------------------------------------------------------------- */
-/* GEMM weights [O][K] int8 -> [O16/16][K4/4][16][4], zero padded; row sums [O16]. */
-static void pack_gemm(const int8_t *w, int64_t O, int64_t K, int64_t K4, int64_t O16,
-                      int8_t *dst, int32_t *rowsum) {
-    memset(dst, 0, (size_t)(O16 * K4));
-    for (int64_t o = 0; o < O16; o++) rowsum[o] = 0;
-    const int64_t kfull = K / 4;
-    for (int64_t o = 0; o < O; o++) {
-        const int8_t *src = w + o * K;
-        int8_t *d = dst + (o / 16) * K4 * 16 + (o % 16) * 4;
-        int32_t sum = 0;
-        for (int64_t k = 0; k < K; k++) sum += src[k];
-        rowsum[o] = sum;
-        for (int64_t k4 = 0; k4 < kfull; k4++) memcpy(d + k4 * 64, src + k4 * 4, 4);
-        for (int64_t k = kfull * 4; k < K; k++) d[(k / 4) * 64 + (k % 4)] = src[k];
-    }
-}
-
 /* --- im2col and padding ----------------------------------------------------------------- */
 /* input (H, W, C) u8 -> rows (OH*OW, K4): taps (ky, kx, c), padded taps = pad, tail 0.
  * One body, two instances: byte copies through COPY/FILL (libc in the portable one,
@@ -218,24 +202,8 @@ static void pad_input(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *
 }
 
 /* --- scalar kernels ------------------------------------------------------------------------ */
-static void gemm_scalar(const uint8_t *A, int64_t lda, int64_t M, const opctx *c, uint8_t *out) {
-    const int64_t *f = c->f;
-    const int64_t O = f[F_OC], K4 = f[F_K4], O16 = f[F_O16];
-    const int32_t oo = (int32_t)f[F_OO], lo = (int32_t)f[F_LO], hi = (int32_t)f[F_HI];
-    for (int64_t i = 0; i < M; i++) {
-        const uint8_t *a = A + i * lda;
-        for (int64_t o = 0; o < O; o++) {
-            const int8_t *b = c->pk + (o / 16) * K4 * 16 + (o % 16) * 4;
-            uint32_t acc = 0;
-            for (int64_t k4 = 0; k4 < K4 / 4; k4++)
-                for (int64_t j = 0; j < 4; j++)
-                    acc += (uint32_t)((int32_t)a[k4 * 4 + j] * (int32_t)b[k4 * 64 + j]);
-            out[i * O + o] = rq_scalar(acc + (uint32_t)c->beff[o], c->qp, O16, o, oo, lo, hi);
-        }
-    }
-}
-
-/* direct GEMM, portable: the weights as given ([O][K]) */
+/* GEMM, portable: every layer direct, on the weights as given ([O][K]); the inner loop is
+ * a contiguous dot product the compiler vectorizes for the baseline ISA (SSE2, NEON). */
 static void direct_scalar(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
                           uint8_t *out) {
     const int64_t *f = c->f;
@@ -257,7 +225,7 @@ static void direct_scalar(const uint8_t *A, int64_t lda, int64_t M, const opctx 
     }
 }
 
-static void dw_scalar(const uint8_t *P, const opctx *c, uint8_t *out) {
+static void dw_scalar(const uint8_t *P, const opctx *c, uint32_t *acc, uint8_t *out) {
     const int64_t *f = c->f;
     const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
     const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
@@ -270,17 +238,18 @@ static void dw_scalar(const uint8_t *P, const opctx *c, uint8_t *out) {
         c->beff[o] = fold_bias(c, o, rs);
     }
     for (int64_t oy = 0; oy < OH; oy++)
-        for (int64_t ox = 0; ox < OW; ox++)
-            for (int64_t o = 0; o < OC; o++) {
-                uint32_t acc = (uint32_t)c->beff[o];
-                for (int64_t ky = 0; ky < KH; ky++)
-                    for (int64_t kx = 0; kx < KW; kx++) {
-                        const uint8_t u =
-                            P[((oy * SH + ky * DH) * WP + ox * SW + kx * DW) * OC + o];
-                        acc += (uint32_t)((int32_t)u * (int32_t)w[(ky * KW + kx) * OC + o]);
-                    }
-                out[(oy * OW + ox) * OC + o] = rq_scalar(acc, c->qp, O16, o, oo, lo, hi);
-            }
+        for (int64_t ox = 0; ox < OW; ox++) {
+            for (int64_t o = 0; o < OC; o++) acc[o] = (uint32_t)c->beff[o];
+            for (int64_t ky = 0; ky < KH; ky++)
+                for (int64_t kx = 0; kx < KW; kx++) {
+                    const uint8_t *u = P + ((oy * SH + ky * DH) * WP + ox * SW + kx * DW) * OC;
+                    const int8_t *wt = w + (ky * KW + kx) * OC;
+                    for (int64_t o = 0; o < OC; o++)
+                        acc[o] += (uint32_t)((int32_t)u[o] * (int32_t)wt[o]);
+                }
+            for (int64_t o = 0; o < OC; o++)
+                out[(oy * OW + ox) * OC + o] = rq_scalar(acc[o], c->qp, O16, o, oo, lo, hi);
+        }
 }
 
 static void add_scalar(const uint8_t *a, const uint8_t *b, const int64_t *f, uint8_t *out) {
@@ -1092,20 +1061,17 @@ static PyObject *forward(PyObject *self, PyObject *args) {
         /* 1. repack the packed GEMMs' weights of this set (shared ones once) */
         for (int64_t i = 0; i < nops; i++) {
             const int64_t *f = hdr + (1 + i) * NF;
-            if (f[F_KIND] != OP_GEMM || f[F_DIRECT]) continue;
+            if (!vnni || f[F_KIND] != OP_GEMM || f[F_DIRECT]) continue;
             const int64_t ws = f[F_WSLOT];
             if (s > 0 && slots[2 * ws + 1] == 1) continue;
             const int8_t *src =
                 (const int8_t *)cb[ws] + (slots[2 * ws + 1] > 1 ? s : 0) * slots[2 * ws];
 #if HB_X86
-            if (vnni) {
+            if (vnni)
                 pack_gemm_vnni(src, f[F_OC], f[F_K], f[F_K4], f[F_O16],
                                (int8_t *)packed.buf + f[F_PK_OFF], rowsum + f[F_RS_OFF]);
-                continue;
-            }
 #endif
-            pack_gemm(src, f[F_OC], f[F_K], f[F_K4], f[F_O16],
-                      (int8_t *)packed.buf + f[F_PK_OFF], rowsum + f[F_RS_OFF]);
+            (void)src;
         }
         /* 2. run the network on every input */
         /* One input: ops before G_FIRST (the first op reading a batched constant) give every
@@ -1162,27 +1128,23 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                         lda = f[F_K4];
                     }
                     const int64_t M = f[F_OH] * f[F_OW];
-                    if (f[F_DIRECT]) {
-#if HB_X86
-                        if (vnni) {
-                            direct_vnni(A, lda, M, &c, out);
-                            break;
-                        }
-#endif
+                    if (!vnni) { /* the portable path runs every GEMM direct */
                         direct_scalar(A, lda, M, &c, out);
                         break;
                     }
+#if HB_X86
+                    if (f[F_DIRECT]) {
+                        direct_vnni(A, lda, M, &c, out);
+                        break;
+                    }
+#endif
                     c.pk = (const int8_t *)packed.buf + f[F_PK_OFF];
                     const int32_t *rs = rowsum + f[F_RS_OFF];
                     for (int64_t o = 0; o < f[F_O16]; o++)
                         beff[o] = o < f[F_OC] ? fold_bias(&c, o, rs[o]) : 0;
 #if HB_X86
-                    if (vnni) {
-                        gemm_vnni(A, lda, M, &c, out);
-                        break;
-                    }
+                    gemm_vnni(A, lda, M, &c, out);
 #endif
-                    gemm_scalar(A, lda, M, &c, out);
                     break;
                 }
                 case OP_DW: {
@@ -1199,7 +1161,7 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                         break;
                     }
 #endif
-                    dw_scalar(P, &c, out);
+                    dw_scalar(P, &c, (uint32_t *)(ar + hdr[G_ACC_OFF]), out);
                     break;
                 }
                 case OP_ADD:
