@@ -32,7 +32,10 @@ try:
     from hilbench.npu.native import _engine
 except ImportError as e:  # not built (no compiler at install time) or another platform
     _engine = None
-    IMPORT_ERROR: str | None = str(e)
+    IMPORT_ERROR: str | None = (
+        f"the C extension hilbench.npu.native._engine is not built or does not load ({e}); "
+        "pip install -e . builds it (needs a C compiler and Python headers)"
+    )
 else:
     IMPORT_ERROR = None
 
