@@ -1170,9 +1170,12 @@ class ApplyProbeResponse(Message):
 
     @classmethod
     def unpack(cls, payload: bytes) -> ApplyProbeResponse:
-        r = _reader(cls, payload)
-        applied = r.scalar(_U32, "updates_applied")
-        return _trusted(cls, updates_applied=applied, probe=ProbeResponse.unpack(r.rest()))
+        if not isinstance(payload, bytes):
+            payload = bytes(payload)
+        if len(payload) < 4:
+            _reader(cls, payload).scalar(_U32, "updates_applied")  # says what is missing
+        (applied,) = _U32.unpack_from(payload)
+        return _trusted(cls, updates_applied=applied, probe=ProbeResponse.unpack(payload[4:]))
 
 
 # ---- the per-step hot path ----------------------------------------------------------------------

@@ -28,6 +28,11 @@ from hilbench.target.rto import RtoEstimator
 
 TIMING_SOURCES = {0: None, 1: "device", 2: "modeled"}
 _POLL_STEPS = (0.001, 0.005, 0.02, 0.05)  # read timeouts: few values, so few tty reprograms
+_PROBE, _APPLY_PROBED, _APPLY_PROBE = (  # plain ints: compared and packed on every step
+    int(m.MessageType.PROBE),
+    int(m.MessageType.APPLY_PROBED),
+    int(m.MessageType.APPLY_PROBE),
+)
 FRAME_OVERHEAD = 16  # header, CRC, COBS and delimiter bytes a chunk must leave room for
 
 
@@ -182,10 +187,10 @@ class Target:
             source = TIMING_SOURCES.get(int(getattr(response, "timing_source", 0)))
             self.on_command(
                 CommandTiming(
-                    command=name,
-                    host_s=host_s,
-                    device_s=None if device_s is None or source is None else device_s * 1e-9,
-                    source=source,
+                    name,
+                    host_s,
+                    None if device_s is None or source is None else device_s * 1e-9,
+                    source,
                 )
             )
         return response
@@ -237,7 +242,8 @@ class Target:
             chunk = self.port.read(waiting or 1)
             if chunk:
                 seen += chunk
-                del seen[:-256]
+                if len(seen) > 512:  # keep the last bytes for the error message, not all
+                    del seen[:-256]
                 self._pending.extend(self._decoder.feed(chunk))
 
     # --- commands -----------------------------------------------------------------------
@@ -323,7 +329,7 @@ class Target:
                 slot=slot, batch_size=batch_size, batch_seed=int(batch_seed), eps=eps, seeds=seeds
             ).pack()
         q = len(seeds)
-        response = self._exchange_payload(m.MessageType.PROBE, payload, _bucket(q, batch_size))
+        response = self._exchange_payload(_PROBE, payload, _bucket(q, batch_size))
         self._probed = payload[-4 * q :]  # the seeds as sent: what APPLY_PROBED will reuse
         return response
 
@@ -341,9 +347,7 @@ class Target:
             payload = m.apply_probed_payload(coeffs)
             if payload is None:  # the message says what is wrong
                 payload = m.ApplyProbedRequest(coeffs=coeffs).pack()
-            resp = self._exchange_payload(
-                m.MessageType.APPLY_PROBED, payload, _bucket(len(coeffs), 1)
-            )
+            resp = self._exchange_payload(_APPLY_PROBED, payload, _bucket(len(coeffs), 1))
         else:
             resp = self._exchange(m.ApplyRequest(q=len(seeds), seeds=seeds, coeffs=coeffs))
         return resp.updates_applied
@@ -387,9 +391,7 @@ class Target:
             if len(payload) <= info.max_payload:
                 self._probed = None
                 q = len(seeds)
-                resp = self._exchange_payload(
-                    m.MessageType.APPLY_PROBE, payload, _bucket(q, batch_size)
-                )
+                resp = self._exchange_payload(_APPLY_PROBE, payload, _bucket(q, batch_size))
                 self._probed = payload[-4 * q :]
                 return resp.updates_applied, resp.probe
         applied = self.apply(apply_seeds, coeffs)

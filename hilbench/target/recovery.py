@@ -128,7 +128,7 @@ class RecoveringTarget:
 
     def _logged(self, seeds: np.ndarray, coeffs: np.ndarray, applied: int, command: str) -> None:
         """Log an update the device acknowledged; a CRC checkpoint every ``crc_every``."""
-        self.log.steps.append((np.array(seeds, np.uint32), np.array(coeffs, np.int32)))
+        self.log.steps.append((_copy(seeds, np.uint32), _copy(coeffs, np.int32)))
         self._expect_applied(applied, command)
         if self.crc_every and applied % self.crc_every == 0:
             self.weights_crc()
@@ -235,3 +235,10 @@ class RecoveringTarget:
             f"reloaded model and {len(self._slots)} data slot(s), replayed {len(steps)} "
             f"updates in {time.perf_counter() - started:.3f} s; weights CRC {crc:#010x}",
         )
+
+
+def _copy(values: np.ndarray, dtype: type) -> np.ndarray:
+    """The log's own copy (the caller may reuse its array)."""
+    if type(values) is np.ndarray and values.dtype == dtype:
+        return values.copy()
+    return np.array(values, dtype)
