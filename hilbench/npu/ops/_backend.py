@@ -67,7 +67,7 @@ def _default() -> str:
     if native_available():
         from hilbench.npu import native
 
-        # its scalar C path is ~4x slower than the jit kernels: native by default only
+        # its scalar C path is 2-3x slower than the jit kernels: native by default only
         # where its AVX-512 VNNI kernels run (else jit, else native's scalar C)
         if native.best_isa() != "scalar" or not jit_available():
             return "native"
