@@ -343,6 +343,22 @@ class TraceWriter:
 
     def append_timing(self, step: int, command: str, duration_s: float, source: str) -> None:
         """Buffer one command duration; ``source`` is 'device', 'modeled' or 'host'."""
+        self._append_timings(
+            ((step, command, self._duration(step, command, duration_s, source), source),)
+        )
+
+    def append_command(
+        self, step: int, command: str, host_s: float, device_s: float, source: str
+    ) -> None:
+        """A command's two durations at once: the host's round trip and the device's own."""
+        self._append_timings(
+            (
+                (step, command, self._duration(step, command, host_s, "host"), "host"),
+                (step, command, self._duration(step, command, device_s, source), source),
+            )
+        )
+
+    def _duration(self, step: int, command: str, duration_s: float, source: str) -> float:
         if (command, source) not in self._names_ok:  # checked once per pair: appends are hot
             if source not in S.TIMING_SOURCES:
                 raise TraceError(
@@ -361,10 +377,13 @@ class TraceWriter:
                 f"duration of {command!r} at step {step} is {duration_s!r}",
                 "pass a finite, non-negative number of seconds",
             )
+        return duration
+
+    def _append_timings(self, rows: tuple[tuple[int, str, float, str], ...]) -> None:
         with self._lock:
             if self._closed or self._bg_error:
                 self._raise_state()
-            self._tm.append((step, command, duration, source))
+            self._tm.extend(rows)
             if len(self._tm) >= self._other_rows:
                 self._flush()
 

@@ -121,9 +121,12 @@ class Trainer:
         return words
 
     def _record_timing(self, timing: CommandTiming) -> None:
-        self.trace.append_timing(self.step, timing.command, timing.host_s, "host")
-        if timing.device_s is not None and timing.source:
-            self.trace.append_timing(self.step, timing.command, timing.device_s, timing.source)
+        if timing.device_s is None or not timing.source:
+            self.trace.append_timing(self.step, timing.command, timing.host_s, "host")
+        else:
+            self.trace.append_command(
+                self.step, timing.command, timing.host_s, timing.device_s, timing.source
+            )
             if timing.command in STEP_COMMANDS:
                 self._step_device_s += timing.device_s
                 self._device_source = timing.source
