@@ -163,20 +163,24 @@ def _fast_requant(mult: Any, shift: Any) -> bool:
 
 
 # A GEMM runs "direct" (dot products on the weights as given, horizontal sums per output)
-# when its reduction is long relative to its output pixels, K >= DIRECT_RATIO * M: repacking
-# its weights each call would then cost more than the sums; otherwise "packed".
+# when its reduction is long relative to the output pixels one weight set serves (pixels per
+# input x inputs per call), K >= DIRECT_RATIO * M * N: repacking its weights (once per set
+# and call) would then cost more than the horizontal sums; otherwise "packed".
 DIRECT_RATIO = 48
 DIRECT_K = 64
+MAX_INPUTS_KEY = 64  # plans are made per number of inputs up to this (it only picks kernels)
 
 
 def use_direct(m: int, k: int) -> bool:
-    """Whether a GEMM of ``m`` output pixels and reduction ``k`` runs direct."""
+    """Whether a GEMM of ``m`` output pixels (over all inputs) and reduction ``k`` runs
+    direct."""
     return k >= DIRECT_K and k >= DIRECT_RATIO * m
 
 
-def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
+def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> Plan:
     """Lower ``graph`` for ``sets`` weight sets, the constants in ``batched`` having one
-    array per set (the others shared). Raises :class:`Unsupported`."""
+    array per set (the others shared), and ``inputs`` inputs per call (any number runs;
+    this only picks the GEMM kernels). Raises :class:`Unsupported`."""
     if _engine is None:
         raise Unsupported(f"native engine not built: {IMPORT_ERROR}")
     t = graph.tensors
@@ -296,7 +300,9 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
                     wp = (ow - 1) * sw + kw
                     f[F["IM2COL"]], f[F["HP"]], f[F["WP"]] = 2, hp, wp
                     pad_max = max(pad_max, hp * wp * c)
-                if use_direct(oh * ow, k):
+                f[F["BEFF_OFF"]] = rs_len  # effective biases, per set (kept across inputs)
+                rs_len += o16
+                if use_direct(oh * ow * inputs, k):
                     f[F["DIRECT"]] = 1
                 else:  # packed per call (one set at a time) into the engine's panels
                     f[F["PK_OFF"]] = packed_len
@@ -385,19 +391,20 @@ def lower(graph: Graph, batched: frozenset[str], sets: int) -> Plan:
 
 
 # --- running ----------------------------------------------------------------------------------
-def _plan(graph: Graph, ov: dict[str, np.ndarray], s: int | None) -> Plan:
+def _plan(graph: Graph, ov: dict[str, np.ndarray], s: int | None, n: int) -> Plan:
     t = graph.tensors
-    batched = frozenset(n for n, a in ov.items() if a.ndim > len(t[n].shape))
-    key = (s or 1, batched, len(graph.ops))
+    batched = frozenset(name for name, a in ov.items() if a.ndim > len(t[name].shape))
+    inputs = max(1, min(n, MAX_INPUTS_KEY))
+    key = (s or 1, batched, inputs, len(graph.ops))
     plans = graph.__dict__.setdefault("_native_plans", {})
     plan = plans.get(key)
     if plan is None:
-        plan = plans[key] = lower(graph, batched, s or 1)
+        plan = plans[key] = lower(graph, batched, s or 1, inputs)
     return plan
 
 
 def _forward(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | None, dumps):
-    plan = _plan(graph, ov, s)
+    plan = _plan(graph, ov, s, x.shape[0])
     t = graph.tensors
     if ov:
         consts = tuple([ov[n] if n in ov else t[n].data for n in plan.slot_names])

@@ -49,7 +49,7 @@
     X(DH) X(DW) X(PT) X(PL) X(K) X(K4) X(O16) X(WSLOT) X(BSLOT) X(PK_OFF) X(PK_SIZE)        \
     X(RS_OFF) X(DIRECT) X(QP_OFF) X(IO) X(OO) X(LO) X(HI) X(DM) X(ANYLS)     \
     X(IM2COL) X(PAD_OFF) X(HP) X(WP) X(OUT_SIZE) X(M1) X(S1) X(M2) X(S2) X(MO) X(SO)         \
-    X(IO2) X(LSH) X(COUNT) X(ZP) X(COLS) X(KEEP) X(FASTRQ)
+    X(IO2) X(LSH) X(COUNT) X(ZP) X(COLS) X(KEEP) X(FASTRQ) X(BEFF_OFF)
 
 enum {
 #define X(n) F_##n,
@@ -110,7 +110,8 @@ static inline int32_t clampi(int32_t v, int32_t lo, int32_t hi) {
 typedef struct {
     const int64_t *f;      /* the op record */
     const int32_t *qp;     /* m[O16], shift[O16], ls[O16], rs[O16], mask[O16], thr[O16] */
-    int32_t *beff;         /* effective bias [O16]: filled before (packed) or by the kernel */
+    int32_t *beff;         /* effective bias [O16] of this op and weight set */
+    int sums;              /* 1: compute row sums and beff (first input of a set), 0: reuse */
     const int8_t *pk;      /* packed weights (packed GEMM) */
     const int8_t *w;       /* the weights as given: [O][K] (GEMM), [T][OC] (depthwise) */
     const int32_t *bias;   /* the bias as given [O], or NULL */
@@ -209,7 +210,7 @@ static void direct_scalar(const uint8_t *A, int64_t lda, int64_t M, const opctx 
     const int64_t *f = c->f;
     const int64_t O = f[F_OC], K = f[F_K], O16 = f[F_O16];
     const int32_t oo = (int32_t)f[F_OO], lo = (int32_t)f[F_LO], hi = (int32_t)f[F_HI];
-    for (int64_t o = 0; o < O; o++) {
+    for (int64_t o = 0; o < O && c->sums; o++) {
         int32_t rs = 0;
         for (int64_t k = 0; k < K; k++) rs += c->w[o * K + k];
         c->beff[o] = fold_bias(c, o, rs);
@@ -667,7 +668,7 @@ HB_VNNI static void direct_vnni(const uint8_t *A, int64_t lda, int64_t M, const 
     for (int64_t o0 = 0; o0 < O; o0 += 4) {
         const int nr = O - o0 < 4 ? (int)(O - o0) : 4;
         const int8_t *W = c->w + o0 * K;
-        for (int j = 0; j < nr; j++) {
+        for (int j = 0; j < nr && c->sums; j++) {
             __m512i rs = _mm512_setzero_si512();
             int64_t k = 0;
             for (; k + 64 <= K; k += 64)
@@ -1095,7 +1096,8 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                 const double t0 = prof_on ? now_ns() : 0.0;
                 const uint8_t *in = ar + f[F_IN];
                 uint8_t *out = ar + f[F_OUT];
-                opctx c = {f, qp + f[F_QP_OFF], beff, NULL, NULL, NULL};
+                opctx c = {f, qp + f[F_QP_OFF], beff, n == 0, NULL, NULL, NULL};
+                if (f[F_KIND] == OP_GEMM) c.beff = rowsum + f[F_BEFF_OFF];
                 if (f[F_KIND] == OP_GEMM || f[F_KIND] == OP_DW) {
                     const int64_t ws = f[F_WSLOT];
                     c.w = (const int8_t *)cb[ws] +
@@ -1140,8 +1142,8 @@ static PyObject *forward(PyObject *self, PyObject *args) {
 #endif
                     c.pk = (const int8_t *)packed.buf + f[F_PK_OFF];
                     const int32_t *rs = rowsum + f[F_RS_OFF];
-                    for (int64_t o = 0; o < f[F_O16]; o++)
-                        beff[o] = o < f[F_OC] ? fold_bias(&c, o, rs[o]) : 0;
+                    for (int64_t o = 0; o < f[F_O16] && c.sums; o++)
+                        c.beff[o] = o < f[F_OC] ? fold_bias(&c, o, rs[o]) : 0;
 #if HB_X86
                     gemm_vnni(A, lda, M, &c, out);
 #endif
