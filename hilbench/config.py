@@ -25,7 +25,7 @@ class RunConfig:
     scheduler: str = "fixed:4"
     budget: int = 30_000  # forward passes (one forward of one perturbed model on one batch)
     seed: int = 0
-    lr: float = 1000.0  # weight LSBs moved per (nat per LSB) of projected gradient
+    lr: float = 175.0  # weight LSBs moved per (nat per LSB) of projected gradient
     eps: int = 2  # perturbation size in weight LSBs
     batch_size: int = 32
     eval_every: int = 2_000  # forward passes between test evaluations
@@ -117,7 +117,7 @@ _QSCHED_INT = {
     "min_steps",
     "min_window",
 }
-_QSCHED_FLOAT = {"z_rise", "early", "rho_min"}
+_QSCHED_FLOAT = {"z_rise", "early", "rho_min", "warmup"}
 
 
 def parse_scheduler(spec: str) -> tuple[str, dict[str, Any]]:

@@ -30,12 +30,17 @@ def _asym_qparams(lo: float, hi: float) -> tuple[float, int]:
     return scale, zp
 
 
-def quantize_weights_per_channel(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric per-row int8 weights ``[out, in]``: scale = max|row| / 127 (float32).
-    All-zero rows borrow the largest row scale (1.0 if the whole matrix is zero)."""
+def quantize_weights_per_channel(
+    w: np.ndarray, weight_range: int = 127
+) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric per-row int8 weights ``[out, in]``: scale = max|row| / ``weight_range``
+    (float32; 127 uses the whole int8 range, less leaves the weights room to grow). All-zero
+    rows borrow the largest row scale (1.0 if the whole matrix is zero)."""
+    if not 1 <= weight_range <= 127:
+        raise ModelError(f"weight_range {weight_range} invalid", "use 1..127 (127: full range)")
     w = np.asarray(w, dtype=np.float32)
     amax = np.abs(w).max(axis=1)
-    scale = (amax / np.float32(127.0)).astype(np.float32)
+    scale = (amax / np.float32(weight_range)).astype(np.float32)
     fallback = scale.max() if np.any(scale > 0) else np.float32(1.0)
     scale = np.where(scale > 0, scale, fallback).astype(np.float32)
     q = round_half_away(w / scale[:, None])
@@ -83,6 +88,7 @@ def build_mlp(
     input_scale: float = 1 / 255,
     input_zero_point: int = -128,
     logit_range: float = 8.0,
+    weight_range: int = 127,
 ) -> Graph:
     """An int8 MLP ``sizes[0] -> ... -> sizes[-1]``: FC+RELU hidden layers, FC logits.
 
@@ -90,6 +96,8 @@ def build_mlp(
     Hidden activation ranges come from a float pass over ``calibration`` (default: 256
     uniform [0, 1) inputs drawn from the same generator after the weights) widened by
     ``HIDDEN_HEADROOM``; the logits use scale ``logit_range / 127`` with zero point 0.
+    Each weight row's largest magnitude becomes ``weight_range`` LSBs (127: the whole int8
+    range; a random init to be trained from scratch uses less, so its weights can grow).
     """
     sizes = tuple(int(s) for s in sizes)
     if len(sizes) < 2 or any(s <= 0 for s in sizes):
@@ -126,7 +134,7 @@ def build_mlp(
     n_layers = len(layers)
     for i, ((w, b), a) in enumerate(zip(layers, acts, strict=True)):
         last = i == n_layers - 1
-        wq, wscale = quantize_weights_per_channel(w)
+        wq, wscale = quantize_weights_per_channel(w, weight_range)
         bq, bscale = quantize_bias(b, in_scale, wscale)
         if last:
             out_scale, out_zp = float(np.float32(logit_range / 127.0)), 0

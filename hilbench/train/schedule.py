@@ -84,7 +84,7 @@ class FixedQ(Scheduler):
 
 
 class QScheduler(Scheduler):
-    """q grows when the training loss stops falling; the learning rate stays as given.
+    """q grows when the training loss stops falling; the learning rate warms up, then stays.
 
     The budget is cut into ``windows`` windows of forward passes (each at least ``min_steps``
     steps, so a window at large q still holds enough steps to average). At the end of every
@@ -100,6 +100,14 @@ class QScheduler(Scheduler):
       (``sum_steps (lr/q) sum_k g_k^2``): an early sign of a rate too large for q. It reacts
       faster to a rate 3x too large but also fires on slow fine-tuning runs; see
       docs/results.md.
+
+    The learning rate is warmed up over the first ``warmup`` fraction of the budget (default
+    0.1): 1/3 of the given rate for the first half of it, 2/3 for the second half, then the
+    rate itself (``lr_scale``; ``warmup=0`` turns it off). The window tests cannot react before
+    two windows (5% of the budget) have passed, and a rate 3x too large wrecks pre-trained
+    weights in fewer steps than that (docs/results.md); during the warm-up a rate that is too
+    large shows up as a rising loss while it is still only a little too large, so doubling q
+    catches it before the damage is done.
 
     Why this rule. With ZO-SGD the largest stable rate grows about linearly with q, so a rate
     too large for q = 1 shows up as a loss that rises or hovers, and doubling q until it falls
@@ -128,6 +136,7 @@ class QScheduler(Scheduler):
         cooldown: int = 1,
         min_steps: int = 100,
         min_window: int = 200,
+        warmup: float = 0.1,
     ) -> None:
         if not 1 <= q_min <= q_max <= 256:
             raise ConfigError(
@@ -140,10 +149,16 @@ class QScheduler(Scheduler):
                 f"min_steps={min_steps}, lookback={lookback} invalid",
                 "use factor >= 2, windows >= 2, cooldown >= 0, min_steps >= 2, lookback >= 1",
             )
+        if not 0.0 <= warmup <= 0.5:
+            raise ConfigError(
+                f"qscheduler warmup={warmup} is out of range",
+                "use a fraction of the budget in [0, 0.5] (0: no warm-up)",
+            )
         self.q_min, self.q_max, self.q = q_min, q_max, q_min
         self.windows, self.lookback, self.z_rise, self.factor = windows, lookback, z_rise, factor
         self.cooldown, self.min_steps, self.min_window = cooldown, min_steps, min_window
-        self.early, self.rho_min = early, rho_min
+        self.early, self.rho_min, self.warmup = early, rho_min, warmup
+        self._spent = 0  # forward passes of the steps observed so far
         self.budget = 0
         self.name = "qscheduler"
         self.window = min_window
@@ -163,7 +178,14 @@ class QScheduler(Scheduler):
     def next_q(self, step: int) -> int:
         return self.q
 
+    def lr_scale(self, q: int) -> float:
+        """1/3, then 2/3 of the rate over the two halves of the warm-up, then 1."""
+        if self.budget <= 0 or self._spent >= self.warmup * self.budget:
+            return 1.0
+        return (1 + int(2 * self._spent / (self.warmup * self.budget))) / 3
+
     def observe_step(self, info: StepInfo) -> None:
+        self._spent = info.forward_passes
         if math.isfinite(info.loss):
             self._losses.append(info.loss)
         if math.isfinite(info.lr) and len(info.grads):

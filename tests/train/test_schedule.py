@@ -90,6 +90,27 @@ def test_qscheduler_doubles_early_when_the_loss_falls_far_less_than_promised():
     assert feed(late, [2.0 - 0.02 * i for i in range(6)], g=0.01)[-1] == 1
 
 
+def test_qscheduler_warms_the_rate_up_over_the_first_tenth_of_the_budget():
+    s = QScheduler()
+    s.start(12_000)
+    scales = {}
+    fp = 0
+    for step in range(700):
+        scales[fp] = s.lr_scale(s.next_q(step))
+        fp += 2
+        s.observe_step(StepInfo(step, 1, 1.0, fp, 100.0, 2, np.zeros(1)))
+    # 1/3 of the rate for the first 600 forward passes, 2/3 up to 1,200, then the rate itself
+    assert scales[0] == scales[598] == pytest.approx(1 / 3)
+    assert scales[600] == scales[1198] == pytest.approx(2 / 3)
+    assert scales[1200] == scales[1398] == 1.0
+    off = QScheduler(warmup=0.0)
+    off.start(12_000)
+    assert off.lr_scale(1) == 1.0
+    assert make_schedule("qscheduler:warmup=0.2").warmup == 0.2
+    with pytest.raises(ConfigError):
+        QScheduler(warmup=0.8)
+
+
 def test_qscheduler_acts_at_once_on_a_rising_loss_even_in_cooldown():
     s = QScheduler()
     s.start(40_000)
