@@ -16,6 +16,9 @@ He-normal float weights quantized with calibration data. Two timings per backend
 - ``--sets`` perturbed weight sets on one input, run batched in one call, per forward pass,
   vs LiteRT's single forward (target: >= 1x LiteRT).
 
+Then ZO-step sizes (N inputs x ``--sets`` sets per call, as the twin's PROBE runs them) for
+the digits MLP and CNN and the two large models at 32x32: native vs jit, ms per call.
+
 Best of ``--repeat`` runs (TFLM and the slow backends: fewer). Peak memory: Python-side
 allocations (tracemalloc, numpy buffers included) of a first call, one input and batched,
 on a fresh copy of the graph (so the native backend's lowering, op list and arena, are
@@ -45,6 +48,14 @@ MODELS = [
     ("ResNet18 w0.25 64x64", "resnet18", {"width": 0.25, "resolution": 64}),
 ]
 TARGETS = {"tflm": 20.0, "litert": 0.7, "batched": 1.0}
+# ZO-step sizes: one call = N inputs x S perturbed weight sets (the digits models and the
+# two large ones at CI resolution)
+ZO_CASES = [
+    ("MLP", "mlp", {}, 64),
+    ("CNN", "cnn", {}, 64),
+    ("MobileNetV2 a0.35 32x32", "mobilenet_v2", {"alpha": 0.35, "resolution": 32}, 32),
+    ("ResNet18 w0.25 32x32", "resnet18", {"width": 0.25, "resolution": 32}, 32),
+]
 
 
 def best_of(fn: Callable[[], object], repeat: int) -> float:
@@ -198,6 +209,24 @@ def main() -> None:
                 f"  ratio {default} vs LiteRT (per pass, {args.sets} batched): {r_batch:6.2f}x  "
                 f"target >= 1x    {verdict(r_batch, TARGETS['batched'])}"
             )
+
+        zo_step(args, rng, names)
+
+
+def zo_step(args: argparse.Namespace, rng: np.random.Generator, names: list[str]) -> None:
+    """Per call of N inputs x S sets, our fast backends (no reference point elsewhere)."""
+    fast = [n for n in names if n in ("native", "jit")]
+    print(f"\nZO step: N inputs x {args.sets} perturbed sets in one call, ms per call")
+    print(f"  {'model':26s} {'N':>3s} " + " ".join(f"{n:>9s}" for n in fast))
+    for title, name, kw, n in ZO_CASES:
+        g = zoo.build(name, seed=0, **kw)
+        x = rng.integers(-128, 128, (n, *g.input_shape)).astype(np.int8)
+        ov = perturbed_sets(g, args.sets, rng)
+        row = []
+        for b in fast:
+            with variant(b):
+                row.append(best_of(lambda g=g, x=x, ov=ov: g.run(x, ov), max(3, args.repeat // 4)))
+        print(f"  {title:26s} {n:3d} " + " ".join(f"{t * 1e3:9.2f}" for t in row))
 
 
 if __name__ == "__main__":
