@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -112,6 +113,8 @@ class Plan:
     out_shapes: list[tuple[int, ...]]
     sets: int
     views: Any = None  # _engine.ViewCache: the constants' buffers, kept while they are reused
+    # the engine releases the GIL while it computes; one call at a time uses a plan's arena
+    lock: threading.Lock = field(default_factory=threading.Lock)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -419,15 +422,16 @@ def _forward(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | No
     args = (plan.packed, plan.rowsum, plan.arena)
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
-    try:
-        _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
-                        isa_code, dumps, plan.views)  # fmt: skip
-    except (BufferError, ValueError):  # a non-contiguous constant (numpy: ValueError)
-        if all(a.flags.c_contiguous for a in consts):
-            raise
-        consts = tuple(np.ascontiguousarray(a) for a in consts)  # temporary: not cached
-        _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
-                        isa_code, dumps, None)  # fmt: skip
+    with plan.lock:
+        try:
+            _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
+                            isa_code, dumps, plan.views)  # fmt: skip
+        except (BufferError, ValueError):  # a non-contiguous constant (numpy: ValueError)
+            if all(a.flags.c_contiguous for a in consts):
+                raise
+            consts = tuple(np.ascontiguousarray(a) for a in consts)  # temporary: not cached
+            _engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
+                            isa_code, dumps, None)  # fmt: skip
     return out, dumps
 
 

@@ -1058,6 +1058,9 @@ static PyObject *forward(PyObject *self, PyObject *args) {
     int32_t *rowsum = (int32_t *)rsb.buf;
     int32_t *beff = (int32_t *)(ar + hdr[G_BSCR_OFF]);
 
+    /* No Python API below until the loops end: other threads run meanwhile (the caller
+     * serializes calls on one plan, whose arena this uses). */
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t s = 0; s < S; s++) {
         /* 1. repack the packed GEMMs' weights of this set (shared ones once) */
         for (int64_t i = 0; i < nops; i++) {
@@ -1202,6 +1205,7 @@ static PyObject *forward(PyObject *self, PyObject *args) {
             for (int64_t j = 0; j < out_size; j++) y[j] = (int8_t)(yo[j] ^ 0x80);
         }
     }
+    Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     ret = Py_None;
 done:
