@@ -344,6 +344,9 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
         elif op.kind == "MEAN":
             f[F["KIND"]] = OP_MEAN
             h, wd, c = xs
+            o16_max = max(o16_max, _up(c, 16))  # its per-channel sums use the acc scratch
+            if h * wd * 255 >= 2**32:
+                raise Unsupported(f"MEAN over {h}x{wd} pixels: uint32 sums could wrap")
             for key, v in dict(
                 H=h, W=wd, C=c, M1=p["multiplier"], S1=p["shift"], ZP=p["input_zero_point"],
                 COUNT=p["count"], OO=p["output_offset"],
@@ -362,7 +365,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
     col_off = arena.end
     pad_off = col_off + _up(col_max, ALIGN) + ALIGN
     bscr_off = pad_off + _up(pad_max, ALIGN) + 3 * ALIGN  # 3x3 VBMI reads 128 bytes ahead
-    acc_off = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN  # scalar depthwise accumulators
+    acc_off = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN  # depthwise (scalar), MEAN sums
     arena.end = acc_off + _up(4 * o16_max, ALIGN) + ALIGN
     for f in recs:
         if f[F["KIND"]] == OP_DW or f[F["IM2COL"]] == 2:

@@ -317,12 +317,17 @@ static void avgpool(const uint8_t *x, const int64_t *f, uint8_t *out) {
             }
 }
 
-static void mean_op(const uint8_t *x, const int64_t *f, uint8_t *out) {
+/* sums per channel accumulated pixel by pixel (channels contiguous: the compiler vectorizes
+ * it) in uint32, exact while HW * 255 < 2^32 (checked when lowering); then as numpy's
+ * int64 code */
+static void mean_op(const uint8_t *x, const int64_t *f, uint32_t *acc, uint8_t *out) {
     const int64_t HW = f[F_H] * f[F_W], C = f[F_C];
     const int64_t zp = f[F_ZP], count = f[F_COUNT], oo = f[F_OO];
+    for (int64_t c = 0; c < C; c++) acc[c] = 0;
+    for (int64_t i = 0; i < HW; i++)
+        for (int64_t c = 0; c < C; c++) acc[c] += x[i * C + c];
     for (int64_t c = 0; c < C; c++) {
-        int64_t sum = 0;
-        for (int64_t i = 0; i < HW; i++) sum += (int64_t)x[i * C + c];
+        int64_t sum = (int64_t)acc[c];
         sum -= 128 * HW;
         sum -= zp * count;
         int64_t r = (int64_t)mbqm64(sum, f[F_M1], (int32_t)f[F_S1]) + oo;
@@ -1188,7 +1193,7 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                     maxpool(in, f, out);
                     break;
                 case OP_AVGPOOL: avgpool(in, f, out); break;
-                case OP_MEAN: mean_op(in, f, out); break;
+                case OP_MEAN: mean_op(in, f, (uint32_t *)(ar + hdr[G_ACC_OFF]), out); break;
                 default: break;
                 }
                 if (prof_on && i < PROF_MAX) {
