@@ -254,15 +254,17 @@ def test_input_and_override_errors_are_the_graphs():
 
 
 @needs_native
-@pytest.mark.parametrize("mode", ["direct", "packed"])
+@pytest.mark.parametrize("mode", ["direct", "packed", "packed-im2col"])
 def test_every_gemm_through_either_kernel(mode, monkeypatch):
-    """Each layer picks the direct or the packed GEMM by shape; force each kernel on every
-    layer (random convs over many channel counts, FC, whole models) and compare."""
+    """Each layer picks the direct or the packed GEMM by shape (packed convs read their
+    padded input in place, or im2col rows); force each kernel on every layer (random convs
+    over many channel counts, FC, whole models) and compare."""
     if mode == "direct":
         monkeypatch.setattr(native, "DIRECT_K", 1)
         monkeypatch.setattr(native, "DIRECT_RATIO", 0)
     else:
         monkeypatch.setattr(native, "DIRECT_RATIO", 10**9)
+        monkeypatch.setattr(native, "IMPLICIT", mode == "packed")
     rng = np.random.default_rng(31)
     for i in range(16):
         g, x = _wide_case(rng, "conv") if i % 2 else cases.CASES["conv"](rng)

@@ -54,9 +54,8 @@ ALIGN = 64
 FIELDS: tuple[str, ...] = _engine.fields() if _engine is not None else ()
 F = {n: i for i, n in enumerate(FIELDS)}
 # the program header (record 0), as the C enum G_*
-(G_NOPS, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST, G_ACC_OFF) = (
-    range(9)
-)
+(G_NOPS, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST, G_ACC_OFF,
+ G_KOFF_OFF) = range(10)  # fmt: skip
 
 
 class Unsupported(Exception):
@@ -172,6 +171,8 @@ def _fast_requant(mult: Any, shift: Any) -> bool:
 DIRECT_RATIO = 48
 DIRECT_K = 64
 MAX_INPUTS_KEY = 64  # plans are made per number of inputs up to this (it only picks kernels)
+# packed convs with dilation 1 along W read their padded input in place (VNNI path)
+IMPLICIT = True
 
 
 def use_direct(m: int, k: int) -> bool:
@@ -194,7 +195,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
     slot_index: dict[str, int] = {}
     slot_rows: list[tuple[int, int]] = []
     packed_len = rs_len = 0
-    col_max = pad_max = o16_max = 0
+    col_max = pad_max = o16_max = koff_max = 0
 
     def size_of(name: str) -> int:
         return math.prod(t[name].shape)
@@ -287,31 +288,40 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
             else:
                 if k > MAX_K:
                     raise Unsupported(f"reduction length {k} > {MAX_K}: int32 could wrap")
-                k4 = _up(k, 4)
+                rows_in_place = kh == kw == 1 and sh == sw == 1 and pt == pl == 0
+                rows_in_place = rows_in_place and oh == h and ow == wd  # 1x1 convs and FC
+                direct = use_direct(oh * ow * inputs, k)
+                # packed convs with dilation 1 along W read the padded input in place
+                # ("implicit" im2col, VNNI path): each filter row's KW*C bytes padded to 4
+                implicit = IMPLICIT and not rows_in_place and not direct and dw == 1
+                k4 = kh * _up(kw * c, 4) if implicit else _up(k, 4)
                 f[F["K"]], f[F["K4"]] = k, k4
-                direct = kh == kw == 1 and sh == sw == 1 and pt == pl == 0
-                direct = direct and oh == h and ow == wd
-                f[F["IM2COL"]] = 0 if direct else 1
-                if not direct and i == first:  # its own rows, kept across sets
+                f[F["IM2COL"]] = 0 if rows_in_place else 1
+                f[F["IMPLICIT"]] = int(implicit)
+                if not rows_in_place and i == first:  # its own rows, kept across sets
                     f[F["KEEP"]] = 1
                     f[F["COLS"]] = arena.alloc("__cols_first", oh * ow * k4)
-                elif not direct:
+                elif not rows_in_place:
                     col_max = max(col_max, oh * ow * k4)
                     f[F["COLS"]] = -1  # the shared scratch, placed below
-                if not direct and dw == 1:  # im2col from a padded copy (VNNI path)
+                if not rows_in_place and dw == 1:  # im2col from a padded copy (VNNI path)
                     hp = (oh - 1) * sh + (kh - 1) * dh + 1
                     wp = (ow - 1) * sw + kw
                     f[F["IM2COL"]], f[F["HP"]], f[F["WP"]] = 2, hp, wp
                     pad_max = max(pad_max, hp * wp * c)
                 f[F["BEFF_OFF"]] = rs_len  # effective biases, per set (kept across inputs)
                 rs_len += o16
-                if use_direct(oh * ow * inputs, k):
+                if direct:
                     f[F["DIRECT"]] = 1
                 else:  # packed per call (one set at a time) into the engine's panels
                     f[F["PK_OFF"]] = packed_len
                     packed_len += _up(o16 * k4, ALIGN)
                     f[F["RS_OFF"]] = rs_len
                     rs_len += o16
+                    if implicit and k4 != k:  # the weights with padded filter rows
+                        f[F["WX_OFF"]] = packed_len
+                        packed_len += _up(oc * k4, ALIGN)
+                    koff_max = max(koff_max, k4)
             table = _requant_table(p["multiplier"], p["shift"], oc, o16)
             f[F["ANYLS"]] = int(np.any(table[2 * o16 : 3 * o16] > 0))
             f[F["FASTRQ"]] = int(_fast_requant(p["multiplier"], p["shift"]))
@@ -366,7 +376,8 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
     pad_off = col_off + _up(col_max, ALIGN) + ALIGN
     bscr_off = pad_off + _up(pad_max, ALIGN) + 3 * ALIGN  # 3x3 VBMI reads 128 bytes ahead
     acc_off = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN  # depthwise (scalar), MEAN sums
-    arena.end = acc_off + _up(4 * o16_max, ALIGN) + ALIGN
+    koff_off = acc_off + _up(4 * o16_max, ALIGN) + ALIGN  # implicit im2col group offsets
+    arena.end = koff_off + _up(koff_max, ALIGN) + ALIGN
     for f in recs:
         if f[F["KIND"]] == OP_DW or f[F["IM2COL"]] == 2:
             f[F["PAD_OFF"]] = pad_off
@@ -381,6 +392,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
     hdr[G_BSCR_OFF] = bscr_off
     hdr[G_FIRST] = first
     hdr[G_ACC_OFF] = acc_off
+    hdr[G_KOFF_OFF] = koff_off
     prog = np.ascontiguousarray(np.stack([hdr, *recs]))
     return Plan(
         prog=prog,

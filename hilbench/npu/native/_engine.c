@@ -49,7 +49,7 @@
     X(DH) X(DW) X(PT) X(PL) X(K) X(K4) X(O16) X(WSLOT) X(BSLOT) X(PK_OFF) X(PK_SIZE)        \
     X(RS_OFF) X(DIRECT) X(QP_OFF) X(IO) X(OO) X(LO) X(HI) X(DM) X(ANYLS)     \
     X(IM2COL) X(PAD_OFF) X(HP) X(WP) X(OUT_SIZE) X(M1) X(S1) X(M2) X(S2) X(MO) X(SO)         \
-    X(IO2) X(LSH) X(COUNT) X(ZP) X(COLS) X(KEEP) X(FASTRQ) X(BEFF_OFF)
+    X(IO2) X(LSH) X(COUNT) X(ZP) X(COLS) X(KEEP) X(FASTRQ) X(BEFF_OFF) X(IMPLICIT) X(WX_OFF)
 
 enum {
 #define X(n) F_##n,
@@ -69,7 +69,7 @@ enum { OP_NOP = 0, OP_GEMM = 1, OP_DW = 2, OP_ADD = 3, OP_MAXPOOL = 4, OP_AVGPOO
 
 /* arena-global offsets kept in the prog header (first record) */
 enum { G_NOPS = 0, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST,
-       G_ACC_OFF };
+       G_ACC_OFF, G_KOFF_OFF };
 
 /* --- scalar fixed-point (TFLM reference) -------------------------------------------------- */
 static inline int32_t rdbp(int32_t x, int32_t rs) {
@@ -412,25 +412,8 @@ HB_VNNI HB_INLINE __m128i vout(__m512i r, __m512i oo, __m512i lo, __m512i hi) {
 }
 
 #define MR_MAX 16
-HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
-                                 const opctx *c, int64_t ob, int64_t O, uint8_t *out,
-                                 const int mr, const int nr, int anyls) {
-    __m512i acc[MR_MAX][4];
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_si512();
-    const int8_t *b0 = B + ob * K4 * 16;
-    const int64_t bstride = K4 * 16;
-    const int64_t steps = K4 / 4;
-    for (int64_t k = 0; k < steps; k++) {
-        __m512i w[4];
-        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
-        for (int i = 0; i < mr; i++) {
-            int32_t av;
-            memcpy(&av, A + i * lda + k * 4, 4);
-            const __m512i a = _mm512_set1_epi32(av);
-            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
-        }
-    }
+HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t ob, int64_t O,
+                                     uint8_t *out, const int mr, const int nr, int anyls) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16];
     const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
@@ -457,6 +440,54 @@ HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, cons
     }
 }
 
+HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
+                                 const opctx *c, int64_t ob, int64_t O, uint8_t *out,
+                                 const int mr, const int nr, int anyls) {
+    __m512i acc[MR_MAX][4];
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_si512();
+    const int8_t *b0 = B + ob * K4 * 16;
+    const int64_t bstride = K4 * 16;
+    const int64_t steps = K4 / 4;
+    for (int64_t k = 0; k < steps; k++) {
+        __m512i w[4];
+        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
+        for (int i = 0; i < mr; i++) {
+            int32_t av;
+            memcpy(&av, A + i * lda + k * 4, 4);
+            const __m512i a = _mm512_set1_epi32(av);
+            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
+        }
+    }
+    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls);
+}
+
+/* The same on the padded input itself ("implicit" im2col): pixel i's 4-byte group k is at
+ * rows[i] + koff[k]; each filter row's KW*C bytes are padded to a multiple of 4 in the
+ * packed weights (zeros), so a group never mixes two filter rows. */
+HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *koff, int64_t K4,
+                                   const int8_t *B, const opctx *c, int64_t ob, int64_t O,
+                                   uint8_t *out, const int mr, const int nr, int anyls) {
+    __m512i acc[MR_MAX][4];
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_si512();
+    const int8_t *b0 = B + ob * K4 * 16;
+    const int64_t bstride = K4 * 16;
+    const int64_t steps = K4 / 4;
+    for (int64_t k = 0; k < steps; k++) {
+        __m512i w[4];
+        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
+        const int32_t off = koff[k];
+        for (int i = 0; i < mr; i++) {
+            int32_t av;
+            memcpy(&av, rows[i] + off, 4);
+            const __m512i a = _mm512_set1_epi32(av);
+            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
+        }
+    }
+    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls);
+}
+
 #define TILE(MR, NR) gemm_tile(A + m0 * lda, lda, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls)
 /* rows in tiles of MR (as many accumulators as registers allow: MR * NR <= 16), then 4, 1 */
 #define ROWS(MR, NR)                                                                        \
@@ -472,6 +503,37 @@ HB_VNNI static void gemm_vnni(const uint8_t *A, int64_t lda, int64_t M, const op
     const int64_t *f = c->f;
     const int64_t O = f[F_OC], K4 = f[F_K4], nb = f[F_O16] / 16;
     const int anyls = (int)f[F_ANYLS];
+    for (int64_t ob = 0; ob < nb; ob += 4) {
+        const int64_t nr = nb - ob < 4 ? nb - ob : 4;
+        switch (nr) {
+        case 4: ROWS(4, 4); break;
+        case 3: ROWS(5, 3); break;
+        case 2: ROWS(8, 2); break;
+        default: ROWS(16, 1); break;
+        }
+    }
+}
+#undef TILE
+
+#define TILE(MR, NR)                                                                        \
+    do {                                                                                    \
+        const uint8_t *rows[MR_MAX];                                                        \
+        for (int i = 0; i < (MR); i++) {                                                    \
+            const int64_t m = m0 + i, oy = m / OW, ox = m % OW;                             \
+            rows[i] = P + (oy * SH * WP + ox * SW) * C;                                     \
+        }                                                                                   \
+        gemm_tile_x(rows, koff, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls);          \
+    } while (0)
+
+HB_VNNI static void gemm_vnni_x(const uint8_t *P, int64_t M, const opctx *c, int32_t *koff,
+                                uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t O = f[F_OC], K4 = f[F_K4], nb = f[F_O16] / 16;
+    const int64_t C = f[F_C], OW = f[F_OW], SH = f[F_SH], SW = f[F_SW], WP = f[F_WP];
+    const int64_t KH = f[F_KH], DH = f[F_DH], gk = (K4 / KH) / 4; /* groups per filter row */
+    const int anyls = (int)f[F_ANYLS];
+    for (int64_t ky = 0; ky < KH; ky++)
+        for (int64_t g = 0; g < gk; g++) koff[ky * gk + g] = (int32_t)(ky * DH * WP * C + 4 * g);
     for (int64_t ob = 0; ob < nb; ob += 4) {
         const int64_t nr = nb - ob < 4 ? nb - ob : 4;
         switch (nr) {
@@ -1076,9 +1138,24 @@ static PyObject *forward(PyObject *self, PyObject *args) {
             const int8_t *src =
                 (const int8_t *)cb[ws] + (slots[2 * ws + 1] > 1 ? s : 0) * slots[2 * ws];
 #if HB_X86
-            if (vnni)
-                pack_gemm_vnni(src, f[F_OC], f[F_K], f[F_K4], f[F_O16],
+            if (vnni) {
+                int64_t K = f[F_K];
+                if (f[F_IMPLICIT] && f[F_K] != f[F_K4]) {
+                    /* filter rows of KW*C bytes padded to a multiple of 4 with zeros */
+                    const int64_t run = f[F_KW] * f[F_C], runp = f[F_K4] / f[F_KH];
+                    int8_t *wx = (int8_t *)packed.buf + f[F_WX_OFF];
+                    for (int64_t o = 0; o < f[F_OC]; o++)
+                        for (int64_t ky = 0; ky < f[F_KH]; ky++) {
+                            int8_t *d = wx + o * f[F_K4] + ky * runp;
+                            memcpy(d, src + o * f[F_K] + ky * run, (size_t)run);
+                            memset(d + run, 0, (size_t)(runp - run));
+                        }
+                    src = wx;
+                    K = f[F_K4];
+                }
+                pack_gemm_vnni(src, f[F_OC], K, f[F_K4], f[F_O16],
                                (int8_t *)packed.buf + f[F_PK_OFF], rowsum + f[F_RS_OFF]);
+            }
 #endif
             (void)src;
         }
@@ -1120,6 +1197,18 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                 case OP_GEMM: {
                     const uint8_t *A = in;
                     int64_t lda = f[F_K];
+#if HB_X86
+                    if (vnni && f[F_IMPLICIT]) { /* packed, straight from the padded input */
+                        pad_input(in, f, (uint8_t)(128 - f[F_IO]), ar + f[F_PAD_OFF]);
+                        c.pk = (const int8_t *)packed.buf + f[F_PK_OFF];
+                        const int32_t *rs = rowsum + f[F_RS_OFF];
+                        for (int64_t o = 0; o < f[F_O16] && c.sums; o++)
+                            c.beff[o] = o < f[F_OC] ? fold_bias(&c, o, rs[o]) : 0;
+                        gemm_vnni_x(ar + f[F_PAD_OFF], f[F_OH] * f[F_OW], &c,
+                                    (int32_t *)(ar + hdr[G_KOFF_OFF]), out);
+                        break;
+                    }
+#endif
                     if (f[F_IM2COL]) {
                         uint8_t *cols = ar + f[F_COLS];
                         if (share && f[F_KEEP]) {
