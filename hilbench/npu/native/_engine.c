@@ -421,20 +421,19 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
     const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
     for (int j = 0; j < nr; j++) {
         const int64_t o = (ob + j) * 16;
-        const __m512i bias = _mm512_loadu_si512(c->beff + o);
         const int64_t left = O - o;
         const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
         if (f[F_FASTRQ]) {
             const vqf q = vqf_load(c->qp, O16, o);
             for (int i = 0; i < mr; i++) {
-                const __m512i r = vmbqm_fast(_mm512_add_epi32(acc[i][j], bias), &q);
+                const __m512i r = vmbqm_fast(acc[i][j], &q);
                 _mm_mask_storeu_epi8(out + i * O + o, km, vout(r, oo, lo, hi));
             }
             continue;
         }
         const vq q = vq_load(c->qp, O16, o);
         for (int i = 0; i < mr; i++) {
-            const __m512i r = vmbqm(_mm512_add_epi32(acc[i][j], bias), &q, anyls);
+            const __m512i r = vmbqm(acc[i][j], &q, anyls);
             _mm_mask_storeu_epi8(out + i * O + o, km, vout(r, oo, lo, hi));
         }
     }
@@ -443,9 +442,11 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
 HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
                                  const opctx *c, int64_t ob, int64_t O, uint8_t *out,
                                  const int mr, const int nr, int anyls) {
-    __m512i acc[MR_MAX][4];
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_si512();
+    __m512i acc[MR_MAX][4]; /* start from the effective bias (int32 wrap either way) */
+    for (int j = 0; j < nr; j++) {
+        const __m512i b = _mm512_loadu_si512(c->beff + (ob + j) * 16);
+        for (int i = 0; i < mr; i++) acc[i][j] = b;
+    }
     const int8_t *b0 = B + ob * K4 * 16;
     const int64_t bstride = K4 * 16;
     const int64_t steps = K4 / 4;
@@ -468,9 +469,11 @@ HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, cons
 HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *koff, int64_t K4,
                                    const int8_t *B, const opctx *c, int64_t ob, int64_t O,
                                    uint8_t *out, const int mr, const int nr, int anyls) {
-    __m512i acc[MR_MAX][4];
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) acc[i][j] = _mm512_setzero_si512();
+    __m512i acc[MR_MAX][4]; /* start from the effective bias (int32 wrap either way) */
+    for (int j = 0; j < nr; j++) {
+        const __m512i b = _mm512_loadu_si512(c->beff + (ob + j) * 16);
+        for (int i = 0; i < mr; i++) acc[i][j] = b;
+    }
     const int8_t *b0 = B + ob * K4 * 16;
     const int64_t bstride = K4 * 16;
     const int64_t steps = K4 / 4;
