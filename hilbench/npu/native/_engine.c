@@ -894,26 +894,49 @@ HB_VBMI static void dw3_vbmi(const uint8_t *P, const opctx *c, uint8_t *out) {
     }
 }
 
+/* One of ADD's three MultiplyByQuantizedMultiplier, uniform over lanes, by the cheapest
+ * exact route: mode 2 for (2^30, shift 0) — the larger input's multiplier, 1/2 exactly —
+ * where SaturatingRoundingDoublingHighMul(x, 2^30) = floor((x + 1) / 2); mode 1 (merged
+ * rounding) for right shifts; mode 0 TFLM's steps. */
+typedef struct {
+    int mode, anyls;
+    vq q;
+    vqf qf;
+} addq;
+
+HB_VNNI HB_INLINE addq addq_make(int32_t m, int32_t sh) {
+    addq a;
+    const int32_t l = sh > 0 ? sh : 0, r = sh > 0 ? 0 : -sh;
+    const int32_t mask = (int32_t)(((int64_t)1 << r) - 1);
+    a.anyls = l > 0;
+    a.mode = (m == (1 << 30) && sh == 0) ? 2 : (sh <= -1 ? 1 : 0);
+    a.q.m = _mm512_set1_epi32(m);
+    a.q.mo = _mm512_srli_epi64(a.q.m, 32);
+    a.q.ls = _mm512_set1_epi32(l);
+    a.q.rs = _mm512_set1_epi32(r);
+    a.q.mask = _mm512_set1_epi32(mask);
+    a.q.thr = _mm512_set1_epi32(mask >> 1);
+    a.qf.m = a.q.m;
+    a.qf.mo = a.q.mo;
+    a.qf.rsm1 = _mm512_set1_epi32(r > 0 ? r - 1 : 0);
+    a.qf.ae = _mm512_set1_epi64(((int64_t)1 << 30) + ((int64_t)1 << (30 + (r > 0 ? r : 1))));
+    a.qf.ao = a.qf.ae;
+    return a;
+}
+
+HB_VNNI HB_INLINE __m512i addq_apply(__m512i x, const addq *a) {
+    if (a->mode == 2) return _mm512_srai_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(1)), 1);
+    if (a->mode == 1) return vmbqm_fast(x, &a->qf);
+    return vmbqm(x, &a->q, a->anyls);
+}
+
 HB_VNNI static void add_vnni(const uint8_t *a, const uint8_t *b, const int64_t *f,
                              uint8_t *out) {
     const int64_t L = f[F_OUT_SIZE];
     const int32_t ls = (int32_t)f[F_LSH];
-    vq q1, q2, q3;
-    const int32_t m[3] = {(int32_t)f[F_M1], (int32_t)f[F_M2], (int32_t)f[F_MO]};
-    const int32_t s[3] = {(int32_t)f[F_S1], (int32_t)f[F_S2], (int32_t)f[F_SO]};
-    vq *qs[3] = {&q1, &q2, &q3};
-    int anyls = 0;
-    for (int i = 0; i < 3; i++) {
-        const int32_t l = s[i] > 0 ? s[i] : 0, r = s[i] > 0 ? 0 : -s[i];
-        const int32_t mask = (int32_t)(((int64_t)1 << r) - 1);
-        qs[i]->m = _mm512_set1_epi32(m[i]);
-        qs[i]->mo = _mm512_srli_epi64(qs[i]->m, 32);
-        qs[i]->ls = _mm512_set1_epi32(l);
-        qs[i]->rs = _mm512_set1_epi32(r);
-        qs[i]->mask = _mm512_set1_epi32(mask);
-        qs[i]->thr = _mm512_set1_epi32(mask >> 1);
-        anyls |= l > 0;
-    }
+    const addq q1 = addq_make((int32_t)f[F_M1], (int32_t)f[F_S1]);
+    const addq q2 = addq_make((int32_t)f[F_M2], (int32_t)f[F_S2]);
+    const addq q3 = addq_make((int32_t)f[F_MO], (int32_t)f[F_SO]);
     const __m512i off1 = _mm512_set1_epi32((int32_t)f[F_IO] - 128);
     const __m512i off2 = _mm512_set1_epi32((int32_t)f[F_IO2] - 128);
     const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
@@ -927,8 +950,8 @@ HB_VNNI static void add_vnni(const uint8_t *a, const uint8_t *b, const int64_t *
         __m512i x2 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, b + i));
         x1 = _mm512_sll_epi32(_mm512_add_epi32(x1, off1), lsv);
         x2 = _mm512_sll_epi32(_mm512_add_epi32(x2, off2), lsv);
-        const __m512i r = _mm512_add_epi32(vmbqm(x1, &q1, anyls), vmbqm(x2, &q2, anyls));
-        _mm_mask_storeu_epi8(out + i, km, vout(vmbqm(r, &q3, anyls), oo, lo, hi));
+        const __m512i r = _mm512_add_epi32(addq_apply(x1, &q1), addq_apply(x2, &q2));
+        _mm_mask_storeu_epi8(out + i, km, vout(addq_apply(r, &q3), oo, lo, hi));
     }
 }
 #endif
