@@ -64,6 +64,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"hilbench: choose one backend, not {' and '.join(chosen)}")
     try:
         backend_config(config)
+        if not config.getoption("--board") and not config.getoption("--qemu"):
+            from hilbench.npu.ops import _backend
+
+            _backend.check_env()  # the emulator's NPU
     except HilbenchError as exc:
         raise pytest.UsageError(f"hilbench: {exc}") from None
     if config.getoption("--qemu"):

@@ -25,6 +25,7 @@ from hilbench.link.memory import MemoryPort
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.graph import Graph
+from hilbench.npu.ops import _backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
 from hilbench.target.client import Target
@@ -253,6 +254,7 @@ def _run(
     resumed: _Resumed | None = None,
 ) -> RunResult:
     started = time.perf_counter()
+    npu_backend.check_env()  # a user's setting: say so now, not as a device failure later
     view = view or NullView()
     data = datasets.load(config.dataset)
     model = prepare_model(config, data)

@@ -1,7 +1,10 @@
 """The command line as a user meets it: results, and one clear line for each mistake."""
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 
 import h5py
@@ -105,3 +108,29 @@ def test_emulate_refuses_a_malformed_listen_address():
 def test_qemu_fails_clearly_until_the_firmware_lands(tmp_path):
     proc = hilbench("run", "--qemu", "--trace", str(tmp_path / "t.h5"))
     assert_one_clear_line(proc, "QEMU", "device_fw")
+
+
+def test_an_unknown_npu_backend_setting_is_the_users_mistake(tmp_path):
+    env = {**os.environ, "HILBENCH_NPU_BACKEND": "fastest"}
+    trace = tmp_path / "t.h5"
+    proc = subprocess.run(
+        [sys.executable, "-m", "hilbench", "run", "--budget", "40", "--trace", str(trace)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert_one_clear_line(proc, "HILBENCH_NPU_BACKEND='fastest'", "native, jit, numpy")
+    assert not trace.exists()
+    test = tmp_path / "test_x.py"
+    test.write_text("def test_x(device):\n    assert device.info\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", str(test), "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode != 0
+    assert "HILBENCH_NPU_BACKEND='fastest' names no NPU backend" in proc.stdout + proc.stderr

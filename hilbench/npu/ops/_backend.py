@@ -60,6 +60,16 @@ def _check(name: str) -> str:
     return name
 
 
+def check_env() -> None:
+    """Refuse an unknown ``HILBENCH_NPU_BACKEND`` (a user's setting) before anything runs."""
+    env = os.environ.get(_ENV, "").strip().lower()
+    if env and env not in NAMES:
+        raise ModelError(
+            f"{_ENV}={env!r} names no NPU backend",
+            f"set it to one of {', '.join(NAMES)}, or unset it for the default",
+        )
+
+
 def _default() -> str:
     env = os.environ.get(_ENV, "").strip().lower()
     if env:
