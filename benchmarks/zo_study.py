@@ -249,8 +249,8 @@ def run_all(specs: Iterable[Spec], workers: int) -> list[Outcome]:
     if todo:
         # longest first, so the pool does not end on one long run
         todo.sort(key=lambda s: -TASKS[s.task].budget * (3 if TASKS[s.task].model == "cnn" else 1))
-        # one fresh process per run: the native NPU engine keeps per-process state, and a
-        # long-lived worker gave a run other bytes than the same run alone (cnn-ft, q = 4)
+        # one fresh process per run, so no run can depend on what its process ran before
+        # (the native NPU engine keeps per-process plans)
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx, max_tasks_per_child=1
