@@ -139,7 +139,7 @@ class Spec:
             f"--dataset {c.dataset}",
             f"--init {c.init}",
             f"--scheduler {c.scheduler}",
-            f"--lr {c.lr:g}",
+            f"--lr {_exact(c.lr)}",
             f"--budget {c.budget}",
             f"--seed {c.seed}",
         ]
@@ -177,6 +177,12 @@ class Outcome:
             if f <= fp:
                 best = a
         return best
+
+
+def _exact(value: float) -> str:
+    """``value`` as short as it reads back exactly (a command line must rerun the same run)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
 
 
 def _result_path(spec: Spec) -> Path:
