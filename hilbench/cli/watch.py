@@ -162,9 +162,11 @@ def handle(args: argparse.Namespace) -> int:
             first = follower.poll()
             break
         except TraceError as exc:
-            # a run being set up right now (file created, run group not yet) is worth a wait
+            # a run being set up right now (file created, run group not yet, or the writer
+            # between creating the file and switching it to SWMR) is worth a wait
             transient = any(
-                s in exc.cause for s in ("holds no runs", "another process", "is corrupt")
+                s in exc.cause
+                for s in ("holds no runs", "another process", "is corrupt", "left open")
             )
             if not transient or time.monotonic() > deadline:
                 raise
