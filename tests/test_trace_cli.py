@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 
 from hilbench.trace import Trace, TraceWriter
@@ -81,6 +82,13 @@ def test_compare_side_by_side_with_one_plot(runs: tuple[Path, Path], tmp_path: P
     assert [r["steps"] for r in rows] == [200, 400]
     assert all(r["at_forward_passes"] == 800 and 0 <= r["accuracy_at"] <= 1 for r in rows)
     assert rows[0]["accuracy_at"] == Trace.open(a).accuracy_at(800)
+    # the per-step PROBE time: after the first step it travels in APPLY_PROBE
+    tm = Trace.open(a).timing
+    steps = tm[(tm["command"] == "APPLY_PROBE") & (tm["source"] == "modeled")]
+    alone = tm[(tm["command"] == "PROBE") & (tm["source"] == "modeled")]
+    assert len(steps) + len(alone) == 200 and len(alone) <= 4  # the first, and after evals
+    assert rows[0]["probe_source"] == "modeled"
+    assert rows[0]["probe_p50_s"] == pytest.approx(float(np.median(steps["duration_s"])))
     plot = tmp_path / "cmp" / "both.png"
     human = hilbench("compare", str(a), str(b), "--plot", str(plot))
     assert human.returncode == 0, human.stderr

@@ -31,12 +31,13 @@ def row(trace: Any, at: int) -> dict[str, Any]:
     final = trace.final
     snap = trace.at(at)
     timing = trace.timing_percentiles((50,))
-    probe = next(
+    probe = next(  # a step's PROBE travels in APPLY_PROBE after the first step (protocol v1)
         (
             (src, stats["p50"])
+            for name in ("APPLY_PROBE", "PROBE")
             for src in ("device", "modeled", "host")
             for (cmd, s), stats in timing.items()
-            if cmd == "PROBE" and s == src
+            if cmd == name and s == src
         ),
         None,
     )
@@ -124,7 +125,7 @@ def handle(args: argparse.Namespace) -> int:
         ("train_loss", "train loss, last steps (nats)"),
         ("forward_passes", "forward passes"),
         ("steps", "steps"),
-        ("probe_p50_s", "PROBE p50"),
+        ("probe_p50_s", "PROBE p50 (per step)"),
         ("probe_source", "PROBE timed by"),
         ("weights_crc", "weights CRC-32"),
         ("events", "events"),
