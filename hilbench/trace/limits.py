@@ -4,7 +4,7 @@
 
     check(trace,
           Limit("final_accuracy", low=0.90, marginal_low=0.92, units="fraction"),
-          Limit("timing.PROBE.p99@modeled", high=5e-3, units="s"),
+          Limit("timing.APPLY_PROBE.p99@modeled", high=5e-3, units="s"),  # a step's PROBE
           Limit("events.retry", high=0, units="count"))
 
 A value outside [low, high] fails; inside the limits but outside [marginal_low, marginal_high]
