@@ -257,7 +257,7 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
     timer.wrap(client.Target, "_exchange_payload", "protocol (client, frames, link)")
     timer.wrap(estimator, "two_point", "estimator (coefficients)")
     estimator.ESTIMATORS["two-point"] = estimator.two_point
-    for name in ("append_step", "append_timing", "append_eval", "append_event"):
+    for name in ("append_step", "append_timing", "append_command", "append_eval", "append_event"):
         timer.wrap(TraceWriter, name, "trace")
     timer.wrap(console.PlainView, "update", "console")
     try:
