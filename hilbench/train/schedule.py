@@ -106,8 +106,17 @@ class QScheduler(Scheduler):
     rate itself (``lr_scale``; ``warmup=0`` turns it off). The window tests cannot react before
     two windows (5% of the budget) have passed, and a rate 3x too large wrecks pre-trained
     weights in fewer steps than that (docs/results.md); during the warm-up a rate that is too
-    large shows up as a rising loss while it is still only a little too large, so doubling q
-    catches it before the damage is done.
+    large shows up while it is still only a little too large, so doubling q catches it before
+    the damage is done. During the warm-up the test is stricter: every window must *fall*, by
+    at least ``z_fall`` standard errors (default 1; ``None`` turns it off), since early in a run
+    a loss falls fast at any rate that is not too large. A window that hovers or rises there
+    means the rate is already at or past its limit for q at this warm-up level, and the full
+    rate would be 1.5x or 3x more; so q doubles (why "warm-up", or "rose") and the rate *stays
+    at that level* for the rest of the run. Doubling q about doubles the rate q tolerates
+    (the tuned rate grows like q^0.9), so the level that was too large for q is about right
+    for 2q, where going on to the full rate would be too large for 2q as well. At a rate that
+    suits q = 1 none of this fires (no run at a tuned rate did, on four tasks), so it costs a
+    healthy run nothing; docs/results/qscheduler-rules.md has the measurements.
 
     Why this rule. With ZO-SGD the largest stable rate grows about linearly with q, so a rate
     too large for q = 1 shows up as a loss that rises or hovers, and doubling q until it falls
@@ -137,6 +146,7 @@ class QScheduler(Scheduler):
         min_steps: int = 100,
         min_window: int = 200,
         warmup: float = 0.1,
+        z_fall: float | None = 1.0,
     ) -> None:
         if not 1 <= q_min <= q_max <= 256:
             raise ConfigError(
@@ -157,7 +167,7 @@ class QScheduler(Scheduler):
         self.q_min, self.q_max, self.q = q_min, q_max, q_min
         self.windows, self.lookback, self.z_rise, self.factor = windows, lookback, z_rise, factor
         self.cooldown, self.min_steps, self.min_window = cooldown, min_steps, min_window
-        self.early, self.rho_min, self.warmup = early, rho_min, warmup
+        self.early, self.rho_min, self.warmup, self.z_fall = early, rho_min, warmup, z_fall
         self._spent = 0  # forward passes of the steps observed so far
         self.budget = 0
         self.name = "qscheduler"
@@ -168,7 +178,9 @@ class QScheduler(Scheduler):
         self._means: list[tuple[float, float]] = []  # (mean, squared standard error)
         self._prev_loss: float | None = None
         self._cool = 0
-        # (forward passes, q, why) at every change; why: "start", "stalled", "rose"
+        self._cap = 1.0  # the warm-up level the rate stays at after a change during it
+        # (forward passes, q, why) at every change; why: "start", "stalled", "rose",
+        # "inefficient", "warm-up"
         self.history: list[tuple[int, int, str]] = [(0, q_min, "start")]
 
     def start(self, budget: int) -> None:
@@ -178,13 +190,20 @@ class QScheduler(Scheduler):
     def next_q(self, step: int) -> int:
         return self.q
 
-    def lr_scale(self, q: int) -> float:
-        """1/3, then 2/3 of the rate over the two halves of the warm-up, then 1."""
-        if self.budget <= 0 or self._spent >= self.warmup * self.budget:
+    def _warm_level(self, spent: int) -> float:
+        """The warm-up's multiplier after ``spent`` forward passes: 1/3, 2/3, then 1."""
+        if self.budget <= 0 or spent >= self.warmup * self.budget:
             return 1.0
-        return (1 + int(2 * self._spent / (self.warmup * self.budget))) / 3
+        return (1 + int(2 * spent / (self.warmup * self.budget))) / 3
+
+    def lr_scale(self, q: int) -> float:
+        """1/3, then 2/3 of the rate over the two halves of the warm-up, then 1; held at the
+        level where the warm-up's loss stopped falling, if it did."""
+        return min(self._warm_level(self._spent), self._cap)
 
     def observe_step(self, info: StepInfo) -> None:
+        # the warm-up level this step ran at (lr_scale saw the forward passes before it)
+        level = self._warm_level(self._spent)
         self._spent = info.forward_passes
         if math.isfinite(info.loss):
             self._losses.append(info.loss)
@@ -211,11 +230,24 @@ class QScheduler(Scheduler):
             and promised > 0
             and (m1 - m) / promised < self.rho_min
         )
-        if (rose or stalled or inefficient) and self.q < self.q_max:
+        # during the warm-up the loss must fall, by at least z_fall standard errors a window
+        warming = level < 1.0
+        slow = warming and self.z_fall is not None and m1 - m < self.z_fall * math.sqrt(v + v1)
+        if (rose or stalled or inefficient or slow) and self.q < self.q_max:
             self.q = min(self.q_max, self.q * self.factor)
             self._cool = self.cooldown
-            why = "rose" if rose else "stalled" if stalled else "inefficient"
+            why = (
+                "rose"
+                if rose
+                else "stalled"
+                if stalled
+                else "inefficient"
+                if inefficient
+                else "warm-up"
+            )
             self.history.append((info.forward_passes, self.q, why))
+            if warming:  # the rate is too large for q already at this level: stay there
+                self._cap = min(self._cap, level)
 
 
 _FACTORIES: dict[str, Callable[[str | None], Scheduler]] = {}

@@ -55,7 +55,9 @@ def test_bad_scheduler_specs_are_config_errors(spec):
 def test_qscheduler_keeps_q_while_the_loss_falls_even_slowly():
     s = QScheduler()
     s.start(40_000)
-    qs = feed(s, [1.0 - 0.001 * i for i in range(40)], noise=0.2)
+    # fast during the warm-up (the first 4 windows), then 0.001 a window (0.1 standard errors)
+    losses = [1.4 - 0.1 * i for i in range(4)] + [1.0 - 0.001 * i for i in range(36)]
+    qs = feed(s, losses, noise=0.2)
     assert qs[-1] == 1 and len(s.history) == 1
 
 
@@ -109,6 +111,43 @@ def test_qscheduler_warms_the_rate_up_over_the_first_tenth_of_the_budget():
     assert make_schedule("qscheduler:warmup=0.2").warmup == 0.2
     with pytest.raises(ConfigError):
         QScheduler(warmup=0.8)
+
+
+def test_qscheduler_doubles_q_and_holds_the_rate_when_the_warm_up_loss_stops_falling():
+    """In the first ``warmup`` of the budget every window must fall by at least ``z_fall``
+    standard errors: a loss that hovers (or rises) while the rate is still being raised means
+    the rate is too large for q already at this level, so q doubles and the rate stays at the
+    level (the full rate would be 1.5x more)."""
+    s = QScheduler()
+    s.start(40_000)  # windows of 1,000 forward passes, warm-up over the first 4,000
+    assert s.lr_scale(1) == pytest.approx(1 / 3)
+    # the loss falls 0.1 a window (noise 0.2 -> one standard error of a difference ~ 0.013),
+    # then hovers at 0.7 in the fourth window (at 2/3 of the rate): q doubles at its end
+    assert feed(s, [0.9, 0.8, 0.7, 0.7], noise=0.2) == [1, 1, 1, 2]
+    assert s.history[1] == (4000, 2, "warm-up")
+    assert s.lr_scale(2) == pytest.approx(2 / 3)  # past the warm-up, still 2/3
+    feed(s, [0.6 - 0.01 * i for i in range(10)], noise=0.2)
+    assert s.lr_scale(2) == pytest.approx(2 / 3) and s.q == 2
+    # a fall of less than one standard error also counts as not falling
+    slow = QScheduler()
+    slow.start(40_000)
+    assert feed(slow, [0.9, 0.8, 0.795], noise=0.2)[-1] == 2
+    # a rise during the warm-up holds the rate too (here in its first half, at 1/3)
+    rise = QScheduler()
+    rise.start(40_000)
+    assert feed(rise, [1.0, 1.5], noise=0.1) == [1, 2]
+    assert rise.history[1][2] == "rose"
+    feed(rise, [1.4 - 0.1 * i for i in range(6)], noise=0.1)
+    assert rise.lr_scale(2) == pytest.approx(1 / 3)
+    # after the warm-up, hovering is left to the stall test (4 windows back), the rate to 1
+    late = QScheduler()
+    late.start(40_000)
+    assert feed(late, [1.5 - 0.1 * i for i in range(6)] + [0.9, 0.9], noise=0.2)[-1] == 1
+    assert late.lr_scale(1) == 1.0
+    off = QScheduler(z_fall=None)
+    off.start(40_000)
+    assert feed(off, [0.9, 0.8, 0.7, 0.7], noise=0.2)[-1] == 1
+    assert off.lr_scale(1) == 1.0
 
 
 def test_qscheduler_acts_at_once_on_a_rising_loss_even_in_cooldown():
