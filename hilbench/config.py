@@ -117,7 +117,7 @@ _QSCHED_INT = {
     "min_steps",
     "min_window",
 }
-_QSCHED_FLOAT = {"z_rise", "early", "rho_min", "warmup"}
+_QSCHED_FLOAT = {"z_rise", "early", "rho_min", "warmup", "z_fall"}
 
 
 def parse_scheduler(spec: str) -> tuple[str, dict[str, Any]]:

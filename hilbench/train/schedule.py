@@ -164,6 +164,11 @@ class QScheduler(Scheduler):
                 f"qscheduler warmup={warmup} is out of range",
                 "use a fraction of the budget in [0, 0.5] (0: no warm-up)",
             )
+        if z_fall is not None and not 0.0 <= z_fall <= 10.0:
+            raise ConfigError(
+                f"qscheduler z_fall={z_fall} is out of range",
+                "use a number of standard errors in [0, 10] (warmup=0 turns the test off)",
+            )
         self.q_min, self.q_max, self.q = q_min, q_max, q_min
         self.windows, self.lookback, self.z_rise, self.factor = windows, lookback, z_rise, factor
         self.cooldown, self.min_steps, self.min_window = cooldown, min_steps, min_window

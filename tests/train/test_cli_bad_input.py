@@ -12,6 +12,7 @@ from tests.cli_helpers import hilbench
         (["--scheduler", "fixed:999"], ["fixed:999", "q in"]),
         (["--scheduler", "qscheduler:q_min=8,q_max=4"], ["q_min <= q_max"]),
         (["--scheduler", "qscheduler:speed=2"], ["bad setting 'speed=2'"]),
+        (["--scheduler", "qscheduler:z_fall=-1"], ["z_fall=-1.0 is out of range", "[0, 10]"]),
         (["--scheduler", "adaptive"], ["unknown scheduler 'adaptive'", "qscheduler"]),
         (["--eps", "0"], ["eps 0 is out of range"]),
         (["--eps", "128"], ["eps 128 is out of range"]),
