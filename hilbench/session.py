@@ -82,6 +82,10 @@ class PreparedModel:
         """PRNG words the device draws in a step of q samples (PROBE + APPLY)."""
         return zocf.fresh_words_per_step(self.zo, self.trained, q)
 
+    def fresh_numbers(self, q: int) -> int:
+        """Random numbers the device draws in a step of q samples (PROBE + APPLY)."""
+        return zocf.fresh_numbers_per_step(self.zo, self.trained, q)
+
 
 _PRETRAINED: dict[tuple[str, int], list] = {}
 
@@ -336,6 +340,7 @@ def _run(
                 trace,
                 n_test=len(data.y_test),
                 fresh_words=model.fresh_words,
+                fresh_numbers=model.fresh_numbers,
                 view=view,
             )
             view.start(

@@ -178,7 +178,20 @@ def _read_table(g: h5py.Group, name: str) -> np.ndarray:
     ds = g.get(name)
     if ds is None:
         return np.empty(0, _str_dtype(want))
-    return _decode_rows(ds[()])
+    rows = _decode_rows(ds[()])
+    return _current_steps(rows) if name == "steps" else rows
+
+
+def _current_steps(rows: np.ndarray) -> np.ndarray:
+    """Step rows in the current layout: a format version 1 run's (no fresh_numbers column)
+    get fresh_numbers = -1 (not recorded)."""
+    if "fresh_numbers" in rows.dtype.names:
+        return rows
+    out = np.empty(len(rows), S.STEPS_DTYPE)
+    for col in rows.dtype.names:
+        out[col] = rows[col]
+    out["fresh_numbers"] = S.NOT_RECORDED
+    return out
 
 
 def _decode_rows(raw: np.ndarray) -> np.ndarray:
@@ -615,6 +628,7 @@ class Follower:
                         else np.empty(0, _str_dtype(ds.dtype))
                     )
                     self._n[name] = max(self._n[name], n)
+                new["steps"] = _current_steps(new["steps"])
             except (OSError, KeyError, ValueError, RuntimeError) as exc:
                 raise TraceError(
                     f"{self.path} run {self.run_id} cannot be read ({exc})", _FIX_CORRUPT

@@ -18,7 +18,7 @@ import numpy as np
 from hilbench.errors import TraceError
 
 FORMAT_NAME = "hilbench-trace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 #: HDF5 file-format bounds: the 1.10 object formats (the oldest that allows SWMR), never newer,
 #: so h5dump/HDFView built on HDF5 1.10 or later read every trace. (libver="latest" on HDF5 2.x
@@ -81,8 +81,15 @@ STEPS_DTYPE = np.dtype(
         ("loss", "<f8"),
         ("forward_passes", "<i8"),
         ("fresh_words", "<i8"),
+        ("fresh_numbers", "<i8"),
     ]
 )
+#: The steps table of format version 1 (no fresh_numbers). Runs written in it are still read
+#: (fresh_numbers = NOT_RECORDED) and resumed in it (the appended rows stay in that layout).
+STEPS_DTYPE_V1 = np.dtype([(name, STEPS_DTYPE[name]) for name in STEPS_DTYPE.names[:-1]])
+#: fresh_numbers of a step whose count is not known: a version 1 run, or a caller that did not
+#: give it to append_step.
+NOT_RECORDED = -1
 SAMPLES_DTYPE = np.dtype(
     [
         ("step", "<i8"),
@@ -126,6 +133,7 @@ UNITS: dict[str, dict[str, str]] = {
         "loss": "nats",
         "forward_passes": "count (cumulative)",
         "fresh_words": "32-bit words (this step)",
+        "fresh_numbers": "random numbers (this step)",
     },
     "samples": {
         "step": "index",

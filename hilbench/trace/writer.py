@@ -69,6 +69,9 @@ class TraceWriter:
         self.path = path
         self.run_id = group.name.rsplit("/", 1)[-1]
         self._ds = {name: group[name] for name in S.DATASETS}
+        # A run resumed from format version 1 keeps its steps layout (no fresh_numbers).
+        self._steps_dtype = steps_layout(self._ds["steps"])
+        layouts = {**S.DATASETS, "steps": self._steps_dtype}
         # Tables whose file type is byte-identical to the numpy record layout are written
         # without HDF5's (slow) compound conversion.
         self._mtypes = {}
@@ -77,7 +80,7 @@ class TraceWriter:
             if (
                 not ds.dtype.hasobject
                 and ftype.get_size() == ds.dtype.itemsize
-                and ftype == h5t.py_create(S.DATASETS[name])
+                and ftype == h5t.py_create(layouts[name])
             ):
                 self._mtypes[name] = ftype
         self._flush_rows = max(1, int(flush_rows))
@@ -154,6 +157,11 @@ class TraceWriter:
         attrs["config_json"] = S.config_json(config)
         f, lock_fd = _open_for_append(path, create=True)
         try:
+            if int(f.attrs["format_version"]) < S.FORMAT_VERSION:
+                # a new run in an older file: its runs keep their layout, the file is now
+                # the current version (an older reader would not know the new run's columns)
+                f.attrs["format_version"] = S.FORMAT_VERSION
+                f.attrs["written_by"] = f"hilbench {_HILBENCH_VERSION}"
             runs = f.require_group(S.RUNS_GROUP)
             numbers = [int(k) for k in runs if k.isdigit()]
             g = runs.create_group(S.run_id(max(numbers) + 1 if numbers else 0))
@@ -230,6 +238,7 @@ class TraceWriter:
                     "start a new run with TraceWriter.create",
                 )
             steps, samples = g["steps"], g["samples"]
+            steps_layout(steps, f"cannot resume run {rid} of {path}")
             end = 0
             if steps.shape[0]:
                 last = steps[-1]
@@ -304,8 +313,14 @@ class TraceWriter:
         loss: float,
         forward_passes: int,
         fresh_words: int,
+        fresh_numbers: int = S.NOT_RECORDED,
     ) -> None:
-        """Buffer one ZO step and its q samples (values are range-checked on flush)."""
+        """Buffer one ZO step and its q samples (values are range-checked on flush).
+
+        ``fresh_words`` / ``fresh_numbers``: PRNG words and random numbers the device drew
+        for this step; fresh_numbers defaults to -1 (not recorded), and is dropped when the
+        run was resumed from a format version 1 trace (whose steps table has no such column).
+        """
         if not (len(seeds) == len(loss_plus) == len(loss_minus) == len(grads) == len(coeffs) == q):
             raise TraceError(
                 f"step {step}: q = {q} but got {len(seeds)} seeds, {len(loss_plus)} L+, "
@@ -330,7 +345,9 @@ class TraceWriter:
                 for buf in (self._seed, self._lp, self._lm, self._grad, self._coeff):
                     del buf[n0:]
                 raise
-            self._st.append((step, q, batch_seed, eps, lr, loss, forward_passes, fresh_words))
+            self._st.append(
+                (step, q, batch_seed, eps, lr, loss, forward_passes, fresh_words, fresh_numbers)
+            )
             if len(self._st) >= self._flush_rows:
                 self._flush()
 
@@ -529,7 +546,7 @@ class TraceWriter:
     def _step_block(self) -> tuple[np.ndarray, np.ndarray, TraceError | None]:
         """The buffered steps and samples as record arrays, without steps that do not fit."""
         n = len(self._st)
-        cols = list(zip(*self._st, strict=True)) if n else [()] * 8
+        cols = list(zip(*self._st, strict=True)) if n else [()] * 9
         # An append interrupted (Ctrl-C) between its extends and its step row leaves extra
         # samples at the end of some sample lists: they belong to no step, drop them.
         total = sum(cols[1])  # q, checked against the lengths in append_step
@@ -545,7 +562,10 @@ class TraceWriter:
             "loss": (*S.float_column(cols[5]), "f8"),
             "forward_passes": (*S.int_column(cols[6], *S.I64), "i64"),
             "fresh_words": (*S.int_column(cols[7], *S.I64), "i64"),
+            "fresh_numbers": (*S.int_column(cols[8], *S.I64), "i64"),
         }
+        if self._steps_dtype is S.STEPS_DTYPE_V1:  # a version 1 run: no such column
+            del checks["fresh_numbers"]
         sample_checks = {
             "seed": (*S.int_column(seeds, *S.U32), "u32", seeds),
             "loss_plus": (*S.int_column(lp, *S.I32), "i32", lp),
@@ -569,7 +589,7 @@ class TraceWriter:
             skeep = keep[owner]
 
         q_kept = q[keep]
-        steps = np.empty(len(q_kept), S.STEPS_DTYPE)
+        steps = np.empty(len(q_kept), self._steps_dtype)
         for col, (values, _, _) in checks.items():
             steps[col] = values[keep]
         steps["sample_start"] = np.cumsum(q_kept) - q_kept + self._n["samples"]
@@ -790,6 +810,18 @@ class TraceWriter:
 
 
 # ---------------------------------------------------------------- files
+
+
+def steps_layout(ds: h5py.Dataset, verb: str = "cannot append") -> np.dtype:
+    """The record layout of a run's steps table: the current one or version 1's."""
+    names = ds.dtype.names or ()
+    for layout in (S.STEPS_DTYPE, S.STEPS_DTYPE_V1):
+        if names == layout.names:
+            return layout
+    raise TraceError(
+        f"{verb}: its steps table has the columns {list(names)}, which no trace format version has",
+        "start a new run with TraceWriter.create",
+    )
 
 
 def _write_blob(g: h5py.Group, blob: bytes) -> None:

@@ -99,6 +99,7 @@ class Trainer:
         *,
         n_test: int,
         fresh_words: Callable[[int], int],
+        fresh_numbers: Callable[[int], int],
         view: RunView | None = None,
     ) -> None:
         self.target = target
@@ -107,18 +108,20 @@ class Trainer:
         self.trace = trace
         self.n_test = n_test
         self.fresh_words = fresh_words
-        self._fresh_by_q: dict[int, int] = {}  # fresh_words is a function of q: ask once per q
+        self.fresh_numbers = fresh_numbers
+        # (fresh words, fresh numbers) are functions of q: ask once per q
+        self._fresh_by_q: dict[int, tuple[int, int]] = {}
         self.view = view or NullView()
         self.step = 0
         self._step_device_s = 0.0
         self._device_source: str | None = None
         target.on_command = self._record_timing
 
-    def _fresh_words(self, q: int) -> int:
-        words = self._fresh_by_q.get(q)
-        if words is None:
-            words = self._fresh_by_q[q] = self.fresh_words(q)
-        return words
+    def _fresh(self, q: int) -> tuple[int, int]:
+        fresh = self._fresh_by_q.get(q)
+        if fresh is None:
+            fresh = self._fresh_by_q[q] = (self.fresh_words(q), self.fresh_numbers(q))
+        return fresh
 
     def _record_timing(self, timing: CommandTiming) -> None:
         if timing.device_s is None or not timing.source:
@@ -220,6 +223,7 @@ class Trainer:
             pending = (seeds, est.coeffs)  # applied before anything reads the weights
             host_s = time.perf_counter() - started
             forward_passes_done += step_cost(s.estimator, q)
+            fresh_words, fresh_numbers = self._fresh(q)
             self.trace.append_step(
                 step=self.step,
                 q=q,
@@ -233,7 +237,8 @@ class Trainer:
                 batch_seed=batch_seed,
                 loss=est.loss,
                 forward_passes=forward_passes_done,
-                fresh_words=self._fresh_words(q),
+                fresh_words=fresh_words,
+                fresh_numbers=fresh_numbers,
             )
             self.schedule.observe_step(
                 StepInfo(self.step, q, est.loss, forward_passes_done, lr, eps, est.grads)

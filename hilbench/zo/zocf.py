@@ -368,6 +368,16 @@ def fresh_words_per_step(config: ZoConfig, trainables: list[Trainable], q: int) 
     return words
 
 
+def fresh_numbers_per_step(config: ZoConfig, trainables: list[Trainable], q: int) -> int:
+    """Random numbers the device draws in one step, counted like fresh_words_per_step: the
+    q perturbations' numbers twice (PROBE and APPLY), plus one rounding offset (a half-word)
+    per trained element in APPLY with stochastic rounding."""
+    numbers = 2 * q * fresh_numbers_per_seed(config, trainables)
+    if config.rounding == "stochastic":
+        numbers += sum(t.size for t in trainables)
+    return numbers
+
+
 def memory_bytes(config: ZoConfig, trainables: list[Trainable]) -> dict[str, int]:
     """Device RAM the ZO method needs beyond the model's constants (docs/zo-math.md)."""
     weights = sum(t.size for t in trainables if t.kind == "weight")

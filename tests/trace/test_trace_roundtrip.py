@@ -26,6 +26,7 @@ def test_steps_and_samples_round_trip(known_trace: Path) -> None:
     assert tr.steps["loss"].tolist() == [1.75, 1.5, 1.25]
     assert tr.steps["forward_passes"].tolist() == [4, 10, 12]
     assert tr.steps["fresh_words"].tolist() == [10, 25, 30]
+    assert tr.steps["fresh_numbers"].tolist() == [2**63 - 1, 800, -1]
     assert len(tr.samples) == 6
     for i, s in enumerate(STEPS):
         rows = tr.step_samples(i)
@@ -83,7 +84,7 @@ def test_attrs_config_blob_and_derived_values(known_trace: Path) -> None:
 def test_on_disk_layout_matches_the_documented_contract(known_trace: Path) -> None:
     with h5py.File(known_trace, "r") as f:
         assert f.attrs["format"] == "hilbench-trace"
-        assert int(f.attrs["format_version"]) == FORMAT_VERSION == 1
+        assert int(f.attrs["format_version"]) == FORMAT_VERSION == 2
         g = f["runs/0000"]
         assert g["steps"].dtype.names == (
             "step",
@@ -95,6 +96,7 @@ def test_on_disk_layout_matches_the_documented_contract(known_trace: Path) -> No
             "loss",
             "forward_passes",
             "fresh_words",
+            "fresh_numbers",
         )
         assert g["samples"].dtype.names == (
             "step",

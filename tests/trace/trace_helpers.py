@@ -35,6 +35,7 @@ STEPS = [
         loss=1.75,
         forward_passes=4,
         fresh_words=10,
+        fresh_numbers=2**63 - 1,
     ),
     dict(
         step=1,
@@ -50,6 +51,7 @@ STEPS = [
         loss=1.5,
         forward_passes=10,
         fresh_words=25,
+        fresh_numbers=800,
     ),
     dict(
         step=2,
@@ -64,7 +66,7 @@ STEPS = [
         batch_seed=8,
         loss=1.25,
         forward_passes=12,
-        fresh_words=30,
+        fresh_words=30,  # no fresh_numbers: the writer records -1 (not recorded)
     ),
 ]
 

@@ -77,6 +77,46 @@ def test_lr_and_eps_schedules_land_in_the_trace_and_fresh_words_follow_the_metho
     assert set(st["fresh_words"]) == {2 * 2 * (2048 + 320) // 2}
 
 
+# The MLP's default trained weights: 32 x 64 (2,048 elements) and 10 x 32 (320), 2,368
+# elements in 42 rows; a Rademacher word carries 32 samples, a uniform word 4, and a pooled
+# perturbation draws one offset (a half-word) per row.
+ELEMENTS, ROWS = 2048 + 320, 32 + 10
+
+
+@pytest.mark.parametrize(
+    ("settings", "words_per_seed", "numbers_per_seed"),
+    [
+        ({}, ELEMENTS // 32, ELEMENTS),
+        ({"perturbation": "uniform"}, ELEMENTS // 4, ELEMENTS),
+        ({"perturbation": "uniform", "pool": 128}, ROWS // 2, ROWS),
+        ({"perturbation": "uniform", "pool": 128, "estimator": "one-sided"}, ROWS // 2, ROWS),
+    ],
+)
+def test_fresh_numbers_are_recorded_per_step_like_fresh_words(
+    tmp_path, settings, words_per_seed, numbers_per_seed
+):
+    class Growing(Scheduler):  # q = 1, 2, 3: the counts follow each step's q
+        name = "growing"
+
+        def next_q(self, step):
+            return 1 + step // 4
+
+    _, tr = run(tmp_path, budget=60, schedule=Growing(), **settings)
+    st = tr.steps
+    q = st["q"].astype(np.int64)
+    assert set(q.tolist()) >= {1, 2, 3}
+    # PROBE and APPLY each regenerate the q directions, whatever the estimator
+    assert st["fresh_words"].tolist() == (2 * q * words_per_seed).tolist()
+    assert st["fresh_numbers"].tolist() == (2 * q * numbers_per_seed).tolist()
+    assert tr.units["steps"]["fresh_numbers"] == "random numbers (this step)"
+
+
+def test_stochastic_rounding_adds_one_fresh_number_per_trained_element(tmp_path):
+    _, tr = run(tmp_path, budget=80, scheduler="fixed:4", rounding="stochastic")
+    assert set(tr.steps["fresh_words"]) == {2 * 4 * ELEMENTS // 32 + ELEMENTS // 2}
+    assert set(tr.steps["fresh_numbers"]) == {2 * 4 * ELEMENTS + ELEMENTS}
+
+
 def test_a_custom_scheduler_object_drives_the_run(tmp_path):
     class Growing(Scheduler):
         name = "growing"

@@ -114,5 +114,9 @@ def test_fresh_word_accounting(mlp):
     assert zocf.fresh_numbers_per_seed(pooled, tr) == 42
     sr = ZoConfig(rounding="stochastic")
     assert zocf.fresh_words_per_step(sr, tr, 1) == 2 * 74 + (2048 + 320) // 2
+    # numbers: one per element fresh, one per row pooled; one per element rounding in APPLY
+    assert zocf.fresh_numbers_per_step(ZoConfig(), tr, q=4) == 8 * 2368
+    assert zocf.fresh_numbers_per_step(pooled, tr, q=4) == 8 * 42
+    assert zocf.fresh_numbers_per_step(sr, tr, 1) == 2 * 2368 + 2368
     mem = zocf.memory_bytes(ZoConfig(master="int8", pool_size=256), tr)
     assert mem["master"] == 0 and mem["probe_scratch"] == 2368 and mem["pool"] == 256
