@@ -37,6 +37,7 @@ from hilbench.protocol import data_blob
 from hilbench.target.client import Target
 
 BAUD = 921_600
+PACED_REPEATS = 3  # a paced upload takes about 1 s; other processes' load only slows one down
 
 
 class CountingPort(PortWrapper):
@@ -112,10 +113,14 @@ def wire_per_step() -> None:
     )
 
 
-def bulk(target: Target, blob: bytes) -> float:
-    started = time.perf_counter()
-    target.load_data_blob(0, blob)
-    return len(blob) / (time.perf_counter() - started)
+def bulk(target: Target, blob: bytes, repeats: int = 1) -> float:
+    """Payload bytes per second of the best of ``repeats`` uploads (load only slows one)."""
+    best = 0.0
+    for _ in range(repeats):
+        started = time.perf_counter()
+        target.load_data_blob(0, blob)
+        best = max(best, len(blob) / (time.perf_counter() - started))
+    return best
 
 
 def tcp_twin() -> tuple[str, threading.Event]:
@@ -155,17 +160,20 @@ def bulk_efficiency() -> None:
     _, x, y = prepared()
     blob = data_blob.encode(x, y, 10)  # the digits training set, 93 KB
     line = BAUD / 10
-    print(f"\n3. bulk transfer of {len(blob):,} bytes (LOAD_DATA, 4 KB chunks, one in flight)")
+    print(
+        f"\n3. bulk transfer of {len(blob):,} bytes (LOAD_DATA, 4 KB chunks, one in flight; "
+        f"paced links: best of {PACED_REPEATS} uploads)"
+    )
     print(f"{'link':<34} {'payload B/s':>12} {'raw line B/s':>13} {'efficiency':>11}")
     with EmulatorBackend() as target:
         target.port = PacedPort(target.port, BAUD)
-        rate = bulk(target, blob)
+        rate = bulk(target, blob, PACED_REPEATS)
         name = "pty paced to 921600 baud"
         print(f"{name:<34} {rate:>12,.0f} {line:>13,.0f} {rate / line:>10.1%}")
     url, stop = tcp_twin()
     target = Target(PacedPort(open_port(url), BAUD), name="tcp")
     target.hello()
-    rate = bulk(target, blob)
+    rate = bulk(target, blob, PACED_REPEATS)
     print(f"{'TCP paced to 921600 baud':<34} {rate:>12,.0f} {line:>13,.0f} {rate / line:>10.1%}")
     target.close()
     target = Target(open_port(url), name="tcp")

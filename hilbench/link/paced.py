@@ -16,7 +16,16 @@ from hilbench.link.wrapper import PortWrapper
 
 
 class PacedPort(PortWrapper):
-    """pyserial-like port wrapper that limits both directions to ``baud`` (8N1)."""
+    """pyserial-like port wrapper that limits both directions to ``baud`` (8N1).
+
+    Bytes that follow the previous ones in the same direction within ``BACK_TO_BACK_S`` were on
+    the line back to back, as a UART sends them: they are scheduled right after those, not after
+    ``time.sleep``'s own lateness (tens of µs, more than a byte at 921,600 baud). Without this,
+    a reader that takes an answer a byte at a time (pyserial's ``socket://`` reports
+    ``in_waiting`` as 0 or 1) would be charged one oversleep per byte.
+    """
+
+    BACK_TO_BACK_S = 200e-6
 
     def __init__(self, port: serial.SerialBase, baud: int) -> None:
         super().__init__(port)
@@ -25,7 +34,8 @@ class PacedPort(PortWrapper):
         self._rx_free_at = 0.0
 
     def _wait(self, free_at: float, n: int) -> float:
-        start = max(time.perf_counter(), free_at)
+        now = time.perf_counter()
+        start = free_at if now - free_at < self.BACK_TO_BACK_S else now
         done = start + n * self.seconds_per_byte
         delay = done - time.perf_counter()
         if delay > 0:
