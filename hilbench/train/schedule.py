@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,8 +37,7 @@ from hilbench.config import rate_schedule as _rate_schedule
 from hilbench.errors import ConfigError
 
 
-@dataclass(frozen=True)
-class StepInfo:
+class StepInfo(NamedTuple):  # a tuple: one is built per step
     """What the trainer knows after a step."""
 
     step: int
