@@ -24,7 +24,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -303,6 +303,21 @@ def _round_lr(x: float) -> float:
     return round(x / 10**e, 2) * 10**e
 
 
+def _grow(grids: dict, loss: Callable[[tuple, float], float]) -> bool:
+    """Grow each lr grid by a factor 2 past an edge whose rate has the lowest ``loss(key,
+    lr)``; True if any grid grew (its new rate still has to be run)."""
+    grown = False
+    for key, g in grids.items():
+        best = int(np.argmin([loss(key, lr) for lr in g]))
+        if best == 0 and g[0] > 1:
+            g.insert(0, _round_lr(g[0] / 2))
+            grown = True
+        elif best == len(g) - 1 and g[-1] < 1e5:
+            g.append(_round_lr(g[-1] * 2))
+            grown = True
+    return grown
+
+
 def tune(tasks: list[Task], workers: int) -> dict[str, dict[int, float]]:
     """Best lr per (task, q) on TUNE_SEED by final training loss; the grid grows by a factor
     2 past an edge that wins (at most 3 times)."""
@@ -314,17 +329,7 @@ def tune(tasks: list[Task], workers: int) -> dict[str, dict[int, float]]:
             for lr in g
         ]
         outs = {(o.spec.task, o.spec.scheduler, o.spec.lr): o for o in run_all(specs, workers)}
-        grown = False
-        for (t, q), g in grids.items():
-            losses = [outs[(t, f"fixed:{q}", lr)].final_train_loss for lr in g]
-            best = int(np.argmin(losses))
-            if best == 0 and g[0] > 1:
-                g.insert(0, _round_lr(g[0] / 2))
-                grown = True
-            elif best == len(g) - 1 and g[-1] < 1e5:
-                g.append(_round_lr(g[-1] * 2))
-                grown = True
-        if not grown:
+        if not _grow(grids, lambda k, lr, o=outs: o[(k[0], f"fixed:{k[1]}", lr)].final_train_loss):
             break
     best_lr: dict[str, dict[int, float]] = {}
     for (t, q), g in grids.items():
@@ -427,16 +432,7 @@ def tune_budget_variants(tasks: list[Task], workers: int) -> dict[str, float]:
     for _ in range(4):
         outs = run_all([spec(t, i, lr) for (t, i), g in grids.items() for lr in g], workers)
         loss = {o.spec.key: o.final_train_loss for o in outs}
-        grown = False
-        for (t, i), g in grids.items():
-            best = int(np.argmin([loss[spec(t, i, lr).key] for lr in g]))
-            if best == 0 and g[0] > 1:
-                g.insert(0, _round_lr(g[0] / 2))
-                grown = True
-            elif best == len(g) - 1 and g[-1] < 1e5:
-                g.append(_round_lr(g[-1] * 2))
-                grown = True
-        if not grown:
+        if not _grow(grids, lambda k, lr, ls=loss: ls[spec(*k, lr).key]):
             break
     best_lr = {}
     for (t, i), g in grids.items():
