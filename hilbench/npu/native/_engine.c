@@ -439,14 +439,20 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
     }
 }
 
-HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
-                                 const opctx *c, int64_t ob, int64_t O, uint8_t *out,
-                                 const int mr, const int nr, int anyls) {
-    __m512i acc[MR_MAX][4]; /* start from the effective bias (int32 wrap either way) */
+/* A tile's accumulators start from the effective bias (int32 wrap either way). */
+HB_VNNI HB_INLINE void tile_start(__m512i acc[][4], const opctx *c, int64_t ob, const int mr,
+                                  const int nr) {
     for (int j = 0; j < nr; j++) {
         const __m512i b = _mm512_loadu_si512(c->beff + (ob + j) * 16);
         for (int i = 0; i < mr; i++) acc[i][j] = b;
     }
+}
+
+HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
+                                 const opctx *c, int64_t ob, int64_t O, uint8_t *out,
+                                 const int mr, const int nr, int anyls) {
+    __m512i acc[MR_MAX][4];
+    tile_start(acc, c, ob, mr, nr);
     const int8_t *b0 = B + ob * K4 * 16;
     const int64_t bstride = K4 * 16;
     const int64_t steps = K4 / 4;
@@ -469,11 +475,8 @@ HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, cons
 HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *koff, int64_t K4,
                                    const int8_t *B, const opctx *c, int64_t ob, int64_t O,
                                    uint8_t *out, const int mr, const int nr, int anyls) {
-    __m512i acc[MR_MAX][4]; /* start from the effective bias (int32 wrap either way) */
-    for (int j = 0; j < nr; j++) {
-        const __m512i b = _mm512_loadu_si512(c->beff + (ob + j) * 16);
-        for (int i = 0; i < mr; i++) acc[i][j] = b;
-    }
+    __m512i acc[MR_MAX][4];
+    tile_start(acc, c, ob, mr, nr);
     const int8_t *b0 = B + ob * K4 * 16;
     const int64_t bstride = K4 * 16;
     const int64_t steps = K4 / 4;
