@@ -500,7 +500,7 @@ def _fmt(xs: list[float]) -> str:
     return f"{100 * m:.1f} ± {100 * s:.1f}"
 
 
-def report(tasks: list[Task], best_lr: dict[str, dict[int, float]], wall: float | None) -> str:
+def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -803,13 +803,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage in ("all", "budget"):
         tune_budget_variants(tasks, args.workers)
         run_all(budget_specs(tasks), args.workers)
-    walls_file = OUT / "wall_s.json"
-    walls = json.loads(walls_file.read_text()) if walls_file.exists() else {}
-    if args.stage != "report":
-        walls[args.stage] = walls.get(args.stage, 0.0) + time.perf_counter() - started
-        walls_file.write_text(json.dumps(walls, indent=1))
     if args.stage in ("all", "report"):
-        (DOCS / "results.md").write_text(report(tasks, best_lr, sum(walls.values()) or None))
+        (DOCS / "results.md").write_text(report(tasks, best_lr))
         print(f"[zo_study] wrote {DOCS / 'results.md'}", flush=True)
     print(f"[zo_study] wall time {time.perf_counter() - started:.0f} s", flush=True)
     return 0
