@@ -1,0 +1,66 @@
+/* The model graph on the device: the HBM0 blob parsed and checked, activations planned,
+ * one sample at a time through the int8 ops (core/nn/). Implemented in core/graph.c,
+ * core/blob.c, core/plan.c.
+ *
+ * The blob stays where it was received (in the arena's model region) and constants are used
+ * in place: weights are read from the blob bytes, so the ZO code (hb_model.h) perturbs and
+ * updates them there. Tables describing tensors and ops are static, sized by the device limits
+ * HB_MAX_TENSORS / HB_MAX_OPS (gen/hb_blob.h), so parsing needs no arena memory; only the
+ * activations do (g->act_bytes, placed by hb_graph_bind). */
+#ifndef HB_GRAPH_H
+#define HB_GRAPH_H
+
+#include <stdint.h>
+
+#include "hb_status.h"
+
+enum { HB_ROLE_ACTIVATION = 0, HB_ROLE_WEIGHT = 1, HB_ROLE_BIAS = 2, HB_ROLE_CONST = 3 };
+
+typedef struct {
+    uint8_t dtype;    /* HB_DTYPE_INT8 / HB_DTYPE_INT32 (gen/hb_blob.h) */
+    uint8_t rank;     /* 1..6, without the batch axis */
+    uint8_t role;     /* HB_ROLE_*: WEIGHT/BIAS = the filter/bias input of a FC, CONV or DW op */
+    uint8_t opcode;   /* for WEIGHT/BIAS: the opcode of the op that uses it, else 0 */
+    uint32_t dims[6];
+    uint32_t n;       /* elements */
+    uint32_t offset;  /* constants: byte offset of the data in the blob; activations: in the
+                         activation arena */
+} hb_tensor;
+
+typedef struct hb_graph hb_graph; /* opaque: the one instance is hb_graph_instance() */
+
+/* Parse and check an HBM0 blob of len bytes (its CRC included): every device-side rule of
+ * docs/model-blob.md, in its order, each failure BAD_MODEL with the declared message. Plans
+ * the activations (g->act_bytes). Returns 0, or -1 with st set. */
+int hb_graph_load(hb_graph *g, uint8_t *blob, uint32_t len, hb_status *st);
+
+/* Bytes of activation memory the plan needs (a multiple of 16). */
+uint32_t hb_graph_act_bytes(const hb_graph *g);
+
+/* Place the activations at act (16-byte aligned, hb_graph_act_bytes(g) bytes). */
+void hb_graph_bind(hb_graph *g, uint8_t *act);
+
+uint16_t hb_graph_n_tensors(const hb_graph *g);
+const hb_tensor *hb_graph_tensor(const hb_graph *g, uint16_t t);
+/* A constant tensor's data in the blob (int8 or little-endian int32; 4-byte aligned). */
+uint8_t *hb_graph_data(const hb_graph *g, uint16_t t);
+
+uint16_t hb_graph_n_ops(const hb_graph *g);
+uint8_t hb_graph_op_opcode(const hb_graph *g, uint16_t op);
+/* For ops with weights (FC, CONV, DW): the filter and bias tensor indices (bias -1 if none). */
+int hb_graph_op_weights(const hb_graph *g, uint16_t op, int32_t *weight, int32_t *bias);
+
+/* An extra section by tag (e.g. "LOSS", "ZOCF"): 0 and data/len, or -1 if absent. */
+int hb_graph_section(const hb_graph *g, const char tag[4], const uint8_t **data, uint32_t *len);
+
+uint32_t hb_graph_input_size(const hb_graph *g);  /* bytes of one input item */
+uint32_t hb_graph_output_size(const hb_graph *g); /* elements of the output (classes) */
+
+/* Run one sample: input[hb_graph_input_size] int8 -> the int8 output, valid until the next
+ * call. Uses the current constant data (perturbed or not). */
+const int8_t *hb_graph_forward(hb_graph *g, const int8_t *input);
+
+/* Static storage for the one graph a device holds (the struct is in core/graph_types.h). */
+hb_graph *hb_graph_instance(void);
+
+#endif /* HB_GRAPH_H */
