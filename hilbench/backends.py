@@ -14,12 +14,13 @@ import serial
 from hilbench.config import RunConfig
 from hilbench.device.server import FrameEndpoint, ThreadedServer
 from hilbench.device.twin import DeviceTwin
-from hilbench.errors import HilbenchError
+from hilbench.errors import HilbenchError, LinkError
 from hilbench.link.faults import FaultSpec, FaultyPort
 from hilbench.link.memory import MemoryPort
 from hilbench.link.pty_pair import PtyPair
 from hilbench.link.serial_port import open_port
 from hilbench.target.client import Target
+from hilbench.target.sil import SilProcess, sil_binary
 
 HELLO_TIMEOUT_S = 2.0  # per try; a live device answers in milliseconds
 HELLO_RETRIES = 2  # first contact: give up after 3 tries, not a minute
@@ -130,6 +131,39 @@ class SerialBackend(Backend):
         return self._connect(self.url, name=self.url)
 
 
+class SilBackend(Backend):
+    """The firmware core built for Linux (``device_fw/port/host``), a child process serving
+    the protocol on a pty that pyserial opens like a board's port (software in the loop)."""
+
+    kind = "sil"
+
+    def __init__(
+        self, firmware: str | None = None, faults: FaultSpec | None = None, *options: str
+    ) -> None:
+        super().__init__(faults)
+        self.firmware = firmware
+        self.options = options
+        self.process: SilProcess | None = None
+
+    def open(self) -> Target:
+        self.process = SilProcess(sil_binary(self.firmware), *self.options)
+        path = self.process.start()
+        try:
+            return self._connect(path, name=f"SIL firmware ({path})")
+        except HilbenchError as exc:
+            self.close()
+            raise LinkError(
+                f"{exc.cause} (SIL: {self.process.failure() if self.process else 'stopped'})",
+                exc.fix,
+            ) from None
+
+    def close(self) -> None:
+        super().close()
+        if self.process is not None:
+            self.process.stop()
+            self.process = None
+
+
 class QemuBackend(Backend):
     """The real firmware under qemu-system-arm (mps3-an547). Not built yet."""
 
@@ -154,6 +188,8 @@ def make_backend(config: RunConfig) -> Backend:
     faults = FaultSpec.parse(config.link_faults) if config.link_faults else None
     if config.backend == "qemu":
         return QemuBackend()
+    if config.backend == "sil":
+        return SilBackend(config.firmware, faults)
     if config.backend == "board":
         return SerialBackend(config.port or "", faults=faults)
     return EmulatorBackend(faults=faults)

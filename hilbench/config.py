@@ -11,7 +11,7 @@ from typing import Any
 
 from hilbench.errors import ConfigError
 
-BACKENDS = ("emulate", "qemu", "board")
+BACKENDS = ("emulate", "sil", "qemu", "board")
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class RunConfig:
 
     backend: str = "emulate"
     port: str | None = None  # pyserial URL for the board backend
+    firmware: str | None = None  # SIL program / firmware image to run (None: build it)
     model: str = "mlp"
     dataset: str = "digits"
     scheduler: str = "fixed:4"

@@ -93,7 +93,11 @@ class Header:
 
     def render(self) -> str:
         guard = "HB_GEN_" + c_ident(self.filename)
-        head = [BANNER.format(source=self.source).rstrip("\n"), f"#ifndef {guard}", f"#define {guard}"]
+        head = [
+            BANNER.format(source=self.source).rstrip("\n"),
+            f"#ifndef {guard}",
+            f"#define {guard}",
+        ]
         head += [f"#include {inc}" for inc in self.includes]
         return "\n".join([*head, *self.lines, "", f"#endif /* {guard} */", ""])
 

@@ -14,8 +14,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=handle)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--emulate", action="store_true", help="the bit-exact device twin (default)")
+    where.add_argument(
+        "--sil", action="store_true", help="the C firmware built for this host (software in loop)"
+    )
     where.add_argument("--qemu", action="store_true", help="the firmware under qemu-system-arm")
     where.add_argument("--board", metavar="PORT", help="a board or socket:// URL (pyserial)")
+    p.add_argument(
+        "--fw",
+        metavar="PATH",
+        help="with --sil: the SIL program to run (default: build device_fw/ with make)",
+    )
     d = RunConfig()
     p.add_argument("--model", default=d.model, help=f"model name (default {d.model})")
     p.add_argument("--dataset", default=d.dataset, help=f"data set (default {d.dataset})")
@@ -83,10 +91,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def config_from(args: argparse.Namespace) -> RunConfig:
-    backend = "qemu" if args.qemu else "board" if args.board else "emulate"
+    backend = _backend_name(args)
     return RunConfig(
         backend=backend,
         port=args.board,
+        firmware=args.fw,
         model=args.model,
         dataset=args.dataset,
         scheduler=args.scheduler,
@@ -139,14 +148,24 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
+def _backend_name(args: argparse.Namespace) -> str:
+    if args.qemu:
+        return "qemu"
+    if args.sil:
+        return "sil"
+    return "board" if args.board is not None else "emulate"
+
+
 def _backend_override(args: argparse.Namespace):
     """With --resume, a backend named on the command line replaces the trace's."""
-    if not (args.board or args.qemu):
+    kind = _backend_name(args)
+    if kind == "emulate":
         return None
     from hilbench.backends import make_backend
 
-    kind = "qemu" if args.qemu else "board"
-    return make_backend(RunConfig(backend=kind, port=args.board, link_faults=args.link_faults))
+    return make_backend(
+        RunConfig(backend=kind, port=args.board, firmware=args.fw, link_faults=args.link_faults)
+    )
 
 
 def _print_summary(console, result) -> None:
