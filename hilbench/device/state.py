@@ -43,10 +43,8 @@ class ModelState:
     @classmethod
     def from_blob(cls, blob: bytes) -> ModelState:
         graph, sections = from_blob(blob)
-        if "LOSS" not in sections:
-            raise ValueError("model blob has no LOSS section")
-        tables = loss.LossTables.from_bytes(sections["LOSS"])
-        zo = zocf.ZoConfig.from_bytes(sections["ZOCF"]) if "ZOCF" in sections else zocf.ZoConfig()
+        tables = loss.LossTables.from_sections(sections)
+        zo = zocf.ZoConfig.from_sections(sections)
         trained = zocf.resolve(zo, graph)
         masters = []
         for t in trained:
@@ -94,7 +92,8 @@ class ModelState:
         if self._units_cache is not None and self._units_cache[0] == key:
             return self._units_cache[1]
         dist, scaling = self.zo.dist_code, self.zo.scaling_code
-        raws = perturb.draw_all(seeds, [t.shape for t in self.trained], dist, self.pool)
+        shapes, layouts = [t.shape for t in self.trained], [t.layout for t in self.trained]
+        raws = perturb.draw_all(seeds, shapes, dist, self.pool, layouts=layouts)
         units = [perturb.units(r, perturb.scales(r, dist, scaling)) for r in raws]
         self._units_cache = (key, units)
         return units

@@ -19,7 +19,31 @@ import numpy as np
 Q16 = 1 << 16
 LN2_Q16 = 45426  # round(2^16 ln 2)
 LN_BITS = 10
-_LOSS_SECTION = np.dtype([("exp", "<u4", 256), ("lin", "<i4", 256), ("ln", "<i4", 1025)])
+EXP_SIZE = 256  # EXP and LIN: one entry per logit difference 0..255
+LN_SIZE = (1 << LN_BITS) + 1
+SECTION_TAG = "LOSS"
+_LOSS_SECTION = np.dtype(
+    [("exp", "<u4", EXP_SIZE), ("lin", "<i4", EXP_SIZE), ("ln", "<i4", LN_SIZE)]
+)
+SECTION_BYTES = _LOSS_SECTION.itemsize  # 6148
+
+#: The refusals of a LOSS section a device sends (BAD_MODEL), in the order it checks them.
+#: Python %-templates (%d only); the C firmware formats the same texts (gen/hb_zo.h).
+MESSAGES = {
+    "missing": "model blob has no LOSS section",
+    "size": "LOSS section is %d bytes, expected %d",
+    "exp0": "LOSS section: EXP[0] is %d, must be %d",
+    "exp_rising": "LOSS section: EXP[%d] = %d > EXP[%d] = %d, EXP must be non-increasing",
+}
+
+
+class LossError(ValueError):
+    """A LOSS section a device refuses; the text is ``MESSAGES[key] % args``."""
+
+    def __init__(self, key: str, *args: int) -> None:
+        self.key = key
+        self.message = MESSAGES[key] % args
+        super().__init__(self.message)
 
 
 @dataclass(frozen=True)
@@ -48,15 +72,25 @@ class LossTables:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> LossTables:
-        if len(data) != _LOSS_SECTION.itemsize:
-            raise ValueError(
-                f"LOSS section is {len(data)} bytes, expected {_LOSS_SECTION.itemsize}"
-            )
+        """The tables of a LOSS section, checked as a device checks them (LossError)."""
+        if len(data) != SECTION_BYTES:
+            raise LossError("size", len(data), SECTION_BYTES)
         rec = np.frombuffer(data, dtype=_LOSS_SECTION)[0]
         exp = rec["exp"].astype(np.uint32)
-        if exp[0] != Q16 or np.any(np.diff(exp.astype(np.int64)) > 0):
-            raise ValueError("LOSS section: EXP[0] must be 65536 and EXP non-increasing")
+        if exp[0] != Q16:
+            raise LossError("exp0", int(exp[0]), Q16)
+        rising = np.flatnonzero(np.diff(exp.astype(np.int64)) > 0)
+        if rising.size:
+            k = int(rising[0])
+            raise LossError("exp_rising", k + 1, int(exp[k + 1]), k, int(exp[k]))
         return cls(exp=exp, lin=rec["lin"].astype(np.int32), ln=rec["ln"].astype(np.int32))
+
+    @classmethod
+    def from_sections(cls, sections: dict[str, bytes]) -> LossTables:
+        """The tables of a model blob's sections (LossError if there is no LOSS section)."""
+        if SECTION_TAG not in sections:
+            raise LossError("missing")
+        return cls.from_bytes(sections[SECTION_TAG])
 
 
 def ln_q16(s: np.ndarray, tables: LossTables) -> np.ndarray:
@@ -85,7 +119,9 @@ def per_sample_q16(logits: np.ndarray, labels: np.ndarray, tables: LossTables) -
 
 
 def mean_q16(logits: np.ndarray, labels: np.ndarray, tables: LossTables) -> np.ndarray:
-    """Mean Q16 loss over the batch axis, rounded half up (int32, shape logits.shape[:-2])."""
+    """Mean Q16 loss over the batch axis, rounded half up: ``(sum + N div 2) div N`` with
+    floor division in int64, then wrapped to int32 (two's complement, as ``astype`` does; a
+    LOSS section with sane tables never gets near the wrap). Shape logits.shape[:-2]."""
     total = per_sample_q16(logits, labels, tables).sum(axis=-1)
     n = logits.shape[-2]
     return ((total + n // 2) // n).astype(np.int32)

@@ -15,9 +15,15 @@ multiplier in Q4, ``U`` its unit shift) in stored LSBs.
   tensor's perturbation the same root mean square (one unit) whatever was drawn.
 
 A *pool* (PeZO's random-number reuse) holds P raw samples generated once per run from a pool
-seed; a perturbation then reads row ``j`` of a tensor (rank >= 2: ``shape[0]`` rows; rank 1:
-one row) from ``pool[(o_j + i) mod P]``, with a fresh offset ``o_j = (h_j * P) >> 16`` per row
-from half-word ``j`` of the seed's stream, so rows never repeat at a fixed distance.
+seed; a perturbation then reads element ``i`` of row ``j`` of a tensor from
+``pool[(o_j + i) mod P]``, with a fresh offset ``o_j = (h_j * P) >> 16`` per row from half-word
+``j`` of the seed's stream, so rows never repeat at a fixed distance.
+
+*Rows* are a tensor's output channels (docs/zo-math.md, "Rows"): ``ROWS_LEADING`` -- axis 0,
+row ``j`` is the contiguous elements ``j*L .. j*L+L-1`` (FULLY_CONNECTED and CONV_2D filters;
+biases, whose rows are their single elements) -- or ``ROWS_TRAILING`` -- the last axis, row
+``j`` is elements ``j, j+R, j+2R, ...`` (DEPTHWISE_CONV_2D filters ``[1, KH, KW, C*D]``). The
+pool's offsets and the per-row eps multipliers use the same rows.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ UNIFORM_SIGMA = math.sqrt((128**2 - 1) / 3)
 FIXED_SCALE = {RADEMACHER: 1 << 16, GAUSSIAN: 1 << 15, UNIFORM: round(65536 / UNIFORM_SIGMA)}
 SCALE_MAX = 1 << 16
 MAX_POOL = 1 << 16
+ROWS_LEADING, ROWS_TRAILING = 0, 1  # row layouts: axis 0 (contiguous rows) or the last axis
 
 _BITS = np.arange(32, dtype=np.uint32)
 _POPCOUNT16 = np.array([bin(i).count("1") for i in range(1 << 16)], dtype=np.int8)
@@ -112,11 +119,25 @@ class Pool:
         return int(self.values.size)
 
 
-def rows_of(shape: tuple[int, ...]) -> tuple[int, int]:
-    """(rows, row length) a pool perturbation uses: rank >= 2 by ``shape[0]``, rank 1 whole."""
+def rows_of(shape: tuple[int, ...], layout: int = ROWS_LEADING) -> tuple[int, int]:
+    """(rows R, row length L) of a tensor: ``shape[0]`` rows (ROWS_LEADING; a rank-1 bias has
+    one row per element) or ``shape[-1]`` rows (ROWS_TRAILING, depthwise filters)."""
     n = math.prod(shape)
-    rows = shape[0] if len(shape) >= 2 else 1
+    rows = shape[-1] if layout == ROWS_TRAILING else shape[0]
     return rows, n // rows
+
+
+def row_mults(mult: int | np.ndarray, shape: tuple[int, ...], layout: int) -> int | np.ndarray:
+    """A tensor's Q4 eps multiplier(s), broadcastable to ``shape``: a scalar stays a scalar; one
+    multiplier per row becomes an int64 array along the rows' axis (axis 0 or the last)."""
+    m = np.asarray(mult, dtype=np.int64)
+    if m.ndim == 0:
+        return int(m)
+    if m.size != rows_of(shape, layout)[0]:
+        raise ValueError(f"{m.size} row multipliers for shape {shape} (layout {layout})")
+    if layout == ROWS_TRAILING:
+        return m.reshape((1,) * (len(shape) - 1) + (-1,))
+    return m.reshape((-1,) + (1,) * (len(shape) - 1))
 
 
 def pool_offsets(seeds: np.ndarray, tensor: int, rows: int, pool_size: int) -> np.ndarray:
@@ -137,9 +158,10 @@ def draw(
     shape: tuple[int, ...],
     distribution: int,
     pool: Pool | None = None,
+    layout: int = ROWS_LEADING,
 ) -> np.ndarray:
     """Raw samples ``(len(seeds), *shape)`` int8 for one tensor, fresh or from the pool."""
-    return draw_all(seeds, [shape], distribution, pool, first_tensor=tensor)[0]
+    return draw_all(seeds, [shape], distribution, pool, first_tensor=tensor, layouts=[layout])[0]
 
 
 def draw_all(
@@ -149,11 +171,15 @@ def draw_all(
     pool: Pool | None = None,
     *,
     first_tensor: int = 0,
+    layouts: list[int] | None = None,
 ) -> list[np.ndarray]:
-    """``draw`` for tensors ``first_tensor, first_tensor + 1, ...`` of ``shapes``, with one
-    PRNG call for all of them (the same numbers as tensor-by-tensor)."""
+    """``draw`` for tensors ``first_tensor, first_tensor + 1, ...`` of ``shapes`` (row
+    ``layouts``, default all ROWS_LEADING), with one PRNG call for all of them (the same
+    numbers as tensor-by-tensor)."""
     seeds = np.asarray(seeds, dtype=np.uint32).reshape(-1)
     k = len(seeds)
+    if layouts is None:
+        layouts = [ROWS_LEADING] * len(shapes)
     if pool is None:
         sizes = [
             (first_tensor + i, words_needed(math.prod(sh), distribution))
@@ -164,28 +190,35 @@ def draw_all(
             samples_from_words(w, distribution, math.prod(sh)).reshape((k, *sh))
             for w, sh in zip(words, shapes, strict=True)
         ]
-    sizes = [(first_tensor + i, (rows_of(sh)[0] + 1) // 2) for i, sh in enumerate(shapes)]
+    sizes = [
+        (first_tensor + i, (rows_of(sh, lay)[0] + 1) // 2)
+        for i, (sh, lay) in enumerate(zip(shapes, layouts, strict=True))
+    ]
     words = stream_words_tensors(seeds, STREAM_PERTURB, sizes)
     out = []
-    for w, sh in zip(words, shapes, strict=True):
-        rows, length = rows_of(sh)
+    for w, sh, lay in zip(words, shapes, layouts, strict=True):
+        rows, length = rows_of(sh, lay)
         off = _offsets_from_words(w, rows, pool.size)
-        idx = (off[:, :, None] + np.arange(length, dtype=np.int64)) % pool.size
+        idx = (off[:, :, None] + np.arange(length, dtype=np.int64)) % pool.size  # (k, R, L)
+        if lay == ROWS_TRAILING:  # element i*R + j is entry i of row j
+            idx = idx.transpose(0, 2, 1)
         out.append(pool.values[idx].reshape((k, *sh)))
     return out
 
 
-def fresh_words(shape: tuple[int, ...], distribution: int, pool_size: int = 0) -> int:
+def fresh_words(
+    shape: tuple[int, ...], distribution: int, pool_size: int = 0, layout: int = ROWS_LEADING
+) -> int:
     """PRNG words one perturbation of a tensor draws (the pool itself is drawn once per run)."""
     if pool_size:
-        rows, _ = rows_of(shape)
+        rows, _ = rows_of(shape, layout)
         return (rows + 1) // 2
     return words_needed(math.prod(shape), distribution)
 
 
-def fresh_numbers(shape: tuple[int, ...], pool_size: int = 0) -> int:
+def fresh_numbers(shape: tuple[int, ...], pool_size: int = 0, layout: int = ROWS_LEADING) -> int:
     """Random numbers one perturbation of a tensor draws: one per element, or one per row."""
-    return rows_of(shape)[0] if pool_size else math.prod(shape)
+    return rows_of(shape, layout)[0] if pool_size else math.prod(shape)
 
 
 # --- scales, unit directions and deltas --------------------------------------------------------
@@ -208,9 +241,9 @@ def scales(r: np.ndarray, distribution: int, scaling: int) -> np.ndarray:
     n = flat.shape[1]
     q = np.einsum("ki,ki->k", flat, flat)
     safe = np.maximum(q, 1)
-    s = isqrt_u64((np.int64(n) << 32) // safe)
+    s = isqrt_u64((np.int64(n) << 32) // safe)  # both positive: floor = truncation
     s = np.where(q == 0, SCALE_MAX, s)
-    return np.clip(s, 1, SCALE_MAX)
+    return np.minimum(s, SCALE_MAX)  # Q <= 127^2 n keeps S >= 516: no lower clamp
 
 
 def rshr(x: np.ndarray, shift: int) -> np.ndarray:
@@ -233,11 +266,11 @@ def units(r: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 
 def deltas(u: np.ndarray, eps: int, mult: np.ndarray | int, unit_shift: int) -> np.ndarray:
-    """Integer perturbation in stored LSBs: ``rsym(eps * M * u, 12) << U`` (int64).
+    """Integer perturbation in stored LSBs: ``rsym(eps * M * u, 12) << U`` (int64) for stacked
+    units ``u`` (k, *shape).
 
-    ``mult`` is the Q4 multiplier, a scalar or one per row (axis 0 of the tensor)."""
+    ``mult`` is the Q4 multiplier: a scalar, or an array broadcastable to the tensor's shape
+    (one per row: :func:`row_mults`)."""
     m = np.asarray(mult, dtype=np.int64)
-    if m.ndim == 1:
-        m = m.reshape((1, -1) + (1,) * (u.ndim - 2))
     d = rsym(np.int64(eps) * m * u.astype(np.int64), DELTA_SHIFT)
     return d << unit_shift

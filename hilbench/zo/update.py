@@ -29,6 +29,7 @@ MASTER_LIMIT = 127 << FRAC_BITS
 COEFF_LIMIT = (1 << 24) - 1
 COEFF_FRAC = 16
 UPDATE_SHIFT = COEFF_FRAC + perturb.UNIT_FRAC + perturb.MULT_FRAC  # 28
+MIN_UPDATE_SHIFT = UPDATE_SHIFT - FRAC_BITS  # 12: a q16 master (biases: 28 - 12 = 16)
 INT32_MAX = (1 << 31) - 1
 BIAS_LIMIT = 1 << 30
 
@@ -102,13 +103,12 @@ def step_from_acc(
     rounding: int = NEAREST,
     r: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``(acc * M + R) >> shift`` (int64); ``mult`` scalar or per row of axis 0."""
-    m = np.asarray(mult, dtype=np.int64)
-    if m.ndim == 1:
-        m = m.reshape((-1,) + (1,) * (acc.ndim - 1))
-    x = acc * m
-    if shift <= 0:
-        return x << -shift
+    """``(acc * M + R) >> shift`` (int64, arithmetic shift = floor); ``mult`` a scalar or an
+    array broadcastable to ``acc`` (one per row: ``perturb.row_mults``). ``shift`` is
+    ``28 - f - U``, in 12..28 for every master and unit shift the ZOCF check allows."""
+    if not MIN_UPDATE_SHIFT <= shift <= UPDATE_SHIFT:
+        raise ValueError(f"update shift {shift} outside {MIN_UPDATE_SHIFT}..{UPDATE_SHIFT}")
+    x = acc * np.asarray(mult, dtype=np.int64)
     if rounding == STOCHASTIC:
         assert r is not None
         return (x + r.reshape(x.shape)) >> shift

@@ -23,23 +23,107 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from hilbench.npu import ops as _ops
+from hilbench.npu.ops import depthwise_conv2d
+from hilbench.protocol.messages import MAX_Q
 from hilbench.zo import perturb, update
 
+DEPTHWISE_KIND = depthwise_conv2d.KIND
+
 VERSION = 1
+SECTION_TAG = "ZOCF"
 TWO_POINT, ONE_SIDED = 0, 1
 ESTIMATORS = {"two-point": TWO_POINT, "one-sided": ONE_SIDED}
 ESTIMATOR_NAMES = {v: k for k, v in ESTIMATORS.items()}
 MAX_UNIT_SHIFT = 12
-MAX_Q = 510
+MAX_TRAINED = 128  # HB_MAX_TRAINED: trained tensors a device holds (MobileNetV2 "all": 106)
 BIAS_UNIT_SHIFT = 8  # a bias LSB is s_in * s_w: one eps of a bias moves it 2^8 bias LSBs
 ONE = 1 << perturb.MULT_FRAC  # eps multiplier 1.0 in Q4
+MIN_MULT, MAX_MULT = 1, 255  # Q4 eps multipliers (tensor and channel)
 
-_HEADER = struct.Struct("<BBBBBBHIII")
-_ENTRY = struct.Struct("<HBBHH")
+# Byte layout, declared once (the C header's offsets and sizes come from these).
+HEADER_FIELDS = (
+    ("version", "B"),
+    ("distribution", "B"),
+    ("scaling", "B"),
+    ("estimator", "B"),
+    ("rounding", "B"),
+    ("master", "B"),
+    ("n_entries", "H"),
+    ("pool_size", "I"),
+    ("pool_seed", "I"),
+    ("reserved", "I"),
+)
+ENTRY_FIELDS = (
+    ("tensor", "H"),
+    ("eps_mult", "B"),
+    ("unit_shift", "B"),
+    ("n", "H"),
+    ("reserved", "H"),
+)
+_HEADER = struct.Struct("<" + "".join(f for _, f in HEADER_FIELDS))
+_ENTRY = struct.Struct("<" + "".join(f for _, f in ENTRY_FIELDS))
+HEADER_SIZE = _HEADER.size  # 20
+ENTRY_SIZE = _ENTRY.size  # 8
+CHANNEL_ALIGN = 4  # channel multipliers are zero-padded to a multiple of 4
+
+
+def field_offsets(fields: tuple[tuple[str, str], ...]) -> list[tuple[str, int, int]]:
+    """(name, offset, size) of each field of a packed little-endian record."""
+    out, pos = [], 0
+    for name, fmt in fields:
+        size = struct.calcsize("<" + fmt)
+        out.append((name, pos, size))
+        pos += size
+    return out
+
+
+#: Every refusal of a ZOCF section a device sends (BAD_MODEL), in the order it checks them
+#: (docs/zo-math.md, "The ZOCF check"): the section's bytes first, then each entry against
+#: the model. Python %-templates (%d only); the C firmware formats the same texts
+#: (gen/hb_zo.h, HB_MSG_ZOCF_*). Tensors are named by index, never by name.
+MESSAGES = {
+    "short": "ZOCF section is %d bytes, the header needs %d",
+    "version": "ZOCF version %d, this device reads %d",
+    "reserved": "ZOCF reserved header word is %d, must be 0",
+    "distribution": "ZOCF distribution code %d unknown: 0 rademacher, 1 gaussian, 2 uniform",
+    "scaling": "ZOCF scaling code %d unknown: 0 fixed, 1 adaptive",
+    "estimator": "ZOCF estimator code %d unknown: 0 two-point, 1 one-sided",
+    "rounding": "ZOCF rounding code %d unknown: 0 nearest, 1 stochastic",
+    "master": "ZOCF master code %d unknown: 0 q16, 1 int16, 2 int8",
+    "pool_size": "ZOCF pool_size %d outside 0..%d",
+    "n_entries": "ZOCF has %d entries, this device trains at most %d tensors",
+    "entry_truncated": "ZOCF truncated in entry %d",
+    "channels_truncated": "ZOCF truncated in entry %d's channel multipliers",
+    "entry_reserved": "ZOCF entry %d: reserved or padding bytes are not 0",
+    "trailing": "ZOCF has %d unexpected trailing bytes",
+    "no_weights": "ZOCF trains every weight tensor, but the model has none",
+    "too_many": "the model has %d weight tensors, this device trains at most %d",
+    "index": "ZOCF entry %d: tensor index %d >= %d tensors",
+    "twice": "ZOCF entry %d: tensor %d listed twice",
+    "not_trainable": "ZOCF entry %d: tensor %d is not the weight or bias of an op",
+    "weight_dtype": "ZOCF entry %d: weight tensor %d is not int8",
+    "bias_dtype": "ZOCF entry %d: bias tensor %d is not int32",
+    "eps_mult": "ZOCF entry %d: eps_mult %d outside 1..255",
+    "unit_shift": "ZOCF entry %d: unit_shift %d outside 0..%d",
+    "weight_shift": "ZOCF entry %d: tensor %d holds int8 weights, its unit_shift must be 0, not %d",
+    "channels": "ZOCF entry %d: %d channel multipliers for tensor %d with %d rows",
+    "channel_zero": "ZOCF entry %d: channel multiplier %d is 0",
+    "pool_row": (
+        "ZOCF pool of %d is shorter than a row of tensor %d (%d elements), "
+        "so the row would repeat at a fixed distance"
+    ),
+}
 
 
 class ZocfError(ValueError):
-    """A ZOCF section that is malformed or does not fit the model."""
+    """A ZOCF section that is malformed or does not fit the model; the text of a device
+    refusal is ``MESSAGES[key] % args`` (``key`` None: a host-side error)."""
+
+    def __init__(self, key: str | None, *args: int | str) -> None:
+        self.key = key
+        self.message = MESSAGES[key] % args if key is not None else str(args[0])
+        super().__init__(self.message)
 
 
 @dataclass(frozen=True)
@@ -49,7 +133,7 @@ class TensorZo:
     index: int
     eps_mult: int = ONE  # Q4, 1..255
     unit_shift: int = 0  # stored LSBs per perturbation unit = 2^unit_shift
-    channel_mult: tuple[int, ...] = ()  # Q4 per row (axis 0); empty = eps_mult for all
+    channel_mult: tuple[int, ...] = ()  # Q4 per row (docs/zo-math.md "Rows"); empty = eps_mult
 
 
 @dataclass(frozen=True)
@@ -74,11 +158,11 @@ class ZoConfig:
             ("master", self.master, update.MASTERS),
         ):
             if value not in table:
-                raise ZocfError(f"{name} {value!r} unknown; use one of {sorted(table)}")
+                raise ZocfError(None, f"{name} {value!r} unknown; use one of {sorted(table)}")
         if not 0 <= self.pool_size <= perturb.MAX_POOL:
-            raise ZocfError(f"pool size {self.pool_size} outside 0..{perturb.MAX_POOL}")
+            raise ZocfError("pool_size", self.pool_size, perturb.MAX_POOL)
         if not 0 <= self.pool_seed < 2**32:
-            raise ZocfError(f"pool seed {self.pool_seed} is not a u32")
+            raise ZocfError(None, f"pool seed {self.pool_seed} is not a u32")
 
     # codes
     @property
@@ -123,19 +207,22 @@ class ZoConfig:
         for t in self.tensors:
             out += _ENTRY.pack(t.index, t.eps_mult, t.unit_shift, len(t.channel_mult), 0)
             cm = bytes(t.channel_mult)
-            out += cm + b"\0" * (-len(cm) % 4)
+            out += cm + b"\0" * (-len(cm) % CHANNEL_ALIGN)
         return bytes(out)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ZoConfig:
+        """Parse a ZOCF section with a device's checks, in its order (ZocfError): the header
+        (size, version, reserved word, the five codes, pool_size, n_entries), then each entry
+        (truncation, reserved and padding bytes), then trailing bytes."""
         data = bytes(data)
-        if len(data) < _HEADER.size:
-            raise ZocfError(f"ZOCF section is {len(data)} bytes, the header needs {_HEADER.size}")
+        if len(data) < HEADER_SIZE:
+            raise ZocfError("short", len(data), HEADER_SIZE)
         ver, dist, scal, est, rnd, mst, n, psize, pseed, res = _HEADER.unpack_from(data, 0)
         if ver != VERSION:
-            raise ZocfError(f"ZOCF version {ver}, this build reads {VERSION}")
+            raise ZocfError("version", ver, VERSION)
         if res != 0:
-            raise ZocfError("ZOCF reserved header word is not 0")
+            raise ZocfError("reserved", res)
         names = []
         for what, code, table in (
             ("distribution", dist, perturb.DISTRIBUTION_NAMES),
@@ -145,26 +232,36 @@ class ZoConfig:
             ("master", mst, update.MASTER_NAMES),
         ):
             if code not in table:
-                raise ZocfError(f"ZOCF {what} code {code} unknown")
+                raise ZocfError(what, code)
             names.append(table[code])
-        pos = _HEADER.size
+        if psize > perturb.MAX_POOL:
+            raise ZocfError("pool_size", psize, perturb.MAX_POOL)
+        if n > MAX_TRAINED:
+            raise ZocfError("n_entries", n, MAX_TRAINED)
+        pos = HEADER_SIZE
         tensors = []
         for i in range(n):
-            if pos + _ENTRY.size > len(data):
-                raise ZocfError(f"ZOCF truncated in entry {i}")
+            if pos + ENTRY_SIZE > len(data):
+                raise ZocfError("entry_truncated", i)
             index, mult, shift, nch, res2 = _ENTRY.unpack_from(data, pos)
-            pos += _ENTRY.size
-            padded = nch + (-nch % 4)
+            pos += ENTRY_SIZE
+            padded = nch + (-nch % CHANNEL_ALIGN)
             if pos + padded > len(data):
-                raise ZocfError(f"ZOCF truncated in entry {i}'s channel multipliers")
+                raise ZocfError("channels_truncated", i)
             cm = tuple(data[pos : pos + nch])
             if res2 != 0 or any(data[pos + nch : pos + padded]):
-                raise ZocfError(f"ZOCF entry {i}: reserved or padding bytes are not 0")
+                raise ZocfError("entry_reserved", i)
             pos += padded
             tensors.append(TensorZo(index, mult, shift, cm))
         if pos != len(data):
-            raise ZocfError(f"ZOCF has {len(data) - pos} unexpected trailing bytes")
+            raise ZocfError("trailing", len(data) - pos)
         return cls(*names, pool_size=psize, pool_seed=pseed, tensors=tuple(tensors))
+
+    @classmethod
+    def from_sections(cls, sections: dict[str, bytes]) -> ZoConfig:
+        """The ZOCF section of a model blob's sections; the defaults without one."""
+        data = sections.get(SECTION_TAG)
+        return cls() if data is None else cls.from_bytes(data)
 
 
 # --- resolving against a model -----------------------------------------------------------------
@@ -175,71 +272,103 @@ class Trainable:
     name: str
     kind: str  # "weight" (int8) or "bias" (int32)
     shape: tuple[int, ...]
-    eps_mult: int | np.ndarray  # Q4 scalar, or int64 per row
+    eps_mult: int | np.ndarray  # Q4: a scalar, or per row, broadcastable to shape
     unit_shift: int
+    layout: int = perturb.ROWS_LEADING  # rows: axis 0, or the last axis (depthwise filters)
+    index: int = -1  # in the blob's tensor table
 
     @property
     def size(self) -> int:
         return math.prod(self.shape)
 
+    @property
+    def rows(self) -> tuple[int, int]:
+        """(rows R, row length L), docs/zo-math.md "Rows"."""
+        return perturb.rows_of(self.shape, self.layout)
+
+
+def _tensor_roles(graph) -> dict[str, tuple[str, str]]:
+    """``name -> (kind, op kind)`` of every filter ("weight") and bias tensor; a tensor
+    several ops use takes the role of the first of them in op order."""
+    roles: dict[str, tuple[str, str]] = {}
+    for op in graph.ops:
+        d = _ops.get(op.kind)
+        for kind, pos in (("weight", d.weight_input), ("bias", d.bias_input)):
+            if pos is not None and pos < len(op.inputs):
+                roles.setdefault(op.inputs[pos], (kind, op.kind))
+    return roles
+
 
 def _tensor_kinds(graph) -> dict[str, str]:
-    kinds: dict[str, str] = {}
-    for w, b in graph.weight_tensors():
-        kinds[w] = "weight"
-        if b is not None:
-            kinds[b] = "bias"
-    return kinds
+    return {n: kind for n, (kind, _) in _tensor_roles(graph).items()}
+
+
+def row_layout(kind: str, op_kind: str) -> int:
+    """Rows of a trained tensor (decision: rows are output channels): a depthwise filter's
+    are its last axis, every other filter's and every bias's are axis 0."""
+    if kind == "weight" and op_kind == DEPTHWISE_KIND:
+        return perturb.ROWS_TRAILING
+    return perturb.ROWS_LEADING
+
+
+def default_entries(graph) -> tuple[TensorZo, ...]:
+    """What a ZOCF without entries trains: every filter tensor, in op order (first use)."""
+    names = list(graph.tensors)
+    return tuple(
+        TensorZo(names.index(n)) for n, (k, _) in _tensor_roles(graph).items() if k == "weight"
+    )
 
 
 def resolve(config: ZoConfig, graph) -> list[Trainable]:
-    """The trainable tensors ``config`` names in ``graph``; ZocfError if they do not fit."""
+    """The trainable tensors ``config`` names in ``graph``, with a device's checks in its
+    order (ZocfError): the entry count, then each entry's tensor index, uniqueness, role,
+    dtype, eps_mult, unit_shift, channel multipliers and the pool length."""
     names = list(graph.tensors)
-    kinds = _tensor_kinds(graph)
-    entries = config.tensors or tuple(
-        TensorZo(names.index(n)) for n, k in kinds.items() if k == "weight"
-    )
+    roles = _tensor_roles(graph)
+    entries = config.tensors
     if not entries:
-        raise ZocfError("ZOCF names no trainable tensor")
+        entries = default_entries(graph)
+        if not entries:
+            raise ZocfError("no_weights")
+        if len(entries) > MAX_TRAINED:
+            raise ZocfError("too_many", len(entries), MAX_TRAINED)
     seen: set[int] = set()
     out = []
     for i, e in enumerate(entries):
         if e.index >= len(names):
-            raise ZocfError(f"ZOCF entry {i}: tensor index {e.index} >= {len(names)} tensors")
+            raise ZocfError("index", i, e.index, len(names))
         if e.index in seen:
-            raise ZocfError(f"ZOCF entry {i}: tensor {names[e.index]} listed twice")
+            raise ZocfError("twice", i, e.index)
         seen.add(e.index)
         name = names[e.index]
-        kind = kinds.get(name)
+        kind, op_kind = roles.get(name, (None, ""))
         t = graph.tensors[name]
         if kind is None or t.data is None:
-            raise ZocfError(f"ZOCF entry {i}: tensor {name} is not a weight or bias of an op")
-        if t.dtype != ("int8" if kind == "weight" else "int32"):
-            raise ZocfError(f"ZOCF entry {i}: {kind} {name} has dtype {t.dtype}")
-        if not 1 <= e.eps_mult <= 255:
-            raise ZocfError(f"ZOCF entry {i}: eps_mult {e.eps_mult} outside 1..255")
+            raise ZocfError("not_trainable", i, e.index)
+        if kind == "weight" and t.dtype != "int8":
+            raise ZocfError("weight_dtype", i, e.index)
+        if kind == "bias" and t.dtype != "int32":
+            raise ZocfError("bias_dtype", i, e.index)
+        if not MIN_MULT <= e.eps_mult <= MAX_MULT:
+            raise ZocfError("eps_mult", i, e.eps_mult)
         if not 0 <= e.unit_shift <= MAX_UNIT_SHIFT:
-            raise ZocfError(f"ZOCF entry {i}: unit_shift {e.unit_shift} outside 0..12")
+            raise ZocfError("unit_shift", i, e.unit_shift, MAX_UNIT_SHIFT)
         if kind == "weight" and e.unit_shift != 0:
-            raise ZocfError(f"ZOCF entry {i}: int8 weights {name} need unit_shift 0")
+            raise ZocfError("weight_shift", i, e.index, e.unit_shift)
+        layout = row_layout(kind, op_kind)
+        shape = tuple(t.shape)
+        rows, length = perturb.rows_of(shape, layout)
         mult: int | np.ndarray = e.eps_mult
         if e.channel_mult:
-            if len(e.channel_mult) != t.shape[0]:
-                raise ZocfError(
-                    f"ZOCF entry {i}: {len(e.channel_mult)} channel multipliers for "
-                    f"{name} with {t.shape[0]} rows"
-                )
-            if min(e.channel_mult) < 1:
-                raise ZocfError(f"ZOCF entry {i}: a channel eps_mult is 0")
-            mult = np.asarray(e.channel_mult, dtype=np.int64)
-        if config.pool_size:
-            _, length = perturb.rows_of(t.shape)
-            if length > config.pool_size:
-                raise ZocfError(
-                    f"pool of {config.pool_size} is shorter than a row of {name} "
-                    f"({length} elements), so the row would repeat at a fixed distance"
-                )
-        out.append(Trainable(name, kind, tuple(t.shape), mult, e.unit_shift))
+            if len(e.channel_mult) != rows:
+                raise ZocfError("channels", i, len(e.channel_mult), e.index, rows)
+            zero = [j for j, c in enumerate(e.channel_mult) if c < MIN_MULT]
+            if zero:
+                raise ZocfError("channel_zero", i, zero[0])
+            mult = perturb.row_mults(np.asarray(e.channel_mult), shape, layout)
+        if config.pool_size and length > config.pool_size:
+            raise ZocfError("pool_row", config.pool_size, e.index, length)
+        out.append(Trainable(name, kind, shape, mult, e.unit_shift, layout, e.index))
     return out
 
 
@@ -351,12 +480,15 @@ def build(
 # --- accounting ------------------------------------------------------------------------------
 def fresh_words_per_seed(config: ZoConfig, trainables: list[Trainable]) -> int:
     """PRNG words one perturbation (all trainable tensors) draws."""
-    return sum(perturb.fresh_words(t.shape, config.dist_code, config.pool_size) for t in trainables)
+    return sum(
+        perturb.fresh_words(t.shape, config.dist_code, config.pool_size, t.layout)
+        for t in trainables
+    )
 
 
 def fresh_numbers_per_seed(config: ZoConfig, trainables: list[Trainable]) -> int:
     """Random numbers one perturbation draws (one per element fresh, one per row pooled)."""
-    return sum(perturb.fresh_numbers(t.shape, config.pool_size) for t in trainables)
+    return sum(perturb.fresh_numbers(t.shape, config.pool_size, t.layout) for t in trainables)
 
 
 def fresh_words_per_step(config: ZoConfig, trainables: list[Trainable], q: int) -> int:
@@ -378,8 +510,28 @@ def fresh_numbers_per_step(config: ZoConfig, trainables: list[Trainable], q: int
     return numbers
 
 
+def pad16(n: int) -> int:
+    """``n`` rounded up to a multiple of 16 (arena regions, docs/firmware.md "Memory")."""
+    return (n + 15) & ~15
+
+
+def zo_work_bytes(config: ZoConfig, trainables: list[Trainable]) -> int:
+    """Arena bytes of the ZO state (``zo_bytes``, docs/firmware.md "ZO state"): in ZOCF
+    order, per trained int8 weight tensor of ``n`` elements its master ``pad16(n * 4)``
+    (q16) or ``pad16(n * 2)`` (int16), or for the int8 master its scratch copy ``pad16(n)``;
+    then the pool, ``pad16(pool_size)``. Biases are their own master (in the blob)."""
+    per = update.MASTER_BYTES[config.master_code]
+    int8 = config.master_code == update.MASTER_INT8
+    total = 0
+    for t in trainables:
+        if t.kind == "weight":
+            total += pad16(t.size * per) + (pad16(t.size) if int8 else 0)
+    return total + pad16(config.pool_size)
+
+
 def memory_bytes(config: ZoConfig, trainables: list[Trainable]) -> dict[str, int]:
-    """Device RAM the ZO method needs beyond the model's constants (docs/zo-math.md)."""
+    """Device RAM the ZO method needs beyond the model's constants, by part (docs/zo-math.md,
+    "Device memory"), unpadded; the arena's books use :func:`zo_work_bytes`."""
     weights = sum(t.size for t in trainables if t.kind == "weight")
     int8 = config.master == "int8"
     return {
@@ -388,5 +540,5 @@ def memory_bytes(config: ZoConfig, trainables: list[Trainable]) -> dict[str, int
         # needs a copy of the trained weights to restore exactly after saturation
         "probe_scratch": weights if int8 else 0,
         "pool": config.pool_size,
-        "apply_scratch": 12 * MAX_Q,  # seed, coefficient and scale S per sample
+        "apply_scratch": 12 * MAX_Q,  # seed, coefficient and scale S per sample (static)
     }

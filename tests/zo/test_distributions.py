@@ -81,8 +81,17 @@ def test_isqrt_is_exact_around_squares():
 def test_channel_multipliers_scale_rows_and_unit_shift_scales_units():
     r = P.draw(SEEDS[:1], 0, (3, 4), P.RADEMACHER)
     u = P.units(r, P.scales(r, P.RADEMACHER, P.FIXED))
-    d = P.deltas(u, 2, np.array([8, 16, 32]), 0)
+    d = P.deltas(u, 2, P.row_mults(np.array([8, 16, 32]), (3, 4), P.ROWS_LEADING), 0)
     np.testing.assert_array_equal(d[0], r[0] * np.array([1, 2, 4])[:, None])
+    # a depthwise filter's rows are its last axis: a multiplier per column of the flat view
+    r = P.draw(SEEDS[:1], 0, (1, 2, 2, 3), P.RADEMACHER)
+    u = P.units(r, P.scales(r, P.RADEMACHER, P.FIXED))
+    m = P.row_mults(np.array([8, 16, 32]), (1, 2, 2, 3), P.ROWS_TRAILING)
+    assert m.shape == (1, 1, 1, 3)
+    d = P.deltas(u, 2, m, 0).reshape(4, 3)
+    np.testing.assert_array_equal(d, r[0].reshape(4, 3) * np.array([1, 2, 4]))
+    with pytest.raises(ValueError, match="row multipliers"):
+        P.row_mults(np.array([8, 16]), (1, 2, 2, 3), P.ROWS_TRAILING)
     np.testing.assert_array_equal(P.deltas(u, 2, 16, 8), 512 * r.astype(np.int64))
 
 
@@ -107,7 +116,30 @@ def test_pool_rows_read_consecutive_entries_from_per_row_offsets():
             np.testing.assert_array_equal(r[k, j], expected)
     assert P.fresh_words(shape, P.UNIFORM, 97) == 3
     assert P.fresh_numbers(shape, 97) == 6 and P.fresh_numbers(shape) == 240
-    assert P.rows_of((10,)) == (1, 10) and P.rows_of((4, 3, 3, 2)) == (4, 18)
+    # rows are output channels: axis 0 (a bias: one row per element), a depthwise filter's
+    # last axis
+    assert P.rows_of((10,)) == (10, 1) and P.rows_of((4, 3, 3, 2)) == (4, 18)
+    assert P.rows_of((1, 3, 3, 24), P.ROWS_TRAILING) == (24, 9)
+    assert P.fresh_numbers((1, 3, 3, 24), 16, P.ROWS_TRAILING) == 24
+    assert P.fresh_words((1, 3, 3, 24), P.UNIFORM, 16, P.ROWS_TRAILING) == 12
+
+
+def test_depthwise_pool_rows_run_along_the_last_axis():
+    """Row j of a depthwise filter [1, KH, KW, R] is elements j, j + R, ...: entry i of the
+    row is pool[(o_j + i) mod P], o_j from half-word j of the seed's stream."""
+    pool = P.Pool.generate(seed=4, size=11, distribution=P.GAUSSIAN)
+    shape = (1, 3, 3, 5)
+    r = P.draw(SEEDS, 2, shape, P.GAUSSIAN, pool, P.ROWS_TRAILING)
+    offsets = P.pool_offsets(SEEDS, 2, 5, 11)
+    for k in range(len(SEEDS)):
+        flat = r[k].reshape(9, 5)  # (entry i, row j)
+        for j in range(5):
+            np.testing.assert_array_equal(
+                flat[:, j], pool.values[(offsets[k, j] + np.arange(9)) % 11]
+            )
+    # a bias (rank 1) has a row per element: one offset each
+    b = P.draw(SEEDS, 3, (7,), P.GAUSSIAN, pool)
+    np.testing.assert_array_equal(b, pool.values[P.pool_offsets(SEEDS, 3, 7, 11)])
 
 
 def test_pool_perturbations_do_not_repeat_at_a_fixed_distance():

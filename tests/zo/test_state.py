@@ -134,3 +134,48 @@ def test_pool_and_channel_multipliers_reach_the_probe():
     assert isinstance(s.trained[0].eps_mult, np.ndarray)
     lp, lm = s.probe(X, Y, SEEDS, 2)
     assert lp.shape == (3,) and not np.array_equal(lp, lm)
+
+
+def test_a_depthwise_filter_is_perturbed_and_updated_by_channel_rows():
+    """MobileNetV2's first depthwise filter [1, 3, 3, 16] from a pool of 9 with per-channel
+    multipliers: PROBE's delta and APPLY's step follow the rows of docs/zo-math.md, written
+    out element by element here (row j = elements j, j + 16, ...; entry i of row j is
+    pool[(o_j + i) mod P])."""
+    g = zoo.build("mobilenet_v2", seed=0, resolution=32)
+    tables = loss.LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
+    cfg = zocf.build(
+        g, layers="dwconv1_w", distribution="gaussian", pool_size=9, pool_seed=3, per_channel=True
+    )
+    s = ModelState.from_blob(to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()}))
+    (t,) = s.trained
+    cm = np.array(cfg.tensors[0].channel_mult)
+    assert t.layout == perturb.ROWS_TRAILING and len(set(cm.tolist())) > 1
+    seeds = np.array([5, 6], np.uint32)
+    off = perturb.pool_offsets(seeds, 0, 16, 9)
+    w0 = s.weights(0).reshape(-1).astype(np.int64).copy()
+    delta = np.zeros((2, 144), np.int64)
+    u = np.zeros((2, 144), np.int64)
+    for k in range(2):
+        for e in range(144):
+            j, i = e % 16, e // 16
+            r = int(s.pool.values[(off[k, j] + i) % 9])
+            u[k, e] = r * 128  # gaussian, fixed S = 2^15: u = rsym(r * 2^15, 8)
+            x = 3 * int(cm[j]) * int(u[k, e])
+            delta[k, e] = (1 if x >= 0 else -1) * ((abs(x) + 2048) >> 12)
+    x = np.random.default_rng(1).integers(-128, 128, size=(2, 32, 32, 3)).astype(np.int8)
+    y = np.array([1, 7], np.uint8)
+    lp, lm = s.probe(x, y, seeds, 3)
+    for k in range(2):
+        for sign, got in ((1, lp[k]), (-1, lm[k])):
+            w = np.clip(w0 + sign * delta[k], -127, 127).astype(np.int8).reshape(t.shape)
+            want = loss.mean_q16(s.graph.run(x, {t.name: w})[None], y, tables)[0]
+            assert got == want
+    assert np.array_equal(s.weights(0).reshape(-1), w0)
+    coeffs = np.array([50_000, -70_000], np.int32)
+    m0 = s.masters[0].reshape(-1).astype(np.int64).copy()
+    s.apply(seeds, coeffs)
+    acc = coeffs.astype(np.int64) @ u
+    step = (acc * cm[np.arange(144) % 16] + (1 << 11)) >> 12  # q16: s = 28 - 16 = 12
+    np.testing.assert_array_equal(
+        s.masters[0].reshape(-1), np.clip(m0 - step, -(127 << 16), 127 << 16)
+    )
