@@ -25,7 +25,8 @@ from hilbench.zo import perturb
 from hilbench.zo.rng import STREAM_ROUNDING, stream_words
 
 FRAC_BITS = 16
-MASTER_LIMIT = 127 << FRAC_BITS
+WEIGHT_LIMIT = 127  # int8 weights, their masters (<< f) and perturbed copies stay within +-this
+MASTER_LIMIT = WEIGHT_LIMIT << FRAC_BITS
 COEFF_LIMIT = (1 << 24) - 1
 COEFF_FRAC = 16
 UPDATE_SHIFT = COEFF_FRAC + perturb.UNIT_FRAC + perturb.MULT_FRAC  # 28
@@ -67,7 +68,7 @@ def perturbed(w: np.ndarray, u: np.ndarray, eps: int) -> np.ndarray:
 
 def perturb_weights(w: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """``clamp(w + delta, -127, 127)`` (int8) for stacked integer deltas (k, *w.shape)."""
-    return np.clip(w.astype(np.int64) + delta, -127, 127).astype(np.int8)
+    return np.clip(w.astype(np.int64) + delta, -WEIGHT_LIMIT, WEIGHT_LIMIT).astype(np.int8)
 
 
 def perturb_bias(b: np.ndarray, delta: np.ndarray) -> np.ndarray:
