@@ -1,6 +1,6 @@
 """The wire protocol: frames (COBS, CRC-32, sequence numbers, version) and messages.
 
-Specification: docs/protocol.md.
+Specification: docs/protocol.md; its single declaration in code: ``hilbench.protocol.spec``.
 """
 
 from hilbench.protocol.frames import (
@@ -15,6 +15,7 @@ from hilbench.protocol.frames import (
     encode_frame,
 )
 from hilbench.protocol.messages import (
+    CAP_INFER,
     ERROR,
     MAX_BATCH,
     MAX_EPS,
@@ -30,6 +31,8 @@ from hilbench.protocol.messages import (
     EvalResponse,
     HelloRequest,
     HelloResponse,
+    InferRequest,
+    InferResponse,
     LoadDataRequest,
     LoadDataResponse,
     LoadModelRequest,
@@ -50,8 +53,10 @@ from hilbench.protocol.messages import (
     response_type,
     type_name,
 )
+from hilbench.protocol.spec import MESSAGES, format_message, refusal
 
 __all__ = [
+    "CAP_INFER",
     "ERROR",
     "FRAME_OVERHEAD",
     "MAX_BATCH",
@@ -59,6 +64,7 @@ __all__ = [
     "MAX_EPS",
     "MAX_PAYLOAD",
     "MAX_Q",
+    "MESSAGES",
     "N_SLOTS",
     "PROTOCOL_VERSION",
     "REQUESTS",
@@ -75,6 +81,8 @@ __all__ = [
     "FrameProblem",
     "HelloRequest",
     "HelloResponse",
+    "InferRequest",
+    "InferResponse",
     "LoadDataRequest",
     "LoadDataResponse",
     "LoadModelRequest",
@@ -90,9 +98,11 @@ __all__ = [
     "decode_request",
     "decode_response",
     "encode_frame",
+    "format_message",
     "max_data_chunk",
     "max_model_chunk",
     "max_q",
+    "refusal",
     "response_type",
     "type_name",
 ]

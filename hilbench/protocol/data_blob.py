@@ -1,13 +1,17 @@
-"""The LOAD_DATA payload.
+"""The LOAD_DATA payload (docs/protocol.md, "Data blob").
 
-``u32 n, u16 item_size, u16 n_classes, i8 inputs[n*item], u8 labels[n]``, little-endian.
+``u32 n_items, u16 item_size, u16 n_classes, i8 inputs[n_items*item_size], u8 labels[n_items]``,
+little-endian; the header is the DATA_BLOB layout of :mod:`hilbench.protocol.spec`, the checks
+a device makes are :func:`spec.check_data_blob`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-HEADER_BYTES = 8
+from hilbench.protocol import spec
+
+HEADER_BYTES = spec.DATA_HEADER_BYTES
 
 
 def encode(inputs: np.ndarray, labels: np.ndarray, n_classes: int) -> bytes:
@@ -19,16 +23,14 @@ def encode(inputs: np.ndarray, labels: np.ndarray, n_classes: int) -> bytes:
 
 
 def decode(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """(inputs (n, item) int8, labels (n,) uint8); ValueError names what is inconsistent."""
-    if len(blob) < HEADER_BYTES:
-        raise ValueError(f"data blob is {len(blob)} bytes, shorter than its 8-byte header")
-    n = int(np.frombuffer(blob[:4], "<u4")[0])
-    item, n_classes = (int(v) for v in np.frombuffer(blob[4:8], "<u2"))
-    expected = HEADER_BYTES + n * item + n
-    if item == 0 or len(blob) != expected:
-        raise ValueError(f"data blob is {len(blob)} bytes, its header says {expected}")
+    """(inputs (n, item) int8, labels (n,) uint8); a MessageError (a ValueError) with the
+    declared message a device answers (BAD_ARGUMENT) when the blob breaks a rule."""
+    n, item, _ = spec.check_data_blob(blob)
     inputs = np.frombuffer(blob, dtype=np.int8, count=n * item, offset=HEADER_BYTES)
     labels = np.frombuffer(blob, dtype=np.uint8, count=n, offset=HEADER_BYTES + n * item)
-    if n and int(labels.max()) >= max(n_classes, 1):
-        raise ValueError(f"a label is {int(labels.max())}, not below n_classes={n_classes}")
     return inputs.reshape(n, item).copy(), labels.copy()
+
+
+def n_classes(blob: bytes) -> int:
+    """The n_classes field of a blob that passed :func:`decode`."""
+    return int(np.frombuffer(blob, "<u2", 1, spec.LAYOUTS["DATA_BLOB"].offset("n_classes"))[0])

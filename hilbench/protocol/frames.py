@@ -17,7 +17,17 @@ from typing import NamedTuple
 
 from cobs import cobs
 
+from hilbench.protocol import spec
+from hilbench.protocol.spec import (
+    CRC_SIZE,
+    FRAME_OVERHEAD,
+    HEADER_SIZE,
+    MAX_PAYLOAD,
+    PROTOCOL_VERSION,
+)
+
 __all__ = [
+    "CRC_SIZE",
     "FRAME_OVERHEAD",
     "HEADER_SIZE",
     "MAX_ENCODED_LEN",
@@ -32,16 +42,13 @@ __all__ = [
     "max_encoded_len",
 ]
 
-PROTOCOL_VERSION = 1
-MAX_PAYLOAD = 4096
-HEADER_SIZE = 6  # version, type, seq, length
-CRC_SIZE = 4
-FRAME_OVERHEAD = HEADER_SIZE + CRC_SIZE  # body length = payload length + 10
-
-_HEADER = struct.Struct("<BBHH")
+_HEADER = struct.Struct(
+    "<" + "".join(spec.WIRES[f.wire].fmt for f in spec.LAYOUTS["FRAME_HEADER"].items)
+)  # version, type, seq, length
 _CRC = struct.Struct("<I")
+assert _HEADER.size == HEADER_SIZE and _CRC.size == CRC_SIZE
 
-PROBLEM_KINDS = ("cobs", "short", "length", "crc", "oversize")
+PROBLEM_KINDS = spec.FRAME_PROBLEMS
 
 
 def max_encoded_len(max_payload: int = MAX_PAYLOAD) -> int:

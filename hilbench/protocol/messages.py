@@ -1,9 +1,15 @@
 """Messages: one frozen dataclass per request and response (docs/protocol.md, "Messages").
 
-Every message has ``pack() -> bytes`` and ``unpack(payload) -> message`` (strict: a wrong length,
-trailing bytes or an out-of-range field raise :class:`MessageError` naming the message and the
-field, with the :class:`ErrorCode` a device answers with). Arrays are little-endian numpy arrays,
-read-only. ``encode(seq)`` gives the wire bytes of the message in one frame.
+Every number and layout comes from :mod:`hilbench.protocol.spec`, the single declaration of the
+wire. Every message has ``pack() -> bytes`` and ``unpack(payload) -> message`` (strict: a wrong
+length, trailing bytes or an out-of-range field raise :class:`MessageError` with the
+:class:`ErrorCode` and the declared message a device answers with). Arrays are little-endian
+numpy arrays, read-only. ``encode(seq)`` gives the wire bytes of the message in one frame.
+
+:func:`decode_request` is what a device does with a request frame: the version, the type, then
+the length and the ranges by walking the declared layout (:func:`spec.check_request`, the same
+walk as ``device_fw/core/msg.c``). Each request class's own ``unpack`` is a second, hand-written
+reader of the same layout; tests hold the two to the same answers.
 """
 
 from __future__ import annotations
@@ -11,26 +17,60 @@ from __future__ import annotations
 import dataclasses
 import struct
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any, ClassVar
 
 import numpy as np
 
-from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, encode_frame
+from hilbench.protocol import spec
+from hilbench.protocol.frames import Frame, encode_frame
+from hilbench.protocol.spec import (
+    CAP_APPLY_BATCH,
+    CAP_APPLY_PROBE,
+    CAP_APPLY_PROBED,
+    CAP_CYCLE_COUNTER,
+    CAP_INFER,
+    CAP_MODELED_TIMING,
+    CAP_RESET,
+    MAX_BATCH,
+    MAX_EPS,
+    MAX_ERROR_MSG,
+    MAX_INFER_OUTPUT,
+    MAX_PAYLOAD,
+    MAX_Q,
+    MAX_STRING,
+    MESSAGES,
+    MIN_DEVICE_PAYLOAD,
+    N_SLOTS,
+    PROTOCOL_VERSION,
+    RESPONSE_BIT,
+    ErrorCode,
+    MessageError,
+    MessageType,
+    TimingSource,
+    format_message,
+    max_data_chunk,
+    max_infer_output,
+    max_model_chunk,
+    max_q,
+    refusal,
+)
 
 __all__ = [
     "CAP_APPLY_BATCH",
     "CAP_APPLY_PROBE",
     "CAP_APPLY_PROBED",
     "CAP_CYCLE_COUNTER",
+    "CAP_INFER",
     "CAP_MODELED_TIMING",
     "CAP_RESET",
     "ERROR",
     "MAX_BATCH",
     "MAX_EPS",
     "MAX_ERROR_MSG",
+    "MAX_INFER_OUTPUT",
     "MAX_Q",
     "MAX_STRING",
+    "MESSAGES",
     "MIN_DEVICE_PAYLOAD",
     "N_SLOTS",
     "REQUESTS",
@@ -50,6 +90,8 @@ __all__ = [
     "EvalResponse",
     "HelloRequest",
     "HelloResponse",
+    "InferRequest",
+    "InferResponse",
     "LoadDataRequest",
     "LoadDataResponse",
     "LoadModelRequest",
@@ -64,34 +106,22 @@ __all__ = [
     "TimingSource",
     "WeightsCrcRequest",
     "WeightsCrcResponse",
+    "apply_probe_payload",
+    "apply_probed_payload",
     "decode_request",
     "decode_response",
+    "error_response",
+    "format_message",
     "max_data_chunk",
+    "max_infer_output",
     "max_model_chunk",
     "max_q",
+    "probe_payload",
+    "refusal",
     "response_type",
     "type_name",
 ]
 
-
-class MessageType(IntEnum):
-    """Frame ``type`` byte of the requests; a response is ``request | RESPONSE_BIT``."""
-
-    HELLO = 0x01
-    LOAD_MODEL = 0x02
-    LOAD_DATA = 0x03
-    PROBE = 0x04
-    APPLY = 0x05
-    EVAL = 0x06
-    WEIGHTS_CRC = 0x07
-    RESET = 0x08
-    APPLY_BATCH = 0x09
-    APPLY_PROBED = 0x0A
-    APPLY_PROBE = 0x0B
-    ERROR = 0xFF
-
-
-RESPONSE_BIT = 0x80
 ERROR = MessageType.ERROR
 
 
@@ -120,90 +150,44 @@ def _type_name(frame_type: int) -> str:
     return f"type 0x{frame_type:02x}"
 
 
-class ErrorCode(IntEnum):
-    """``code`` of an ERROR response (meanings in docs/protocol.md, "Error codes")."""
+# ---- layouts from the declaration -------------------------------------------------------------
 
-    BAD_FRAME = 1
-    BAD_VERSION = 2
-    UNKNOWN_TYPE = 3
-    BAD_LENGTH = 4
-    BAD_ARGUMENT = 5
-    NO_MODEL = 6
-    NO_DATA = 7
-    MODEL_TOO_LARGE = 8
-    BAD_MODEL = 9
-    INTERNAL = 10
-    NO_SESSION = 11
+_L = spec.LAYOUTS
 
 
-# HELLO capability bits (a host ignores bits it does not know).
-CAP_CYCLE_COUNTER = 1 << 0  # durations come from the device's cycle counter
-CAP_MODELED_TIMING = 1 << 1  # durations come from a cost model (the twin)
-CAP_RESET = 1 << 2  # RESET reboots the device
-CAP_APPLY_BATCH = 1 << 3  # APPLY_BATCH replays logged updates in one frame
-CAP_APPLY_PROBED = 1 << 4  # APPLY_PROBED applies with the last PROBE's seeds (not re-sent)
-CAP_APPLY_PROBE = 1 << 5  # APPLY_PROBE: APPLY_PROBED and the next PROBE in one round trip
+def _prefix(key: str) -> struct.Struct:
+    """The struct of a layout's leading scalars (up to its first array, rest or nested part)."""
+    fmt = "<"
+    for it in _L[key].items:
+        if not isinstance(it, spec.Scalar):
+            break
+        fmt += spec.WIRES[it.wire].fmt
+    return struct.Struct(fmt)
 
 
-class TimingSource(IntEnum):
-    """Where a ``duration_ns`` came from."""
-
-    NONE = 0  # no timing (e.g. QEMU)
-    DEVICE = 1  # the device's cycle counter
-    MODELED = 2  # a cost model (the twin)
+def _bounds(key: str, name: str) -> tuple[int, int]:
+    """The declared range of scalar ``name`` of layout ``key``."""
+    lay = _L[key]
+    return lay.bounds(lay.item(name))  # type: ignore[arg-type]
 
 
-class MessageError(ValueError):
-    """A payload that does not match its message layout; ``code`` is what a device answers."""
+_U8 = struct.Struct("<B")
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_I64 = struct.Struct("<q")
+_U64 = struct.Struct("<Q")
 
-    def __init__(self, text: str, code: ErrorCode = ErrorCode.BAD_ARGUMENT) -> None:
-        super().__init__(text)
-        self.code = ErrorCode(code)
+_PROBE_REQ_FIXED = _L["PROBE"].min_size
+_PROBE_RESP_FIXED = _L["PROBE_R"].min_size
 
-
-# ---- limits -----------------------------------------------------------------------------------
-
-N_SLOTS = 4  # data slots 0..3
-MAX_BATCH = 256  # PROBE batch_size 1..256
-MAX_EPS = 127  # PROBE eps 1..127 (weight LSBs)
-MAX_STRING = 64  # HELLO device_id / firmware, bytes of UTF-8
-MAX_ERROR_MSG = 256  # ERROR msg, bytes of UTF-8
-MIN_DEVICE_PAYLOAD = 256  # a device announces max_payload in MIN_DEVICE_PAYLOAD..MAX_PAYLOAD
-
-_PROBE_REQ_FIXED = 11  # u8 slot, u16 batch_size, u32 batch_seed, u16 eps, u16 q
-_PROBE_RESP_FIXED = 11  # u16 q, u64 duration_ns, u8 timing_source
-_APPLY_REQ_FIXED = 2  # u16 q
-_MODEL_CHUNK_FIXED = 8  # u32 total_len, u32 offset
-_DATA_CHUNK_FIXED = 9  # u8 slot, u32 total_len, u32 offset
-
-
-def max_q(max_payload: int = MAX_PAYLOAD) -> int:
-    """Largest q whose PROBE response and APPLY request fit in ``max_payload`` bytes."""
-    return min(
-        (max_payload - _PROBE_RESP_FIXED) // 8,
-        (max_payload - _APPLY_REQ_FIXED) // 8,
-        (max_payload - _PROBE_REQ_FIXED) // 4,
-    )
-
-
-MAX_Q = max_q(MAX_PAYLOAD)  # 510
-
-
-def max_model_chunk(max_payload: int = MAX_PAYLOAD) -> int:
-    """Largest LOAD_MODEL chunk that fits in ``max_payload``."""
-    return max_payload - _MODEL_CHUNK_FIXED
-
-
-def max_data_chunk(max_payload: int = MAX_PAYLOAD) -> int:
-    """Largest LOAD_DATA chunk that fits in ``max_payload``."""
-    return max_payload - _DATA_CHUNK_FIXED
+_RANGES = {name: (w.lo, w.hi) for name, w in spec.WIRES.items()}
 
 
 # ---- helpers ----------------------------------------------------------------------------------
 
 
 class _Reader:
-    """Strict little-endian reader over one payload."""
+    """Strict little-endian reader over one payload (the length pass: SHORT / TRAILING)."""
 
     __slots__ = ("data", "name", "pos")
 
@@ -215,11 +199,7 @@ class _Reader:
     def _take(self, n: int, field: str) -> int:
         pos = self.pos
         if pos + n > len(self.data):
-            raise MessageError(
-                f"{self.name}: payload is {len(self.data)} bytes and ends inside field "
-                f"'{field}' (needs {n} bytes at offset {pos})",
-                ErrorCode.BAD_LENGTH,
-            )
+            raise refusal("SHORT", self.name, len(self.data), field, n, pos)
         self.pos = pos + n
         return pos
 
@@ -242,27 +222,13 @@ class _Reader:
     def done(self) -> None:
         extra = len(self.data) - self.pos
         if extra:
-            raise MessageError(
-                f"{self.name}: {extra} trailing byte(s) after the last field "
-                f"(payload is {len(self.data)} bytes, expected {self.pos})",
-                ErrorCode.BAD_LENGTH,
-            )
+            raise refusal("TRAILING", self.name, extra, len(self.data), self.pos)
 
 
-_U8 = struct.Struct("<B")
-_U16 = struct.Struct("<H")
-_U32 = struct.Struct("<I")
-_I64 = struct.Struct("<q")
-_U64 = struct.Struct("<Q")
-
-_RANGES = {
-    "u8": (0, 0xFF),
-    "u16": (0, 0xFFFF),
-    "u32": (0, 0xFFFFFFFF),
-    "i32": (-(2**31), 2**31 - 1),
-    "i64": (-(2**63), 2**63 - 1),
-    "u64": (0, 2**64 - 1),
-}
+def _in_range(name: str, field: str, value: int, lo: int, hi: int) -> None:
+    """The range pass for one value read from the wire (RANGE, BAD_ARGUMENT)."""
+    if not lo <= value <= hi:
+        raise refusal("RANGE", name, field, value, lo, hi)
 
 
 def _int(msg: Message, field: str, lo: int, hi: int) -> int:
@@ -276,14 +242,18 @@ def _int(msg: Message, field: str, lo: int, hi: int) -> int:
         raise MessageError(
             f"{msg.NAME}: field '{field}' must be an integer, got {value!r}"
         ) from None
-    if not lo <= v <= hi:
-        raise MessageError(f"{msg.NAME}: field '{field}' = {v} out of range {lo}..{hi}")
+    _in_range(msg.NAME, field, v, lo, hi)
     object.__setattr__(msg, field, v)
     return v
 
 
 def _kind(msg: Message, field: str, kind: str) -> int:
     return _int(msg, field, *_RANGES[kind])
+
+
+def _ranged(msg: Message, key: str, field: str) -> int:
+    """Validate ``msg.field`` against the declared range of ``field`` in layout ``key``."""
+    return _int(msg, field, *_bounds(key, field))
 
 
 _IINFO: dict[np.dtype, np.iinfo] = {}
@@ -320,6 +290,8 @@ def _array(msg: Message, field: str, dtype: str) -> np.ndarray:
 
 def _bytes(msg: Message, field: str, max_len: int) -> bytes:
     value = getattr(msg, field)
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.itemsize == 1:
+        value = value.tobytes()  # an int8 / uint8 tensor, e.g. an INFER input
     if not isinstance(value, bytes | bytearray | memoryview):
         raise MessageError(f"{msg.NAME}: field '{field}' must be bytes, got {type(value).__name__}")
     b = bytes(value)
@@ -352,8 +324,8 @@ def _utf8(name: str, field: str, b: bytes) -> str:
         raise MessageError(f"{name}: field '{field}' is not valid UTF-8 ({exc.reason})") from None
 
 
-def _flag(msg: Message, field: str) -> bool:
-    v = _int(msg, field, 0, 1)
+def _flag(msg: Message, key: str, field: str) -> bool:
+    v = _ranged(msg, key, field)
     object.__setattr__(msg, field, bool(v))
     return bool(v)
 
@@ -369,14 +341,16 @@ def _timing(msg: Message, field: str = "timing_source") -> TimingSource:
 
 
 def _trusted(cls: type[Message], **fields: object) -> Any:
-    """A message from fields already checked by its ``unpack`` (skips ``__post_init__``).
-
-    For the hot responses (PROBE, the APPLY family): the wire layout bounds every integer, so
-    ``unpack`` only has to check what the layout does not (q, timing_source)."""
+    """A message from fields already checked (skips ``__post_init__``): by
+    :func:`decode_request` after the declared checks, and by the hot responses' ``unpack``,
+    where the wire layout bounds every integer but q and timing_source, checked there."""
     msg = object.__new__(cls)
     for name, value in fields.items():
         object.__setattr__(msg, name, value)
     return msg
+
+
+_Q_RANGE = _bounds("PROBE", "q")
 
 
 def _q(msg: Message, n: int, array_field: str) -> None:
@@ -384,8 +358,7 @@ def _q(msg: Message, n: int, array_field: str) -> None:
     given = getattr(msg, "q", None)
     if given is not None and given != n:
         raise MessageError(f"{msg.NAME}: field 'q' = {given} but '{array_field}' has {n} values")
-    if not 1 <= n <= MAX_Q:
-        raise MessageError(f"{msg.NAME}: field 'q' = {n} out of range 1..{MAX_Q} (MAX_Q)")
+    _in_range(msg.NAME, "q", n, *_Q_RANGE)
     object.__setattr__(msg, "q", n)
 
 
@@ -428,6 +401,9 @@ def _reader(cls: type[Message], payload: bytes) -> _Reader:
 
 # ---- HELLO ------------------------------------------------------------------------------------
 
+_HELLO_REQ = _prefix("HELLO")
+_HELLO_RESP = _prefix("HELLO_R")  # up to device_id_len
+
 
 @dataclass(frozen=True, eq=False)
 class HelloRequest(Message):
@@ -453,9 +429,9 @@ class HelloRequest(Message):
         r.done()
         return cls(v, session)
 
-
-_HELLO_REQ = struct.Struct("<HI")
-_HELLO_RESP = struct.Struct("<HHII")
+    @classmethod
+    def _from_values(cls, v: list) -> HelloRequest:
+        return _trusted(cls, host_protocol_version=v[0], session=v[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -474,19 +450,19 @@ class HelloResponse(Message):
 
     def __post_init__(self) -> None:
         _kind(self, "protocol_version", "u16")
-        _int(self, "max_payload", MIN_DEVICE_PAYLOAD, MAX_PAYLOAD)
+        _ranged(self, "HELLO_R", "max_payload")
         _kind(self, "boot_nonce", "u32")
         _kind(self, "capabilities", "u32")
-        _text(self, "device_id", MAX_STRING)
-        _text(self, "firmware", MAX_STRING)
+        _text(self, "device_id", _bounds("HELLO_R", "device_id_len")[1])
+        _text(self, "firmware", _bounds("HELLO_R", "firmware_len")[1])
 
     def pack(self) -> bytes:
         dev = self.device_id.encode("utf-8")
         fw = self.firmware.encode("utf-8")
         head = _HELLO_RESP.pack(
-            self.protocol_version, self.max_payload, self.boot_nonce, self.capabilities
+            self.protocol_version, self.max_payload, self.boot_nonce, self.capabilities, len(dev)
         )
-        return head + bytes([len(dev)]) + dev + bytes([len(fw)]) + fw
+        return head + dev + bytes([len(fw)]) + fw
 
     @classmethod
     def unpack(cls, payload: bytes) -> HelloResponse:
@@ -505,19 +481,18 @@ class HelloResponse(Message):
 
 # ---- LOAD_MODEL / LOAD_DATA (bulk) ------------------------------------------------------------
 
+_CHUNK_END = spec.RULES["chunk_end"]
 
-def _check_chunk(msg: Message, fixed: int) -> None:
-    total = _int(msg, "total_len", 1, 0xFFFFFFFF)
+
+def _check_chunk(msg: Message, key: str) -> None:
+    total = _ranged(msg, key, "total_len")
     offset = _kind(msg, "offset", "u32")
-    end = offset + len(_bytes(msg, "chunk", MAX_PAYLOAD - fixed))
-    if end > total:
-        raise MessageError(
-            f"{msg.NAME}: offset {offset} + chunk length {end - offset} = {end} "
-            f"exceeds total_len {total}"
-        )
+    k = len(_bytes(msg, "chunk", MAX_PAYLOAD - _L[key].min_size))
+    if _CHUNK_END.broken(total, offset, k):
+        raise refusal(_CHUNK_END.template, *_CHUNK_END.args(msg.NAME, total, offset, k))
 
 
-_MODEL_REQ = struct.Struct("<II")
+_MODEL_REQ = _prefix("LOAD_MODEL")
 
 
 @dataclass(frozen=True, eq=False)
@@ -531,7 +506,7 @@ class LoadModelRequest(Message):
     chunk: bytes
 
     def __post_init__(self) -> None:
-        _check_chunk(self, _MODEL_CHUNK_FIXED)
+        _check_chunk(self, "LOAD_MODEL")
 
     def pack(self) -> bytes:
         return _MODEL_REQ.pack(self.total_len, self.offset) + self.chunk
@@ -543,8 +518,12 @@ class LoadModelRequest(Message):
         offset = r.scalar(_U32, "offset")
         return cls(total, offset, r.rest())
 
+    @classmethod
+    def _from_values(cls, v: list) -> LoadModelRequest:
+        return _trusted(cls, total_len=v[0], offset=v[1], chunk=v[2])
 
-_MODEL_RESP = struct.Struct("<IBI")
+
+_MODEL_RESP = _prefix("LOAD_MODEL_R")
 
 
 @dataclass(frozen=True, eq=False)
@@ -559,7 +538,7 @@ class LoadModelResponse(Message):
 
     def __post_init__(self) -> None:
         _kind(self, "received", "u32")
-        _flag(self, "complete")
+        _flag(self, "LOAD_MODEL_R", "complete")
         _kind(self, "model_crc32", "u32")
         if not self.complete and self.model_crc32 != 0:
             raise MessageError(f"{self.NAME}: field 'model_crc32' must be 0 while not complete")
@@ -577,7 +556,7 @@ class LoadModelResponse(Message):
         return cls(received, complete, crc)  # type: ignore[arg-type]
 
 
-_DATA_REQ = struct.Struct("<BII")
+_DATA_REQ = _prefix("LOAD_DATA")
 
 
 @dataclass(frozen=True, eq=False)
@@ -592,8 +571,8 @@ class LoadDataRequest(Message):
     chunk: bytes
 
     def __post_init__(self) -> None:
-        _int(self, "slot", 0, N_SLOTS - 1)
-        _check_chunk(self, _DATA_CHUNK_FIXED)
+        _ranged(self, "LOAD_DATA", "slot")
+        _check_chunk(self, "LOAD_DATA")
 
     def pack(self) -> bytes:
         return _DATA_REQ.pack(self.slot, self.total_len, self.offset) + self.chunk
@@ -606,8 +585,12 @@ class LoadDataRequest(Message):
         offset = r.scalar(_U32, "offset")
         return cls(slot, total, offset, r.rest())
 
+    @classmethod
+    def _from_values(cls, v: list) -> LoadDataRequest:
+        return _trusted(cls, slot=v[0], total_len=v[1], offset=v[2], chunk=v[3])
 
-_DATA_RESP = struct.Struct("<BIBI")
+
+_DATA_RESP = _prefix("LOAD_DATA_R")
 
 
 @dataclass(frozen=True, eq=False)
@@ -622,9 +605,9 @@ class LoadDataResponse(Message):
     n_items: int = 0
 
     def __post_init__(self) -> None:
-        _int(self, "slot", 0, N_SLOTS - 1)
+        _ranged(self, "LOAD_DATA_R", "slot")
         _kind(self, "received", "u32")
-        _flag(self, "complete")
+        _flag(self, "LOAD_DATA_R", "complete")
         _kind(self, "n_items", "u32")
         if not self.complete and self.n_items != 0:
             raise MessageError(f"{self.NAME}: field 'n_items' must be 0 while not complete")
@@ -645,8 +628,12 @@ class LoadDataResponse(Message):
 
 # ---- PROBE ------------------------------------------------------------------------------------
 
-_PROBE_REQ = struct.Struct("<BHIHH")
-_PROBE_RESP_TAIL = struct.Struct("<QB")  # duration_ns, timing_source
+_PROBE_REQ = _prefix("PROBE")
+_PROBE_RESP_TAIL = struct.Struct("<QB")  # duration_ns, timing_source (the _TIMING fields)
+_PROBE_RANGES = tuple(
+    (name, *_bounds("PROBE", name)) for name in ("slot", "batch_size", "eps", "q")
+)
+_SLOT, _BATCH, _EPS, _ = (r[1:] for r in _PROBE_RANGES)
 
 
 @dataclass(frozen=True, eq=False)
@@ -663,10 +650,10 @@ class ProbeRequest(Message):
     q: int = field(default=None, kw_only=True)  # type: ignore[assignment]  # = len(seeds)
 
     def __post_init__(self) -> None:
-        _int(self, "slot", 0, N_SLOTS - 1)
-        _int(self, "batch_size", 1, MAX_BATCH)
+        _int(self, "slot", *_SLOT)
+        _int(self, "batch_size", *_BATCH)
         _kind(self, "batch_seed", "u32")
-        _int(self, "eps", 1, MAX_EPS)
+        _int(self, "eps", *_EPS)
         _q(self, len(_array(self, "seeds", "<u4")), "seeds")
 
     def pack(self) -> bytes:
@@ -684,6 +671,12 @@ class ProbeRequest(Message):
         seeds = r.array("<u4", q, "seeds")
         r.done()
         return cls(slot, batch_size, batch_seed, eps, seeds)
+
+    @classmethod
+    def _from_values(cls, v: list) -> ProbeRequest:
+        return _trusted(
+            cls, slot=v[0], batch_size=v[1], batch_seed=v[2], eps=v[3], q=v[4], seeds=v[5]
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -718,8 +711,7 @@ class ProbeResponse(Message):
                 _U16.pack(self.q),
                 self.loss_plus.tobytes(),
                 self.loss_minus.tobytes(),
-                _U64.pack(self.duration_ns),
-                _U8.pack(self.timing_source),
+                _PROBE_RESP_TAIL.pack(self.duration_ns, self.timing_source),
             )
         )
 
@@ -802,6 +794,10 @@ class ApplyRequest(Message):
         r.done()
         return cls(seeds, coeffs)
 
+    @classmethod
+    def _from_values(cls, v: list) -> ApplyRequest:
+        return _trusted(cls, q=v[0], seeds=v[1], coeffs=v[2])
+
 
 @dataclass(frozen=True, eq=False)
 class ApplyResponse(_UpdatesApplied):
@@ -813,7 +809,8 @@ class ApplyResponse(_UpdatesApplied):
 
 # ---- EVAL -------------------------------------------------------------------------------------
 
-_EVAL_REQ = struct.Struct("<BII")
+_EVAL_REQ = _prefix("EVAL")
+_SPAN = spec.RULES["span_2_32"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -827,13 +824,11 @@ class EvalRequest(Message):
     count: int
 
     def __post_init__(self) -> None:
-        _int(self, "slot", 0, N_SLOTS - 1)
+        _ranged(self, "EVAL", "slot")
         _kind(self, "start", "u32")
-        _int(self, "count", 1, 0xFFFFFFFF)
-        if self.start + self.count > 0xFFFFFFFF + 1:
-            raise MessageError(
-                f"{self.NAME}: fields 'start' + 'count' = {self.start + self.count} exceed 2**32"
-            )
+        _ranged(self, "EVAL", "count")
+        if _SPAN.broken(self.start, self.count):
+            raise refusal(_SPAN.template, *_SPAN.args(self.NAME, self.start, self.count))
 
     def pack(self) -> bytes:
         return _EVAL_REQ.pack(self.slot, self.start, self.count)
@@ -847,8 +842,12 @@ class EvalRequest(Message):
         r.done()
         return cls(slot, start, count)
 
+    @classmethod
+    def _from_values(cls, v: list) -> EvalRequest:
+        return _trusted(cls, slot=v[0], start=v[1], count=v[2])
 
-_EVAL_RESP = struct.Struct("<IIqQB")
+
+_EVAL_RESP = _prefix("EVAL_R")
 
 
 @dataclass(frozen=True, eq=False)
@@ -905,8 +904,12 @@ class WeightsCrcRequest(Message):
         _reader(cls, payload).done()
         return cls()
 
+    @classmethod
+    def _from_values(cls, v: list) -> WeightsCrcRequest:
+        return cls()
 
-_CRC_RESP = struct.Struct("<II")
+
+_CRC_RESP = _prefix("WEIGHTS_CRC_R")
 
 
 @dataclass(frozen=True, eq=False)
@@ -936,7 +939,7 @@ class WeightsCrcResponse(Message):
 
 # ---- ERROR ------------------------------------------------------------------------------------
 
-_ERR_HEAD = struct.Struct("<HBH")
+_ERR_HEAD = _prefix("ERROR")
 
 
 @dataclass(frozen=True, eq=False)
@@ -953,11 +956,11 @@ class ErrorResponse(Message):
     message: str = ""
 
     def __post_init__(self) -> None:
-        code = _int(self, "code", 1, 0xFFFF)
+        code = _ranged(self, "ERROR", "code")
         if code in ErrorCode._value2member_map_:
             object.__setattr__(self, "code", ErrorCode(code))
         _kind(self, "request_type", "u8")
-        _text(self, "message", MAX_ERROR_MSG)
+        _text(self, "message", _bounds("ERROR", "msg_len")[1])
 
     def pack(self) -> bytes:
         msg = self.message.encode("utf-8")
@@ -981,6 +984,12 @@ class ErrorResponse(Message):
         return f"{name} (request {req}): {self.message}"
 
 
+def error_response(request_type: int, exc: MessageError) -> ErrorResponse:
+    """The ERROR a device answers for ``exc`` (its code and message, already cut to 256 bytes
+    when it was formatted from a template; cut here otherwise)."""
+    return ErrorResponse(exc.code, request_type, format_message("%s", (str(exc),)))
+
+
 # ---- RESET ------------------------------------------------------------------------------------
 
 
@@ -997,6 +1006,10 @@ class ResetRequest(Message):
     @classmethod
     def unpack(cls, payload: bytes) -> ResetRequest:
         _reader(cls, payload).done()
+        return cls()
+
+    @classmethod
+    def _from_values(cls, v: list) -> ResetRequest:
         return cls()
 
 
@@ -1018,6 +1031,9 @@ class ResetResponse(Message):
 
 # ---- APPLY_BATCH ------------------------------------------------------------------------------
 
+_N_STEPS = _bounds("APPLY_BATCH", "n_steps")
+_STEP_Q = _bounds("APPLY", "q")
+
 
 @dataclass(frozen=True, eq=False)
 class ApplyBatchRequest(Message):
@@ -1033,8 +1049,7 @@ class ApplyBatchRequest(Message):
 
     def __post_init__(self) -> None:
         steps = tuple(self.steps)
-        if not 1 <= len(steps) <= 0xFFFF:
-            raise MessageError(f"{self.NAME}: field 'n_steps' = {len(steps)} out of range 1..65535")
+        _in_range(self.NAME, "n_steps", len(steps), *_N_STEPS)
         for step in steps:
             if not isinstance(step, ApplyRequest):
                 raise MessageError(f"{self.NAME}: steps must be APPLY requests, got {step!r}")
@@ -1047,14 +1062,20 @@ class ApplyBatchRequest(Message):
     def unpack(cls, payload: bytes) -> ApplyBatchRequest:
         r = _reader(cls, payload)
         n = r.scalar(_U16, "n_steps")
-        steps = []
-        for i in range(n):
-            q = r.scalar(_U16, f"steps[{i}].q")
-            seeds = r.array("<u4", q, f"steps[{i}].seeds")
-            coeffs = r.array("<i4", q, f"steps[{i}].coeffs")
-            steps.append(ApplyRequest(seeds, coeffs))
+        raw = []
+        for i in range(n):  # the whole length first ...
+            path = f"steps[{i}]."
+            q = r.scalar(_U16, path + "q")
+            raw.append((q, r.array("<u4", q, path + "seeds"), r.array("<i4", q, path + "coeffs")))
         r.done()
-        return cls(tuple(steps))
+        _in_range(cls.NAME, "n_steps", n, *_N_STEPS)  # ... then the ranges, in table order
+        for i, (q, _, _) in enumerate(raw):
+            _in_range(cls.NAME, spec.FIELD_PATH % ("steps", i, "q"), q, *_STEP_Q)
+        return cls(tuple(ApplyRequest(seeds, coeffs) for _, seeds, coeffs in raw))
+
+    @classmethod
+    def _from_values(cls, v: list) -> ApplyBatchRequest:
+        return _trusted(cls, steps=tuple(ApplyRequest._from_values(s) for s in v[1]))
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -1098,6 +1119,10 @@ class ApplyProbedRequest(Message):
         r.done()
         return cls(coeffs)
 
+    @classmethod
+    def _from_values(cls, v: list) -> ApplyProbedRequest:
+        return _trusted(cls, q=v[0], coeffs=v[1])
+
 
 @dataclass(frozen=True, eq=False)
 class ApplyProbedResponse(_UpdatesApplied):
@@ -1108,6 +1133,8 @@ class ApplyProbedResponse(_UpdatesApplied):
 
 
 # ---- APPLY_PROBE -------------------------------------------------------------------------------
+
+_Q_APPLY = _bounds("APPLY_PROBE", "q_apply")
 
 
 @dataclass(frozen=True, eq=False)
@@ -1122,8 +1149,7 @@ class ApplyProbeRequest(Message):
 
     def __post_init__(self) -> None:
         n = len(_array(self, "coeffs", "<i4"))
-        if not 1 <= n <= MAX_Q:
-            raise MessageError(f"{self.NAME}: field 'q_apply' = {n} out of range 1..{MAX_Q}")
+        _in_range(self.NAME, "q_apply", n, *_Q_APPLY)
         if not isinstance(self.probe, ProbeRequest):
             raise MessageError(f"{self.NAME}: 'probe' must be a PROBE request")
 
@@ -1136,10 +1162,24 @@ class ApplyProbeRequest(Message):
 
     @classmethod
     def unpack(cls, payload: bytes) -> ApplyProbeRequest:
-        r = _reader(cls, payload)
-        q = r.scalar(_U16, "q_apply")
-        coeffs = r.array("<i4", q, "coeffs")
-        return cls(coeffs, ProbeRequest.unpack(r.rest()))
+        r = _reader(cls, payload)  # one reader: the PROBE part's fields are named as this one's
+        q_apply = r.scalar(_U16, "q_apply")
+        coeffs = r.array("<i4", q_apply, "coeffs")
+        slot = r.scalar(_U8, "slot")
+        batch_size = r.scalar(_U16, "batch_size")
+        batch_seed = r.scalar(_U32, "batch_seed")
+        eps = r.scalar(_U16, "eps")
+        q = r.scalar(_U16, "q")
+        seeds = r.array("<u4", q, "seeds")
+        r.done()
+        _in_range(cls.NAME, "q_apply", q_apply, *_Q_APPLY)
+        for (name, lo, hi), value in zip(_PROBE_RANGES, (slot, batch_size, eps, q), strict=True):
+            _in_range(cls.NAME, name, value, lo, hi)
+        return cls(coeffs, ProbeRequest(slot, batch_size, batch_seed, eps, seeds))
+
+    @classmethod
+    def _from_values(cls, v: list) -> ApplyProbeRequest:
+        return _trusted(cls, coeffs=v[1], probe=ProbeRequest._from_values(v[2]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -1178,10 +1218,94 @@ class ApplyProbeResponse(Message):
         return _trusted(cls, updates_applied=applied, probe=ProbeResponse.unpack(payload[4:]))
 
 
+# ---- INFER -------------------------------------------------------------------------------------
+
+_INFER_REQ = _prefix("INFER")
+_INLINE = spec.RULES["inline_input"]
+
+
+@dataclass(frozen=True, eq=False)
+class InferRequest(Message):
+    """``u8 slot, u32 index, u8 input[rest]``: the model's int8 output for item ``index`` of
+    data slot ``slot`` (``input`` empty), or for ``input`` itself (then slot and index are 0).
+    ``input`` may be given as bytes or as a 1-byte integer array (an int8 tensor)."""
+
+    TYPE: ClassVar[int] = MessageType.INFER
+    NAME: ClassVar[str] = "INFER request"
+    slot: int = 0
+    index: int = 0
+    input: bytes = b""
+
+    def __post_init__(self) -> None:
+        slot = _ranged(self, "INFER", "slot")
+        index = _kind(self, "index", "u32")
+        k = len(_bytes(self, "input", MAX_PAYLOAD - _L["INFER"].min_size))
+        if _INLINE.broken(k, slot, index):
+            raise refusal(_INLINE.template, *_INLINE.args(self.NAME, k, slot, index))
+
+    def pack(self) -> bytes:
+        return _INFER_REQ.pack(self.slot, self.index) + self.input
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> InferRequest:
+        r = _reader(cls, payload)
+        slot = r.scalar(_U8, "slot")
+        index = r.scalar(_U32, "index")
+        return cls(slot, index, r.rest())
+
+    @classmethod
+    def _from_values(cls, v: list) -> InferRequest:
+        return _trusted(cls, slot=v[0], index=v[1], input=v[2])
+
+
+_INFER_N = _bounds("INFER_R", "n")
+
+
+@dataclass(frozen=True, eq=False)
+class InferResponse(Message):
+    """``u16 n, i8 output[n], u64 duration_ns, u8 timing_source``: the model's int8 output
+    (its output tensor, row-major) and the time the forward pass took."""
+
+    TYPE: ClassVar[int] = response_type(MessageType.INFER)
+    NAME: ClassVar[str] = "INFER response"
+    output: np.ndarray
+    duration_ns: int
+    timing_source: TimingSource
+    n: int = field(default=None, kw_only=True)  # type: ignore[assignment]  # = len(output)
+
+    def __post_init__(self) -> None:
+        n = len(_array(self, "output", "i1"))
+        if self.n is not None and self.n != n:
+            raise MessageError(f"{self.NAME}: field 'n' = {self.n} but 'output' has {n} values")
+        _in_range(self.NAME, "n", n, *_INFER_N)
+        object.__setattr__(self, "n", n)
+        _kind(self, "duration_ns", "u64")
+        _timing(self)
+
+    def pack(self) -> bytes:
+        return (
+            _U16.pack(self.n)
+            + self.output.tobytes()
+            + _PROBE_RESP_TAIL.pack(self.duration_ns, self.timing_source)
+        )
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> InferResponse:
+        r = _reader(cls, payload)
+        n = r.scalar(_U16, "n")
+        output = r.array("i1", n, "output")
+        duration = r.scalar(_U64, "duration_ns")
+        source = r.scalar(_U8, "timing_source")
+        r.done()
+        return cls(output, duration, source)  # type: ignore[arg-type]
+
+
 # ---- the per-step hot path ----------------------------------------------------------------------
 
 _SEED_DTYPE = np.dtype("<u4")
 _COEFF_DTYPE = np.dtype("<i4")
+_SLOT_HI, _BATCH_LO, _BATCH_HI, _EPS_LO, _EPS_HI = _SLOT[1], *_BATCH, *_EPS
+_Q_LO, _Q_HI = _Q_RANGE
 
 
 def probe_payload(
@@ -1194,15 +1318,15 @@ def probe_payload(
         type(seeds) is np.ndarray
         and seeds.dtype == _SEED_DTYPE
         and seeds.ndim == 1
-        and 1 <= len(seeds) <= MAX_Q
+        and _Q_LO <= len(seeds) <= _Q_HI
         and type(slot) is int
         and type(batch_size) is int
         and type(batch_seed) is int
         and type(eps) is int
-        and 0 <= slot < N_SLOTS
-        and 1 <= batch_size <= MAX_BATCH
+        and 0 <= slot <= _SLOT_HI
+        and _BATCH_LO <= batch_size <= _BATCH_HI
         and 0 <= batch_seed <= 0xFFFFFFFF
-        and 1 <= eps <= MAX_EPS
+        and _EPS_LO <= eps <= _EPS_HI
     ):
         return _PROBE_REQ.pack(slot, batch_size, batch_seed, eps, len(seeds)) + seeds.tobytes()
     return None
@@ -1228,7 +1352,7 @@ def apply_probed_payload(coeffs: np.ndarray) -> bytes | None:
         type(coeffs) is np.ndarray
         and coeffs.dtype == _COEFF_DTYPE
         and coeffs.ndim == 1
-        and 1 <= len(coeffs) <= MAX_Q
+        and _Q_LO <= len(coeffs) <= _Q_HI
     ):
         return _U16.pack(len(coeffs)) + coeffs.tobytes()
     return None
@@ -1250,6 +1374,7 @@ REQUESTS: dict[int, type[Message]] = {
         ApplyBatchRequest,
         ApplyProbedRequest,
         ApplyProbeRequest,
+        InferRequest,
     )
 }
 RESPONSES: dict[int, type[Message]] = {
@@ -1266,24 +1391,23 @@ RESPONSES: dict[int, type[Message]] = {
         ApplyBatchResponse,
         ApplyProbedResponse,
         ApplyProbeResponse,
+        InferResponse,
         ErrorResponse,
     )
 }
+_FROM_VALUES = {t: cls._from_values for t, cls in REQUESTS.items()}  # type: ignore[attr-defined]
+_check_request = spec.check_request
 
 
 def decode_request(frame: Frame) -> Message:
-    """The request in ``frame``; MessageError with code BAD_VERSION / UNKNOWN_TYPE /
-    BAD_LENGTH / BAD_ARGUMENT otherwise (the device answers ERROR with that code)."""
+    """The request in ``frame``, checked as a device checks it: the version (BAD_VERSION), the
+    type (UNKNOWN_TYPE), then the payload's length (BAD_LENGTH) and its fields' ranges and rules
+    in table order (BAD_ARGUMENT), by walking the declared layout (``spec.check_request``).
+    Raises MessageError with the code and the declared message a device answers."""
     if frame.version != PROTOCOL_VERSION:
-        raise MessageError(
-            f"frame version {frame.version}; this device speaks protocol version "
-            f"{PROTOCOL_VERSION}",
-            ErrorCode.BAD_VERSION,
-        )
-    cls = REQUESTS.get(frame.type)
-    if cls is None:
-        raise MessageError(f"unknown request type 0x{frame.type:02x}", ErrorCode.UNKNOWN_TYPE)
-    return cls.unpack(frame.payload)
+        raise refusal("BAD_VERSION", PROTOCOL_VERSION, frame.version)
+    values = _check_request(frame.type, frame.payload)
+    return _FROM_VALUES[frame.type](values)
 
 
 def decode_response(frame: Frame) -> Message:

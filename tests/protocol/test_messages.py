@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hilbench.protocol import messages as m
+from hilbench.protocol import spec
 from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, FrameDecoder
 
 u32 = st.integers(0, 2**32 - 1)
@@ -110,6 +111,14 @@ messages = st.one_of(
     eval_responses(),
     st.just(m.WeightsCrcRequest()),
     st.builds(m.WeightsCrcResponse, u32, u32),
+    st.builds(m.InferRequest, slots, u32),
+    st.builds(m.InferRequest, input=st.binary(max_size=64)),
+    st.builds(
+        m.InferResponse,
+        st.lists(st.integers(-128, 127), min_size=1, max_size=50).map(lambda v: np.array(v, "i1")),
+        st.integers(0, 2**64 - 1),
+        timing,
+    ),
     st.builds(
         m.ErrorResponse,
         st.sampled_from(list(m.ErrorCode)) | st.integers(1, 0xFFFF),
@@ -140,7 +149,8 @@ def test_through_frames_and_registry(msg: m.Message, seq: int) -> None:
 def test_truncated_or_extended_payload_raises(msg: m.Message, data: st.DataObject) -> None:
     payload = msg.pack()
     cls = type(msg)
-    if cls not in (m.LoadModelRequest, m.LoadDataRequest):  # chunk = "the rest"
+    rest = {m.LoadModelRequest: "chunk", m.LoadDataRequest: "chunk", m.InferRequest: "input"}
+    if cls not in rest:  # chunk, input = "the rest"
         extra = data.draw(st.binary(min_size=1, max_size=9))
         with pytest.raises(m.MessageError, match=cls.NAME) as e:
             cls.unpack(payload + extra)
@@ -151,9 +161,10 @@ def test_truncated_or_extended_payload_raises(msg: m.Message, data: st.DataObjec
             got = cls.unpack(payload[:cut])
         except m.MessageError as e:
             assert cls.NAME in str(e)
-        else:  # only a bulk chunk may be cut inside its chunk
-            assert cls in (m.LoadModelRequest, m.LoadDataRequest) and cut >= 8
-            assert got.chunk == msg.chunk[: len(got.chunk)]
+        else:  # only a rest field (bulk chunk, INFER input) may be cut
+            field = rest[cls]
+            assert cut >= spec.LAYOUTS[m.MessageType(cls.TYPE).name].min_size
+            assert getattr(got, field) == getattr(msg, field)[: len(getattr(got, field))]
 
 
 def test_every_truncation_of_every_message_raises() -> None:
@@ -180,6 +191,8 @@ def test_every_truncation_of_every_message_raises() -> None:
         m.ApplyProbedResponse(8),
         m.ApplyProbeRequest([5, -6, 7], m.ProbeRequest(1, 32, 9, 2, [10, 11])),
         m.ApplyProbeResponse(9, m.ProbeResponse([1, 2], [3, 4], 5, m.TimingSource.MODELED)),
+        m.InferRequest(1, 7),
+        m.InferResponse(np.array([-128, 5, 127], np.int8), 11, m.TimingSource.NONE),
     ]
     assert {type(s) for s in samples} | {m.WeightsCrcRequest} == set(m.REQUESTS.values()) | set(
         m.RESPONSES.values()
@@ -223,7 +236,7 @@ def test_layouts_match_the_document() -> None:
 
 
 def test_type_codes() -> None:
-    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0xFF]
+    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0xFF]
     assert [int(c) for c in m.ErrorCode] == list(range(1, 12))
     for t, cls in m.REQUESTS.items():
         assert m.RESPONSES[m.response_type(t)].NAME.split()[0] == cls.NAME.split()[0]
@@ -313,7 +326,7 @@ def test_decode_request_checks_version_and_type() -> None:
     with pytest.raises(m.MessageError, match="version 1") as e:
         m.decode_request(Frame(0, m.MessageType.HELLO, 1, hello))
     assert e.value.code == m.ErrorCode.BAD_VERSION
-    for t in (0x00, 0x0C, 0x81, 0xFF):
+    for t in (0x00, 0x0D, 0x81, 0xFF):
         with pytest.raises(m.MessageError) as e:
             m.decode_request(Frame(1, t, 1, b""))
         assert e.value.code == m.ErrorCode.UNKNOWN_TYPE
