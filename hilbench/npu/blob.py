@@ -27,10 +27,51 @@ MAX_RANK = 6
 MAX_ELEMENTS = 1 << 26  # per tensor; far above anything a 4.2 MB SRAM device could hold
 FLAG_HAS_DATA = 0x01
 
-_HEADER = struct.Struct("<4sHHHHHHHH")  # magic, version, flags, n_tensors, n_ops,
-#                                        n_sections, input, output, name_len  (20 bytes)
-_TENSOR = struct.Struct("<BBBbHH")  # dtype, rank, flags, axis, name_len, n_q  (8 bytes)
-_OP = struct.Struct("<BBBB")  # opcode, n_inputs, n_outputs, reserved
+CRC_SIZE = 4  # the trailing u32 CRC-32
+ALIGN = 4  # every record starts at a multiple of 4; padding is zero
+
+# The fixed parts of the records, as (field, struct code) in wire order (docs/model-blob.md);
+# the device parser (hilbench.device.blobcheck) and gen/hb_blob.h read the same declaration.
+HEADER_FIELDS = (
+    ("magic", "4s"),
+    ("version", "H"),
+    ("flags", "H"),
+    ("n_tensors", "H"),
+    ("n_ops", "H"),
+    ("n_sections", "H"),
+    ("input", "H"),
+    ("output", "H"),
+    ("name_len", "H"),
+)
+TENSOR_FIELDS = (
+    ("dtype", "B"),
+    ("rank", "B"),
+    ("flags", "B"),
+    ("axis", "b"),
+    ("name_len", "H"),
+    ("n_q", "H"),
+)
+OP_FIELDS = (("opcode", "B"), ("n_inputs", "B"), ("n_outputs", "B"), ("reserved", "B"))
+SECTION_FIELDS = (("tag", "4s"), ("length", "I"))
+
+
+def _struct(fields: tuple[tuple[str, str], ...]) -> struct.Struct:
+    return struct.Struct("<" + "".join(code for _, code in fields))
+
+
+def field_offsets(fields: tuple[tuple[str, str], ...]) -> dict[str, int]:
+    """Byte offset of each field of a record declared as (field, struct code) pairs."""
+    out, pos = {}, 0
+    for name, code in fields:
+        out[name] = pos
+        pos += struct.calcsize("<" + code)
+    return out
+
+
+_HEADER = _struct(HEADER_FIELDS)  # 20 bytes
+_TENSOR = _struct(TENSOR_FIELDS)  # 8 bytes
+_OP = _struct(OP_FIELDS)  # 4 bytes
+_SECTION = _struct(SECTION_FIELDS)  # 8 bytes
 _FIX = "rebuild the blob with hilbench.npu.blob.to_blob"
 
 

@@ -14,18 +14,16 @@ partial sum is below 2**24 (checked per call from the actual data), float64 othe
 
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hilbench.errors import ModelError
 from hilbench.npu.ops import _backend
+from hilbench.npu.ops import _record as r
 from hilbench.npu.ops._common import conv_requant_params
 from hilbench.npu.quant import (
     ACTIVATIONS,
-    INT8_MAX,
-    INT8_MIN,
     multiply_by_quantized_multiplier,
     wrap_int32,
 )
@@ -232,57 +230,27 @@ def check(graph: Graph, op: Op) -> None:
 # i32 input_offset, i32 output_offset, i32 act_min, i32 act_max,
 # u16 n_channels, u8 activation (0 NONE, 1 RELU, 2 RELU6), u8 reserved (0),
 # i32 multiplier[n_channels], i8 shift[n_channels], zero padding to a multiple of 4.
-_HEAD = struct.Struct("<iiiiHBB")
+RECORD = r.Record(
+    KIND,
+    [
+        r.INPUT_OFFSET,
+        r.OUTPUT_OFFSET,
+        r.ACT_MIN,
+        r.ACT_MAX,
+        r.CHANNELS,
+        r.enum("activation", ACTIVATIONS),
+        r.Field("reserved", "B", 0, 0),
+    ],
+    per_channel=True,
+    count=r.CHANNELS.name,
+)
 
 
 def pack_params(params: dict[str, Any]) -> bytes:
     """Little-endian FC param record (see docs/model-blob.md)."""
-    mult = np.asarray(params["multiplier"], dtype="<i4").reshape(-1)
-    shift = np.asarray(params["shift"]).reshape(-1)
-    data = _HEAD.pack(
-        params["input_offset"],
-        params["output_offset"],
-        params["act_min"],
-        params["act_max"],
-        mult.size,
-        ACTIVATIONS.index(params["activation"]),
-        0,
-    )
-    data += mult.tobytes() + shift.astype("i1").tobytes()
-    return data + b"\0" * (-len(data) % 4)
+    return RECORD.pack(params)
 
 
 def unpack_params(data: bytes) -> dict[str, Any]:
     """Inverse of :func:`pack_params`; every field range-checked."""
-
-    def bad(what: str) -> ModelError:
-        return ModelError(f"{KIND} params: {what}", "rebuild the blob with hilbench.npu.blob")
-
-    if len(data) < _HEAD.size:
-        raise bad(f"record is {len(data)} bytes, shorter than the {_HEAD.size}-byte header")
-    io, oo, amin, amax, nch, act, res = _HEAD.unpack_from(data, 0)
-    need = _HEAD.size + 5 * nch
-    need += -need % 4
-    if nch == 0 or len(data) != need:
-        raise bad(f"{nch} channels need a {need}-byte record, got {len(data)} bytes")
-    if act >= len(ACTIVATIONS) or res != 0:
-        raise bad(f"activation code {act} / reserved byte {res} invalid")
-    if not (INT8_MIN <= amin <= amax <= INT8_MAX):
-        raise bad(f"activation range [{amin}, {amax}] not inside [-128, 127]")
-    if not (-INT8_MAX <= io <= -INT8_MIN and INT8_MIN <= oo <= INT8_MAX):
-        raise bad(f"input_offset {io} / output_offset {oo} out of range")
-    mult = np.frombuffer(data, dtype="<i4", count=nch, offset=_HEAD.size).astype(np.int32)
-    shift = np.frombuffer(data, dtype="i1", count=nch, offset=_HEAD.size + 4 * nch)
-    if np.any(mult < 0):
-        raise bad("negative multiplier")
-    if np.any(shift < -31) or np.any(shift > 30):
-        raise bad("shift outside [-31, 30]")
-    return {
-        "input_offset": io,
-        "output_offset": oo,
-        "multiplier": mult,
-        "shift": shift.astype(np.int32),
-        "act_min": amin,
-        "act_max": amax,
-        "activation": ACTIVATIONS[act],
-    }
+    return RECORD.unpack(data)

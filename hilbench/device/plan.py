@@ -1,0 +1,84 @@
+"""The activation plan of a device (docs/model-blob.md, "The activation plan"): where each
+activation lives in the arena's activation region, and the region's size ``act_bytes``.
+
+The mirror of device_fw/core/plan.c; the twin's arena books use :func:`act_bytes`. The rule:
+
+- every activation the graph uses -- the graph input and each op's output -- is one int8
+  buffer of its element count (constants stay in the blob; a tensor no op writes and that is
+  not the graph input gets no buffer);
+- its life runs from the step it is written (the graph input: step 0; op ``j``'s output:
+  step ``j``) through the last op that reads it (the graph output: through step ``n_ops``);
+  two lives overlap when each starts no later than the other ends;
+- buffers are placed in the order they are born (the graph input first, then the outputs in
+  op order), each at the lowest offset, a multiple of 16, at which it overlaps no already
+  placed buffer whose life overlaps its own;
+- ``act_bytes`` is the end of the highest buffer rounded up to a multiple of 16.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hilbench.npu.graph import Graph
+
+ALIGN = 16  # every buffer starts at a multiple of 16 bytes of the activation region
+
+
+def pad16(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One activation's place: bytes ``[offset, offset + size)`` during steps ``first..last``."""
+
+    tensor: str
+    size: int
+    first: int
+    last: int
+    offset: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+def lives(graph: Graph) -> list[tuple[str, int, int, int]]:
+    """``(tensor, size, first, last)`` of every activation, in birth order."""
+    born: list[tuple[str, int]] = [(graph.input, 0)]
+    for j, op in enumerate(graph.ops):
+        born += [(n, j) for n in op.outputs]
+    last = {n: first for n, first in born}
+    for j, op in enumerate(graph.ops):
+        for n in op.inputs:
+            if n in last:
+                last[n] = max(last[n], j)
+    last[graph.output] = len(graph.ops)
+    return [(n, math.prod(graph.tensors[n].shape), first, last[n]) for n, first in born]
+
+
+def placement(graph: Graph) -> list[Buffer]:
+    """Every activation's buffer, in birth order (the placement plan.c computes)."""
+    placed: list[Buffer] = []  # kept sorted by offset
+    out: list[Buffer] = []
+    for name, size, first, last in lives(graph):
+        offset = 0
+        for b in placed:
+            if b.first > last or first > b.last:
+                continue  # lives apart: the bytes may be shared
+            if offset + size <= b.offset:
+                break  # fits below this one, and every later one starts higher
+            offset = max(offset, pad16(b.end))
+        buf = Buffer(name, size, first, last, offset)
+        out.append(buf)
+        k = 0
+        while k < len(placed) and placed[k].offset <= offset:
+            k += 1
+        placed.insert(k, buf)
+    return out
+
+
+def act_bytes(graph: Graph) -> int:
+    """Bytes of the activation region ``graph`` needs on a device (a multiple of 16)."""
+    return pad16(max((b.end for b in placement(graph)), default=0))
