@@ -287,7 +287,7 @@ class Trainable:
         return perturb.rows_of(self.shape, self.layout)
 
 
-def _tensor_roles(graph) -> dict[str, tuple[str, str]]:
+def tensor_roles(graph) -> dict[str, tuple[str, str]]:
     """``name -> (kind, op kind)`` of every filter ("weight") and bias tensor; a tensor
     several ops use takes the role of the first of them in op order."""
     roles: dict[str, tuple[str, str]] = {}
@@ -300,7 +300,7 @@ def _tensor_roles(graph) -> dict[str, tuple[str, str]]:
 
 
 def _tensor_kinds(graph) -> dict[str, str]:
-    return {n: kind for n, (kind, _) in _tensor_roles(graph).items()}
+    return {n: kind for n, (kind, _) in tensor_roles(graph).items()}
 
 
 def row_layout(kind: str, op_kind: str) -> int:
@@ -315,7 +315,7 @@ def default_entries(graph) -> tuple[TensorZo, ...]:
     """What a ZOCF without entries trains: every filter tensor, in op order (first use)."""
     names = list(graph.tensors)
     return tuple(
-        TensorZo(names.index(n)) for n, (k, _) in _tensor_roles(graph).items() if k == "weight"
+        TensorZo(names.index(n)) for n, (k, _) in tensor_roles(graph).items() if k == "weight"
     )
 
 
@@ -324,8 +324,10 @@ def resolve(config: ZoConfig, graph) -> list[Trainable]:
     order (ZocfError): the entry count, then each entry's tensor index, uniqueness, role,
     dtype, eps_mult, unit_shift, channel multipliers and the pool length."""
     names = list(graph.tensors)
-    roles = _tensor_roles(graph)
+    roles = tensor_roles(graph)
     entries = config.tensors
+    if len(entries) > MAX_TRAINED:  # a host-built config (a parsed one was refused already)
+        raise ZocfError("n_entries", len(entries), MAX_TRAINED)
     if not entries:
         entries = default_entries(graph)
         if not entries:

@@ -1,4 +1,5 @@
-"""fixtures/golden/zo_vectors.json is current: its vectors equal what the code computes."""
+"""fixtures/golden/zo_vectors.json and zo.hbgv are current: their vectors equal what the code
+computes (device_fw/tests/test_zo.c reads zo.hbgv without Python)."""
 
 import importlib.util
 import json
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbench import golden
 from hilbench.zo import loss, perturb, rng
 
 GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden"
@@ -53,3 +55,34 @@ def test_golden_vectors_hold_spec_facts():
     s = g["streams"][1]
     assert rng.stream_words(s["seed"], s["stream"], s["tensor"], 12).tolist() == s["words"]
     assert perturb.FIXED_SCALE[perturb.UNIFORM] == 887
+
+
+def test_hbgv_file_is_current():
+    """zo.hbgv holds exactly what build_hbgv() computes now (byte for byte)."""
+    gen = load_generator()
+    fresh = golden.dumps(gen.build_hbgv())
+    stored = (GOLDEN / "zo.hbgv").read_bytes()
+    assert stored == fresh, "zo.hbgv is stale: run `python fixtures/golden/make_zo_vectors.py`"
+
+
+def test_hbgv_vectors_hold_spec_facts():
+    """A few facts of docs/zo-math.md read back from the C test's file: the Philox KAT, a
+    depthwise pool case (rows along the last axis), a bias with a row per element, and the
+    refusal texts as the registry formats them."""
+    g = golden.read(GOLDEN / "zo.hbgv")
+    assert g["philox.out"][0].tolist() == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+    gen = load_generator()
+    for i, case in enumerate(gen.PERTURB_CASES):
+        shape, layout, pool = case[2], case[3], case[6]
+        if pool and layout == perturb.ROWS_TRAILING:
+            r, off = g[f"p{i}.r"], g[f"p{i}.offsets"]
+            rows = shape[-1]
+            values, size = g[f"p{i}.pool"], pool[1]
+            for k in range(len(r)):
+                for e in range(r.shape[1]):
+                    j, pos = e % rows, e // rows
+                    assert r[k, e] == values[(off[k, j] + pos) % size]
+    msgs = {bytes(v).decode() for k, v in g.items() if k.endswith(".msg")}
+    pool_row = "ZOCF pool of 8 is shorter than a row of tensor 4 (9 elements), so the row would"
+    assert pool_row + " repeat at a fixed distance" in msgs
+    assert "LOSS section: EXP[0] is 65535, must be 65536" in msgs

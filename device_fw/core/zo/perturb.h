@@ -1,0 +1,59 @@
+/* Raw samples, the pool, scales, unit directions and deltas (docs/zo-math.md sections 2-3).
+ *
+ * Everything is computed per element from the counter-based streams, a chunk of elements at a
+ * time, so nothing per element of a tensor is stored outside the caller's chunk buffers. */
+#ifndef HB_ZO_PERTURB_H
+#define HB_ZO_PERTURB_H
+
+#include <stdint.h>
+
+#include "zo/zocf.h"
+
+/* Elements the ZO code handles at a time (buffers of this many elements, never a tensor). */
+#define HB_ZO_CHUNK 256u
+
+/* What sample generation needs besides the tensor: the distribution and the pool (NULL and 0
+ * when the ZOCF has none). */
+typedef struct {
+    uint8_t dist;
+    const int8_t *pool;
+    uint32_t pool_size;
+} hb_zo_source;
+
+/* The P pool samples from stream (pool_seed, 4), tensor 0, in the layout of fresh samples. */
+void hb_zo_pool_draw(uint8_t dist, uint32_t pool_seed, int8_t *pool, uint32_t pool_size);
+
+/* Raw samples r[0..count) of elements e0.. of trained tensor t (PRNG tensor index ti) for
+ * seed: fresh from stream (seed, 1), or from the pool with one offset per row. If mult is not
+ * NULL it receives each element's Q4 multiplier (its row's). */
+void hb_zo_samples(const hb_zo_source *src, const hb_zo_tensor *t, uint32_t ti, uint32_t seed,
+                   uint32_t e0, uint32_t count, int8_t *r, uint8_t *mult);
+
+/* floor(sqrt(x)), bitwise. */
+uint32_t hb_isqrt_u64(uint64_t x);
+
+/* The scale S (Q16) of trained tensor t for seed: fixed per distribution, or adaptive
+ * min(2^16, isqrt(floor(2^32 n / Q))), Q = sum r^2 (2^16 if Q = 0). */
+uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tensor *t,
+                     uint32_t ti, uint32_t seed);
+
+/* rsym(x, s) = sign(x) ((|x| + 2^(s-1)) >> s), s >= 1; |x| < 2^62 */
+static inline int64_t hb_rsym(int64_t x, unsigned s) {
+    uint64_t mag = x < 0 ? 0u - (uint64_t)x : (uint64_t)x;
+    int64_t r = (int64_t)((mag + ((uint64_t)1 << (s - 1))) >> s);
+    return x < 0 ? -r : r;
+}
+
+/* u = rsym(r * S, 8): Q8, |u| <= 32512 */
+static inline int32_t hb_zo_unit(int8_t r, uint32_t scale) {
+    return (int32_t)hb_rsym((int64_t)r * (int64_t)scale, HB_SCALE_FRAC - HB_UNIT_FRAC);
+}
+
+/* delta = rsym(eps * M * u, 12) << U, written as a product (<< of a negative is undefined
+ * in C): |eps M u| <= 127 * 255 * 32512 < 2^30, |delta| < 2^30. */
+static inline int32_t hb_zo_delta(int32_t u, uint32_t eps, uint32_t mult, uint32_t unit_shift) {
+    int64_t d = hb_rsym((int64_t)eps * (int64_t)mult * u, HB_DELTA_SHIFT);
+    return (int32_t)(d * ((int64_t)1 << unit_shift));
+}
+
+#endif /* HB_ZO_PERTURB_H */

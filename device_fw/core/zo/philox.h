@@ -1,0 +1,32 @@
+/* Philox4x32-10 and the PRNG streams of the ZO math (docs/zo-math.md section 1).
+ *
+ * Counter-based: word w of the stream keyed (seed, stream) for tensor t is lane w mod 4 of
+ * philox4x32_10(w div 4, t, 0, 0; seed, stream), so any word is computed from its coordinates
+ * and nothing per element is stored. hb_stream caches the last block (4 words): reading words
+ * in order costs one Philox call per 4 words. */
+#ifndef HB_ZO_PHILOX_H
+#define HB_ZO_PHILOX_H
+
+#include <stdint.h>
+
+void hb_philox4x32_10(const uint32_t ctr[4], uint32_t k0, uint32_t k1, uint32_t out[4]);
+
+typedef struct {
+    uint32_t seed, stream, tensor;
+    uint32_t block; /* counter word 0 of the cached block */
+    int valid;      /* the cache holds block */
+    uint32_t w[4];
+} hb_stream;
+
+void hb_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tensor);
+/* Word `word` of the stream. */
+uint32_t hb_stream_word(hb_stream *s, uint32_t word);
+/* Half i mod 2 of word i div 2 (half 0: bits 0..15, half 1: bits 16..31). */
+static inline uint32_t hb_stream_half(hb_stream *s, uint32_t i) {
+    return (hb_stream_word(s, i >> 1) >> (16u * (i & 1u))) & 0xFFFFu;
+}
+
+/* Item i of PROBE's mini-batch: (u64) word_i * n_items >> 32, stream (batch_seed, 2), tensor 0. */
+uint32_t hb_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i);
+
+#endif /* HB_ZO_PHILOX_H */
