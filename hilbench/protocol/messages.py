@@ -171,6 +171,12 @@ def _bounds(key: str, name: str) -> tuple[int, int]:
     return lay.bounds(lay.item(name))  # type: ignore[arg-type]
 
 
+def _rule_args(key: str) -> tuple[str, ...]:
+    """The field names the (one) rule of layout ``key`` applies to."""
+    (rule,) = (it for it in _L[key].items if isinstance(it, spec.Rule))
+    return rule.args
+
+
 _U8 = struct.Struct("<B")
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
@@ -482,6 +488,7 @@ class HelloResponse(Message):
 # ---- LOAD_MODEL / LOAD_DATA (bulk) ------------------------------------------------------------
 
 _CHUNK_END = spec.RULES["chunk_end"]
+_CHUNK_ARGS = _rule_args("LOAD_MODEL")
 
 
 def _check_chunk(msg: Message, key: str) -> None:
@@ -489,7 +496,9 @@ def _check_chunk(msg: Message, key: str) -> None:
     offset = _kind(msg, "offset", "u32")
     k = len(_bytes(msg, "chunk", MAX_PAYLOAD - _L[key].min_size))
     if _CHUNK_END.broken(total, offset, k):
-        raise refusal(_CHUNK_END.template, *_CHUNK_END.args(msg.NAME, total, offset, k))
+        raise refusal(
+            _CHUNK_END.template, *_CHUNK_END.args(msg.NAME, _CHUNK_ARGS, total, offset, k)
+        )
 
 
 _MODEL_REQ = _prefix("LOAD_MODEL")
@@ -811,6 +820,7 @@ class ApplyResponse(_UpdatesApplied):
 
 _EVAL_REQ = _prefix("EVAL")
 _SPAN = spec.RULES["span_2_32"]
+_SPAN_ARGS = _rule_args("EVAL")
 
 
 @dataclass(frozen=True, eq=False)
@@ -828,7 +838,9 @@ class EvalRequest(Message):
         _kind(self, "start", "u32")
         _ranged(self, "EVAL", "count")
         if _SPAN.broken(self.start, self.count):
-            raise refusal(_SPAN.template, *_SPAN.args(self.NAME, self.start, self.count))
+            raise refusal(
+                _SPAN.template, *_SPAN.args(self.NAME, _SPAN_ARGS, self.start, self.count)
+            )
 
     def pack(self) -> bytes:
         return _EVAL_REQ.pack(self.slot, self.start, self.count)
@@ -1241,7 +1253,7 @@ class InferRequest(Message):
         index = _kind(self, "index", "u32")
         k = len(_bytes(self, "input", MAX_PAYLOAD - _L["INFER"].min_size))
         if _INLINE.broken(k, slot, index):
-            raise refusal(_INLINE.template, *_INLINE.args(self.NAME, k, slot, index))
+            raise refusal(_INLINE.template, *_INLINE.args(self.NAME, (), k, slot, index))
 
     def pack(self) -> bytes:
         return _INFER_REQ.pack(self.slot, self.index) + self.input

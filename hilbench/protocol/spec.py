@@ -232,8 +232,8 @@ Item = Scalar | Array | Rest | Records | Embed | Rule
 
 class CrossRule(NamedTuple):
     """A rule between fields: ``broken(*values)`` is true when the request breaks it, and then
-    ``args(layout_name, *values)`` are the arguments of ``template`` (a :data:`MESSAGES` key).
-    The value of a Rest field is its length."""
+    ``args(layout_name, field_names, *values)`` are the arguments of ``template`` (a
+    :data:`MESSAGES` key). The value of a Rest field is its length."""
 
     doc: str
     template: str
@@ -246,19 +246,19 @@ RULES: dict[str, CrossRule] = {
         "offset + len(chunk) <= total_len (args: total_len, offset, chunk)",
         "CHUNK_END",
         lambda total, offset, k: offset + k > total,
-        lambda name, total, offset, k: (name, offset, k, offset + k, total),
+        lambda name, _, total, offset, k: (name, offset, k, offset + k, total),
     ),
     "span_2_32": CrossRule(
         "start + count <= 2^32 (args: start, count)",
         "SPAN_2_32",
         lambda start, count: start + count > 2**32,
-        lambda name, start, count: (name, "start", "count", start + count),
+        lambda name, names, start, count: (name, names[0], names[1], start + count),
     ),
     "inline_input": CrossRule(
         "a non-empty input needs slot 0 and index 0 (args: input, slot, index)",
         "INLINE_INPUT",
         lambda k, slot, index: k > 0 and (slot != 0 or index != 0),
-        lambda name, k, slot, index: (name, slot, index),
+        lambda name, _, k, slot, index: (name, slot, index),
     ),
 }
 
@@ -580,6 +580,16 @@ RESPONSE_LAYOUTS: dict[int, Layout] = {
     lay.type: lay for lay in _LAYOUT_LIST if lay.type is not None and lay.type >= RESPONSE_BIT
 }
 
+# Layout ids of the C tables (HB_L_<key>): the requests in type order first (so a request's id
+# is its type - FIRST_REQUEST), then every other layout in declaration order.
+LAYOUT_IDS: dict[str, int] = {
+    key: i
+    for i, key in enumerate(
+        [REQUEST_LAYOUTS[t].key for t in sorted(REQUEST_LAYOUTS)]
+        + [lay.key for lay in _LAYOUT_LIST if lay.type not in REQUEST_LAYOUTS]
+    )
+}
+
 # ---- derived limits -----------------------------------------------------------------------------
 
 HEADER_SIZE = LAYOUTS["FRAME_HEADER"].min_size  # 6
@@ -811,7 +821,7 @@ class _Plan:
             else:
                 args = tuple(idx[a] for a in it.args)
                 is_rest = tuple(isinstance(layout.items[j], Rest) for j in args)
-                self.checks.append(("rule", i, RULES[it.rule], args, is_rest))
+                self.checks.append(("rule", it.args, RULES[it.rule], args, is_rest))
         flush()
 
     def read(self, data: bytes, pos: int, n: int, name: str, path: tuple | None) -> tuple:
@@ -868,10 +878,10 @@ class _Plan:
             elif kind == "embed":
                 check[3].check(values[check[1]], name, path)
             else:
-                _, _, rule, args, is_rest = check
+                _, names, rule, args, is_rest = check
                 v = [len(values[j]) if r else values[j] for j, r in zip(args, is_rest, strict=True)]
                 if rule.broken(*v):
-                    raise refusal(rule.template, *rule.args(name, *v))
+                    raise refusal(rule.template, *rule.args(name, names, *v))
 
 
 def _path(path: tuple | None, field: str) -> str:
@@ -922,6 +932,27 @@ def check_request(request_type: int, payload: bytes) -> list[Any]:
     return values
 
 
+def pack_payload(layout: Layout, values: Sequence[Any]) -> bytes:
+    """The payload bytes of ``values`` (as :func:`read_payload` gives them), written as they
+    stand: nothing is checked, so a count may disagree with its array (tests build malformed
+    payloads this way)."""
+    out = bytearray()
+    for it, v in zip(layout.items, values, strict=True):
+        if isinstance(it, Scalar):
+            w = WIRES[it.wire]
+            out += struct.pack("<" + w.fmt, v)
+        elif isinstance(it, Array):
+            out += np.asarray(v, dtype=WIRES[it.elem].dtype).tobytes()
+        elif isinstance(it, Rest):
+            out += bytes(v)
+        elif isinstance(it, Records):
+            for record in v:
+                out += pack_payload(LAYOUTS[it.layout], record)
+        elif isinstance(it, Embed):
+            out += pack_payload(LAYOUTS[it.layout], v)
+    return bytes(out)
+
+
 def check_data_blob(blob: bytes) -> tuple[int, int, int]:
     """``(n_items, item_size, n_classes)`` of a complete LOAD_DATA blob; MessageError
     BAD_ARGUMENT with the declared message otherwise. Checks, in order: the header's length,
@@ -958,6 +989,8 @@ def _validate() -> None:
                     raise ValueError(f"{lay.name}.{it.name}: count must be an earlier unsigned")
             if isinstance(it, Records | Embed) and not LAYOUTS[it.layout].flat:
                 raise ValueError(f"{lay.name}.{it.name}: only flat layouts nest")
+            if isinstance(it, Records) and LAYOUTS[it.layout].min_size == 0:
+                raise ValueError(f"{lay.name}.{it.name}: a record must be at least 1 byte")
             if (
                 isinstance(it, Rest)
                 and k != len(lay.items) - 1
@@ -974,6 +1007,9 @@ def _validate() -> None:
                 if not w.lo <= lo <= hi <= w.hi or hi >= 2**63:
                     raise ValueError(f"{lay.name}.{it.name}: range {lo}..{hi} outside {w.name}")
             seen[it.name] = it
+    requests = sorted(REQUEST_LAYOUTS)
+    if requests != list(range(FIRST_REQUEST, LAST_REQUEST + 1)):
+        raise ValueError("request types must be FIRST_REQUEST..LAST_REQUEST without gaps")
     for name in MESSAGES:
         if name not in MESSAGE_CODES and name != "BAD_FRAME":
             raise ValueError(f"template {name} has no error code")
