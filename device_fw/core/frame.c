@@ -5,15 +5,6 @@
 #include "hb_crc.h"
 #include "hb_wire.h"
 
-/* TEMP until hb_wire.h renders frames.PROBLEM_KINDS */
-#ifndef HB_PROBLEM_NAME_COBS
-#define HB_PROBLEM_NAME_COBS "cobs"
-#define HB_PROBLEM_NAME_SHORT "short"
-#define HB_PROBLEM_NAME_CRC "crc"
-#define HB_PROBLEM_NAME_LENGTH "length"
-#define HB_PROBLEM_NAME_OVERSIZE "oversize"
-#endif
-
 #define COBS_MAX_CODE 0xFFu /* a block of 254 non-zero bytes, no zero after it */
 
 uint32_t hb_max_encoded_len(uint32_t max_payload) {

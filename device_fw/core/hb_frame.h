@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hb_wire.h"
+
 /* The longest COBS encoding of a body carrying up to max_payload bytes (delimiter excluded):
  * B + floor(B / 254) + 1 with B = max_payload + HB_FRAME_OVERHEAD. */
 uint32_t hb_max_encoded_len(uint32_t max_payload);
@@ -20,16 +22,11 @@ size_t hb_cobs_encode(const uint8_t *in, size_t n, uint8_t *out);
  * code points past the end (problem kind "cobs"). */
 long hb_cobs_decode(const uint8_t *in, size_t m, uint8_t *out);
 
-/* Problem kinds of a discarded raw frame, in the order the checks run; their names (the
- * BAD_FRAME message) are hb_problem_name(kind). */
-typedef enum {
-    HB_PROBLEM_COBS = 0,
-    HB_PROBLEM_SHORT,
-    HB_PROBLEM_CRC,
-    HB_PROBLEM_LENGTH,
-    HB_PROBLEM_OVERSIZE,
-    HB_PROBLEM_COUNT
-} hb_problem;
+/* The kind of a discarded raw frame: HB_PROBLEM_COBS, _SHORT, _CRC, _LENGTH, _OVERSIZE
+ * (gen/hb_wire.h, from hilbench.protocol.frames); its name, the BAD_FRAME message, is
+ * hb_problem_name(kind). The checks run in the order of docs/protocol.md: cobs, short, crc,
+ * length, oversize. */
+typedef uint8_t hb_problem;
 
 const char *hb_problem_name(hb_problem kind);
 

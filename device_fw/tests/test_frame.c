@@ -160,7 +160,7 @@ static void feed_all(hb_rx *rx, const uint8_t *data, size_t n, events *out, size
         while (off < chunk) {
             hb_rx_event ev;
             hb_frame f;
-            hb_problem kind = HB_PROBLEM_COUNT;
+            hb_problem kind = 0;
             off += hb_rx_feed(rx, data + at + off, chunk - off, &ev, &f, &kind);
             if (ev != HB_RX_NONE && out->n < 64) {
                 out->ev[out->n] = ev;
@@ -189,8 +189,9 @@ static void test_receiver(void) {
     CHECK(hb_max_encoded_len(HB_MAX_PAYLOAD) == HB_MAX_ENCODED_LEN, "limit %u",
           hb_max_encoded_len(HB_MAX_PAYLOAD));
     CHECK(hb_max_encoded_len(256) == 266 + 1 + 1, "limit at 256: %u", hb_max_encoded_len(256));
-    for (int kind = 0; kind < HB_PROBLEM_COUNT; kind++)
+    for (int kind = 1; kind <= HB_N_PROBLEMS; kind++)
         CHECK(hb_problem_name((hb_problem)kind)[0] != 0, "kind %d has no name", kind);
+    CHECK(hb_problem_name(0)[0] == 0, "kind 0 has a name");
     CHECK(strcmp(hb_problem_name(HB_PROBLEM_CRC), "crc") == 0, "crc name");
     CHECK(strcmp(hb_problem_name(HB_PROBLEM_OVERSIZE), "oversize") == 0, "oversize name");
 
