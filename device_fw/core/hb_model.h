@@ -20,18 +20,31 @@ typedef struct {
 
 typedef struct hb_model hb_model; /* core/model.c */
 
-/* Check the LOSS and ZOCF sections against g (BAD_MODEL with the declared messages) and
- * compute the working memory the ZO method needs (masters, probe scratch, pool). */
+/* Check the LOSS and then the ZOCF section against g (which hb_graph_load accepted), in the
+ * order of docs/zo-math.md, each failure BAD_MODEL with the declared message (gen/hb_zo.h
+ * HB_MSG_LOSS_* / HB_MSG_ZOCF_*), and compute the working memory the ZO method needs.
+ * Changes nothing in the blob. Returns 0, or -1 with st set. */
 int hb_model_load(hb_model *m, hb_graph *g, hb_status *st);
 
-/* Bytes of arena the ZO state needs (a multiple of 16). */
-uint32_t hb_model_work_bytes(const hb_model *m);
+/* Bytes of arena the ZO state needs (zo_bytes of docs/firmware.md, a multiple of 16; equal to
+ * hilbench.zo.zocf.zo_work_bytes). 64 bits: q16 masters are 4 bytes per int8 weight, so a
+ * blob over 1 GiB would need more than 2^32 (no arena holds it; the refusal names the figure). */
+uint64_t hb_model_work_bytes(const hb_model *m);
 
-/* Place the ZO state at work (16-byte aligned, hb_model_work_bytes bytes): masters from the
- * weights, biases clamped to +-2^30, the pool drawn; updates_applied = 0. */
+/* Place the ZO state at work (16-byte aligned, hb_model_work_bytes bytes) once the graph is
+ * bound: trained biases clamped to +-2^30 in the blob, masters (q16, int16) or the scratch
+ * copy (int8) from the weights, the pool drawn; updates_applied = 0. */
 void hb_model_bind(hb_model *m, uint8_t *work);
 
-/* PROBE on slot s: q loss pairs (Q16) into lp/lm. The weights after are bit-identical. */
+/* The commands' math. Preconditions (the protocol layer checks them first, docs/protocol.md):
+ * a model loaded and bound; s->item_size == hb_graph_input_size and s->n_classes ==
+ * hb_graph_output_size (<= 65535), every label < n_classes (LOAD_DATA checked it), n_items
+ * >= 1; the request's ranges (batch_size 1..HB_MAX_BATCH, eps 1..HB_MAX_EPS, q
+ * 1..HB_MAX_Q, start + count <= n_items). Outside the ranges a call computes nothing and
+ * never reads or writes out of bounds. */
+
+/* PROBE on slot s: q loss pairs (Q16) into lp/lm (two-point: at w + delta_k and w - delta_k;
+ * one-sided: at w + delta_k and, in every lm[k], at w). The weights after are bit-identical. */
 void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
                     uint16_t eps, const uint32_t *seeds, uint16_t q, int32_t *lp, int32_t *lm);
 
@@ -42,8 +55,14 @@ void hb_model_apply(hb_model *m, const uint32_t *seeds, const int32_t *coeffs, u
 void hb_model_eval(hb_model *m, const hb_slot *s, uint32_t start, uint32_t count,
                    uint32_t *correct, int64_t *loss_sum);
 
+/* CRC-32 (zlib) over the trained tensors' bytes in ZOCF order (docs/zo-math.md section 9). */
 uint32_t hb_model_weights_crc(const hb_model *m);
 uint32_t hb_model_updates_applied(const hb_model *m);
+
+/* The trained tensors, in ZOCF order (PRNG tensor t = entry t): their count and the blob
+ * tensor index of entry t (t < hb_model_n_trained). */
+uint16_t hb_model_n_trained(const hb_model *m);
+uint16_t hb_model_trained_tensor(const hb_model *m, uint16_t t);
 
 hb_model *hb_model_instance(void);
 

@@ -1,0 +1,204 @@
+/* Whole-model ZO through hb_graph + hb_model on fixtures/golden/model_{mlp,cnn,dw}.hbgv
+ * (fixtures/golden/make_model_vectors.py: the twin's ModelState on the same blobs): for each
+ * configuration the load (working memory, initial weights CRC), then the sequence of PROBEs
+ * (losses; the weights bit-identical after), APPLYs in a row (weights CRC, updates applied,
+ * every trained tensor's bytes) and EVALs (hits, loss sum). Also checks the LOSS/ZOCF
+ * refusals reach hb_model_load on real blobs with the declared text. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "hb_bytes.h"
+#include "hb_crc.h"
+#include "hb_graph.h"
+#include "hb_model.h"
+#include "hb_wire.h"
+#include "hbgv.h"
+
+static void *aligned(size_t n) {
+    size_t r = (n + 15) / 16 * 16;
+    void *p = aligned_alloc(16, r ? r : 16);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    memset(p, 0xA5, r ? r : 16); /* never zero by accident */
+    return p;
+}
+
+static const hbgv_array *get(const hbgv_file *f, const char *fmt, int i, int j, const char *k) {
+    char name[128];
+    if (j < 0) snprintf(name, sizeof name, fmt, i, k);
+    else snprintf(name, sizeof name, fmt, i, j, k);
+    return hbgv_find(f, name);
+}
+
+static uint32_t crc_of_trained(const hb_model *m, const hb_graph *g) {
+    uint32_t crc = 0;
+    for (uint16_t t = 0; t < hb_model_n_trained(m); t++) {
+        uint16_t ti = hb_model_trained_tensor(m, t);
+        const hb_tensor *x = hb_graph_tensor(g, ti);
+        crc = hb_crc32(crc, hb_graph_data(g, ti), (size_t)x->n * (x->dtype ? 4u : 1u));
+    }
+    return crc;
+}
+
+static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot *slot) {
+    const hbgv_array *blob_a = get(f, "c%d.%s", c, -1, "blob");
+    if (!blob_a) return 0;
+    const hbgv_array *name = get(f, "c%d.%s", c, -1, "name"), *info = get(f, "c%d.%s", c, -1, "info");
+    printf("  %s config %d: %.*s\n", file, c, (int)hbgv_elems(name), (const char *)name->data);
+    uint32_t len = hbgv_elems(blob_a);
+    uint8_t *blob = aligned(len);
+    memcpy(blob, blob_a->data, len);
+    hb_graph *g = hb_graph_instance();
+    hb_model *m = hb_model_instance();
+    hb_status st;
+    hb_status_clear(&st);
+    int rc = hb_graph_load(g, blob, len, &st);
+    CHECK(rc == 0, "%s c%d: graph refused: %.*s", file, c, st.len, st.msg);
+    if (rc) return free(blob), 1;
+    rc = hb_model_load(m, g, &st);
+    CHECK(rc == 0, "%s c%d: model refused: %.*s", file, c, st.len, st.msg);
+    if (rc) return free(blob), 1;
+    CHECK(hb_model_n_trained(m) == hbgv_get(info, 0), "%s c%d: %u trained", file, c,
+          hb_model_n_trained(m));
+    CHECK(hb_model_work_bytes(m) == (uint64_t)hbgv_get(info, 1), "%s c%d: work %llu, want %lld",
+          file, c, (unsigned long long)hb_model_work_bytes(m), (long long)hbgv_get(info, 1));
+    uint8_t *act = aligned(hb_graph_act_bytes(g));
+    uint8_t *work = aligned((size_t)hb_model_work_bytes(m));
+    hb_graph_bind(g, act);
+    hb_model_bind(m, work);
+    CHECK(hb_model_weights_crc(m) == (uint32_t)hbgv_get(info, 2), "%s c%d: initial CRC %08x", file,
+          c, hb_model_weights_crc(m));
+    CHECK(hb_model_updates_applied(m) == 0, "updates after bind");
+    for (int j = 0;; j++) {
+        const hbgv_array *op = get(f, "c%d.s%d.%s", c, j, "op");
+        if (!op) break;
+        const hbgv_array *args = get(f, "c%d.s%d.%s", c, j, "args");
+        if (hbgv_get(op, 0) == 1) { /* PROBE */
+            const hbgv_array *seeds = get(f, "c%d.s%d.%s", c, j, "seeds"),
+                             *lp = get(f, "c%d.s%d.%s", c, j, "lp"),
+                             *lm = get(f, "c%d.s%d.%s", c, j, "lm");
+            uint16_t q = (uint16_t)hbgv_elems(seeds);
+            uint32_t s[HB_MAX_Q];
+            int32_t gp[HB_MAX_Q], gm[HB_MAX_Q];
+            for (uint16_t k = 0; k < q; k++) s[k] = (uint32_t)hbgv_get(seeds, k);
+            uint32_t before = hb_model_weights_crc(m);
+            hb_model_probe(m, slot, (uint16_t)hbgv_get(args, 1), (uint32_t)hbgv_get(args, 0),
+                           (uint16_t)hbgv_get(args, 2), s, q, gp, gm);
+            for (uint16_t k = 0; k < q; k++)
+                CHECK(gp[k] == hbgv_get(lp, k) && gm[k] == hbgv_get(lm, k),
+                      "%s c%d step %d seed %u: L+ %d L- %d, expected %lld %lld", file, c, j, k,
+                      gp[k], gm[k], (long long)hbgv_get(lp, k), (long long)hbgv_get(lm, k));
+            CHECK(hb_model_weights_crc(m) == before, "%s c%d step %d: PROBE changed the weights",
+                  file, c, j);
+        } else if (hbgv_get(op, 0) == 2) { /* APPLY */
+            const hbgv_array *seeds = get(f, "c%d.s%d.%s", c, j, "seeds"),
+                             *co = get(f, "c%d.s%d.%s", c, j, "coeffs"),
+                             *after = get(f, "c%d.s%d.%s", c, j, "after"),
+                             *w = get(f, "c%d.s%d.%s", c, j, "weights");
+            uint16_t q = (uint16_t)hbgv_elems(seeds);
+            uint32_t s[HB_MAX_Q];
+            int32_t cf[HB_MAX_Q];
+            for (uint16_t k = 0; k < q; k++) {
+                s[k] = (uint32_t)hbgv_get(seeds, k);
+                cf[k] = (int32_t)hbgv_get(co, k);
+            }
+            hb_model_apply(m, s, cf, q);
+            CHECK(hb_model_weights_crc(m) == (uint32_t)hbgv_get(after, 0) &&
+                      hb_model_updates_applied(m) == hbgv_get(after, 1),
+                  "%s c%d step %d: CRC %08x updates %u, expected %08llx %lld", file, c, j,
+                  hb_model_weights_crc(m), hb_model_updates_applied(m),
+                  (unsigned long long)hbgv_get(after, 0), (long long)hbgv_get(after, 1));
+            CHECK(crc_of_trained(m, g) == hb_model_weights_crc(m), "CRC over the tensors");
+            size_t pos = 0;
+            for (uint16_t t = 0; t < hb_model_n_trained(m); t++) {
+                uint16_t ti = hb_model_trained_tensor(m, t);
+                const hb_tensor *x = hb_graph_tensor(g, ti);
+                size_t bytes = (size_t)x->n * (x->dtype ? 4u : 1u);
+                if (pos + bytes > hbgv_elems(w)) break;
+                char what[96];
+                snprintf(what, sizeof what, "%s c%d step %d trained tensor %u", file, c, j, t);
+                CHECK_BYTES(what, hb_graph_data(g, ti), w->data + pos, bytes);
+                pos += bytes;
+            }
+            CHECK(pos == hbgv_elems(w), "%s c%d step %d: %zu trained bytes, expected %u", file, c,
+                  j, pos, hbgv_elems(w));
+        } else { /* EVAL */
+            const hbgv_array *res = get(f, "c%d.s%d.%s", c, j, "res");
+            uint32_t correct;
+            int64_t loss;
+            hb_model_eval(m, slot, (uint32_t)hbgv_get(args, 0), (uint32_t)hbgv_get(args, 1),
+                          &correct, &loss);
+            CHECK(correct == hbgv_get(res, 0) && loss == hbgv_get(res, 1),
+                  "%s c%d step %d: EVAL %u %lld, expected %lld %lld", file, c, j, correct,
+                  (long long)loss, (long long)hbgv_get(res, 0), (long long)hbgv_get(res, 1));
+        }
+    }
+    free(work);
+    free(act);
+    free(blob);
+    return 1;
+}
+
+/* a valid blob whose ZOCF or LOSS section is damaged in place (its CRC fixed up) is refused
+ * by hb_model_load with the declared text */
+static void refusals(const hbgv_file *f) {
+    const hbgv_array *blob_a = get(f, "c%d.%s", 1, -1, "blob"); /* MLP "all": has a ZOCF */
+    uint32_t len = hbgv_elems(blob_a);
+    uint8_t *blob = aligned(len);
+    struct {
+        const char tag[5];
+        uint32_t at;
+        uint8_t value;
+        const char *want;
+    } cases[] = {
+        {"ZOCF", 0, 2, "ZOCF version 2, this device reads 1"},
+        {"ZOCF", 5, 3, "ZOCF master code 3 unknown: 0 q16, 1 int16, 2 int8"},
+        {"ZOCF", 20, 200, "ZOCF entry 0: tensor index 200 >= 7 tensors"},
+        {"LOSS", 0, 1, "LOSS section: EXP[0] is 65537, must be 65536"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(blob, blob_a->data, len);
+        hb_graph *g = hb_graph_instance();
+        hb_status st;
+        int rc = hb_graph_load(g, blob, len, &st);
+        const uint8_t *sec;
+        uint32_t slen;
+        CHECK(rc == 0 && hb_graph_section(g, cases[i].tag, &sec, &slen) == 0, "section %s",
+              cases[i].tag);
+        if (rc) continue;
+        size_t off = (size_t)(sec - blob) + cases[i].at;
+        blob[off] = cases[i].value;
+        hb_wr32(blob + len - 4, hb_crc32(0, blob, len - 4));
+        rc = hb_graph_load(g, blob, len, &st);
+        CHECK(rc == 0, "reload: %.*s", st.len, st.msg);
+        rc = hb_model_load(hb_model_instance(), g, &st);
+        size_t n = strlen(cases[i].want);
+        CHECK(rc == -1 && st.code == HB_ERR_BAD_MODEL && st.len == n &&
+                  memcmp(st.msg, cases[i].want, n) == 0,
+              "got '%.*s', expected '%s'", st.len, st.msg, cases[i].want);
+    }
+    free(blob);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = argc > 1 ? argv[1] : "../fixtures/golden";
+    const char *files[] = {"model_mlp.hbgv", "model_cnn.hbgv", "model_dw.hbgv"};
+    int configs = 0;
+    for (size_t i = 0; i < 3; i++) {
+        hbgv_file f;
+        hbgv_load(&f, dir, files[i]);
+        const hbgv_array *x = hbgv_need(&f, "x"), *y = hbgv_need(&f, "y"),
+                         *nc = hbgv_need(&f, "n_classes");
+        hb_slot slot = {(const int8_t *)x->data, y->data, x->dims[0], (uint16_t)x->dims[1],
+                        (uint16_t)hbgv_get(nc, 0)};
+        for (int c = 0; run_config(&f, files[i], c, &slot); c++) configs++;
+        if (i == 0) refusals(&f);
+        hbgv_free(&f);
+    }
+    CHECK(configs >= 11, "only %d configurations", configs);
+    TEST_MAIN_END("test_model");
+}
