@@ -1,0 +1,390 @@
+/* The request handlers: steps 8-9 of docs/protocol.md "Device processing order" (state checks
+ * in the order the protocol lists them, then execution) for requests whose length and ranges
+ * device.c already checked with hb_msg_check. Fields are read and written by their generated
+ * ids with the hb_msg_* accessors (core/hb_msg.h), never at a hand-computed offset; refusals
+ * are the declared templates (HB_MSG_*, gen/hb_wire.h). */
+#include <string.h>
+
+#include "hb_bytes.h"
+#include "hb_commands.h"
+#include "hb_crc.h"
+#include "hb_graph.h"
+#include "hb_model.h"
+#include "hb_msg.h"
+#include "hb_port.h"
+#include "hb_store.h"
+#include "hb_wire.h"
+
+#define NAME(layout) hb_msg_name(layout) /* "PROBE request", as messages say it */
+
+static struct {
+    uint16_t max_payload;
+    uint32_t boot_nonce;
+    uint8_t model_ready; /* a model is loaded and bound */
+    uint16_t probed_q;   /* q of the last PROBE since the model load, 0 if none */
+} cmd;
+
+/* q-sized scratch: the wire's arrays are unaligned little-endian bytes, the model takes words */
+static uint32_t probed_seeds[HB_MAX_Q];
+static uint32_t seeds[HB_MAX_Q];
+static int32_t coeffs[HB_MAX_Q];
+static int32_t loss_plus[HB_MAX_Q];
+static int32_t loss_minus[HB_MAX_Q];
+
+void hb_cmd_init(uint16_t max_payload, uint32_t boot_nonce) {
+    memset(&cmd, 0, sizeof cmd);
+    cmd.max_payload = max_payload;
+    cmd.boot_nonce = boot_nonce;
+}
+
+static void read_u32s(uint32_t *dst, const uint8_t *src, uint16_t n) {
+    for (uint16_t i = 0; i < n; i++) dst[i] = hb_rd32(src + 4u * i);
+}
+
+static void read_i32s(int32_t *dst, const uint8_t *src, uint16_t n) {
+    for (uint16_t i = 0; i < n; i++) dst[i] = hb_rdi32(src + 4u * i);
+}
+
+static void write_i32s(uint8_t *dst, const int32_t *src, uint16_t n) {
+    for (uint16_t i = 0; i < n; i++) hb_wr32(dst + 4u * i, (uint32_t)src[i]);
+}
+
+/* nanoseconds of a tick span, from the port's Q16 ns-per-tick, in 64 bits without overflow of
+ * the intermediate product (ticks up to 2^64, ns_q16 up to 2^32) */
+static uint64_t duration_ns(uint64_t t0) {
+    uint64_t ticks = hb_port_ticks() - t0;
+    uint64_t q16 = hb_port_tick_ns_q16();
+    return (ticks >> 16) * q16 + (((ticks & 0xFFFFu) * q16) >> 16);
+}
+
+/* ---- state checks shared by several requests ------------------------------------------- */
+
+static int need_model(hb_status *st) {
+    return cmd.model_ready ? 0 : HB_FAIL0(st, HB_ERR_NO_MODEL, HB_MSG_NO_MODEL);
+}
+
+/* PROBE, EVAL, APPLY_PROBE, INFER on a slot: a model, data in the slot, items of the model's
+ * input size, the model's classes (decisions.md 3) */
+static int model_and_slot(uint8_t slot, hb_slot *s, hb_status *st) {
+    if (need_model(st) < 0) return -1;
+    if (hb_store_slot(slot, s) < 0) return HB_FAIL(st, HB_ERR_NO_DATA, HB_MSG_NO_DATA, HB_I(slot));
+    const hb_graph *g = hb_graph_instance();
+    uint32_t in = hb_graph_input_size(g), out = hb_graph_output_size(g);
+    if (s->item_size != in)
+        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_SLOT_ITEM_SIZE, HB_I(slot),
+                       HB_I(s->item_size), HB_I(in));
+    if (s->n_classes != out)
+        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_SLOT_CLASSES, HB_I(slot),
+                       HB_I(s->n_classes), HB_I(out));
+    return 0;
+}
+
+/* the answer of `size` bytes must fit the device's max_payload */
+static int fits(uint8_t layout, uint32_t size, hb_status *st) {
+    if (size > cmd.max_payload)
+        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_ANSWER_TOO_LARGE, HB_S(NAME(layout)),
+                       HB_I(size), HB_I(cmd.max_payload));
+    return 0;
+}
+
+/* APPLY_PROBED / APPLY_PROBE: a PROBE since the model load, with this q */
+static int check_probed(uint8_t layout, uint16_t q, hb_status *st) {
+    if (!cmd.probed_q) return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_PROBED_NONE, HB_S(NAME(layout)));
+    if (q != cmd.probed_q)
+        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_PROBED_Q, HB_S(NAME(layout)), HB_I(q),
+                       HB_I(cmd.probed_q));
+    return 0;
+}
+
+/* forget the model (an upload at offset 0, a refused blob) */
+static void drop_model(void) {
+    hb_store_discard(HB_STORE_MODEL);
+    cmd.model_ready = 0;
+    cmd.probed_q = 0;
+}
+
+/* ---- handlers ---------------------------------------------------------------------------- */
+
+static uint16_t hello(uint8_t *r) {
+    const char *id = hb_port_device_id(), *fw = hb_port_firmware();
+    size_t id_len = hb_strlen(id), fw_len = hb_strlen(fw);
+    if (id_len > HB_MAX_STRING) id_len = HB_MAX_STRING;
+    if (fw_len > HB_MAX_STRING) fw_len = HB_MAX_STRING;
+    uint32_t caps = HB_CAP_RESET | HB_CAP_APPLY_BATCH | HB_CAP_APPLY_PROBED | HB_CAP_APPLY_PROBE |
+                    HB_CAP_INFER;
+    uint8_t source = hb_port_timing_source();
+    if (source == HB_TIMING_DEVICE) caps |= HB_CAP_CYCLE_COUNTER;
+    if (source == HB_TIMING_MODELED) caps |= HB_CAP_MODELED_TIMING;
+    hb_msg_put(r, HB_F_HELLO_R_PROTOCOL_VERSION, HB_PROTOCOL_VERSION);
+    hb_msg_put(r, HB_F_HELLO_R_MAX_PAYLOAD, cmd.max_payload);
+    hb_msg_put(r, HB_F_HELLO_R_BOOT_NONCE, cmd.boot_nonce);
+    hb_msg_put(r, HB_F_HELLO_R_CAPABILITIES, caps);
+    hb_msg_put(r, HB_F_HELLO_R_DEVICE_ID_LEN, id_len);
+    memcpy(hb_msg_wptr(r, HB_F_HELLO_R_DEVICE_ID), id, id_len);
+    hb_msg_put(r, HB_F_HELLO_R_FIRMWARE_LEN, fw_len);
+    memcpy(hb_msg_wptr(r, HB_F_HELLO_R_FIRMWARE), fw, fw_len);
+    return (uint16_t)hb_msg_size(r, HB_L_HELLO_R);
+}
+
+/* The bulk rules of docs/protocol.md "Bulk transfer" for one chunk: start or continue the
+ * target's upload and append. Returns 0 (received in *received), or -1 with st set. */
+static int bulk_chunk(int target, uint8_t layout, uint32_t total, uint32_t offset,
+                      const uint8_t *chunk, uint32_t k, uint32_t *received, hb_status *st) {
+    if (offset == 0) {
+        if (target == HB_STORE_MODEL) drop_model();
+        if (hb_store_begin(target, NAME(layout), total, st) < 0) return -1;
+    } else if (hb_store_continue(target, NAME(layout), total, offset, st) < 0) {
+        return -1;
+    }
+    *received = hb_store_append(target, chunk, k);
+    return 0;
+}
+
+static int load_model(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    uint32_t total = hb_msg_u32(p, HB_F_LOAD_MODEL_TOTAL_LEN);
+    uint32_t offset = hb_msg_u32(p, HB_F_LOAD_MODEL_OFFSET);
+    uint32_t k = hb_msg_rest_len(p, len, HB_F_LOAD_MODEL_CHUNK), received = 0, crc = 0;
+    if (bulk_chunk(HB_STORE_MODEL, HB_L_LOAD_MODEL, total, offset,
+                   hb_msg_ptr(p, HB_F_LOAD_MODEL_CHUNK), k, &received, st) < 0)
+        return -1;
+    if (received == total) { /* complete: parse, check, place the working memory */
+        uint8_t *blob = hb_store_data(HB_STORE_MODEL, NULL);
+        /* decisions.md 4: the CRC of the blob without its CRC trailer, taken before anything
+         * (binding clamps trained biases in place) */
+        crc = hb_crc32(0, blob, total >= HB_CRC_SIZE ? total - HB_CRC_SIZE : 0);
+        hb_graph *g = hb_graph_instance();
+        hb_model *m = hb_model_instance();
+        if (hb_graph_load(g, blob, total, st) < 0 || hb_model_load(m, g, st) < 0 ||
+            hb_store_model_reserve(hb_graph_act_bytes(g), hb_model_work_bytes(m), st) < 0) {
+            drop_model(); /* a refused blob leaves no model */
+            return -1;
+        }
+        hb_graph_bind(g, hb_store_model_act());
+        hb_model_bind(m, hb_store_model_work());
+        hb_store_finish(HB_STORE_MODEL);
+        cmd.model_ready = 1;
+        cmd.probed_q = 0;
+    }
+    hb_msg_put(r, HB_F_LOAD_MODEL_R_RECEIVED, received);
+    hb_msg_put(r, HB_F_LOAD_MODEL_R_COMPLETE, received == total);
+    hb_msg_put(r, HB_F_LOAD_MODEL_R_MODEL_CRC32, crc);
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_LOAD_MODEL_R);
+    return 0;
+}
+
+static int load_data(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    uint8_t slot = hb_msg_u8(p, HB_F_LOAD_DATA_SLOT);
+    uint32_t total = hb_msg_u32(p, HB_F_LOAD_DATA_TOTAL_LEN);
+    uint32_t offset = hb_msg_u32(p, HB_F_LOAD_DATA_OFFSET);
+    uint32_t k = hb_msg_rest_len(p, len, HB_F_LOAD_DATA_CHUNK), received = 0, items = 0;
+    if (bulk_chunk(slot, HB_L_LOAD_DATA, total, offset, hb_msg_ptr(p, HB_F_LOAD_DATA_CHUNK), k,
+                   &received, st) < 0)
+        return -1;
+    if (received == total) { /* complete: the data blob's rules */
+        const uint8_t *b = hb_store_data(slot, NULL);
+        if (hb_msg_check_data(b, total, st) < 0) {
+            hb_store_discard(slot); /* a refused blob leaves the slot empty */
+            return -1;
+        }
+        items = hb_msg_u32(b, HB_F_DATA_BLOB_N_ITEMS);
+        hb_store_slot_set(slot, items, hb_msg_u16(b, HB_F_DATA_BLOB_ITEM_SIZE),
+                          hb_msg_u16(b, HB_F_DATA_BLOB_N_CLASSES));
+        hb_store_finish(slot);
+    }
+    hb_msg_put(r, HB_F_LOAD_DATA_R_SLOT, slot);
+    hb_msg_put(r, HB_F_LOAD_DATA_R_RECEIVED, received);
+    hb_msg_put(r, HB_F_LOAD_DATA_R_COMPLETE, received == total);
+    hb_msg_put(r, HB_F_LOAD_DATA_R_N_ITEMS, items);
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_LOAD_DATA_R);
+    return 0;
+}
+
+/* PROBE's fields, from a PROBE payload (alone, or embedded in APPLY_PROBE) */
+typedef struct {
+    uint8_t slot;
+    uint16_t batch_size, eps, q;
+    uint32_t batch_seed;
+    const uint8_t *seeds;
+} probe_args;
+
+static probe_args probe_fields(const uint8_t *p) {
+    probe_args a;
+    a.slot = hb_msg_u8(p, HB_F_PROBE_SLOT);
+    a.batch_size = hb_msg_u16(p, HB_F_PROBE_BATCH_SIZE);
+    a.batch_seed = hb_msg_u32(p, HB_F_PROBE_BATCH_SEED);
+    a.eps = hb_msg_u16(p, HB_F_PROBE_EPS);
+    a.q = hb_msg_u16(p, HB_F_PROBE_Q);
+    a.seeds = hb_msg_ptr(p, HB_F_PROBE_SEEDS);
+    return a;
+}
+
+/* run a checked PROBE; its answer (a PROBE response payload) at r. Its seeds become the ones
+ * APPLY_PROBED / APPLY_PROBE apply along. */
+static void run_probe(const probe_args *a, const hb_slot *s, uint8_t *r) {
+    read_u32s(seeds, a->seeds, a->q);
+    uint64_t t0 = hb_port_ticks();
+    hb_model_probe(hb_model_instance(), s, a->batch_size, a->batch_seed, a->eps, seeds, a->q,
+                   loss_plus, loss_minus);
+    uint64_t ns = duration_ns(t0);
+    memcpy(probed_seeds, seeds, sizeof seeds[0] * a->q);
+    cmd.probed_q = a->q;
+    hb_msg_put(r, HB_F_PROBE_R_Q, a->q);
+    write_i32s(hb_msg_wptr(r, HB_F_PROBE_R_LOSS_PLUS), loss_plus, a->q);
+    write_i32s(hb_msg_wptr(r, HB_F_PROBE_R_LOSS_MINUS), loss_minus, a->q);
+    hb_msg_put(r, HB_F_PROBE_R_DURATION_NS, ns);
+    hb_msg_put(r, HB_F_PROBE_R_TIMING_SOURCE, hb_port_timing_source());
+}
+
+static int probe(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    probe_args a = probe_fields(p);
+    hb_slot s;
+    if (model_and_slot(a.slot, &s, st) < 0 || fits(HB_L_PROBE, HB_SIZE_PROBE_R(a.q), st) < 0)
+        return -1;
+    run_probe(&a, &s, r);
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_PROBE_R);
+    return 0;
+}
+
+/* one APPLY record (an APPLY payload): read its seeds and coefficients, apply */
+static void run_apply(const uint8_t *rec) {
+    uint16_t q = hb_msg_u16(rec, HB_F_APPLY_Q);
+    read_u32s(seeds, hb_msg_ptr(rec, HB_F_APPLY_SEEDS), q);
+    read_i32s(coeffs, hb_msg_ptr(rec, HB_F_APPLY_COEFFS), q);
+    hb_model_apply(hb_model_instance(), seeds, coeffs, q);
+}
+
+static uint32_t updates(void) { return hb_model_updates_applied(hb_model_instance()); }
+
+static int apply(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    if (need_model(st) < 0) return -1;
+    run_apply(p);
+    hb_msg_put(r, HB_F_APPLY_R_UPDATES_APPLIED, updates());
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_APPLY_R);
+    return 0;
+}
+
+static int apply_batch(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    if (need_model(st) < 0) return -1;
+    /* hb_msg_check walked every record (lengths, then ranges) before any is applied */
+    uint32_t steps = hb_msg_count(p, HB_F_APPLY_BATCH_STEPS);
+    const uint8_t *rec = hb_msg_ptr(p, HB_F_APPLY_BATCH_STEPS);
+    for (uint32_t i = 0; i < steps; i++) {
+        run_apply(rec);
+        rec += hb_msg_size(rec, HB_L_APPLY);
+    }
+    hb_msg_put(r, HB_F_APPLY_BATCH_R_UPDATES_APPLIED, updates());
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_APPLY_BATCH_R);
+    return 0;
+}
+
+static int apply_probed(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    uint16_t q = hb_msg_u16(p, HB_F_APPLY_PROBED_Q);
+    if (need_model(st) < 0 || check_probed(HB_L_APPLY_PROBED, q, st) < 0) return -1;
+    read_i32s(coeffs, hb_msg_ptr(p, HB_F_APPLY_PROBED_COEFFS), q);
+    hb_model_apply(hb_model_instance(), probed_seeds, coeffs, q);
+    hb_msg_put(r, HB_F_APPLY_PROBED_R_UPDATES_APPLIED, updates());
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_APPLY_PROBED_R);
+    return 0;
+}
+
+static int apply_probe(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    uint16_t qa = hb_msg_u16(p, HB_F_APPLY_PROBE_Q_APPLY);
+    probe_args a = probe_fields(hb_msg_ptr(p, HB_F_APPLY_PROBE_PROBE));
+    hb_slot s;
+    /* every check of both parts before anything runs */
+    if (need_model(st) < 0 || check_probed(HB_L_APPLY_PROBE, qa, st) < 0 ||
+        model_and_slot(a.slot, &s, st) < 0 ||
+        fits(HB_L_APPLY_PROBE, HB_SIZE_APPLY_PROBE_R(a.q), st) < 0)
+        return -1;
+    read_i32s(coeffs, hb_msg_ptr(p, HB_F_APPLY_PROBE_COEFFS), qa);
+    hb_model_apply(hb_model_instance(), probed_seeds, coeffs, qa);
+    hb_msg_put(r, HB_F_APPLY_PROBE_R_UPDATES_APPLIED, updates());
+    run_probe(&a, &s, hb_msg_wptr(r, HB_F_APPLY_PROBE_R_PROBE));
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_APPLY_PROBE_R);
+    return 0;
+}
+
+static int eval(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    uint8_t slot = hb_msg_u8(p, HB_F_EVAL_SLOT);
+    uint32_t start = hb_msg_u32(p, HB_F_EVAL_START), count = hb_msg_u32(p, HB_F_EVAL_COUNT);
+    hb_slot s;
+    if (model_and_slot(slot, &s, st) < 0) return -1;
+    uint64_t end = (uint64_t)start + count; /* count >= 1: a range check */
+    if (end > s.n_items)
+        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_EVAL_PAST_END, HB_S(NAME(HB_L_EVAL)),
+                       HB_I(start), HB_I(end - 1), HB_I(slot), HB_I(s.n_items));
+    uint32_t correct = 0;
+    int64_t loss_sum = 0;
+    uint64_t t0 = hb_port_ticks();
+    hb_model_eval(hb_model_instance(), &s, start, count, &correct, &loss_sum);
+    hb_msg_put(r, HB_F_EVAL_R_DURATION_NS, duration_ns(t0));
+    hb_msg_put(r, HB_F_EVAL_R_COUNT, count);
+    hb_msg_put(r, HB_F_EVAL_R_CORRECT, correct);
+    hb_msg_put(r, HB_F_EVAL_R_LOSS_SUM_Q16, (uint64_t)loss_sum);
+    hb_msg_put(r, HB_F_EVAL_R_TIMING_SOURCE, hb_port_timing_source());
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_EVAL_R);
+    return 0;
+}
+
+static int weights_crc(uint8_t *r, uint16_t *rlen, hb_status *st) {
+    if (need_model(st) < 0) return -1;
+    hb_msg_put(r, HB_F_WEIGHTS_CRC_R_CRC32, hb_model_weights_crc(hb_model_instance()));
+    hb_msg_put(r, HB_F_WEIGHTS_CRC_R_UPDATES_APPLIED, updates());
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_WEIGHTS_CRC_R);
+    return 0;
+}
+
+static int infer(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    uint8_t slot = hb_msg_u8(p, HB_F_INFER_SLOT);
+    uint32_t index = hb_msg_u32(p, HB_F_INFER_INDEX);
+    uint32_t k = hb_msg_rest_len(p, len, HB_F_INFER_INPUT);
+    if (need_model(st) < 0) return -1;
+    hb_graph *g = hb_graph_instance();
+    uint32_t in = hb_graph_input_size(g), out = hb_graph_output_size(g);
+    if (fits(HB_L_INFER, HB_SIZE_INFER_R(out), st) < 0) return -1;
+    const int8_t *x;
+    if (k == 0) { /* item `index` of `slot` */
+        hb_slot s;
+        if (model_and_slot(slot, &s, st) < 0) return -1;
+        if (index >= s.n_items)
+            return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_INFER_INDEX, HB_S(NAME(HB_L_INFER)),
+                           HB_I(index), HB_I(slot), HB_I(s.n_items));
+        x = s.inputs + (uint64_t)index * s.item_size;
+    } else { /* the input in the request (slot and index are 0: a range rule) */
+        if (k != in)
+            return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_INFER_INPUT_SIZE,
+                           HB_S(NAME(HB_L_INFER)), HB_I(k), HB_I(in));
+        x = (const int8_t *)hb_msg_ptr(p, HB_F_INFER_INPUT);
+    }
+    uint64_t t0 = hb_port_ticks();
+    const int8_t *y = hb_graph_forward(g, x);
+    uint64_t ns = duration_ns(t0);
+    hb_msg_put(r, HB_F_INFER_R_N, out);
+    memcpy(hb_msg_wptr(r, HB_F_INFER_R_OUTPUT), y, out);
+    hb_msg_put(r, HB_F_INFER_R_DURATION_NS, ns);
+    hb_msg_put(r, HB_F_INFER_R_TIMING_SOURCE, hb_port_timing_source());
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_INFER_R);
+    return 0;
+}
+
+int hb_cmd_execute(uint8_t type, const uint8_t *p, uint16_t len, uint8_t *resp,
+                   uint16_t *resp_len, hb_status *st) {
+    /* every answer fits HB_DEVICE_MAX_PAYLOAD: a fixed layout, or checked by fits() against
+     * max_payload (which hb_device_init keeps <= HB_DEVICE_MAX_PAYLOAD) */
+    *resp_len = 0;
+    switch (type) {
+    case HB_TYPE_HELLO: *resp_len = hello(resp); return 0;
+    case HB_TYPE_LOAD_MODEL: return load_model(p, len, resp, resp_len, st);
+    case HB_TYPE_LOAD_DATA: return load_data(p, len, resp, resp_len, st);
+    case HB_TYPE_PROBE: return probe(p, resp, resp_len, st);
+    case HB_TYPE_APPLY: return apply(p, resp, resp_len, st);
+    case HB_TYPE_EVAL: return eval(p, resp, resp_len, st);
+    case HB_TYPE_WEIGHTS_CRC: return weights_crc(resp, resp_len, st);
+    case HB_TYPE_RESET: return 0; /* an empty answer; device.c resets once it is sent */
+    case HB_TYPE_APPLY_BATCH: return apply_batch(p, resp, resp_len, st);
+    case HB_TYPE_APPLY_PROBED: return apply_probed(p, resp, resp_len, st);
+    case HB_TYPE_APPLY_PROBE: return apply_probe(p, resp, resp_len, st);
+    case HB_TYPE_INFER: return infer(p, len, resp, resp_len, st);
+    default: return HB_FAIL(st, HB_ERR_INTERNAL, HB_MSG_INTERNAL, HB_S("no handler for the type"));
+    }
+}
