@@ -85,7 +85,7 @@ def build() -> Header:
         "Op param records (docs/model-blob.md; declared as RECORD in hilbench/npu/ops/<op>.py).\n"
         "HB_REC_<KIND>_FIELDS(X) lists X(KIND, FIELD, name, offset, HB_FMT_*, lowest, highest)\n"
         "in wire order; per-channel records then hold i32 multiplier[C] and i8 shift[C] after\n"
-        "the head, C being the field HB_REC_<KIND>_COUNT_OFF points at."
+        "the head, C being the field at HB_REC_<KIND>_CHANNEL_COUNT_OFF."
     )
     for code, name in FMT_NAMES.items():
         h.define(f"HB_FMT_{name}", list(FMT_NAMES).index(code))
@@ -107,10 +107,12 @@ def build() -> Header:
                 f'X({k}, {fk}, "{f.name}", {off}, HB_FMT_{FMT_NAMES[f.fmt]}, '
                 f"{_int(f.lo)}, {_int(f.hi)})"
             )
-        if rec.per_channel:
-            h.define(
-                f"HB_REC_{k}_COUNT_OFF", dict((f.name, o) for f, o in rec.offsets())[rec.count]
-            )
+        offsets = {f.name: o for f, o in rec.offsets()}
+        h.define(
+            f"HB_REC_{k}_CHANNEL_COUNT_OFF",
+            offsets[rec.count] if rec.per_channel else -1,
+            "the field holding C (-1: no per-channel tail)",
+        )
         if rows:
             h.raw(f"#define HB_REC_{k}_FIELDS(X) \\\n    " + " \\\n    ".join(rows))
         else:
@@ -124,4 +126,8 @@ def build() -> Header:
         h.string(f"HB_MSG_HBM_{c_ident(key)}", text)
     for key, text in blobcheck.WHAT.items():
         h.string(f"HB_WHAT_HBM_{c_ident(key)}", text)
+    names = [line.split()[1] for line in h.lines if line.startswith("#define ")]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"hb_blob.h would define {twice} twice: rename a field or a key")
     return h

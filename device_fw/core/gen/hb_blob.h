@@ -87,7 +87,7 @@
 /* Op param records (docs/model-blob.md; declared as RECORD in hilbench/npu/ops/<op>.py). */
 /* HB_REC_<KIND>_FIELDS(X) lists X(KIND, FIELD, name, offset, HB_FMT_*, lowest, highest) */
 /* in wire order; per-channel records then hold i32 multiplier[C] and i8 shift[C] after */
-/* the head, C being the field HB_REC_<KIND>_COUNT_OFF points at. */
+/* the head, C being the field at HB_REC_<KIND>_CHANNEL_COUNT_OFF. */
 #define HB_FMT_U8 0
 #define HB_FMT_I8 1
 #define HB_FMT_U16 2
@@ -108,7 +108,7 @@
 #define HB_REC_FULLY_CONNECTED_N_CHANNELS_OFF 16
 #define HB_REC_FULLY_CONNECTED_ACTIVATION_OFF 18
 #define HB_REC_FULLY_CONNECTED_RESERVED_OFF 19
-#define HB_REC_FULLY_CONNECTED_COUNT_OFF 16
+#define HB_REC_FULLY_CONNECTED_CHANNEL_COUNT_OFF 16  /* the field holding C (-1: no per-channel tail) */
 #define HB_REC_FULLY_CONNECTED_FIELDS(X) \
     X(FULLY_CONNECTED, INPUT_OFFSET, "input_offset", 0, HB_FMT_I32, (-127), 128) \
     X(FULLY_CONNECTED, OUTPUT_OFFSET, "output_offset", 4, HB_FMT_I32, (-128), 127) \
@@ -135,7 +135,7 @@
 #define HB_REC_CONV_2D_PADDING_OFF 26
 #define HB_REC_CONV_2D_ACTIVATION_OFF 27
 #define HB_REC_CONV_2D_N_CHANNELS_OFF 28
-#define HB_REC_CONV_2D_COUNT_OFF 28
+#define HB_REC_CONV_2D_CHANNEL_COUNT_OFF 28  /* the field holding C (-1: no per-channel tail) */
 #define HB_REC_CONV_2D_FIELDS(X) \
     X(CONV_2D, INPUT_OFFSET, "input_offset", 0, HB_FMT_I32, (-127), 128) \
     X(CONV_2D, OUTPUT_OFFSET, "output_offset", 4, HB_FMT_I32, (-128), 127) \
@@ -171,7 +171,7 @@
 #define HB_REC_DEPTHWISE_CONV_2D_ACTIVATION_OFF 27
 #define HB_REC_DEPTHWISE_CONV_2D_DEPTH_MULTIPLIER_OFF 28
 #define HB_REC_DEPTHWISE_CONV_2D_N_CHANNELS_OFF 30
-#define HB_REC_DEPTHWISE_CONV_2D_COUNT_OFF 30
+#define HB_REC_DEPTHWISE_CONV_2D_CHANNEL_COUNT_OFF 30  /* the field holding C (-1: no per-channel tail) */
 #define HB_REC_DEPTHWISE_CONV_2D_FIELDS(X) \
     X(DEPTHWISE_CONV_2D, INPUT_OFFSET, "input_offset", 0, HB_FMT_I32, (-127), 128) \
     X(DEPTHWISE_CONV_2D, OUTPUT_OFFSET, "output_offset", 4, HB_FMT_I32, (-128), 127) \
@@ -204,6 +204,7 @@
 #define HB_REC_AVERAGE_POOL_2D_OUT_W_OFF 16
 #define HB_REC_AVERAGE_POOL_2D_PADDING_OFF 18
 #define HB_REC_AVERAGE_POOL_2D_ACTIVATION_OFF 19
+#define HB_REC_AVERAGE_POOL_2D_CHANNEL_COUNT_OFF (-1)  /* the field holding C (-1: no per-channel tail) */
 #define HB_REC_AVERAGE_POOL_2D_FIELDS(X) \
     X(AVERAGE_POOL_2D, ACT_MIN, "act_min", 0, HB_FMT_I32, (-128), 127) \
     X(AVERAGE_POOL_2D, ACT_MAX, "act_max", 4, HB_FMT_I32, (-128), 127) \
@@ -232,6 +233,7 @@
 #define HB_REC_MAX_POOL_2D_OUT_W_OFF 16
 #define HB_REC_MAX_POOL_2D_PADDING_OFF 18
 #define HB_REC_MAX_POOL_2D_ACTIVATION_OFF 19
+#define HB_REC_MAX_POOL_2D_CHANNEL_COUNT_OFF (-1)  /* the field holding C (-1: no per-channel tail) */
 #define HB_REC_MAX_POOL_2D_FIELDS(X) \
     X(MAX_POOL_2D, ACT_MIN, "act_min", 0, HB_FMT_I32, (-128), 127) \
     X(MAX_POOL_2D, ACT_MAX, "act_max", 4, HB_FMT_I32, (-128), 127) \
@@ -254,12 +256,13 @@
 #define HB_REC_MEAN_SHIFT_OFF 12
 #define HB_REC_MEAN_COUNT_OFF 16
 #define HB_REC_MEAN_KEEP_DIMS_OFF 20
+#define HB_REC_MEAN_CHANNEL_COUNT_OFF (-1)  /* the field holding C (-1: no per-channel tail) */
 #define HB_REC_MEAN_FIELDS(X) \
     X(MEAN, INPUT_ZERO_POINT, "input_zero_point", 0, HB_FMT_I32, (-128), 127) \
     X(MEAN, OUTPUT_OFFSET, "output_offset", 4, HB_FMT_I32, (-128), 127) \
     X(MEAN, MULTIPLIER, "multiplier", 8, HB_FMT_I32, 0, 2147483647) \
     X(MEAN, SHIFT, "shift", 12, HB_FMT_I32, (-31), 30) \
-    X(MEAN, COUNT, "count", 16, HB_FMT_U32, 1, 16777216) \
+    X(MEAN, COUNT, "count", 16, HB_FMT_U32, 1, 8388608) \
     X(MEAN, KEEP_DIMS, "keep_dims", 20, HB_FMT_U8, 0, 1)
 
 #define HB_REC_ADD_HEAD_SIZE 49
@@ -277,6 +280,7 @@
 #define HB_REC_ADD_OUTPUT_MULTIPLIER_OFF 40
 #define HB_REC_ADD_OUTPUT_SHIFT_OFF 44
 #define HB_REC_ADD_ACTIVATION_OFF 48
+#define HB_REC_ADD_CHANNEL_COUNT_OFF (-1)  /* the field holding C (-1: no per-channel tail) */
 #define HB_REC_ADD_FIELDS(X) \
     X(ADD, INPUT1_OFFSET, "input1_offset", 0, HB_FMT_I32, (-127), 128) \
     X(ADD, INPUT2_OFFSET, "input2_offset", 4, HB_FMT_I32, (-127), 128) \
@@ -294,6 +298,7 @@
 
 #define HB_REC_RESHAPE_HEAD_SIZE 0
 #define HB_REC_RESHAPE_PER_CHANNEL 0
+#define HB_REC_RESHAPE_CHANNEL_COUNT_OFF (-1)  /* the field holding C (-1: no per-channel tail) */
 #define HB_REC_RESHAPE_FIELDS(X) /* no fields */
 
 /* Refusals (BAD_MODEL), in the order a device checks them (hilbench.device.blobcheck */

@@ -1,0 +1,115 @@
+/* The int8 ops of the model blob (docs/model-blob.md), one per file in core/nn/, each a plain
+ * scalar transliteration of TFLM's reference kernel (tensorflow/lite/kernels/internal/
+ * reference/integer_ops/<op>.h, MEAN from reference/reduce.h) over one sample (NHWC without the
+ * batch axis).
+ *
+ * The kernels trust their params: core/blob.c checked every count, shape and range when the
+ * model was loaded. Per-channel multipliers stay in the blob as unaligned little-endian i32
+ * (read with hb_rdi32), biases are little-endian i32 in the blob.
+ *
+ * Each kernel's innermost work is a small function (a dot product, a requantized row) so a
+ * Helium (MVE) variant can replace it beside the scalar one; the scalar one is the reference
+ * every variant is tested against. */
+#ifndef HB_NN_H
+#define HB_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fixedpoint.h"
+#include "hb_bytes.h"
+
+/* Requantization of an accumulator: multiplier/shift per output channel, or one for all. */
+typedef struct {
+    const uint8_t *mult; /* i32 little-endian [n] */
+    const int8_t *shift; /* [n] */
+    uint32_t n;          /* 1 = per tensor, else one per output channel */
+} hb_nn_requant;
+
+typedef struct {
+    uint32_t h, w, c;
+} hb_nn_dims;
+
+typedef struct {
+    int32_t input_offset, output_offset, act_min, act_max;
+    hb_nn_requant rq;
+} hb_nn_fc_params;
+
+typedef struct {
+    int32_t input_offset, output_offset, act_min, act_max;
+    uint32_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, out_h, out_w;
+    uint32_t depth_multiplier; /* DEPTHWISE_CONV_2D only */
+    hb_nn_requant rq;
+} hb_nn_conv_params;
+
+typedef struct {
+    int32_t act_min, act_max;
+    uint32_t stride_h, stride_w, filter_h, filter_w, pad_top, pad_left, out_h, out_w;
+} hb_nn_pool_params;
+
+typedef struct {
+    int32_t input_zero_point, output_offset, multiplier, shift;
+    uint32_t count;
+} hb_nn_mean_params;
+
+typedef struct {
+    int32_t input1_offset, input2_offset, output_offset, act_min, act_max, left_shift;
+    int32_t input1_multiplier, input1_shift, input2_multiplier, input2_shift;
+    int32_t output_multiplier, output_shift;
+} hb_nn_add_params;
+
+/* --- the shared inner pieces ------------------------------------------------------------ */
+
+/* sum over i < n of w[i] * (x[i] + x_offset), wrapping like TFLM's int32 accumulator */
+static inline uint32_t hb_nn_dot_s8(const int8_t *w, const int8_t *x, int32_t x_offset,
+                                    uint32_t n) {
+    uint32_t acc = 0;
+    for (uint32_t i = 0; i < n; i++) acc += (uint32_t)((int32_t)w[i] * ((int32_t)x[i] + x_offset));
+    return acc;
+}
+
+/* acc (+ bias[c]) -> MultiplyByQuantizedMultiplier with channel c's (or the one) multiplier
+ * -> + output_offset -> clamp to [act_min, act_max]. The offset is added in 64 bits (as
+ * hilbench.npu does; TFLM's int32 add could only overflow where the clamp saturates). */
+static inline int8_t hb_nn_requant_one(uint32_t acc, const uint8_t *bias, uint32_t c,
+                                       const hb_nn_requant *rq, int32_t output_offset,
+                                       int32_t act_min, int32_t act_max) {
+    if (bias) acc += (uint32_t)hb_rdi32(bias + 4u * c);
+    const uint32_t q = rq->n == 1 ? 0 : c;
+    const int32_t v = hb_fp_mbqm(hb_fp_wrap32(acc), hb_rdi32(rq->mult + 4u * q), rq->shift[q]);
+    return hb_fp_clamp8((int64_t)v + output_offset, act_min, act_max);
+}
+
+/* --- the ops (one file each) ------------------------------------------------------------ */
+
+/* x[k] -> y[m]; w [m][k]; bias i32 LE [m] or NULL */
+void hb_nn_fully_connected_s8(const hb_nn_fc_params *p, const int8_t *x, uint32_t k,
+                              const int8_t *w, uint32_t m, const uint8_t *bias, int8_t *y);
+
+/* x [in->h][in->w][in->c] -> y [out_h][out_w][out_c]; filter [out_c][kh][kw][in->c] */
+void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
+                     const int8_t *filter, uint32_t kh, uint32_t kw, uint32_t out_c,
+                     const uint8_t *bias, int8_t *y);
+
+/* x [h][w][c] -> y [out_h][out_w][c * D]; filter [1][kh][kw][c * D] */
+void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
+                               const int8_t *x, const int8_t *filter, uint32_t kh, uint32_t kw,
+                               const uint8_t *bias, int8_t *y);
+
+/* x [h][w][c] -> y [out_h][out_w][c] */
+void hb_nn_average_pool2d_s8(const hb_nn_pool_params *p, const hb_nn_dims *in, const int8_t *x,
+                             int8_t *y);
+void hb_nn_max_pool2d_s8(const hb_nn_pool_params *p, const hb_nn_dims *in, const int8_t *x,
+                         int8_t *y);
+
+/* x [h][w][c] -> y [c] (the mean over h and w) */
+void hb_nn_mean_s8(const hb_nn_mean_params *p, const hb_nn_dims *in, const int8_t *x, int8_t *y);
+
+/* y[i] = a[i] (+) b[i], i < n */
+void hb_nn_add_s8(const hb_nn_add_params *p, const int8_t *a, const int8_t *b, uint32_t n,
+                  int8_t *y);
+
+/* y = x, n bytes (the shape changes, the bytes do not) */
+void hb_nn_reshape_s8(const int8_t *x, uint32_t n, int8_t *y);
+
+#endif /* HB_NN_H */
