@@ -208,3 +208,21 @@ def test_limits_cover_the_zoo_at_any_width():
         assert len(g.tensors) <= blobcheck.MAX_TENSORS and len(g.ops) <= blobcheck.MAX_OPS
         twin, _ = blobcheck.parse(to_blob(g))
         assert len(twin.tensors) == len(g.tensors)
+
+
+def test_the_doc_lists_every_rule():
+    """docs/model-blob.md's table carries every template verbatim, in the parser's order."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "model-blob.md").read_text()
+    section = doc[doc.index("## What a device checks") : doc.index("## What only the host checks")]
+    where = {}
+    for key, text in blobcheck.MESSAGES.items():
+        quoted = "`" + text.replace("|", "\\|") + "`"
+        assert quoted in section, f"{key}: {text!r} is not in docs/model-blob.md"
+        where[key] = section.index(quoted)
+    for text in blobcheck.WHAT.values():
+        assert f"`{text}`" in section, text
+    # the tables list the structure and graph rules in the order the parser applies them
+    order = [k for k in blobcheck.MESSAGES if k not in ("truncated", "padding")]
+    graph = order.index("graph_input")
+    for part in (order[:graph], ["graph_input", "not_ready", "out_const", "shared", "output"]):
+        assert [where[k] for k in part] == sorted(where[k] for k in part), part
