@@ -14,18 +14,32 @@ POLL_S = 0.05
 
 
 class FrameEndpoint:
-    """The device's side of a byte link: bytes in, answer bytes out (frames and BAD_FRAMEs)."""
+    """The device's side of a byte link: bytes in, answer bytes out (frames and BAD_FRAMEs).
+
+    Its receive buffer is the device's: ``max_payload`` + overhead encoded bytes; a longer run
+    or a frame whose payload exceeds ``max_payload`` is answered BAD_FRAME ``oversize``."""
 
     def __init__(self, twin: DeviceTwin) -> None:
         self.twin = twin
         self._problems: list[str] = []
-        self._decoder = FrameDecoder(on_error=lambda problem: self._problems.append(problem.kind))
+        self._decoder = FrameDecoder(
+            on_error=lambda problem: self._problems.append(problem.kind),
+            max_payload=twin.max_payload,  # longer frames are "oversize", as on the device
+        )
 
     def feed(self, data: bytes) -> bytes:
-        frames = self._decoder.feed(data)
-        out = [self.twin.bad_frame(kind) for kind in self._problems]
-        self._problems.clear()
-        out += [self.twin.handle(frame) for frame in frames]
+        """Answers to the frames (and damaged frames) ``data`` completes, in stream order."""
+        out = []
+        start, end = 0, len(data)
+        while start < end:  # one delimiter at a time: each ends at most one frame or problem
+            i = data.find(b"\x00", start)
+            stop = end if i < 0 else i + 1
+            frames = self._decoder.feed(data[start:stop] if start or stop < end else data)
+            if self._problems:
+                out += [self.twin.bad_frame(kind) for kind in self._problems]
+                self._problems.clear()
+            out += [self.twin.handle(frame) for frame in frames]
+            start = stop
         return b"".join(out)
 
 

@@ -19,10 +19,15 @@ from hilbench.zo import loss, perturb, update, zocf
 
 @dataclass
 class DataSlot:
-    """One uploaded data set: int8 inputs and uint8 labels."""
+    """One uploaded data set: int8 inputs (n_items, item_size), uint8 labels, n_classes."""
 
     inputs: np.ndarray
     labels: np.ndarray
+    n_classes: int
+
+    @property
+    def item_size(self) -> int:
+        return int(self.inputs.shape[1])
 
 
 @dataclass
@@ -42,7 +47,14 @@ class ModelState:
 
     @classmethod
     def from_blob(cls, blob: bytes) -> ModelState:
+        """The host's view of a blob (hilbench.npu.blob: every host check, names kept)."""
         graph, sections = from_blob(blob)
+        return cls.from_parts(graph, sections, blob_crc=zlib.crc32(blob))
+
+    @classmethod
+    def from_parts(cls, graph: Graph, sections: dict[str, bytes], blob_crc: int = 0) -> ModelState:
+        """A model from a parsed graph and its sections: the LOSS and ZOCF sections are
+        checked here, in that order (LossError / ZocfError with the device's message)."""
         tables = loss.LossTables.from_sections(sections)
         zo = zocf.ZoConfig.from_sections(sections)
         trained = zocf.resolve(zo, graph)
@@ -69,8 +81,18 @@ class ModelState:
             masters=masters,
             pool=pool,
             macs=forward_macs(graph),
-            blob_crc=zlib.crc32(blob),
+            blob_crc=blob_crc,
         )
+
+    @property
+    def input_size(self) -> int:
+        """Elements (int8 bytes) of one input: what a data slot's item_size must be."""
+        return int(np.prod(self.graph.tensors[self.graph.input].shape))
+
+    @property
+    def output_size(self) -> int:
+        """Elements of the output tensor: what a data slot's n_classes must be."""
+        return int(np.prod(self.graph.tensors[self.graph.output].shape))
 
     @property
     def trainable(self) -> list[str]:
@@ -149,6 +171,10 @@ class ModelState:
         correct = int(np.sum(loss.predictions(logits) == y))
         return correct, int(loss.per_sample_q16(logits, y, self.tables).sum())
 
+    def infer(self, x: np.ndarray) -> np.ndarray:
+        """The int8 output of the unperturbed model for one input, flattened row-major."""
+        return np.ascontiguousarray(self.graph.run(x[None])[0]).reshape(-1).astype(np.int8)
+
     def weights_crc(self) -> int:
         """CRC-32 over the trained tensors in ZOCF order (int8 bytes, int32 little-endian)."""
         crc = 0
@@ -156,8 +182,3 @@ class ModelState:
             data = np.ascontiguousarray(self.weights(i))
             crc = zlib.crc32(data.astype(data.dtype.newbyteorder("<")).tobytes(), crc)
         return crc
-
-    def memory_bytes(self) -> int:
-        """Bytes the device needs: constants plus what the ZO method costs (zocf.memory_bytes)."""
-        const = sum(t.data.nbytes for t in self.graph.tensors.values() if t.data is not None)
-        return const + sum(zocf.memory_bytes(self.zo, self.trained).values())

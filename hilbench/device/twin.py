@@ -1,65 +1,106 @@
 """The device twin: the firmware's command semantics in Python, frame in, frame out.
 
-It keeps the same rules as ``device_fw`` (docs/protocol.md): one cached response for
-retries (at most once), bounds checks on every length and index from the wire, ERROR
-replies instead of crashes. Its timing is *modeled* from the NPU cost model.
+It follows docs/protocol.md exactly, as the C firmware (device_fw) does: the device processing
+order (version, cache, type, HELLO, session and late copies, length, ranges, state, execute),
+one cached response for retries (at most once), the bulk-upload rules with the arena's books
+(hilbench/device/arena.py, docs/firmware.md "Memory"), and every refusal formatted once from a
+declared template (hilbench.protocol.spec.MESSAGES, the model blob's and the ZO sections'
+registries), so that its answers are byte-identical to the firmware's. Its timing is
+*modeled* from the NPU cost model.
 """
 
 from __future__ import annotations
 
 import secrets
+import struct
 import zlib
 from collections import Counter
 
 import numpy as np
 
 from hilbench import __version__
+from hilbench.device import blobcheck, plan
+from hilbench.device.arena import DEFAULT_ARENA_BYTES, Arena, ArenaFull
 from hilbench.device.state import DataSlot, ModelState
 from hilbench.errors import ModelError
 from hilbench.npu.cost import npu_latency_s
-from hilbench.protocol import data_blob
 from hilbench.protocol import messages as m
-from hilbench.protocol.frames import MAX_PAYLOAD, PROTOCOL_VERSION, Frame, encode_frame
+from hilbench.protocol import spec
+from hilbench.protocol.frames import Frame, encode_frame
+from hilbench.zo import zocf
 from hilbench.zo.rng import batch_indices
 
-TIMING_MODELED = 2
+TIMING_MODELED = int(spec.TimingSource.MODELED)
 FRAME_START = b"\x00"  # a delimiter before every frame flushes any junk the peer holds
 CAPABILITIES = (
-    m.CAP_MODELED_TIMING | m.CAP_RESET | m.CAP_APPLY_BATCH | m.CAP_APPLY_PROBED | m.CAP_APPLY_PROBE
+    spec.CAP_MODELED_TIMING
+    | spec.CAP_RESET
+    | spec.CAP_APPLY_BATCH
+    | spec.CAP_APPLY_PROBED
+    | spec.CAP_APPLY_PROBE
+    | spec.CAP_INFER
 )
-DEFAULT_MEMORY = 4_200_000  # bytes of on-chip SRAM on the STM32N6
-
-
-class CommandError(Exception):
-    """A request the device refuses; becomes an ERROR frame."""
-
-    def __init__(self, code: m.ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+_HEADER = struct.Struct("<BBHH")  # version, type, seq, length: what the frame's CRC-32 starts with
+_MODEL = -1  # the model's upload target (data slots are 0..N_SLOTS-1)
 
 
 class DeviceTwin:
-    """A bit-exact software device that answers protocol frames."""
+    """A bit-exact software device that answers protocol frames.
+
+    ``boot_nonce`` fixes the nonce of the first boot (the k-th boot after it uses
+    ``boot_nonce + k`` mod 2^32; None: a random nonce per boot); ``arena_bytes`` is the memory
+    for models and data; ``max_payload`` (256..4096) the largest request payload it accepts
+    (the byte-stream endpoint refuses longer frames as ``oversize``); ``modeled_timing`` False
+    reports no timing (source 0, duration 0, no CAP_MODELED_TIMING), as the SIL build does."""
 
     def __init__(
         self,
         *,
         device_id: str = "hilbench-twin",
-        memory_bytes: int = DEFAULT_MEMORY,
+        firmware: str | None = None,
+        arena_bytes: int = DEFAULT_ARENA_BYTES,
+        max_payload: int = spec.MAX_PAYLOAD,
         boot_nonce: int | None = None,
+        modeled_timing: bool = True,
     ) -> None:
+        firmware = f"hilbench-twin {__version__}" if firmware is None else firmware
+        for what, text in (("device_id", device_id), ("firmware", firmware)):
+            if len(text.encode("utf-8")) > spec.MAX_STRING:
+                raise ValueError(
+                    f"{what} {text!r} is longer than {spec.MAX_STRING} bytes of UTF-8: shorten it"
+                )
+        if not spec.MIN_DEVICE_PAYLOAD <= max_payload <= spec.MAX_PAYLOAD:
+            raise ValueError(
+                f"max_payload {max_payload} is outside "
+                f"{spec.MIN_DEVICE_PAYLOAD}..{spec.MAX_PAYLOAD}: choose one in that range"
+            )
+        if not 0 <= arena_bytes < 2**32:
+            raise ValueError(f"arena_bytes {arena_bytes} is outside 0..2^32-1")
+        if boot_nonce is not None and not 0 <= boot_nonce < 2**32:
+            raise ValueError(f"boot_nonce {boot_nonce} is outside 0..2^32-1")
         self.device_id = device_id
-        self.memory_bytes = memory_bytes
+        self.firmware = firmware
+        self.arena_bytes = arena_bytes
+        self.max_payload = max_payload
+        self.fixed_nonce = boot_nonce
+        self.modeled_timing = modeled_timing
+        self.capabilities = CAPABILITIES & ~(0 if modeled_timing else spec.CAP_MODELED_TIMING)
+        self.boots = 0
         self.stats: Counter[str] = Counter()
-        self.boot(boot_nonce)
+        self.boot()
 
-    def boot(self, boot_nonce: int | None = None) -> None:
+    def boot(self) -> None:
         """Power-on state: a new boot nonce, no model, no data, no session, empty cache."""
-        self.boot_nonce = secrets.randbits(32) if boot_nonce is None else boot_nonce
+        if self.fixed_nonce is None:
+            self.boot_nonce = secrets.randbits(32)
+        else:
+            self.boot_nonce = (self.fixed_nonce + self.boots) & 0xFFFFFFFF
+        self.boots += 1
+        self.arena = Arena(self.arena_bytes)
         self.model: ModelState | None = None
         self.slots: dict[int, DataSlot] = {}
-        self._bulk: dict[object, bytearray] = {}
-        self._last: tuple[int, int, bytes, bytes] | None = None  # seq, type, payload, answer
+        self._uploads: dict[int, tuple[int, bytearray]] = {}  # target -> (total_len, bytes)
+        self._cache: tuple[tuple[int, int, int], bytes] | None = None  # (seq, type, crc), answer
         self._session: int | None = None  # the host's HELLO token, None until HELLO
         self._probed: np.ndarray | None = None  # seeds of the last PROBE, for APPLY_PROBED
         self._last_seq = 0
@@ -69,67 +110,93 @@ class DeviceTwin:
         """What a reset (watchdog, brown-out, the reset button) does: reboot, lose everything."""
         self.boot()
 
-    # --- frames -------------------------------------------------------------------------
+    @property
+    def last_seq(self) -> int:
+        return self._last_seq
+
+    @property
+    def session(self) -> int | None:
+        return self._session
+
+    @property
+    def cached(self) -> bytes | None:
+        """The cached response bytes (None after boot)."""
+        return None if self._cache is None else self._cache[1]
+
+    # --- frames: the device processing order (docs/protocol.md) --------------------------
     def handle(self, frame: Frame) -> bytes:
-        """The encoded response frame to one request frame."""
+        """The encoded response to one intact frame (b"" when it is dropped)."""
         self.stats["frames"] += 1
-        if frame.version != PROTOCOL_VERSION:
-            return self._error(
-                frame,
-                m.ErrorCode.BAD_VERSION,
-                f"device speaks protocol v{PROTOCOL_VERSION}, frame is v{frame.version}",
+        payload = frame.payload
+        head = _HEADER.pack(frame.version, frame.type, frame.seq, len(payload))
+        key = (frame.seq, frame.type, zlib.crc32(payload, zlib.crc32(head)))
+        if frame.version != spec.PROTOCOL_VERSION:  # 1
+            return self._refuse(
+                key, spec.refusal("BAD_VERSION", spec.PROTOCOL_VERSION, frame.version)
             )
-        if self._last and self._last[:3] == (frame.seq, frame.type, frame.payload):
+        cache = self._cache
+        if cache is not None and cache[0] == key:  # 2
             self.stats["retries_answered_from_cache"] += 1
-            return self._last[3]
-        if frame.type not in m.REQUESTS:
-            return self._error(frame, m.ErrorCode.UNKNOWN_TYPE, f"unknown type 0x{frame.type:02x}")
-        try:
-            request = m.decode_request(frame)
-        except m.MessageError as exc:
-            return self._error(frame, exc.code, str(exc))
-        if isinstance(request, m.HelloRequest):
-            if request.session == self._session and not _newer(frame.seq, self._last_seq):
+            return cache[1]
+        if not spec.FIRST_REQUEST <= frame.type <= spec.LAST_REQUEST:  # 3
+            return self._refuse(key, spec.refusal("UNKNOWN_TYPE", frame.type))
+        if frame.type == spec.MessageType.HELLO:  # 4
+            try:
+                hello = m.decode_request(frame)
+            except (m.MessageError, spec.MessageError) as exc:
+                return self._refuse(key, exc)
+            if hello.session == self._session and not spec.newer(frame.seq, self._last_seq):
                 self.stats["stale_dropped"] += 1
-                return b""  # a late copy of an old HELLO of this session
-        elif self._session is None:
-            return self._error(
-                frame, m.ErrorCode.NO_SESSION, "device booted since the last HELLO: say HELLO"
-            )
-        elif not _newer(frame.seq, self._last_seq):
+                return b""  # a late copy of a HELLO of this session
+            self._session = hello.session
+            self._last_seq = frame.seq
+            return self._respond(key, self._hello())
+        if self._session is None:  # 5
+            return self._refuse(key, spec.refusal("NO_SESSION"))
+        if not spec.newer(frame.seq, self._last_seq):
             self.stats["stale_dropped"] += 1
             return b""  # a late copy of a request already answered: never run it twice
         self._last_seq = frame.seq
         try:
-            response = self._dispatch(request)
-        except CommandError as exc:
-            return self._error(frame, exc.code, str(exc))
+            request = m.decode_request(frame)  # 6, 7
+            response = self._dispatch(request)  # 8, 9
+        except (m.MessageError, spec.MessageError) as exc:
+            return self._refuse(key, exc)
         except Exception as exc:  # a bug in the twin: answer it, do not go silent
             self.stats["internal_errors"] += 1
-            return self._error(frame, m.ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}")
-        encoded = FRAME_START + encode_frame(frame.type | 0x80, frame.seq, response.pack())
-        self._last = (frame.seq, frame.type, frame.payload, encoded)
-        if isinstance(request, m.ResetRequest):
+            return self._refuse(key, spec.refusal("INTERNAL", f"{type(exc).__name__}: {exc}"))
+        encoded = self._respond(key, response)
+        if frame.type == spec.MessageType.RESET:
             self.reset()  # after the answer is built: it goes out, then the device reboots
         return encoded
 
     def bad_frame(self, kind: str) -> bytes:
         """Count a frame the decoder dropped; the ERROR BAD_FRAME answer (seq 0, not cached)."""
         self.stats[f"bad_frame_{kind}"] += 1
-        payload = m.ErrorResponse(code=m.ErrorCode.BAD_FRAME, request_type=0, message=kind)
-        return FRAME_START + encode_frame(m.ERROR, 0, payload.pack())
+        text = spec.format_message(spec.MESSAGES["BAD_FRAME"], (kind,))
+        payload = m.ErrorResponse(code=spec.ErrorCode.BAD_FRAME, request_type=0, message=text)
+        return FRAME_START + encode_frame(spec.MessageType.ERROR, 0, payload.pack())
 
-    def _error(self, frame: Frame, code: m.ErrorCode, message: str) -> bytes:
+    def _respond(self, key: tuple[int, int, int], response: m.Message) -> bytes:
+        seq, frame_type, _ = key
+        encoded = FRAME_START + encode_frame(frame_type | spec.RESPONSE_BIT, seq, response.pack())
+        self._cache = (key, encoded)
+        return encoded
+
+    def _refuse(self, key: tuple[int, int, int], exc: Exception) -> bytes:
+        """The ERROR answer to a refused frame; it replaces the cache like any answer."""
+        code = spec.ErrorCode(exc.code)
         self.stats[f"error_{code.name}"] += 1
-        payload = m.ErrorResponse(code=code, request_type=frame.type, message=message[:200])
-        encoded = FRAME_START + encode_frame(m.ERROR, frame.seq, payload.pack())
-        self._last = (frame.seq, frame.type, frame.payload, encoded)
+        text = spec.format_message("%s", (str(exc),))  # at most 256 bytes, cut on a character
+        seq, frame_type, _ = key
+        payload = m.ErrorResponse(code=code, request_type=frame_type, message=text)
+        encoded = FRAME_START + encode_frame(spec.MessageType.ERROR, seq, payload.pack())
+        self._cache = (key, encoded)
         return encoded
 
     # --- commands -----------------------------------------------------------------------
-    def _dispatch(self, req: object) -> object:
+    def _dispatch(self, req: m.Message) -> m.Message:
         handler = {
-            m.HelloRequest: self._hello,
             m.LoadModelRequest: self._load_model,
             m.LoadDataRequest: self._load_data,
             m.ProbeRequest: self._probe,
@@ -140,88 +207,142 @@ class DeviceTwin:
             m.ApplyBatchRequest: self._apply_batch,
             m.ApplyProbedRequest: self._apply_probed,
             m.ApplyProbeRequest: self._apply_probe,
+            m.InferRequest: self._infer,
         }[type(req)]
         return handler(req)
 
-    def _hello(self, req: m.HelloRequest) -> m.HelloResponse:
-        self._session = req.session
+    def _hello(self) -> m.HelloResponse:
         return m.HelloResponse(
-            protocol_version=PROTOCOL_VERSION,
-            max_payload=MAX_PAYLOAD,
+            protocol_version=spec.PROTOCOL_VERSION,
+            max_payload=self.max_payload,
             boot_nonce=self.boot_nonce,
-            capabilities=CAPABILITIES,
+            capabilities=self.capabilities,
             device_id=self.device_id,
-            firmware=f"hilbench-twin {__version__}",
+            firmware=self.firmware,
         )
 
-    def _receive_chunk(self, key: object, total: int, offset: int, chunk: bytes) -> bytes | None:
-        """Append one bulk chunk; the whole blob once complete, else None."""
-        if total > self.memory_bytes:
-            raise CommandError(
-                m.ErrorCode.MODEL_TOO_LARGE,
-                f"{total} bytes do not fit the device's {self.memory_bytes} bytes",
-            )
-        buf = self._bulk.get(key)
+    # --- bulk uploads (docs/protocol.md, "Bulk transfer") ---------------------------------
+    def _discard(self, target: int) -> None:
+        """Drop the target's upload in progress and what it holds (the model or the slot)."""
+        self._uploads.pop(target, None)
+        if target == _MODEL:
+            self.model = None
+            self._probed = None
+            self.arena.discard_model()
+        else:
+            self.slots.pop(target, None)
+            self.arena.discard_slot(target)
+
+    def _receive(self, target: int, name: str, total: int, offset: int, chunk: bytes):
+        """Append one chunk; (total_len, the whole blob) once complete, else None."""
         if offset == 0:
-            buf = self._bulk[key] = bytearray()
-        if buf is None or offset != len(buf):
-            have = 0 if buf is None else len(buf)
-            raise CommandError(
-                m.ErrorCode.BAD_ARGUMENT, f"chunk at offset {offset}, expected {have}"
-            )
-        if offset + len(chunk) > total:
-            raise CommandError(m.ErrorCode.BAD_ARGUMENT, "chunk runs past total_len")
+            self._discard(target)
+            try:
+                if target == _MODEL:
+                    self.arena.start_model(total)
+                else:
+                    self.arena.start_slot(target, total)
+            except ArenaFull as full:
+                raise spec.refusal(
+                    "BLOB_TOO_LARGE", name, total, full.needed, full.free, self.arena_bytes
+                ) from None
+            self._uploads[target] = (total, bytearray())
+        else:
+            upload = self._uploads.get(target)
+            if upload is None:
+                raise spec.refusal("BULK_NOT_STARTED", name, offset)
+            if offset != len(upload[1]):
+                raise spec.refusal("BULK_OFFSET", name, offset, len(upload[1]))
+            if total != upload[0]:
+                raise spec.refusal("BULK_TOTAL", name, total, upload[0], len(upload[1]))
+        buf = self._uploads[target][1]
         buf += chunk
         if len(buf) < total:
             return None
-        del self._bulk[key]
+        del self._uploads[target]
         return bytes(buf)
 
     def _load_model(self, req: m.LoadModelRequest) -> m.LoadModelResponse:
-        blob = self._receive_chunk("model", req.total_len, req.offset, req.chunk)
+        blob = self._receive(_MODEL, req.NAME, req.total_len, req.offset, req.chunk)
         if blob is None:
-            received = len(self._bulk["model"])
+            received = len(self._uploads[_MODEL][1])
             return m.LoadModelResponse(received=received, complete=0, model_crc32=0)
         try:
-            state = ModelState.from_blob(blob)
-        except (ModelError, ValueError) as exc:
-            self.model = None
-            raise CommandError(m.ErrorCode.BAD_MODEL, f"model blob refused: {exc}") from None
-        if state.memory_bytes() > self.memory_bytes:
-            raise CommandError(
-                m.ErrorCode.MODEL_TOO_LARGE,
-                f"model needs {state.memory_bytes()} bytes, device has {self.memory_bytes}",
-            )
+            graph, sections = blobcheck.parse(blob)
+            state = ModelState.from_parts(graph, sections, blob_crc=zlib.crc32(blob))
+        except (ModelError, ValueError) as exc:  # blobcheck, LOSS and ZOCF refusals
+            self._discard(_MODEL)
+            text = getattr(exc, "message", None) or str(exc)
+            raise spec.MessageError(text, spec.ErrorCode.BAD_MODEL) from None
+        except Exception:  # a bug (answered INTERNAL): hold nothing half-loaded either
+            self._discard(_MODEL)
+            raise
+        act = plan.act_bytes(graph)
+        zo = zocf.zo_work_bytes(state.zo, state.trained)
+        try:
+            self.arena.finish_model(act, zo)
+        except ArenaFull as full:
+            self._discard(_MODEL)
+            raise spec.refusal(
+                "MODEL_MEMORY", full.needed, full.act, full.zo, full.free, self.arena_bytes
+            ) from None
         self.model = state
         self._probed = None
-        return m.LoadModelResponse(received=len(blob), complete=1, model_crc32=zlib.crc32(blob))
+        crc = zlib.crc32(blob[: len(blob) - spec.CRC_SIZE])  # the blob without its CRC trailer
+        return m.LoadModelResponse(received=len(blob), complete=1, model_crc32=crc)
 
     def _load_data(self, req: m.LoadDataRequest) -> m.LoadDataResponse:
-        blob = self._receive_chunk(("data", req.slot), req.total_len, req.offset, req.chunk)
+        blob = self._receive(req.slot, req.NAME, req.total_len, req.offset, req.chunk)
         if blob is None:
-            received = len(self._bulk[("data", req.slot)])
+            received = len(self._uploads[req.slot][1])
             return m.LoadDataResponse(slot=req.slot, received=received, complete=0, n_items=0)
         try:
-            inputs, labels = data_blob.decode(blob)
-        except ValueError as exc:
-            raise CommandError(m.ErrorCode.BAD_ARGUMENT, str(exc)) from None
-        self.slots[req.slot] = DataSlot(inputs=inputs, labels=labels)
-        n = len(self.slots[req.slot].labels)
+            n, item, classes = spec.check_data_blob(blob)
+        except spec.MessageError:
+            self._discard(req.slot)
+            raise
+        head = spec.DATA_HEADER_BYTES
+        inputs = np.frombuffer(blob, np.int8, n * item, head).reshape(n, item).copy()
+        labels = np.frombuffer(blob, np.uint8, n, head + n * item).copy()
+        self.slots[req.slot] = DataSlot(inputs=inputs, labels=labels, n_classes=classes)
         return m.LoadDataResponse(slot=req.slot, received=len(blob), complete=1, n_items=n)
 
-    def _model_and_slot(self, slot: int) -> tuple[ModelState, DataSlot]:
+    # --- state checks ---------------------------------------------------------------------
+    def _need_model(self) -> ModelState:
         if self.model is None:
-            raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
+            raise spec.refusal("NO_MODEL")
+        return self.model
+
+    def _model_and_slot(self, slot: int) -> tuple[ModelState, DataSlot]:
+        """The slot checks (PROBE, EVAL, APPLY_PROBE, INFER): a model, data in the slot,
+        items of the model's input size, the model's number of classes."""
+        model = self._need_model()
         data = self.slots.get(slot)
         if data is None:
-            raise CommandError(m.ErrorCode.NO_DATA, f"data slot {slot} is empty")
-        item = int(np.prod(self.model.graph.tensors[self.model.graph.input].shape))
-        if data.inputs.shape[1] != item:
-            raise CommandError(
-                m.ErrorCode.BAD_ARGUMENT,
-                f"slot {slot} items have {data.inputs.shape[1]} bytes, the model takes {item}",
-            )
-        return self.model, data
+            raise spec.refusal("NO_DATA", slot)
+        if data.item_size != model.input_size:
+            raise spec.refusal("SLOT_ITEM_SIZE", slot, data.item_size, model.input_size)
+        if data.n_classes != model.output_size:
+            raise spec.refusal("SLOT_CLASSES", slot, data.n_classes, model.output_size)
+        return model, data
+
+    def _fits(self, name: str, size: int) -> None:
+        if size > self.max_payload:
+            raise spec.refusal("ANSWER_TOO_LARGE", name, size, self.max_payload)
+
+    def _check_probed(self, name: str, q: int) -> np.ndarray:
+        if self._probed is None:
+            raise spec.refusal("PROBED_NONE", name)
+        if len(self._probed) != q:
+            raise spec.refusal("PROBED_Q", name, q, len(self._probed))
+        return self._probed
+
+    # --- the ZO commands ------------------------------------------------------------------
+    def _timing(self, macs: int, inputs: int, passes: int = 1) -> tuple[int, int]:
+        """(duration_ns, timing_source) of a computation: the NPU cost model, or none."""
+        if not self.modeled_timing:
+            return 0, int(spec.TimingSource.NONE)
+        return int(npu_latency_s(macs, inputs, passes=passes) * 1e9), TIMING_MODELED
 
     def _inputs(self, model: ModelState, data: DataSlot, idx: np.ndarray) -> np.ndarray:
         shape = model.graph.tensors[model.graph.input].shape
@@ -229,80 +350,90 @@ class DeviceTwin:
 
     def _probe(self, req: m.ProbeRequest) -> m.ProbeResponse:
         model, data = self._model_and_slot(req.slot)
+        self._fits(req.NAME, spec.probe_response_size(len(req.seeds)))
+        return self._run_probe(model, data, req)
+
+    def _run_probe(self, model: ModelState, data: DataSlot, req: m.ProbeRequest):
         idx = batch_indices(req.batch_seed, len(data.labels), req.batch_size)
         lp, lm = model.probe(self._inputs(model, data, idx), data.labels[idx], req.seeds, req.eps)
         self._probed = np.array(req.seeds, dtype=np.uint32)
-        seconds = npu_latency_s(model.macs, req.batch_size, passes=2 * len(req.seeds))
+        q = len(req.seeds)
+        passes = q + 1 if model.zo.one_sided else 2 * q
+        duration, source = self._timing(model.macs, req.batch_size, passes)
         return m.ProbeResponse(
-            q=len(req.seeds),
+            q=q,
             loss_plus=lp,
             loss_minus=lm,
-            duration_ns=int(seconds * 1e9),
-            timing_source=TIMING_MODELED,
+            duration_ns=duration,
+            timing_source=source,
         )
 
     def _apply(self, req: m.ApplyRequest) -> m.ApplyResponse:
-        if self.model is None:
-            raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
-        self.model.apply(req.seeds, req.coeffs)
-        return m.ApplyResponse(updates_applied=self.model.updates_applied)
+        model = self._need_model()
+        model.apply(req.seeds, req.coeffs)
+        return m.ApplyResponse(updates_applied=model.updates_applied)
 
     def _apply_probed(self, req: m.ApplyProbedRequest) -> m.ApplyProbedResponse:
-        self._check_probed(len(req.coeffs), "APPLY_PROBED")
-        self.model.apply(self._probed, req.coeffs)
-        return m.ApplyProbedResponse(updates_applied=self.model.updates_applied)
-
-    def _check_probed(self, q: int, command: str) -> None:
-        if self.model is None:
-            raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
-        if self._probed is None or len(self._probed) != q:
-            have = 0 if self._probed is None else len(self._probed)
-            raise CommandError(
-                m.ErrorCode.BAD_ARGUMENT,
-                f"{command} with q={q}, but the last PROBE since the model load had {have}",
-            )
+        model = self._need_model()
+        seeds = self._check_probed(req.NAME, len(req.coeffs))
+        model.apply(seeds, req.coeffs)
+        return m.ApplyProbedResponse(updates_applied=model.updates_applied)
 
     def _apply_probe(self, req: m.ApplyProbeRequest) -> m.ApplyProbeResponse:
         """APPLY_PROBED, then PROBE; both parts are checked before either runs."""
-        self._check_probed(len(req.coeffs), "APPLY_PROBE")
-        self._model_and_slot(req.probe.slot)
-        self.model.apply(self._probed, req.coeffs)
-        applied = self.model.updates_applied
-        return m.ApplyProbeResponse(updates_applied=applied, probe=self._probe(req.probe))
+        self._need_model()
+        seeds = self._check_probed(req.NAME, len(req.coeffs))
+        model, data = self._model_and_slot(req.probe.slot)
+        self._fits(req.NAME, spec.apply_probe_response_size(len(req.probe.seeds)))
+        model.apply(seeds, req.coeffs)
+        applied = model.updates_applied
+        probe = self._run_probe(model, data, req.probe)
+        return m.ApplyProbeResponse(updates_applied=applied, probe=probe)
 
     def _apply_batch(self, req: m.ApplyBatchRequest) -> m.ApplyBatchResponse:
-        if self.model is None:
-            raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
+        model = self._need_model()
         for step in req.steps:
-            self.model.apply(step.seeds, step.coeffs)
-        return m.ApplyBatchResponse(updates_applied=self.model.updates_applied)
+            model.apply(step.seeds, step.coeffs)
+        return m.ApplyBatchResponse(updates_applied=model.updates_applied)
 
     def _eval(self, req: m.EvalRequest) -> m.EvalResponse:
         model, data = self._model_and_slot(req.slot)
         n = len(data.labels)
-        if req.start > n or req.count > n - req.start:
-            raise CommandError(
-                m.ErrorCode.BAD_ARGUMENT, f"items {req.start}+{req.count} past slot size {n}"
+        if req.start + req.count > n:
+            raise spec.refusal(
+                "EVAL_PAST_END", req.NAME, req.start, req.start + req.count - 1, req.slot, n
             )
         idx = np.arange(req.start, req.start + req.count)
         correct, loss_sum = model.evaluate(self._inputs(model, data, idx), data.labels[idx])
-        seconds = npu_latency_s(model.macs, req.count)
+        duration, source = self._timing(model.macs, req.count)
         return m.EvalResponse(
             count=req.count,
             correct=correct,
             loss_sum_q16=loss_sum,
-            duration_ns=int(seconds * 1e9),
-            timing_source=TIMING_MODELED,
+            duration_ns=duration,
+            timing_source=source,
         )
+
+    def _infer(self, req: m.InferRequest) -> m.InferResponse:
+        model = self._need_model()
+        self._fits(req.NAME, spec.infer_response_size(model.output_size))
+        if len(req.input) == 0:  # item `index` of `slot`
+            model, data = self._model_and_slot(req.slot)
+            n = len(data.labels)
+            if req.index >= n:
+                raise spec.refusal("INFER_INDEX", req.NAME, req.index, req.slot, n)
+            x = data.inputs[req.index]
+        else:  # the input in the request (slot and index are 0: checked with the ranges)
+            if len(req.input) != model.input_size:
+                raise spec.refusal("INFER_INPUT_SIZE", req.NAME, len(req.input), model.input_size)
+            x = np.frombuffer(req.input, np.int8)
+        shape = model.graph.tensors[model.graph.input].shape
+        output = model.infer(x.reshape(shape))
+        duration, source = self._timing(model.macs, 1)
+        return m.InferResponse(output=output, duration_ns=duration, timing_source=source)
 
     def _weights_crc(self, req: m.WeightsCrcRequest) -> m.WeightsCrcResponse:
-        if self.model is None:
-            raise CommandError(m.ErrorCode.NO_MODEL, "no model loaded: send LOAD_MODEL first")
+        model = self._need_model()
         return m.WeightsCrcResponse(
-            crc32=self.model.weights_crc(), updates_applied=self.model.updates_applied
+            crc32=model.weights_crc(), updates_applied=model.updates_applied
         )
-
-
-def _newer(seq: int, last: int) -> bool:
-    """Whether ``seq`` comes after ``last`` in the 16-bit sequence space (window of 32767)."""
-    return 1 <= (seq - last) & 0xFFFF < 0x8000

@@ -24,7 +24,7 @@ from hilbench.errors import DeviceError, LinkError
 from hilbench.protocol import data_blob
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
-from hilbench.target.rto import RtoEstimator
+from hilbench.target.rto import Part, WorkTimer
 
 TIMING_SOURCES = {0: None, 1: "device", 2: "modeled"}
 _POLL_STEPS = (0.001, 0.005, 0.02, 0.05)  # read timeouts: few values, so few tty reprograms
@@ -43,6 +43,50 @@ class CommandTiming(NamedTuple):  # a tuple: built on every round trip
     host_s: float
     device_s: float | None
     source: str | None  # "device" or "modeled" for device_s
+
+
+@dataclass(frozen=True)
+class ModelWork:
+    """What one unit of each command costs on the device, from the loaded model: ``macs`` of
+    one forward pass, ``trained`` elements an update touches, whether PROBE is one-sided (q+1
+    passes per item instead of 2q). 1 = unknown: work is then counted in passes / q."""
+
+    macs: int = 1
+    trained: int = 1
+    one_sided: bool = False
+
+    @classmethod
+    def from_blob(cls, blob: bytes, macs: int | None = None) -> ModelWork:
+        """Read the model blob (the host's parser); unknown parts stay 1 if it is not one."""
+        from hilbench.errors import ModelError
+        from hilbench.npu.blob import from_blob
+        from hilbench.npu.cost import forward_macs
+        from hilbench.zo import zocf
+
+        try:
+            graph, sections = from_blob(blob)
+            zo = zocf.ZoConfig.from_bytes(sections["ZOCF"]) if "ZOCF" in sections else None
+            zo = zo or zocf.ZoConfig()
+            trained = sum(t.size for t in zocf.resolve(zo, graph))
+            return cls(
+                macs=max(1, int(macs if macs is not None else forward_macs(graph))),
+                trained=max(1, int(trained)),
+                one_sided=bool(zo.one_sided),
+            )
+        except (ModelError, ValueError, KeyError):  # the device will say what is wrong
+            return cls(macs=max(1, int(macs)) if macs is not None else 1)
+
+    def probe_units(self, q: int, batch_size: int) -> int:
+        """Forward passes of a PROBE times the MACs of one."""
+        passes = q + 1 if self.one_sided else 2 * q
+        return passes * batch_size * self.macs
+
+    def apply_probe_parts(self, q_apply: int, q: int, batch_size: int) -> tuple[Part, tuple]:
+        """APPLY_PROBE's work, and the two parts whose bounds add up to one before it is
+        measured itself (the APPLY_PROBED and the PROBE it combines)."""
+        apply = ("apply", self.trained * q_apply)
+        probe = ("probe", self.probe_units(q, batch_size))
+        return ("apply_probe", probe[1] + apply[1]), (apply, probe)
 
 
 @dataclass(frozen=True)
@@ -93,7 +137,9 @@ class Target:
         self._decoder = FrameDecoder(on_error=self._host_resync)
         self._pending: list = []
         self._probed: bytes | None = None  # seeds of the last PROBE the device answered
-        self._rto: dict[int, RtoEstimator] = {}
+        self._timer = WorkTimer(default_s=timeout, min_s=min_rto)
+        self.work = ModelWork()  # of the model this client loaded, for the timeouts
+        self._work_blob: tuple[int, int, ModelWork] | None = None  # (len, crc32, work)
 
     def event(self, kind: str, detail: str) -> None:
         """Count an event and pass it to ``on_event`` (retries, resyncs, resets, faults)."""
@@ -109,48 +155,79 @@ class Target:
         self, request: object, *, timeout: float | None = None, retries: int | None = None
     ) -> object:
         req_type = _type_of(request)
+        part, alternative = self._work_of(request)
         return self._exchange_payload(
-            req_type,
-            request.pack(),
-            _work_bucket(request),
-            timeout=timeout,
-            retries=retries,
+            req_type, request.pack(), part, alternative, timeout=timeout, retries=retries
         )
+
+    def _work_of(self, request: object) -> tuple[Part, tuple[Part, ...]]:
+        """The kind and units of work of a request (docs/protocol.md, "Retries")."""
+        w = self.work
+        if isinstance(request, m.ApplyRequest | m.ApplyProbedRequest):
+            return ("apply", w.trained * len(request.coeffs)), ()
+        if isinstance(request, m.ApplyBatchRequest):
+            return ("apply", w.trained * sum(len(s.coeffs) for s in request.steps)), ()
+        if isinstance(request, m.ProbeRequest):
+            return ("probe", w.probe_units(len(request.seeds), request.batch_size)), ()
+        if isinstance(request, m.ApplyProbeRequest):
+            return w.apply_probe_parts(
+                len(request.coeffs), len(request.probe.seeds), request.probe.batch_size
+            )
+        if isinstance(request, m.EvalRequest):
+            return ("eval", w.macs * request.count), ()
+        if isinstance(request, m.LoadModelRequest | m.LoadDataRequest):
+            kind = "load_model" if isinstance(request, m.LoadModelRequest) else "load_data"
+            if request.offset + len(request.chunk) == request.total_len:  # completes: parsed
+                return (f"{kind}_done", request.total_len), ()
+            return (kind, len(request.chunk) + 1), ()
+        if isinstance(request, m.WeightsCrcRequest):
+            return ("weights_crc", w.trained), ()
+        infer = getattr(m, "InferRequest", None)
+        if infer is not None and isinstance(request, infer):
+            return ("infer", w.macs), ()
+        return (m.type_name(_type_of(request)).lower(), 1), ()
 
     def _exchange_payload(
         self,
         req_type: int,
         payload: bytes,
-        bucket: int,
+        part: Part,
+        alternative: tuple[Part, ...] = (),
         *,
         timeout: float | None = None,
         retries: int | None = None,
     ) -> object:
-        """One request (its packed payload) and its answer: retries, timing, errors."""
+        """One request (its packed payload) and its answer: retries, timing, errors.
+
+        ``part`` is the request's (kind, units) of work: its first try waits the bound the
+        timer derives from measured round trips (``alternative``: parts whose bounds add up
+        to one when the kind itself is unmeasured); an explicit ``timeout`` caps every try."""
         name = m.type_name(req_type)
         self._seq = seq = (self._seq + 1) & 0xFFFF
         frame = b"\x00" + encode_frame(req_type, seq, payload)
-        limit = timeout or self.timeout
         retries = self.retries if retries is None else retries
-        key = (req_type, bucket)
-        rto = self._rto.get(key)
-        if rto is None:  # first of its kind: start from the slowest kind measured so far
-            known = [e.timeout() for e in self._rto.values() if e.srtt is not None]
-            initial = min(limit, 4 * max(known)) if known else limit
-            rto = self._rto[key] = RtoEstimator(initial_s=initial, min_s=self.min_rto, max_s=limit)
+        timer = self._timer
+        first = timer.first_wait(part, alternative)
+        if timeout is not None:
+            first = min(first, timeout)
         started = time.perf_counter()
         seen = bytearray()
         response = None
+        attempt = 0
         try:
             for attempt in range(retries + 1):
                 if attempt:
                     self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}")
                 sent = time.perf_counter()
                 self.port.write(frame)
-                response = self._await(seq, req_type, rto.timeout(attempt), seen)
+                wait = timer.wait(first, attempt, timeout)
+                response = self._await(seq, req_type, wait, seen)
                 if response is not None:
+                    now = time.perf_counter()
                     if attempt == 0:
-                        rto.sample(time.perf_counter() - sent)
+                        timer.sample(part, now - sent)
+                    else:  # Karn: no sample, but the answer came within this much
+                        timer.sample(part, now - started, retried=True)
                     break
         except serial.SerialException as exc:
             raise LinkError(
@@ -282,9 +359,15 @@ class Target:
         limit = self.info.max_payload if self.info else 512
         return max(64, limit - FRAME_OVERHEAD)
 
-    def load_model(self, blob: bytes) -> int:
-        """Send a model blob in chunks; returns the CRC-32 the device computed."""
+    def load_model(self, blob: bytes, *, macs: int | None = None) -> int:
+        """Send a model blob in chunks; returns the model_crc32 the device confirmed (CRC-32
+        of the blob without its 4-byte CRC trailer). ``macs`` (MACs of one forward pass) sets
+        how the timeouts of PROBE / EVAL / INFER scale; by default it is read from the blob."""
         self._probed = None
+        key = (len(blob), zlib.crc32(blob))
+        if self._work_blob is None or self._work_blob[:2] != key or macs is not None:
+            self._work_blob = (*key, ModelWork.from_blob(blob, macs))
+        self.work = self._work_blob[2]
         size = self._chunk_size()
         resp = None
         for offset in range(0, max(len(blob), 1), size):
@@ -292,10 +375,18 @@ class Target:
             resp = self._exchange(
                 m.LoadModelRequest(total_len=len(blob), offset=offset, chunk=chunk)
             )
-        if not resp or not resp.complete or resp.model_crc32 != zlib.crc32(blob):
+        if not resp or not resp.complete:
             raise DeviceError(
                 f"{self.name} did not confirm the model ({len(blob)} bytes)",
                 "retry; if it persists the link corrupts data: lower the baud rate",
+            )
+        expected = zlib.crc32(blob[:-4])
+        if resp.model_crc32 != expected:
+            raise DeviceError(
+                f"{self.name} loaded a model with CRC-32 {resp.model_crc32:#010x}, the blob sent "
+                f"has {expected:#010x} ({len(blob)} bytes)",
+                "the link or the device corrupted the upload: retry; if it persists lower the "
+                "baud rate or check the device's memory",
             )
         return resp.model_crc32
 
@@ -329,7 +420,9 @@ class Target:
                 slot=slot, batch_size=batch_size, batch_seed=int(batch_seed), eps=eps, seeds=seeds
             ).pack()
         q = len(seeds)
-        response = self._exchange_payload(_PROBE, payload, _bucket(q, batch_size))
+        response = self._exchange_payload(
+            _PROBE, payload, ("probe", self.work.probe_units(q, batch_size))
+        )
         self._probed = payload[-4 * q :]  # the seeds as sent: what APPLY_PROBED will reuse
         return response
 
@@ -347,7 +440,9 @@ class Target:
             payload = m.apply_probed_payload(coeffs)
             if payload is None:  # the message says what is wrong
                 payload = m.ApplyProbedRequest(coeffs=coeffs).pack()
-            resp = self._exchange_payload(_APPLY_PROBED, payload, _bucket(len(coeffs), 1))
+            resp = self._exchange_payload(
+                _APPLY_PROBED, payload, ("apply", self.work.trained * len(coeffs))
+            )
         else:
             resp = self._exchange(m.ApplyRequest(q=len(seeds), seeds=seeds, coeffs=coeffs))
         return resp.updates_applied
@@ -391,7 +486,8 @@ class Target:
             if len(payload) <= info.max_payload:
                 self._probed = None
                 q = len(seeds)
-                resp = self._exchange_payload(_APPLY_PROBE, payload, _bucket(q, batch_size))
+                part, alternative = self.work.apply_probe_parts(len(coeffs), q, batch_size)
+                resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative)
                 self._probed = payload[-4 * q :]
                 return resp.updates_applied, resp.probe
         applied = self.apply(apply_seeds, coeffs)
@@ -408,6 +504,17 @@ class Target:
             correct += resp.correct
             loss_sum += resp.loss_sum_q16
         return correct / n_items, loss_sum / n_items / 65536.0
+
+    def infer(
+        self, *, slot: int = 0, index: int = 0, input: bytes | np.ndarray | None = None
+    ) -> m.InferResponse:
+        """The loaded model's int8 output (``.output``) for item ``index`` of data ``slot``, or
+        for ``input`` (the input tensor's int8 values, row-major; then slot and index are 0).
+        Changes nothing on the device. Needs CAP_INFER (a device without it answers
+        UNKNOWN_TYPE)."""
+        if input is not None and not isinstance(input, bytes):
+            input = np.ascontiguousarray(input, dtype=np.int8).tobytes()
+        return self._exchange(m.InferRequest(slot=slot, index=index, input=input or b""))
 
     def apply_batch(self, steps: list[tuple[np.ndarray, np.ndarray]]) -> int:
         """Apply logged (seeds, coeffs) updates in order, as many per frame as fit."""
@@ -442,23 +549,21 @@ class Target:
     def close(self) -> None:
         self.port.close()
 
+    def __repr__(self) -> str:
+        info = self.info
+        if info is None:
+            return f"<Target {self.name}: no HELLO answered yet>"
+        return (
+            f"<Target {self.name}: {info.device_id}, firmware {info.firmware!r}, "
+            f"protocol {info.protocol_version}>"
+        )
+
 
 def _type_of(request: object) -> int:
     code = getattr(request, "TYPE", None)
     if code is None or m.REQUESTS.get(code) is not type(request):
         raise TypeError(f"not a request: {request!r}")
     return code
-
-
-def _work_bucket(request: object) -> int:
-    """Requests of one type whose device time differs by more than 2x get their own RTO."""
-    q = getattr(request, "q", None) or 1
-    batch = getattr(request, "batch_size", None) or getattr(request, "count", None) or 1
-    return _bucket(int(q), int(batch))
-
-
-def _bucket(q: int, batch: int) -> int:
-    return (q * batch).bit_length()
 
 
 def _decode_or_none(frame: object) -> m.ErrorResponse | None:

@@ -1,13 +1,30 @@
-"""Retransmission timeouts from measured round trips (Jacobson/Karels, with Karn's rule).
+"""Retransmission timeouts that follow each request's work (docs/protocol.md, "Retries").
 
-One estimator per command type, since a 4 KB upload chunk and a PROBE take very different
-times. Only round trips that needed no retransmission are sampled (Karn), and each retry of the
-same request doubles its wait (exponential backoff), up to ``max_s``.
+A request's round trip is the link's (bytes out and back) plus the device's computation, and
+the device's part grows with the request's *work*: forward passes times the model's MACs for
+PROBE / EVAL / INFER, trained elements times q for the APPLY family, bytes for uploads.
+:class:`WorkTimer` keeps, per kind of request, a Jacobson/Karels estimator for each size of
+work it has measured (:class:`RtoEstimator`: smoothed RTT + 4 x its variation, sampled only
+from round trips that needed no retransmission: Karn's rule). A request of ``w`` units is
+then bounded by every measured size ``x`` with estimate ``r``: by ``r`` if ``w <= x``, by
+``EXTRAPOLATION_MARGIN * r * w / x`` if it is larger. A round trip is ``a + b * w`` with
+``a, b >= 0`` (link and fixed device cost, then per-unit cost), so ``r * w / x`` never
+underestimates a larger request and ``r`` never a smaller one; the timeout is the smallest
+bound. A kind never measured waits the default timeout; an answer that needed retries is
+not sampled, but the time from the first try to it becomes that size's estimate until a
+clean round trip replaces it (so a command longer than the default is retried once, not on
+every call). Each retry of the same request doubles its wait.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+EXTRAPOLATION_MARGIN = 2.0  # for a request larger than every measured one of its kind
+RETRIED_MARGIN = 2.0  # the estimate kept from an answer that needed retries: elapsed x this
+BACKOFF_CAP = 4.0  # retries of one request wait at most max(default, 4 x its first wait)
+MAX_SIZES = 16  # measured sizes kept per kind (least recently sampled dropped first)
 
 
 @dataclass
@@ -37,3 +54,84 @@ class RtoEstimator:
         if attempt == 0:
             self._first = wait
         return wait
+
+
+Part = tuple[str, int]  # (kind of work, units of work)
+
+
+class WorkTimer:
+    """Per-request first-try timeouts from measured round trips, scaled by work."""
+
+    def __init__(self, *, default_s: float = 5.0, min_s: float = 0.01) -> None:
+        if not default_s > 0 or not min_s > 0:
+            raise ValueError(f"timeouts must be > 0, got default {default_s}, min {min_s}")
+        self.default_s = default_s
+        self.min_s = min_s
+        self._sizes: dict[str, dict[int, RtoEstimator]] = {}
+        self._cache: dict[str, dict[int, float]] = {}  # kind -> units -> bound, until a sample
+
+    def measured(self, kind: str) -> dict[int, float]:
+        """The measured sizes of ``kind`` and their current estimates (for reports, tests)."""
+        return {x: e.timeout() for x, e in self._sizes.get(kind, {}).items()}
+
+    def bound(self, kind: str, units: int) -> float | None:
+        """The smallest bound on a round trip of ``units`` of ``kind``; None if unmeasured."""
+        cache = self._cache.get(kind)
+        if cache is None:
+            cache = self._cache[kind] = {}
+        else:
+            cached = cache.get(units)
+            if cached is not None:
+                return cached
+        sizes = self._sizes.get(kind)
+        if not sizes:
+            return None
+        best = math.inf
+        for x, est in sizes.items():
+            r = est.timeout()
+            if units > x:
+                r *= EXTRAPOLATION_MARGIN * units / x
+            if r < best:
+                best = r
+        cache[units] = best
+        return best
+
+    def first_wait(self, part: Part, alternative: tuple[Part, ...] = ()) -> float:
+        """How long the first try of a request waits: its kind's bound, else the sum of the
+        ``alternative`` parts' bounds if all are measured (APPLY_PROBE = APPLY_PROBED +
+        PROBE), else the default."""
+        b = self.bound(*part)
+        if b is None and alternative:
+            parts = [self.bound(*p) for p in alternative]
+            if all(p is not None for p in parts):
+                b = EXTRAPOLATION_MARGIN * sum(parts)  # type: ignore[arg-type]
+        return self.default_s if b is None else max(self.min_s, b)
+
+    def wait(self, first: float, attempt: int, cap_s: float | None = None) -> float:
+        """The wait of try ``attempt`` (0 = first) when the first waits ``first``: doubled per
+        retry, at most ``cap_s`` (default: max(default timeout, BACKOFF_CAP x first))."""
+        cap = max(self.default_s, BACKOFF_CAP * first) if cap_s is None else cap_s
+        return min(cap, first * 2**attempt)
+
+    def sample(self, part: Part, rtt_s: float, *, retried: bool = False) -> None:
+        """Record an answered round trip of ``part``. A clean one (``retried`` False) is an
+        RTT sample; one that needed retries is not (Karn's rule), but when its size has no
+        clean sample yet, ``RETRIED_MARGIN x`` the time since the first try becomes its
+        estimate (an upper bound: the answer came no later than that)."""
+        kind, units = part
+        sizes = self._sizes.setdefault(kind, {})
+        est = sizes.pop(units, None)
+        if retried:
+            if est is None or est.srtt is None:
+                est = RtoEstimator(
+                    initial_s=RETRIED_MARGIN * rtt_s, min_s=self.min_s, max_s=math.inf
+                )
+            sizes[units] = est
+        else:
+            if est is None:
+                est = RtoEstimator(initial_s=self.default_s, min_s=self.min_s, max_s=math.inf)
+            est.sample(rtt_s)
+            sizes[units] = est  # most recently sampled last
+        while len(sizes) > MAX_SIZES:
+            del sizes[next(iter(sizes))]
+        self._cache.pop(kind, None)

@@ -2,50 +2,20 @@
 
 import numpy as np
 import pytest
+from devwire import Wire, data, in_session, loaded, model_blob, probe
 
 from hilbench import datasets
 from hilbench.config import RunConfig
+from hilbench.device.server import FrameEndpoint, ThreadedServer
 from hilbench.device.twin import DeviceTwin
-from hilbench.protocol import data_blob
+from hilbench.errors import DeviceError
+from hilbench.link.pty_pair import PtyPair
+from hilbench.link.serial_port import open_port
+from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
-from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
+from hilbench.protocol.frames import FrameDecoder, encode_frame
 from hilbench.session import prepare_model
-
-
-class Wire:
-    """Talks to a twin frame by frame, without a link: for checking its semantics."""
-
-    def __init__(self, twin: DeviceTwin) -> None:
-        self.twin = twin
-        self.decoder = FrameDecoder()
-        self.seq = 0
-
-    def send_raw(
-        self,
-        frame_type: int,
-        payload: bytes,
-        seq: int | None = None,
-        version: int = PROTOCOL_VERSION,
-    ):
-        if seq is None:
-            self.seq += 1
-            seq = self.seq
-        wire = encode_frame(frame_type, seq, payload, version=version)
-        (frame,) = self.decoder.feed(wire)
-        (reply,) = self.decoder.feed(self.twin.handle(frame))
-        return reply, m.decode_response(reply)
-
-    def send(self, request, seq: int | None = None):
-        return self.send_raw(request.TYPE, request.pack(), seq)[1]
-
-    def hello(self) -> m.HelloResponse:
-        return self.send(m.HelloRequest(host_protocol_version=PROTOCOL_VERSION))
-
-
-def in_session(twin: DeviceTwin) -> Wire:
-    wire = Wire(twin)
-    wire.hello()
-    return wire
+from hilbench.target.client import Target
 
 
 @pytest.fixture(scope="module")
@@ -115,50 +85,6 @@ def test_empty_slot_and_out_of_range_eval_are_refused(prepared):
     assert wire.send(m.EvalRequest(slot=0, start=n - 1, count=1)).count == 1
 
 
-def test_malformed_requests_get_errors_and_change_nothing(prepared):
-    _twin, wire = loaded_twin(prepared)
-    crc = wire.send(m.WeightsCrcRequest()).crc32
-    _, reply = wire.send_raw(m.MessageType.APPLY, b"\x05\x00\x01")  # q=5, no seeds
-    assert isinstance(reply, m.ErrorResponse)
-    _, reply = wire.send_raw(0x42, b"")
-    assert reply.code == m.ErrorCode.UNKNOWN_TYPE
-    _, reply = wire.send_raw(m.MessageType.HELLO, b"\x00\x00", version=9)
-    assert reply.code == m.ErrorCode.BAD_VERSION and f"v{PROTOCOL_VERSION}" in reply.message
-    reply = wire.send(m.LoadDataRequest(slot=1, total_len=20, offset=8, chunk=b"x"))
-    assert reply.code == m.ErrorCode.BAD_ARGUMENT
-    assert wire.send(m.WeightsCrcRequest()).crc32 == crc
-
-
-def test_a_corrupt_model_blob_is_refused_and_too_large_is_named(prepared):
-    model = prepared[0]
-    wire = in_session(DeviceTwin(memory_bytes=len(model.blob) - 1))
-    blob = model.blob
-    reply = wire.send(m.LoadModelRequest(total_len=len(blob), offset=0, chunk=blob[:4000]))
-    assert reply.code == m.ErrorCode.MODEL_TOO_LARGE
-    wire = in_session(DeviceTwin())
-    bad = bytearray(blob)
-    bad[len(bad) // 2] ^= 0xFF
-    reply = None
-    for offset in range(0, len(bad), 4000):
-        reply = wire.send(
-            m.LoadModelRequest(
-                total_len=len(bad), offset=offset, chunk=bytes(bad[offset : offset + 4000])
-            )
-        )
-    assert reply.code == m.ErrorCode.BAD_MODEL
-
-
-def test_garbage_on_the_wire_is_counted_not_fatal(prepared):
-    twin, wire = loaded_twin(prepared)
-    decoder = FrameDecoder(on_error=lambda p: twin.bad_frame(p.kind))
-    rng = np.random.default_rng(0)
-    frames = decoder.feed(rng.integers(0, 256, 5000, dtype=np.uint8).tobytes() + b"\x00")
-    for frame in frames:
-        twin.handle(frame)  # whatever survives decoding must not crash the twin
-    assert sum(v for k, v in twin.stats.items() if k.startswith("bad_frame_")) > 0
-    assert wire.send(m.HelloRequest(host_protocol_version=0)).boot_nonce == 1
-
-
 def test_after_a_reset_every_command_but_hello_gets_no_session(prepared):
     _twin, wire = loaded_twin(prepared)
     nonce = wire.hello().boot_nonce
@@ -194,7 +120,7 @@ def test_apply_probed_uses_the_last_probes_seeds(prepared):
     full.send(m.ApplyRequest(seeds, coeffs))
     _, short = loaded_twin(prepared)
     reply = short.send(m.ApplyProbedRequest(coeffs))
-    assert reply.code == m.ErrorCode.BAD_ARGUMENT and "last PROBE" in reply.message
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT and "no PROBE since the model load" in reply.message
     short.send(m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=seeds))
     assert short.send(m.ApplyProbedRequest(coeffs)).updates_applied == 1
     assert short.send(m.WeightsCrcRequest()) == full.send(m.WeightsCrcRequest())
@@ -229,7 +155,7 @@ def test_apply_probe_checks_both_parts_before_applying_either(prepared):
     probe = m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=seeds)
     # no PROBE yet since the model load: nothing to apply along
     reply = wire.send(m.ApplyProbeRequest(np.array([5, 6], np.int32), probe))
-    assert reply.code == m.ErrorCode.BAD_ARGUMENT and "last PROBE" in reply.message
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT and "no PROBE since the model load" in reply.message
     wire.send(probe)
     # q_apply differs from the last PROBE's q
     reply = wire.send(m.ApplyProbeRequest(np.array([5, 6, 7], np.int32), probe))
@@ -264,3 +190,143 @@ def test_an_internal_failure_is_answered_not_silent(prepared, monkeypatch):
     monkeypatch.setattr(twin.model, "evaluate", broken)
     reply = wire.send(m.EvalRequest(slot=0, start=0, count=4))
     assert reply.code == m.ErrorCode.INTERNAL and "NPU fault" in reply.message
+
+
+def test_a_slot_is_checked_against_the_models_input_and_classes():
+    wire = loaded()
+    twin = wire.twin
+    assert wire.load_data(1, data(classes=12)).complete  # 12 classes, the model has 10
+    assert wire.load_data(2, data(item=63)).complete  # 63-byte items, the model takes 64
+    crc = wire.crc()
+    want = {
+        1: (m.ErrorCode.BAD_ARGUMENT, "data slot 1 has 12 classes, the model's output has 10"),
+        2: (
+            m.ErrorCode.BAD_ARGUMENT,
+            "data slot 2 holds items of 63 bytes, the model's input is 64 bytes",
+        ),
+        3: (m.ErrorCode.NO_DATA, "data slot 3 is empty: send LOAD_DATA first"),
+    }
+    wire.send(probe())  # seeds for APPLY_PROBE
+    for slot, expected in want.items():
+        for req in (
+            probe(slot=slot),
+            m.EvalRequest(slot=slot, start=0, count=1),
+            m.ApplyProbeRequest(np.array([9, 9], np.int32), probe(slot=slot)),
+            m.InferRequest(slot=slot, index=0),
+        ):
+            reply = wire.send(req)
+            assert (reply.code, reply.message) == expected, req
+    assert wire.crc() == crc  # the APPLY part of APPLY_PROBE never ran
+    assert twin.stats["internal_errors"] == 0
+
+
+def test_an_answer_longer_than_max_payload_is_refused_before_anything_runs():
+    wire = loaded(DeviceTwin(max_payload=256))
+    assert wire.hello().max_payload == 256
+    reply = wire.send(probe(q=31))  # 11 + 8 * 31 = 259 > 256
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT
+    assert reply.message == "PROBE request: the answer would be 259 bytes, max_payload is 256"
+    assert isinstance(wire.send(probe(q=30)), m.ProbeResponse)  # 251
+    reply = wire.send(m.ApplyProbeRequest(np.ones(30, np.int32), probe(q=31)))
+    assert reply.message == "APPLY_PROBE request: the answer would be 263 bytes, max_payload is 256"
+    reply = wire.send(m.ApplyProbeRequest(np.ones(30, np.int32), probe(q=30)))  # 255
+    assert reply.updates_applied == 1
+    # a 300-element output does not fit an INFER answer of a 256-byte device
+    _, blob = model_blob(sizes=(8, 300))
+    wire.load_model(blob)
+    reply = wire.send(m.InferRequest(slot=0, index=0, input=bytes(8)))
+    assert reply.message == "INFER request: the answer would be 311 bytes, max_payload is 256"
+
+
+def test_a_frame_longer_than_max_payload_is_oversize():
+    twin = DeviceTwin(max_payload=256)
+    endpoint = FrameEndpoint(twin)
+    endpoint.feed(b"\x00" + m.HelloRequest(session=1).encode(1))
+    fits = m.LoadDataRequest(slot=0, total_len=999, offset=0, chunk=bytes(247))  # 256 bytes
+    too_long = m.LoadDataRequest(slot=0, total_len=999, offset=0, chunk=bytes(248))
+    (reply,) = FrameDecoder().feed(endpoint.feed(b"\x00" + fits.encode(2)))
+    assert m.decode_response(reply).received == 247
+    (reply,) = FrameDecoder().feed(endpoint.feed(b"\x00" + too_long.encode(3)))
+    assert (reply.seq, m.decode_response(reply)) == (0, m.ErrorResponse(1, 0, "oversize"))
+    assert twin.stats["bad_frame_oversize"] == 1 and twin.last_seq == 2
+
+
+def test_the_endpoint_answers_frames_and_damage_in_stream_order():
+    twin = DeviceTwin()
+    endpoint = FrameEndpoint(twin)
+    hello = b"\x00" + m.HelloRequest(session=1).encode(1)
+    crc = b"\x00" + m.WeightsCrcRequest().encode(2)
+    damaged = bytearray(b"\x00" + m.WeightsCrcRequest().encode(3))
+    damaged[-2] ^= 0x01 if damaged[-2] != 1 else 0x02  # the CRC's last byte, never 0x00
+    frames = FrameDecoder().feed(endpoint.feed(hello + bytes(damaged) + crc))
+    assert [(f.type, f.seq) for f in frames] == [(0x81, 1), (0xFF, 0), (0xFF, 2)]
+    assert m.decode_response(frames[1]).message == "crc"
+    assert m.decode_response(frames[2]).code == m.ErrorCode.NO_MODEL
+
+
+def test_infer_returns_the_models_output_for_an_item_or_an_input():
+    g, blob = model_blob()
+    wire = loaded(blob=blob)
+    payload = data()
+    x = np.frombuffer(payload, np.int8, 24 * 64, 8).reshape(24, 64)
+    wire.send(probe())
+    crc = wire.crc()
+    for index in (0, 5, 23):
+        expected = g.run(x[index : index + 1])[0]
+        reply = wire.send(m.InferRequest(slot=0, index=index))
+        assert reply.output.dtype == np.int8 and len(reply.output) == 10
+        np.testing.assert_array_equal(reply.output, expected)
+        again = wire.send(m.InferRequest(slot=0, index=0, input=x[index].tobytes()))
+        np.testing.assert_array_equal(again.output, expected)
+        assert reply.timing_source == 2 and reply.duration_ns > 0
+    assert wire.crc() == crc  # no state changed: the weights, the count ...
+    assert wire.send(m.ApplyProbedRequest(np.array([7, 7], np.int32))).updates_applied == 1
+    # ... nor the seeds APPLY_PROBED applies along
+    refusals = [
+        (
+            m.InferRequest(slot=0, index=24),
+            "INFER request: index 24 is past the end of data slot 0 (24 items)",
+        ),
+        (
+            m.InferRequest(slot=0, index=0, input=bytes(63)),
+            "INFER request: input is 63 bytes, the model's input is 64 bytes",
+        ),
+    ]
+    for req, message in refusals:
+        reply = wire.send(req)
+        assert (reply.code, reply.message) == (m.ErrorCode.BAD_ARGUMENT, message)
+    _, reply = wire.send_raw(0x0C, b"\x01\x00\x00\x00\x00" + bytes(64))  # input and slot 1
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT
+    assert reply.message == spec.MESSAGES["INLINE_INPUT"] % ("INFER request", 1, 0)
+    assert (
+        in_session(DeviceTwin()).send(m.InferRequest(slot=0, index=0)).code == m.ErrorCode.NO_MODEL
+    )
+
+
+def test_a_long_non_ascii_message_is_cut_at_256_bytes_and_the_server_lives_on(monkeypatch):
+    twin = DeviceTwin()
+    wire = loaded(twin)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("!" + "é" * 300 + "€")
+
+    monkeypatch.setattr(twin.model, "evaluate", broken)
+    _, reply = wire.send_raw(0x06, m.EvalRequest(slot=0, start=0, count=1).pack())
+    assert reply.code == m.ErrorCode.INTERNAL
+    text = "internal error: RuntimeError: !" + "é" * 300 + "€"
+    assert reply.message == spec.format_message("%s", (text,))
+    assert len(reply.message.encode()) == 256 - 1  # 31 ASCII + 112 two-byte: the 113th is cut
+    assert reply.message.endswith("é") and twin.stats["internal_errors"] == 1
+    # the same through a served byte stream: the server thread answers the next request
+    pty = PtyPair()
+    server = ThreadedServer(twin, pty.device_stream())
+    try:
+        target = Target(open_port(pty.path), name="pty", timeout=2.0, retries=1)
+        target.hello()
+        with pytest.raises(DeviceError, match="INTERNAL"):
+            target.evaluate(0, 1)
+        assert target.weights_crc()[1] == 0
+        target.close()
+    finally:
+        server.close()
+        pty.close()
