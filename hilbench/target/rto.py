@@ -4,8 +4,9 @@ A request's round trip is the link's (bytes out and back) plus the device's comp
 the device's part grows with the request's *work*: forward passes times the model's MACs for
 PROBE / EVAL / INFER, trained elements times q for the APPLY family, bytes for uploads.
 :class:`WorkTimer` keeps, per kind of request, a Jacobson/Karels estimator for each size of
-work it has measured (:class:`RtoEstimator`: smoothed RTT + 4 x its variation, sampled only
-from round trips that needed no retransmission: Karn's rule). A request of ``w`` units is
+work it has measured (:class:`RtoEstimator`: smoothed RTT + 4 x its variation, at least 1.5 x
+the recent peak round trip, sampled only from round trips that needed no retransmission:
+Karn's rule). A request of ``w`` units is
 then bounded by every measured size ``x`` with estimate ``r``: by ``r`` if ``w <= x``, by
 ``EXTRAPOLATION_MARGIN * r * w / x`` if it is larger. A round trip is ``a + b * w`` with
 ``a, b >= 0`` (link and fixed device cost, then per-unit cost), so ``r * w / x`` never
@@ -25,20 +26,27 @@ EXTRAPOLATION_MARGIN = 2.0  # for a request larger than every measured one of it
 RETRIED_MARGIN = 2.0  # the estimate kept from an answer that needed retries: elapsed x this
 BACKOFF_CAP = 4.0  # retries of one request wait at most max(default, 4 x its first wait)
 MAX_SIZES = 16  # measured sizes kept per kind (least recently sampled dropped first)
+PEAK_DECAY = 0.995  # per sample: a slow round trip keeps raising the timeout for ~200 samples
+PEAK_MARGIN = 1.5  # the timeout is at least this times the recent peak round trip
 
 
 @dataclass
 class RtoEstimator:
-    """Smoothed RTT and its variation; ``timeout()`` is how long to wait before a retry."""
+    """Smoothed RTT and its variation; ``timeout()`` is how long to wait before a retry: the
+    Jacobson/Karels estimate (srtt + 4 x rttvar), but at least PEAK_MARGIN x the largest recent
+    round trip (scheduling delays on a loaded host are rare and long: the mean and deviation
+    alone put the timeout below them)."""
 
     initial_s: float = 1.0
     min_s: float = 0.01
     max_s: float = 5.0
     srtt: float | None = None
     rttvar: float = 0.0
+    peak: float = 0.0  # the largest recent round trip, decaying by PEAK_DECAY per sample
     _first: float | None = field(default=None, init=False, repr=False, compare=False)
 
     def sample(self, rtt_s: float) -> None:
+        self.peak = max(rtt_s, self.peak * PEAK_DECAY)
         if self.srtt is None:
             self.srtt, self.rttvar = rtt_s, rtt_s / 2
         else:
@@ -49,7 +57,10 @@ class RtoEstimator:
     def timeout(self, attempt: int = 0) -> float:
         if attempt == 0 and self._first is not None:  # asked once per round trip: cached
             return self._first
-        base = self.initial_s if self.srtt is None else self.srtt + 4 * self.rttvar
+        if self.srtt is None:
+            base = self.initial_s
+        else:  # Jacobson/Karels, and above the recent peak: a loaded host's delays are
+            base = max(self.srtt + 4 * self.rttvar, PEAK_MARGIN * self.peak)  # heavy-tailed
         wait = min(self.max_s, max(self.min_s, base) * (2**attempt))
         if attempt == 0:
             self._first = wait
