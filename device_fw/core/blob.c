@@ -679,8 +679,6 @@ int hb_graph_load(hb_graph *g, uint8_t *blob, uint32_t len, hb_status *st) {
     g->act_bytes = (uint32_t)act;
     return 0;
 refused:
-    g->blob = NULL;
-    g->n_tensors = g->n_ops = g->n_sections = 0;
-    g->len = 0;
+    hb_graph_unload(g);
     return -1;
 }

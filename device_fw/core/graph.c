@@ -13,6 +13,13 @@ uint32_t hb_graph_act_bytes(const hb_graph *g) { return g->blob ? g->act_bytes :
 
 void hb_graph_bind(hb_graph *g, uint8_t *act) { g->act = act; }
 
+void hb_graph_unload(hb_graph *g) {
+    g->blob = NULL;
+    g->act = NULL;
+    g->len = g->act_bytes = 0;
+    g->n_tensors = g->n_ops = g->n_sections = 0;
+}
+
 uint16_t hb_graph_n_tensors(const hb_graph *g) { return g->blob ? g->n_tensors : 0; }
 
 const hb_tensor *hb_graph_tensor(const hb_graph *g, uint16_t t) {

@@ -30,9 +30,16 @@ typedef struct {
 typedef struct hb_graph hb_graph; /* opaque: the one instance is hb_graph_instance() */
 
 /* Parse and check an HBM0 blob of len bytes (its CRC included): every device-side rule of
- * docs/model-blob.md, in its order, each failure BAD_MODEL with the declared message. Plans
- * the activations (g->act_bytes). Returns 0, or -1 with st set. */
+ * docs/model-blob.md ("What a device checks"), in its order, each failure BAD_MODEL with the
+ * declared message (byte-identical to hilbench.device.blobcheck's). Plans the activations
+ * (hb_graph_act_bytes). Returns 0, or -1 with st set and no model (every accessor below then
+ * answers 0 / NULL / -1). The blob must stay in place, 4-byte aligned, while the model is
+ * used: constants are read (and perturbed by the ZO code) where they are. A successful load
+ * unbinds the activations: call hb_graph_bind before hb_graph_forward. */
 int hb_graph_load(hb_graph *g, uint8_t *blob, uint32_t len, hb_status *st);
+
+/* Forget the model (e.g. before its blob's bytes are reused); afterwards there is none. */
+void hb_graph_unload(hb_graph *g);
 
 /* Bytes of activation memory the plan needs (a multiple of 16). */
 uint32_t hb_graph_act_bytes(const hb_graph *g);
@@ -56,8 +63,10 @@ int hb_graph_section(const hb_graph *g, const char tag[4], const uint8_t **data,
 uint32_t hb_graph_input_size(const hb_graph *g);  /* bytes of one input item */
 uint32_t hb_graph_output_size(const hb_graph *g); /* elements of the output (classes) */
 
-/* Run one sample: input[hb_graph_input_size] int8 -> the int8 output, valid until the next
- * call. Uses the current constant data (perturbed or not). */
+/* Run one sample: input[hb_graph_input_size] int8 -> the int8 output
+ * (hb_graph_output_size elements, in the activation region), valid until the next call. The
+ * input is copied into its activation buffer first; the constants are used as they are now
+ * (perturbed or not). NULL if no model is loaded or no activation region is bound. */
 const int8_t *hb_graph_forward(hb_graph *g, const int8_t *input);
 
 /* Static storage for the one graph a device holds (the struct is in core/graph_types.h). */

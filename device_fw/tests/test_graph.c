@@ -126,6 +126,14 @@ static void test_sections(void) {
           "a refused blob left a model behind");
     int8_t in[64] = {0};
     CHECK(hb_graph_forward(g, in) == NULL, "forward without a model");
+    /* loaded but not bound: no forward; unloaded: no model */
+    b[8] ^= 1;
+    CHECK(hb_graph_load(g, b, blob->nbytes, &st) == 0, "reload: %.*s", st.len, st.msg);
+    CHECK(hb_graph_forward(g, in) == NULL, "forward before hb_graph_bind");
+    hb_graph_unload(g);
+    CHECK(hb_graph_n_tensors(g) == 0 && hb_graph_output_size(g) == 0 &&
+              hb_graph_section(g, "TEST", &data, &len) == -1,
+          "hb_graph_unload left a model");
 }
 
 int main(int argc, char **argv) {
