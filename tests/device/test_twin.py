@@ -120,7 +120,8 @@ def test_apply_probed_uses_the_last_probes_seeds(prepared):
     full.send(m.ApplyRequest(seeds, coeffs))
     _, short = loaded_twin(prepared)
     reply = short.send(m.ApplyProbedRequest(coeffs))
-    assert reply.code == m.ErrorCode.BAD_ARGUMENT and "no PROBE since the model load" in reply.message
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT
+    assert reply.message == spec.MESSAGES["PROBED_NONE"] % "APPLY_PROBED request"
     short.send(m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=seeds))
     assert short.send(m.ApplyProbedRequest(coeffs)).updates_applied == 1
     assert short.send(m.WeightsCrcRequest()) == full.send(m.WeightsCrcRequest())
@@ -155,11 +156,13 @@ def test_apply_probe_checks_both_parts_before_applying_either(prepared):
     probe = m.ProbeRequest(slot=0, batch_size=4, batch_seed=1, eps=2, seeds=seeds)
     # no PROBE yet since the model load: nothing to apply along
     reply = wire.send(m.ApplyProbeRequest(np.array([5, 6], np.int32), probe))
-    assert reply.code == m.ErrorCode.BAD_ARGUMENT and "no PROBE since the model load" in reply.message
+    assert reply.code == m.ErrorCode.BAD_ARGUMENT
+    assert reply.message == spec.MESSAGES["PROBED_NONE"] % "APPLY_PROBE request"
     wire.send(probe)
     # q_apply differs from the last PROBE's q
     reply = wire.send(m.ApplyProbeRequest(np.array([5, 6, 7], np.int32), probe))
     assert reply.code == m.ErrorCode.BAD_ARGUMENT
+    assert reply.message == "APPLY_PROBE request: 3 coefficients, but the last PROBE had q = 2"
     # the PROBE part names an empty slot: the APPLY part must not run either
     empty = m.ProbeRequest(slot=3, batch_size=4, batch_seed=1, eps=2, seeds=seeds)
     reply = wire.send(m.ApplyProbeRequest(np.array([90000, -90000], np.int32), empty))
