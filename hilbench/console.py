@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rich.console import Console
+from rich.control import Control
 from rich.live import Live
+from rich.segment import ControlType
 from rich.table import Table
 
 
@@ -99,7 +101,18 @@ class PlainView:
 
 
 class LiveView:
-    """A rich live panel, refreshed a few times a second, that disappears when done."""
+    """A rich live panel, refreshed a few times a second, that disappears when done.
+
+    Inside another program's output (pytest's progress line), give ``column``: a callable
+    returning the column where that program left the cursor. The panel then draws on the lines
+    below that line, never on it, and when it goes the cursor is put back where the program
+    left it, so the program's line reads as if the panel had never been there. A panel that
+    would not fit under that line on the screen is not shown.
+    """
+
+    #: Screen lines the panel needs beyond its own height: the host program's line, and
+    #: slack for a table that grows a line as its numbers widen.
+    SPARE_LINES = 3
 
     def __init__(
         self,
@@ -107,27 +120,52 @@ class LiveView:
         *,
         guard: Callable[[], AbstractContextManager[object]] | None = None,
         transient: bool = False,
+        column: Callable[[], int] | None = None,
     ) -> None:
         self.console = console or Console()
         self.guard = guard or nullcontext  # e.g. pytest's "capture disabled" context
         self.transient = transient
+        self.column = column
         self._live: Live | None = None
         self._title = ""
         self._last = 0.0
         self._progress = Progress()
+        self._back: Control | None = None  # what puts the cursor back after a transient panel
 
     def start(self, title: str) -> None:
         self._title = title
-        self._live = Live(
-            self._render(),
-            console=self.console,
-            auto_refresh=False,
-            transient=self.transient,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
         with self.guard():
+            rows_above, back = self._below_host_line()
+            panel = self._render()
+            height = len(self.console.render_lines(panel, pad=False))
+            if height + rows_above + self.SPARE_LINES > self.console.size.height:
+                return  # no room: showing it would scroll the host program's line away
+            self._live = Live(
+                panel,
+                console=self.console,
+                auto_refresh=False,
+                transient=self.transient,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            if rows_above:
+                self.console.control(Control((ControlType.CARRIAGE_RETURN,)))
+                self.console.line()
+            self._back = back
             self._live.start()
+
+    def _below_host_line(self) -> tuple[int, Control | None]:
+        """(screen rows the host program's unfinished line takes, the control sequence that
+        returns the cursor to its end from the start of the line below it)."""
+        column = self.column() if self.column else 0
+        if column <= 0:
+            return 0, None
+        width = max(1, self.console.size.width)
+        rows = -(-column // width)
+        last = column - (rows - 1) * width
+        if last == width:  # the line fills its last row: the terminal would wrap there anyway
+            return rows, Control()
+        return rows, Control((ControlType.CURSOR_UP, 1), (ControlType.CURSOR_MOVE_TO_COLUMN, last))
 
     def update(self, progress: Progress) -> None:
         self._progress = progress
@@ -142,7 +180,10 @@ class LiveView:
             with self.guard():
                 self._live.update(self._render(), refresh=True)
                 self._live.stop()
+                if self.transient and self._back is not None:
+                    self.console.control(self._back)
             self._live = None
+            self._back = None
 
     def _render(self) -> Table:
         p = self._progress

@@ -8,10 +8,12 @@ the firmware in QEMU. Fixtures: ``hil_backend`` (session), ``device`` (the conne
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import re
+import shlex
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,17 +27,41 @@ from hilbench.errors import HilbenchError
 from hilbench.target.client import Target
 
 
+@dataclass(frozen=True)
+class BackendOption:
+    """One backend option: its flag, the RunConfig backend it picks and, for an option that
+    takes a value (``--board=PORT``), the RunConfig field the value fills."""
+
+    flag: str
+    backend: str
+    help: str
+    metavar: str | None = None
+    field: str | None = None
+
+
+#: Which device every test talks to: one row per backend, the first is the default. The
+#: options, the one-backend-only check and backend_config() all read this table; a new
+#: backend is one row here.
+BACKEND_OPTIONS = (
+    BackendOption("--emulate", "emulate", "use the bit-exact device twin (default)"),
+    BackendOption(
+        "--board",
+        "board",
+        "use a board or any pyserial URL, e.g. /dev/ttyACM0, socket://HOST:PORT",
+        metavar="PORT",
+        field="port",
+    ),
+    BackendOption("--qemu", "qemu", "use the firmware under qemu-system-arm"),
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hilbench", "hilbench: the device under test")
-    group.addoption(
-        "--emulate", action="store_true", help="use the bit-exact device twin (default)"
-    )
-    group.addoption(
-        "--board",
-        metavar="PORT",
-        help="use a board or any pyserial URL, e.g. /dev/ttyACM0, socket://HOST:PORT",
-    )
-    group.addoption("--qemu", action="store_true", help="use the firmware under qemu-system-arm")
+    for option in BACKEND_OPTIONS:
+        if option.metavar:
+            group.addoption(option.flag, metavar=option.metavar, help=option.help)
+        else:
+            group.addoption(option.flag, action="store_true", help=option.help)
     group.addoption("--trace-dir", metavar="DIR", help="where tests write their HDF5 traces")
     group.addoption("--no-live", action="store_true", help="no live training panel while tests run")
     group.addoption(
@@ -46,31 +72,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def chosen_backend(config: pytest.Config) -> tuple[BackendOption, str | None]:
+    """The backend option given on the command line (the default if none) and its value."""
+    chosen = []
+    for option in BACKEND_OPTIONS:
+        value = config.getoption(option.flag)
+        if (value is not None) if option.metavar else value:
+            chosen.append((option, value.strip() if option.metavar else None))
+    if len(chosen) > 1:
+        names = " and ".join(option.flag for option, _ in chosen)
+        raise pytest.UsageError(f"hilbench: choose one backend, not {names}")
+    return chosen[0] if chosen else (BACKEND_OPTIONS[0], None)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "hardware_timing: needs durations measured on a physical board; skipped on other backends",
     )
-    chosen = [
-        name
-        for name, on in (
-            ("--emulate", config.getoption("--emulate")),
-            ("--board", bool(config.getoption("--board"))),
-            ("--qemu", config.getoption("--qemu")),
-        )
-        if on
-    ]
-    if len(chosen) > 1:
-        raise pytest.UsageError(f"hilbench: choose one backend, not {' and '.join(chosen)}")
     try:
-        backend_config(config)
-        if not config.getoption("--board") and not config.getoption("--qemu"):
+        backend = backend_config(config).backend
+        if backend == "emulate":
             from hilbench.npu.ops import _backend
 
             _backend.check_env()  # the emulator's NPU
     except HilbenchError as exc:
         raise pytest.UsageError(f"hilbench: {exc}") from None
-    if config.getoption("--qemu"):
+    if backend == "qemu":
         from hilbench.backends import QemuBackend
 
         try:
@@ -81,12 +109,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def backend_config(config: pytest.Config) -> RunConfig:
     """The RunConfig skeleton the command-line options describe."""
-    faults = config.getoption("--link-faults")
-    if config.getoption("--qemu"):
-        return RunConfig(backend="qemu", link_faults=faults)
-    if config.getoption("--board"):
-        return RunConfig(backend="board", port=config.getoption("--board"), link_faults=faults)
-    return RunConfig(backend="emulate", link_faults=faults)
+    option, value = chosen_backend(config)
+    fields = {option.field: value} if option.field else {}
+    return RunConfig(
+        backend=option.backend, link_faults=config.getoption("--link-faults"), **fields
+    )
 
 
 @pytest.fixture(scope="session")
@@ -132,20 +159,38 @@ def trace_path(request: pytest.FixtureRequest, hil_trace_dir: Path) -> Path:
 
 
 def _view(config: pytest.Config) -> RunView:
-    """A transient live panel on pytest's own terminal, shown with capture suspended."""
-    if config.getoption("--no-live"):
+    """A transient live panel below pytest's progress line, or nothing.
+
+    The panel draws under the line pytest is writing and, when it goes, puts the cursor back
+    at that line's end (LiveView's ``column``), so pytest's output is never overwritten. It is
+    shown only where pytest owns the terminal: not with --no-live, not off a terminal, not in
+    a pytest-xdist worker, and not with -s (the test's own output would land in it).
+    """
+    if config.getoption("--no-live") or hasattr(config, "workerinput"):
         return NullView()
     capman = config.pluginmanager.getplugin("capturemanager")
-    guard = capman.global_and_fixture_disabled if capman else nullcontext
-    with guard():  # with capture suspended, stdout is pytest's own terminal again
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if capman is None or not capman.is_globally_capturing() or reporter is None:
+        return NullView()
+    with capman.global_and_fixture_disabled():  # capture suspended: pytest's own terminal
         if not sys.stdout.isatty():
             return NullView()
     from rich.console import Console
 
-    return LiveView(Console(force_terminal=True), guard=guard, transient=True)
+    writer = config.get_terminal_writer()
+    return LiveView(
+        Console(force_terminal=True),
+        guard=capman.global_and_fixture_disabled,
+        transient=True,
+        column=lambda: writer.width_of_current_line,
+    )
 
 
-@dataclass(frozen=True)
+def _pct(value: float | None) -> str:
+    return "not evaluated" if value is None else f"{value:.2%}"
+
+
+@dataclass(frozen=True, repr=False)
 class SessionOutcome:
     """A finished training run and its trace, opened for asserting.
 
@@ -158,7 +203,7 @@ class SessionOutcome:
     result: Any  # hilbench.session.RunResult
     trace: Any  # hilbench.trace.Trace
     replay: Any = None  # hilbench.trace.replay.ReplayResult: the trace replayed, CRC matched
-    record: Callable[[str, object], None] | None = field(default=None, repr=False, compare=False)
+    record: Callable[[str, object], None] | None = field(default=None, compare=False)
 
     def check(self, *limits: Any) -> list[Any]:
         """Judge ``limits`` on this run's trace (see the class docstring)."""
@@ -167,34 +212,234 @@ class SessionOutcome:
         __tracebackhide__ = True
         return check(self.trace, *limits, record=self.record, stacklevel=3)
 
+    def __repr__(self) -> str:
+        r = self.result
+        replayed = ""
+        if self.replay is not None:
+            replayed = ", replay matches" if self.replay.matches else ", replay MISMATCH"
+        return (
+            f"<SessionOutcome run {r.run_id} of {r.trace_path}: accuracy "
+            f"{_pct(r.final_accuracy)}, {r.forward_passes:,} forward passes{replayed}>"
+        )
 
-@pytest.fixture
-def zo_session(
-    request: pytest.FixtureRequest, hil_backend: Backend, device: Target, trace_path: Path
-) -> Callable[..., SessionOutcome]:
-    """Train on the test's device: ``zo_session(budget=4000, scheduler="fixed:2")``."""
-    from hilbench import session
-    from hilbench.trace import Trace
 
-    base = backend_config(request.config)
+#: RunConfig settings the command line sets for every test (a test cannot pick another).
+PLUGIN_SETTINGS = {
+    "backend": "--emulate, --board=PORT or --qemu",
+    "port": "--board=PORT",
+    "firmware": "the backend options",
+    "trace": "--trace-dir=DIR (each test writes its own trace file)",
+    "link_faults": "--link-faults=SPEC",
+    "live": "--no-live",
+}
 
-    def record(name: str, value: object) -> None:
-        request.node.user_properties.append((name, value))
 
-    def run(**overrides: Any) -> SessionOutcome:
+@dataclass
+class _Run:
+    """One zo_session call of a test, for the failure section."""
+
+    trace_path: Path
+    runs_before: int  # runs the file held before this call
+    outcome: SessionOutcome | None = None
+    error: str = ""  # why the call raised, if it did
+
+
+_RUNS = pytest.StashKey[list[_Run]]()
+
+
+class ZoSession:
+    """The ``zo_session`` fixture: ``zo_session(budget=4000, scheduler="fixed:2")`` trains on
+    the test's device, replays the trace against the device's weights CRC and returns a
+    SessionOutcome. Each call adds a run to the test's trace file."""
+
+    def __init__(self, request: pytest.FixtureRequest, device: Target, trace_path: Path) -> None:
+        self._request = request
+        self._device = device
+        self._base = backend_config(request.config)
+        self.trace_path = trace_path
+        self.runs: list[_Run] = request.node.stash.setdefault(_RUNS, [])
+
+    def _record(self, name: str, value: object) -> None:
+        self._request.node.user_properties.append((name, value))
+
+    def __call__(self, **overrides: Any) -> SessionOutcome:
+        from hilbench import session
+        from hilbench.trace import Trace
         from hilbench.trace.replay import replay
 
-        config = base.replace(trace=trace_path, **overrides)
-        result = session.run(config, view=_view(request.config), target=device)
+        __tracebackhide__ = True
+        config = self._config(overrides)
+        entry = _Run(self.trace_path, _count_runs(self.trace_path))
+        self.runs.append(entry)
+        try:
+            result = session.run(config, view=_view(self._request.config), target=self._device)
+        except BaseException as exc:
+            entry.error = f"{type(exc).__name__}: {exc}"
+            raise
         trace = Trace.open(result.trace_path, run=result.run_id)
         for key in ("final_accuracy", "forward_passes", "steps"):
-            record(f"hilbench.{key}", getattr(result, key))
-        record("hilbench.trace", str(result.trace_path))
+            self._record(f"hilbench.{key}", getattr(result, key))
+        self._record("hilbench.trace", str(result.trace_path))
         # Invariant 2 for every trace the suite writes: rebuild the weights from the trace.
         replayed = replay(trace)
-        record("hilbench.replay", "match" if replayed.matches else "MISMATCH")
+        self._record("hilbench.replay", "match" if replayed.matches else "MISMATCH")
+        entry.outcome = SessionOutcome(result, trace, replayed, record=self._record)
         if not replayed.matches:
             pytest.fail(f"hilbench: {replayed.message()}", pytrace=False)
-        return SessionOutcome(result=result, trace=trace, replay=replayed, record=record)
+        return entry.outcome
 
-    return run
+    def _config(self, settings: dict[str, Any]) -> RunConfig:
+        """The run's RunConfig; a setting it cannot take fails the test in one line."""
+        __tracebackhide__ = True
+        known = [f.name for f in dataclasses.fields(RunConfig) if f.name not in PLUGIN_SETTINGS]
+        for name in settings:
+            if name in PLUGIN_SETTINGS:
+                pytest.fail(
+                    f"hilbench: zo_session({name}=...) is not a test's to choose: it is the "
+                    f"same for the whole pytest run. use {PLUGIN_SETTINGS[name]}",
+                    pytrace=False,
+                )
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                pytest.fail(
+                    f"hilbench: zo_session() has no setting {name!r}{hint}. "
+                    f"use one of: {', '.join(known)}",
+                    pytrace=False,
+                )
+        try:
+            return self._base.replace(trace=self.trace_path, **settings)
+        except HilbenchError as exc:
+            refused = str(exc)
+        pytest.fail(f"hilbench: zo_session(): {refused}", pytrace=False)  # not chained
+
+    def __repr__(self) -> str:
+        info = self._device.info
+        device = f" ({info.device_id})" if info is not None else ""
+        n = len(self.runs)
+        return (
+            f"<zo_session on {self._base.backend}{device}, trace {self.trace_path}, "
+            f"{n} run{'' if n == 1 else 's'}>"
+        )
+
+
+def _count_runs(path: Path) -> int:
+    from hilbench.trace.reader import list_runs
+
+    try:
+        return len(list_runs(path)) if path.exists() else 0
+    except HilbenchError:
+        return 0  # not a trace (yet): the run itself will say what is wrong with the file
+
+
+@pytest.fixture
+def zo_session(request: pytest.FixtureRequest, device: Target, trace_path: Path) -> ZoSession:
+    """Train on the test's device: ``zo_session(budget=4000, scheduler="fixed:2")``."""
+    return ZoSession(request, device, trace_path)
+
+
+# ---------------------------------------------------------------- a failing test's report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing test that trained ends with a "hilbench" section: device, figures, events,
+    the trace and the command that opens it. Passing tests get nothing."""
+    report = yield
+    runs = item.stash.get(_RUNS, None)
+    if runs and report.failed and call.when == "call":
+        text = failure_section(runs)
+        if text:
+            report.sections.append(("hilbench", text))
+    return report
+
+
+def failure_section(runs: list[_Run]) -> str:
+    """The hilbench section of a failing test: one block per run the test started."""
+    from hilbench.trace.reader import Trace, list_runs
+
+    lines: list[str] = []
+    device_line = ""
+    for entry in runs:
+        path = entry.trace_path
+        try:
+            ids = list_runs(path) if path.exists() else []
+        except HilbenchError as exc:
+            lines.append(_row("trace", f"{path} cannot be read: {exc}"))
+            continue
+        if entry.outcome is not None:
+            trace = entry.outcome.trace
+        elif len(ids) > entry.runs_before:
+            try:
+                trace = Trace.open(path, run=ids[entry.runs_before])
+            except HilbenchError as exc:
+                lines.append(_row("trace", f"{path} cannot be read: {exc}"))
+                continue
+        else:  # stopped before the run was written: the error says why
+            lines.append(_row("no run", entry.error or "the run did not start"))
+            continue
+        here = _device_line(trace)
+        if here != device_line:
+            lines.append(_row("device", here))
+            device_line = here
+        lines.extend(_run_lines(trace, several=len(ids) > 1))
+    return "\n".join(lines)
+
+
+def _row(label: str, text: str) -> str:
+    return f"{label:<9} {text}"
+
+
+def _device_line(trace: Any) -> str:
+    attrs, config = trace.attrs, trace.config
+    backend = str(attrs.get("backend") or "?")
+    if backend == "board" and config.get("port"):
+        backend += f" {config['port']}"
+    device = attrs.get("device_id") or "(no HELLO answer recorded)"
+    details = [f"firmware {attrs['firmware']}"] if attrs.get("firmware") else []
+    if attrs.get("protocol_version") is not None:
+        details.append(f"protocol {attrs['protocol_version']}")
+    return f"{backend}: {device}" + (f" ({', '.join(details)})" if details else "")
+
+
+def _run_lines(trace: Any, *, several: bool) -> list[str]:
+    final, config = trace.final, trace.config
+    what = ", ".join(
+        str(part)
+        for part in (
+            f"{trace.attrs.get('model', '?')} on {trace.attrs.get('dataset', '?')}",
+            config.get("scheduler"),
+            f"seed {trace.attrs.get('seed', '?')}",
+        )
+        if part
+    )
+    losses = []
+    if final.loss is not None:
+        losses.append(f"{final.loss:.4f} nats (test)")
+    if final.train_loss is not None:
+        losses.append(f"{final.train_loss:.4f} (train)")
+    figures = _pct(final.accuracy)
+    tests = trace.evals[trace.evals["split"] == "test"]
+    if trace.status != "complete" and len(tests):  # a run cut short: its last evaluation
+        figures += f" at {int(tests['forward_passes'][-1]):,} forward passes"
+    figures += f"  loss {', '.join(losses)}" if losses else ""
+    budget = config.get("budget")
+    of_budget = f" of {budget:,}" if isinstance(budget, int) else ""
+    counts = trace.event_counts()
+    events = ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())) or "none"
+    lines = [
+        _row(f"run {trace.run_id}", f"{trace.status}: {what}"),
+        _row("accuracy", figures),
+        _row("steps", f"{final.steps:,} ({final.forward_passes:,}{of_budget} forward passes)"),
+        _row("events", events),
+    ]
+    if trace.status in ("failed", "interrupted") and len(trace.events):
+        last = trace.events[-1]
+        if last["kind"] in ("fault", "interrupt"):
+            lines.append(_row("ended by", str(last["detail"]).splitlines()[0][:300]))
+    command = f"hilbench report {shlex.quote(str(trace.path))}"
+    if several:
+        command += f" --run {trace.run_id}"
+    lines.append(_row("trace", str(trace.path)))
+    lines.append(_row("open it", command))
+    return lines

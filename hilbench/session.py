@@ -68,6 +68,13 @@ class RunResult:
     weights_crc: int
     wall_s: float
 
+    def __repr__(self) -> str:
+        return (
+            f"<RunResult run {self.run_id} of {self.trace_path}: accuracy "
+            f"{self.final_accuracy:.2%}, {self.forward_passes:,} forward passes, "
+            f"{self.steps:,} steps>"
+        )
+
 
 @dataclass(frozen=True)
 class PreparedModel:

@@ -3,6 +3,8 @@
 # Subprocess runs: an in-process run drops from sys.modules what it imported first (h5py, the
 # compiled kernels), and those cannot be imported twice in one process.
 
+import pytest
+
 SAMPLE = """
 def test_device_answers(device):
     info = device.hello()
@@ -53,6 +55,15 @@ def test_two_backends_at_once_are_refused(pytester):
     result = pytester.runpytest_subprocess("--emulate", "--board=socket://127.0.0.1:9")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*choose one backend*"])
+
+
+@pytest.mark.parametrize("board", ["--board=", "--board= "])
+def test_an_empty_board_is_refused_not_run_on_the_emulator(pytester, board):
+    """A CI job with an unset $PORT must not go green without hardware."""
+    pytester.makepyfile(SAMPLE)
+    result = pytester.runpytest_subprocess(board)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*hilbench: the board backend needs a port*--board PORT*"])
 
 
 def test_an_unreachable_board_fails_the_tests_with_the_cause(pytester):

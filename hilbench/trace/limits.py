@@ -88,6 +88,19 @@ class Limit:
                 "use low <= marginal_low <= marginal_high <= high",
             )
 
+    def __repr__(self) -> str:
+        """Like the call that makes it, with only the arguments given."""
+        args = [repr(self.measurement)]
+        for name in ("low", "high", "units", "marginal_low", "marginal_high", "description"):
+            value = getattr(self, name)
+            if value not in (None, ""):
+                args.append(f"{name}={value!r}")
+        if self.measure is not None:
+            args.append(
+                f"measure={getattr(self.measure, '__qualname__', type(self.measure).__name__)}"
+            )
+        return f"Limit({', '.join(args)})"
+
     def describe(self) -> str:
         """The limit as text, e.g. '0.9 <= x <= 1 fraction (marginal below 0.92)'."""
         u = f" {self.units}" if self.units else ""
@@ -132,6 +145,9 @@ class LimitResult:
     @property
     def passed(self) -> bool:
         return self.outcome != FAIL
+
+    def __repr__(self) -> str:
+        return f"<LimitResult {self}>"
 
     def __str__(self) -> str:
         shown = "not measured" if self.value is None else f"{self.value:.6g}"

@@ -315,6 +315,25 @@ class Trace:
             format_version=version,
         )
 
+    def __repr__(self) -> str:
+        """What the run is and its headline figures; never its tables, blob or config."""
+        a = self.attrs
+        what = f"{a.get('model', '?')} on {a.get('dataset', '?')}"
+        scheduler = self.config.get("scheduler")
+        if scheduler:
+            what += f", {scheduler}"
+        try:
+            acc = self.final_accuracy
+            figures = f"{self.n_steps:,} steps, {self.forward_passes:,} forward passes, " + (
+                "not evaluated" if acc is None else f"accuracy {acc:.2%}"
+            )
+        except (KeyError, TypeError, ValueError, IndexError):  # a Trace built by hand
+            figures = f"{len(self.steps)} step rows"
+        return (
+            f"<Trace run {self.run_id} of {self.path}: {self.status}, {what}, "
+            f"{a.get('backend', '?')}, {figures}>"
+        )
+
     # ---------------------------------------------------------------- derived values
 
     @property
