@@ -96,8 +96,9 @@ static int check_probed(uint8_t layout, uint16_t q, hb_status *st) {
     return 0;
 }
 
-/* forget the model (an upload at offset 0, a refused blob) */
+/* forget the model (an upload at offset 0, a refused blob) before its bytes are reused */
 static void drop_model(void) {
+    hb_graph_unload(hb_graph_instance());
     hb_store_discard(HB_STORE_MODEL);
     cmd.model_ready = 0;
     cmd.probed_q = 0;
