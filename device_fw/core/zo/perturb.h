@@ -37,16 +37,17 @@ uint32_t hb_isqrt_u64(uint64_t x);
 uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tensor *t,
                      uint32_t ti, uint32_t seed);
 
-/* rsym(x, s) = sign(x) ((|x| + 2^(s-1)) >> s), s >= 1; |x| < 2^62 */
+/* rsym(x, s) = sign(x) ((|x| + 2^(s-1)) >> s), s >= 1, |x| < 2^62, without a branch: for
+ * x < 0 it is -floor((-x + 2^(s-1)) / 2^s) = floor((x + 2^(s-1) - 1) / 2^s), an arithmetic
+ * shift. */
 static inline int64_t hb_rsym(int64_t x, unsigned s) {
-    uint64_t mag = x < 0 ? 0u - (uint64_t)x : (uint64_t)x;
-    int64_t r = (int64_t)((mag + ((uint64_t)1 << (s - 1))) >> s);
-    return x < 0 ? -r : r;
+    return (x + ((int64_t)1 << (s - 1)) - (int64_t)(x < 0)) >> s;
 }
 
-/* u = rsym(r * S, 8): Q8, |u| <= 32512 */
+/* u = rsym(r * S, 8): Q8, |u| <= 32512 (|r S| < 2^23: int32) */
 static inline int32_t hb_zo_unit(int8_t r, uint32_t scale) {
-    return (int32_t)hb_rsym((int64_t)r * (int64_t)scale, HB_SCALE_FRAC - HB_UNIT_FRAC);
+    int32_t x = (int32_t)r * (int32_t)scale;
+    return (x + (1 << (HB_SCALE_FRAC - HB_UNIT_FRAC - 1)) - (x < 0)) >> (HB_SCALE_FRAC - HB_UNIT_FRAC);
 }
 
 /* delta = rsym(eps * M * u, 12) << U, written as a product (<< of a negative is undefined

@@ -35,15 +35,11 @@ void hb_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tenso
     s->valid = 0;
 }
 
-uint32_t hb_stream_word(hb_stream *s, uint32_t word) {
-    uint32_t block = word >> 2;
-    if (!s->valid || s->block != block) {
-        const uint32_t ctr[4] = {block, s->tensor, 0, 0};
-        hb_philox4x32_10(ctr, s->seed, s->stream, s->w);
-        s->block = block;
-        s->valid = 1;
-    }
-    return s->w[word & 3u];
+void hb_stream_fill(hb_stream *s, uint32_t block) {
+    const uint32_t ctr[4] = {block, s->tensor, 0, 0};
+    hb_philox4x32_10(ctr, s->seed, s->stream, s->w);
+    s->block = block;
+    s->valid = 1;
 }
 
 uint32_t hb_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i) {

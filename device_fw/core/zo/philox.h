@@ -19,8 +19,15 @@ typedef struct {
 } hb_stream;
 
 void hb_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tensor);
-/* Word `word` of the stream. */
-uint32_t hb_stream_word(hb_stream *s, uint32_t word);
+/* Fill s->w with block `block` of the stream. */
+void hb_stream_fill(hb_stream *s, uint32_t block);
+
+/* Word `word` of the stream (inline: the common case is a hit in the cached block). */
+static inline uint32_t hb_stream_word(hb_stream *s, uint32_t word) {
+    uint32_t block = word >> 2;
+    if (!s->valid || s->block != block) hb_stream_fill(s, block);
+    return s->w[word & 3u];
+}
 /* Half i mod 2 of word i div 2 (half 0: bits 0..15, half 1: bits 16..31). */
 static inline uint32_t hb_stream_half(hb_stream *s, uint32_t i) {
     return (hb_stream_word(s, i >> 1) >> (16u * (i & 1u))) & 0xFFFFu;
