@@ -39,6 +39,7 @@ static uint32_t k_scale[HB_MAX_Q];       /* APPLY: S of each sample, current ten
 static uint32_t batch_idx[HB_MAX_BATCH];
 static int64_t acc[HB_ZO_CHUNK];
 static int8_t r_buf[HB_ZO_CHUNK];
+static int32_t d_buf[HB_ZO_CHUNK];
 static uint8_t m_buf[HB_ZO_CHUNK];
 static uint16_t default_weights[HB_MAX_TRAINED];
 
@@ -165,14 +166,19 @@ static hb_zo_source source(const hb_model *m) {
 }
 
 /* ---- PROBE ------------------------------------------------------------------------------------ */
-/* the int8 weight of trained tensor t's element e as the master holds it */
-static int32_t master_weight(const hb_model *m, uint16_t t, uint32_t e) {
-    const void *mst = m->work + m->work_off[t];
-    if (m->z.master == HB_MASTER_Q16)
-        return hb_zo_weight_of(((const int32_t *)mst)[e], HB_MASTER_Q16_FRAC);
-    if (m->z.master == HB_MASTER_INT16)
-        return hb_zo_weight_of(((const int16_t *)mst)[e], HB_MASTER_INT16_FRAC);
-    return ((const int8_t *)mst)[e];
+/* the int8 weights e0 .. e0+count-1 of trained tensor t as the master holds them: round(m),
+ * or the int8 master's scratch copy */
+static void master_weights(const hb_model *m, uint16_t t, uint32_t e0, uint32_t count, int8_t *w) {
+    const uint8_t *mst = m->work + m->work_off[t];
+    if (m->z.master == HB_MASTER_Q16) {
+        const int32_t *q = (const int32_t *)(const void *)mst + e0;
+        for (uint32_t i = 0; i < count; i++) w[i] = hb_zo_weight_of(q[i], HB_MASTER_Q16_FRAC);
+    } else if (m->z.master == HB_MASTER_INT16) {
+        const int16_t *q = (const int16_t *)(const void *)mst + e0;
+        for (uint32_t i = 0; i < count; i++) w[i] = hb_zo_weight_of(q[i], HB_MASTER_INT16_FRAC);
+    } else {
+        memcpy(w, mst + e0, count);
+    }
 }
 
 enum { PLUS, MINUS, UNDO_PLUS, UNDO_MINUS };
@@ -184,27 +190,33 @@ static void perturb_tensor(hb_model *m, uint16_t t, uint32_t seed, uint32_t eps,
     const hb_zo_tensor *tt = &m->z.trained[t];
     uint8_t *d = tensor_data(m, t);
     if (tt->kind == HB_ZO_WEIGHT && (mode == UNDO_PLUS || mode == UNDO_MINUS)) {
-        int8_t *w = (int8_t *)d;
-        for (uint32_t e = 0; e < tt->n; e++) w[e] = (int8_t)master_weight(m, t, e);
+        for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
+            uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
+            master_weights(m, t, e0, cnt, (int8_t *)d + e0);
+        }
         return;
     }
     const hb_zo_source src = source(m);
-    const int64_t times = mode == PLUS || mode == UNDO_MINUS ? 1 : mode == MINUS ? -2 : -1;
+    const uint32_t scale = t_scale[t];
     for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
         uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
         hb_zo_samples(&src, tt, t, seed, e0, cnt, r_buf, m_buf);
-        for (uint32_t i = 0; i < cnt; i++) {
-            uint32_t e = e0 + i;
-            int32_t delta =
-                hb_zo_delta(hb_zo_unit(r_buf[i], t_scale[t]), eps, m_buf[i], tt->unit_shift);
-            if (tt->kind == HB_ZO_WEIGHT) {
-                int32_t v = master_weight(m, t, e) + (mode == PLUS ? delta : -delta);
-                v = v > HB_WEIGHT_LIMIT ? HB_WEIGHT_LIMIT : v < -HB_WEIGHT_LIMIT ? -HB_WEIGHT_LIMIT : v;
-                ((int8_t *)d)[e] = (int8_t)v;
-            } else {
-                int64_t b = (int64_t)hb_rdi32(d + 4u * e) + times * delta; /* never saturates */
-                b = b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : b;
-                hb_wr32(d + 4u * e, (uint32_t)b);
+        for (uint32_t i = 0; i < cnt; i++)
+            d_buf[i] = hb_zo_delta(hb_zo_unit(r_buf[i], scale), eps, m_buf[i], tt->unit_shift);
+        if (tt->kind == HB_ZO_WEIGHT) {
+            int8_t *w = (int8_t *)d + e0;
+            master_weights(m, t, e0, cnt, w);
+            const int32_t sign = mode == PLUS ? 1 : -1;
+            for (uint32_t i = 0; i < cnt; i++) {
+                int32_t v = w[i] + sign * d_buf[i];
+                w[i] = (int8_t)(v > HB_WEIGHT_LIMIT ? HB_WEIGHT_LIMIT : v < -HB_WEIGHT_LIMIT ? -HB_WEIGHT_LIMIT : v);
+            }
+        } else {
+            const int64_t times = mode == PLUS || mode == UNDO_MINUS ? 1 : mode == MINUS ? -2 : -1;
+            for (uint32_t i = 0; i < cnt; i++) {
+                uint8_t *p = d + 4u * (e0 + i);
+                int64_t b = (int64_t)hb_rdi32(p) + times * d_buf[i]; /* never saturates */
+                hb_wr32(p, (uint32_t)(b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : b));
             }
         }
     }

@@ -53,8 +53,9 @@ static inline int32_t hb_zo_unit(int8_t r, uint32_t scale) {
 /* delta = rsym(eps * M * u, 12) << U, written as a product (<< of a negative is undefined
  * in C): |eps M u| <= 127 * 255 * 32512 < 2^30, |delta| < 2^30. */
 static inline int32_t hb_zo_delta(int32_t u, uint32_t eps, uint32_t mult, uint32_t unit_shift) {
-    int64_t d = hb_rsym((int64_t)eps * (int64_t)mult * u, HB_DELTA_SHIFT);
-    return (int32_t)(d * ((int64_t)1 << unit_shift));
+    int32_t x = (int32_t)eps * (int32_t)mult * u;
+    int32_t d = (x + (1 << (HB_DELTA_SHIFT - 1)) - (x < 0)) >> HB_DELTA_SHIFT; /* rsym(x, 12) */
+    return d * (1 << unit_shift);
 }
 
 #endif /* HB_ZO_PERTURB_H */
