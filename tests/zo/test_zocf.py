@@ -250,6 +250,11 @@ def test_depthwise_rows_are_output_channels_so_a_small_pool_fits_mobilenet(mobil
     tr = zocf.resolve(dw, mobilenet)
     assert len(tr) == 17 and all(t.layout == perturb.ROWS_TRAILING for t in tr)
     assert all(t.rows == (t.shape[3], 9) for t in tr)
+    # one fresh number per row (channel), ceil(rows / 2) words per depthwise filter
+    channels = [t.shape[3] for t in tr]
+    assert zocf.fresh_numbers_per_seed(dw, tr) == sum(channels)
+    assert zocf.fresh_words_per_seed(dw, tr) == sum((c + 1) // 2 for c in channels)
+    assert sum(channels) < sum(t.size for t in tr) / 8
     first = names.index("dwconv1_w")
     with pytest.raises(ValueError) as exc:
         zocf.build(mobilenet, layers="dwconv*_w", pool_size=8)
