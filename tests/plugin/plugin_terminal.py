@@ -162,6 +162,7 @@ def normalized(lines: list[str]) -> list[str]:
     out = []
     for line in lines:
         line = re.sub(r" in \d+\.\d+s( \(\d+:\d\d:\d\d\))?", " in Ns", line)
+        line = re.sub(r"^=+ (.* in Ns) =+$", r"= \1 =", line)  # centred: width follows time
         line = re.sub(r"^events    .*", "events    ...", line)
         out.append(line)
     return out
