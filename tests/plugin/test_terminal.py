@@ -23,7 +23,7 @@ PROGRESS = {
         r"^test_sample\.py::test_reaches_99 FAILED\s+\[ 66%\]$",
         r"^test_sample\.py::test_plain PASSED\s+\[100%\]$",
     ],
-    "-v -rA --tb=short": [
+    "-vv -rA --tb=short": [
         r"^test_sample\.py::test_learns PASSED\s+\[ 33%\]$",
         r"^test_sample\.py::test_reaches_99 FAILED\s+\[ 66%\]$",
         r"^PASSED test_sample\.py::test_learns$",
