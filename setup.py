@@ -1,20 +1,29 @@
-"""Builds the native NPU engine (hilbench/npu/native/_engine.c) at ``pip install``.
+"""Builds the native NPU engine (hilbench/npu/native/) at ``pip install``.
 
-Compiled for the baseline of the target architecture (no -march): the AVX-512 VNNI kernels
-carry their own ``target`` attribute and are chosen at run time, so one build runs on any
-x86-64 (and the scalar C path on any other CPU). ``optional``: without a working C compiler
-the install still succeeds and the NPU falls back to its jit/numpy backends; on x86-64
-Linux (CI) the test suite then fails (tests/npu/test_native.py), it does not skip.
+One extension, ``hilbench.npu.native._engine``: the runner (``_engine.c``) and one file of
+kernels per ISA (``k_*.c``, listed in ``hilbench/npu/native/sources.py``). Compiled for the
+baseline of the target architecture (no -march): the x86-64 kernels for AVX-512 VNNI,
+AVX-VNNI and AVX2 carry ``target`` attributes, the ARM64 dot-product kernels theirs, and the
+engine picks per call the best table the CPU runs, so one build runs on any x86-64 or ARM64
+CPU (and the portable C path on any other). ``optional``: without a working C compiler the
+install still succeeds and the NPU falls back to its jit/numpy backends; on x86-64 Linux
+(CI) the test suite then fails (tests/npu/test_native.py), it does not skip.
 """
 
+import runpy
+
 from setuptools import Extension, setup
+
+NATIVE = "hilbench/npu/native/"
+SRC = runpy.run_path(NATIVE + "sources.py")
 
 setup(
     ext_modules=[
         Extension(
             "hilbench.npu.native._engine",
-            sources=["hilbench/npu/native/_engine.c"],
-            extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wno-unknown-pragmas"],
+            sources=[NATIVE + name for name in SRC["SOURCES"]],
+            depends=[NATIVE + name for name in SRC["HEADERS"]],
+            extra_compile_args=list(SRC["CFLAGS"]),
             optional=True,
         )
     ]

@@ -4,10 +4,20 @@ one thread, side by side in one run.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_npu.py [--repeat 20] [--sets 16]
 
-Our backends: ``native`` (the C engine, a whole network per call; AVX-512 VNNI kernels when
-the CPU has them), ``native-scalar`` (its portable C path, forced), ``jit`` (numba per-op
-kernels) and ``numpy`` (the reference path). The ratios and targets are for the default
-backend (native when built).
+It first says what it runs on: the CPU (model and vector extensions), the kernel table the
+native engine picks there, the tables it can run, and the int8 multiply-add peak of one
+thread with the picked table's instruction (measured now). Every row names the ISA it ran:
+
+- ``native``: the C engine, a whole network per call, with the best table this CPU runs
+  (AVX-512 VNNI, AVX-VNNI, AVX2, ARM64 dot products); ``native-<isa>``: each other table the
+  CPU runs, forced (e.g. ``native-portable``: the portable C path; ``native-portable-avx2``:
+  the same C compiled for AVX2);
+- ``jit``: numba per-op kernels (LLVM code for the host CPU; float32 BLAS GEMMs);
+- ``numpy``: the reference path (BLAS GEMMs);
+- TFLM (reference C++ kernels, scalar) and LiteRT (XNNPACK, which picks its own kernels for
+  this CPU).
+
+The ratios and targets are for the default backend (``native`` when built).
 
 Models: MobileNetV2 (alpha 0.35, 96x96) and ResNet18 (width 0.25, 64x64), 10 classes, random
 He-normal float weights quantized with calibration data. Two timings per backend:
@@ -17,7 +27,8 @@ He-normal float weights quantized with calibration data. Two timings per backend
   vs LiteRT's single forward (target: >= 1x LiteRT).
 
 Then ZO-step sizes (N inputs x ``--sets`` sets per call, as the twin's PROBE runs them) for
-the digits MLP and CNN and the two large models at 32x32: native vs jit, ms per call.
+the digits MLP and CNN and the two large models at 32x32: native vs jit, ms per call, and
+native's multiply-add rate (convolutions, depthwise, fully connected) as a share of the peak.
 
 Best of ``--repeat`` runs (TFLM and the slow backends: fewer). Peak memory: Python-side
 allocations (tracemalloc, numpy buffers included) of a first call, one input and batched,
@@ -31,14 +42,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import platform
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
-from hilbench.npu import native, zoo
+from hilbench.npu import cost, native, zoo
 from hilbench.npu.graph import Graph
 from hilbench.npu.ops import _backend
 from hilbench.npu.tflite import export_tflite
@@ -84,13 +96,45 @@ def perturbed_sets(g: Graph, sets: int, rng: np.random.Generator) -> dict[str, n
 
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
-    """One of our backends; ``native-scalar`` is native with its scalar C path forced."""
-    if name == "native-scalar":
-        with _backend.use("native"), native.use_isa("scalar"):
+    """One of our backends; ``native-<isa>`` is native with that kernel table forced."""
+    if name.startswith("native-"):
+        with _backend.use("native"), native.use_isa(name.removeprefix("native-")):
             yield
     else:
-        with _backend.use(name):
+        with _backend.use(name), native.use_isa("auto"):
             yield
+
+
+def cpu() -> tuple[str, list[str]]:
+    """The CPU's model name and the vector extensions that matter here (Linux)."""
+    name, flags = platform.processor() or platform.machine(), set()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, val = line.partition(":")
+            if key.strip() == "model name" and name == (platform.processor() or platform.machine()):
+                name = val.strip()
+            if key.strip() in ("flags", "Features") and not flags:
+                flags = set(val.split())
+    wanted = ("sse4_2", "avx2", "fma", "avx_vnni", "avx512f", "avx512bw", "avx512vl",
+              "avx512_vnni", "avx512vbmi", "asimd", "asimddp", "i8mm", "sve")  # fmt: skip
+    return name, [f for f in wanted if f in flags]
+
+
+def isa_of(name: str) -> str:
+    """What a backend variant runs on."""
+    if name == "native":
+        return native.best_isa()
+    if name.startswith("native-"):
+        return name.removeprefix("native-")
+    if name == "jit":
+        try:
+            import llvmlite.binding as llvm
+
+            return f"LLVM {llvm.get_host_cpu_name()}"
+        except ImportError:
+            return "numba"
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return f"BLAS {blas[0].get('architecture')}" if blas else "BLAS"
 
 
 def peak(fn: Callable[[], object]) -> int:
@@ -105,7 +149,7 @@ def peak(fn: Callable[[], object]) -> int:
 def ours(
     g: Graph, x: np.ndarray, ov: dict[str, np.ndarray], repeat: int, name: str
 ) -> dict[str, float]:
-    slow = name in ("numpy", "native-scalar")
+    slow = name in ("numpy", "native-portable")
     sets = len(next(iter(ov.values())))
     with variant(name):
         one = best_of(lambda: g.run(x), max(3, repeat // 4) if slow else repeat)
@@ -158,15 +202,25 @@ def main() -> None:
     rng = np.random.default_rng(0)
     names = ["jit", "numpy"]
     if native.available():
-        names = ["native", "native-scalar", *names]
+        best = native.best_isa()
+        forced = [f"native-{i}" for i in native.runnable_isas() if i != best]
+        names = ["native", *forced, *names]
     default = _backend.name()
+    model_name, flags = cpu()
     with threadpool_limits(1):
         blas = threadpool_limits(1).get_original_num_threads()
+        print(f"CPU: {model_name} ({platform.machine()}; {' '.join(flags) or 'no flags read'})")
         print(f"one thread (threadpoolctl; BLAS pools: {blas}); best of {args.repeat}")
-        print(
-            f"default backend {default!r}; native engine: "
-            f"{native.best_isa() if native.available() else 'not built'}"
-        )
+        if native.available():
+            pk = native.peak_macs_per_s(native.best_isa())
+            print(
+                f"native engine: {native.best_isa()} (runs here: "
+                f"{', '.join(native.runnable_isas())}); int8 multiply-add peak of one thread "
+                f"with its instruction: {pk / 1e9:.1f} GMAC/s"
+            )
+        else:
+            print(f"native engine: not built ({native.IMPORT_ERROR})")
+        print(f"default backend {default!r}")
         for title, name, kw in MODELS:
             g = zoo.build(name, seed=0, **kw)
             x = rng.integers(-128, 128, (1, *g.input_shape)).astype(np.int8)
@@ -180,44 +234,59 @@ def main() -> None:
                 f".tflite {len(model) / 1024:.0f} KiB"
             )
             print(
-                f"  {'':14s} {'one input':>10s} {f'{args.sets} sets/pass':>13s}"
+                f"  {'':22s} {'ISA':17s} {'one input':>10s} {f'{args.sets} sets/pass':>13s}"
                 f"   peak MiB (first call / batched)"
             )
             for n, a in res.items():
                 print(
-                    f"  {n:14s} {a['one'] * 1e3:7.3f} ms {a['batched'] * 1e3:10.3f} ms"
+                    f"  {n:22s} {isa_of(n):17s} {a['one'] * 1e3:7.3f} ms "
+                    f"{a['batched'] * 1e3:10.3f} ms"
                     f"   {a['mem'] / 2**20:6.2f} / {a['mem_batched'] / 2**20:6.2f}"
                 )
             print(
-                f"  {'TFLM':14s} {t['one'] * 1e3:7.3f} ms {'':13s}   arena {t['mem'] / 2**20:.1f}"
+                f"  {'TFLM':22s} {'reference C++':17s} {t['one'] * 1e3:7.3f} ms {'':13s}"
+                f"   arena {t['mem'] / 2**20:.1f}"
             )
             lite_mib = lt["mem"] / 2**20
-            print(f"  {'LiteRT':14s} {lt['one'] * 1e3:7.3f} ms {'':13s}   RSS +{lite_mib:.1f}")
+            print(
+                f"  {'LiteRT':22s} {'XNNPACK (own)':17s} {lt['one'] * 1e3:7.3f} ms {'':13s}"
+                f"   RSS +{lite_mib:.1f}"
+            )
             a = res[default]
             r_tflm = t["one"] / a["one"]
             r_lite = lt["one"] / a["one"]
             r_batch = lt["one"] / a["batched"]
+            who = f"{default} ({isa_of(default)})"
             print(
-                f"  ratio {default} vs TFLM (one input):       {r_tflm:6.2f}x  target >= 20x   "
+                f"  ratio {who} vs TFLM (one input):       {r_tflm:6.2f}x  target >= 20x   "
                 f"{verdict(r_tflm, TARGETS['tflm'])}"
             )
             print(
-                f"  ratio {default} vs LiteRT (one input):     {r_lite:6.2f}x  target >= 0.7x  "
+                f"  ratio {who} vs LiteRT (one input):     {r_lite:6.2f}x  target >= 0.7x  "
                 f"{verdict(r_lite, TARGETS['litert'])}"
             )
             print(
-                f"  ratio {default} vs LiteRT (per pass, {args.sets} batched): {r_batch:6.2f}x  "
+                f"  ratio {who} vs LiteRT (per pass, {args.sets} batched): {r_batch:6.2f}x  "
                 f"target >= 1x    {verdict(r_batch, TARGETS['batched'])}"
             )
 
         zo_step(args, rng, names)
 
 
+def mac_count(g: Graph) -> int:
+    """Multiply-adds of one forward in its convolutions, depthwise convs and FC layers."""
+    kinds = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+    return sum(c.macs for c in cost.layer_costs(g) if c.kind in kinds)
+
+
 def zo_step(args: argparse.Namespace, rng: np.random.Generator, names: list[str]) -> None:
-    """Per call of N inputs x S sets, our fast backends (no reference point elsewhere)."""
+    """Per call of N inputs x S sets, our fast backends (no reference point elsewhere), and
+    native's multiply-add rate against the peak of its instruction."""
     fast = [n for n in names if n in ("native", "jit")]
+    pk = native.peak_macs_per_s(native.best_isa()) if "native" in fast else None
     print(f"\nZO step: N inputs x {args.sets} perturbed sets in one call, ms per call")
-    print(f"  {'model':26s} {'N':>3s} " + " ".join(f"{n:>9s}" for n in fast))
+    head = " ".join(f"{n:>9s}" for n in fast)
+    print(f"  {'model':26s} {'N':>3s} {head}   native GMAC/s (share of the peak)")
     for title, name, kw, n in ZO_CASES:
         g = zoo.build(name, seed=0, **kw)
         x = rng.integers(-128, 128, (n, *g.input_shape)).astype(np.int8)
@@ -226,7 +295,13 @@ def zo_step(args: argparse.Namespace, rng: np.random.Generator, names: list[str]
         for b in fast:
             with variant(b):
                 row.append(best_of(lambda g=g, x=x, ov=ov: g.run(x, ov), max(3, args.repeat // 4)))
-        print(f"  {title:26s} {n:3d} " + " ".join(f"{t * 1e3:9.2f}" for t in row))
+        rate = ""
+        if pk:
+            gmacs = mac_count(g) * n * args.sets / row[0] / 1e9
+            rate = f"   {gmacs:6.1f} ({gmacs * 1e9 / pk:4.0%})"
+        print(f"  {title:26s} {n:3d} " + " ".join(f"{t * 1e3:9.2f}" for t in row) + rate)
+    if pk:
+        print(f"  peak: {pk / 1e9:.1f} GMAC/s ({native.best_isa()}'s multiply-add, one thread)")
 
 
 if __name__ == "__main__":

@@ -22,21 +22,19 @@ from hilbench.npu.tflite import export_tflite, export_tflite_indexed  # noqa: E4
 NATIVE_REQUIRED = sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
 
 # Every oracle comparison runs our graph once per backend variant: the native C engine with
-# the kernels this CPU picks (AVX-512 VNNI and VBMI here), with the VBMI ones withheld (as
-# on a VNNI CPU without VBMI) and with its scalar C path forced, the compiled per-op kernels
+# each kernel table this CPU runs forced in turn (native.runnable_isas(): e.g. AVX2, the
+# portable C compiled for AVX2 and for the baseline here), the compiled per-op kernels
 # (jit) and the numpy reference path must each match TFLM byte for byte.
 _NATIVE: tuple[str, ...] = ()
 if NATIVE_REQUIRED or native.available():
-    _NATIVE = ("native", "native-scalar")
-    if native.best_isa() == "avx512vnni+vbmi":
-        _NATIVE += ("native-novbmi",)
+    _NATIVE = tuple(f"native-{isa}" for isa in native.runnable_isas())
 BACKENDS: tuple[str, ...] = _NATIVE + tuple(b for b in _backend.NAMES if b != "native")
 
 
 @contextlib.contextmanager
 def use(variant: str) -> Iterator[None]:
-    """Run a block under one backend variant: ``native-scalar`` (native, scalar C forced),
-    ``native-novbmi`` (native, VNNI kernels without the VBMI ones) or a backend name."""
+    """Run a block under one backend variant: ``native-<isa>`` (native, that ISA's kernels
+    forced) or a backend name."""
     if variant.startswith("native-"):
         with _backend.use("native"), native.use_isa(variant.removeprefix("native-")):
             yield

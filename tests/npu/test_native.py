@@ -1,12 +1,16 @@
-"""The native C engine (``hilbench.npu.native``): built where CI runs, both of its code paths
-(AVX-512 VNNI and scalar C) byte-equal to TFLM and to the numpy reference on the shapes the
-random oracle cases rarely reach (many output channels, batched weight sets and biases,
-huge biases, in-place weight changes, long reductions). The oracle tests in this directory
-already run every case through both paths (``oracle.BACKENDS``)."""
+"""The native C engine (``hilbench.npu.native``): built where CI runs, every kernel table
+this CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2, ARM64 dot products, the portable C) byte-equal
+to TFLM and to the numpy reference on the shapes the random oracle cases rarely reach (many
+output channels, batched weight sets and biases, huge biases, in-place weight changes, long
+reductions). The oracle tests in this directory already run every case through each table
+(``oracle.BACKENDS``); test_native_isa.py runs every table, and reports those this CPU
+cannot run."""
 
 from __future__ import annotations
 
 import os
+import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,19 +26,34 @@ from hilbench.npu.ops import fully_connected as fc
 from . import cases
 from .oracle import BACKENDS, NATIVE_REQUIRED, graph_to_tflite, run_each, run_tflite, use
 
-ISAS = native.ISAS  # auto (VNNI + VBMI here), scalar C, VNNI without the VBMI kernels
+ISAS = native.runnable_isas()  # every kernel table this CPU runs (AVX2 and portable C here)
 
 
-def _cpu_has(*flags: str) -> bool:
+def _cpu_flags() -> set[str]:
     try:
         info = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return False
-    return all(f" {f}" in info for f in flags)
+        return set()
+    for line in info.splitlines():
+        if line.split(":")[0].strip() in ("flags", "Features"):
+            return set(line.split(":", 1)[1].split())
+    return set()
 
 
-def _cpu_has_vnni() -> bool:
-    return _cpu_has("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
+def _expected_best() -> str | None:
+    """The table the CPU's flags (Linux) call for, None where they cannot be read."""
+    flags = _cpu_flags()
+    if not flags:
+        return None
+    if platform.machine() in ("x86_64", "AMD64"):
+        if {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= flags:
+            return "avx512vnni+vbmi" if "avx512vbmi" in flags else "avx512vnni"
+        if {"avx2", "fma", "bmi1", "bmi2"} <= flags:
+            return "avxvnni" if "avx_vnni" in flags else "avx2"
+        return "portable"
+    if platform.machine() == "aarch64":
+        return "neondot" if "asimddp" in flags else "portable"
+    return None
 
 
 def test_extension_is_built_and_is_the_default():
@@ -42,34 +61,69 @@ def test_extension_is_built_and_is_the_default():
         assert native.available(), f"native engine missing: {native.IMPORT_ERROR}"
     if not native.available():
         pytest.skip(f"native engine not built on this platform: {native.IMPORT_ERROR}")
-    assert "native" in BACKENDS and "native-scalar" in BACKENDS
+    assert {f"native-{isa}" for isa in ISAS} <= set(BACKENDS)
+    assert "native-portable" in BACKENDS
     code = "from hilbench.npu.ops import _backend; print(_backend.name())"
     env = {k: v for k, v in os.environ.items() if k != "HILBENCH_NPU_BACKEND"}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
-    fast = native.best_isa() != "scalar"
-    assert out.stdout.strip() == ("native" if fast or not _backend.jit_available() else "jit")
+    assert out.stdout.strip() == "native"
 
 
-def test_vnni_path_is_the_one_used_on_a_vnni_cpu():
-    """So that the oracle's 'native' variant really exercises the VNNI kernels here."""
+def test_the_best_table_is_the_one_the_cpu_calls_for():
+    """So that 'auto' (and the oracle's first native variant) runs the fastest kernels the
+    CPU has: read from /proc/cpuinfo independently of the engine's own CPUID checks."""
     if not native.available():
         pytest.skip("native engine not built")
-    best = native.best_isa()
-    assert best == "scalar" if not _cpu_has_vnni() else best.startswith("avx512vnni")
-    assert (best == "avx512vnni+vbmi") == (_cpu_has_vnni() and _cpu_has("avx512vbmi"))
+    want = _expected_best()
+    if want is None:
+        pytest.skip("no /proc/cpuinfo flags to compare with")
+    assert native.best_isa() == want
+    assert native.runnable_isas()[0] == want
+    assert native.active_isa() == want or native.isa() != "auto"
+    assert "portable" in native.runnable_isas()
 
 
 def test_isa_from_environment():
-    code = "from hilbench.npu import native; print(native.isa())"
-    env = {**os.environ, "HILBENCH_NPU_NATIVE_ISA": "scalar"}
+    code = "from hilbench.npu import native; print(native.isa(), native.active_isa())"
+    env = {**os.environ, "HILBENCH_NPU_NATIVE_ISA": "portable"}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
-    assert out.stdout.strip() == "scalar"
-    with pytest.raises(ValueError, match="unknown native ISA"):
+    assert out.stdout.split() == ["portable", "portable"]
+    with pytest.raises(ValueError, match="unknown native ISA 'avx9000'"):
         native.set_isa("avx9000")
+
+
+@pytest.mark.skipif(not native.available(), reason="native engine not built")
+def test_an_isa_the_cpu_lacks_is_refused_in_one_line():
+    lacking = [i for i in native.isas() if i not in native.runnable_isas()]
+    other_arch = [i for i in native.KNOWN_ISAS if i not in native.isas()]
+    for name in lacking:
+        with pytest.raises(
+            ValueError, match=re.escape(f"does not run the native engine's '{name}'")
+        ) as e:
+            native.set_isa(name)
+        assert "\n" not in str(e.value) and "it runs: " in str(e.value)
+    for name in other_arch:
+        with pytest.raises(ValueError, match="not built on this architecture"):
+            native.set_isa(name)
+    assert native.isa() == "auto"
+    if not lacking:
+        return
+    # the environment variable: refused when a graph runs, naming the variable
+    code = (
+        "import numpy as np\n"
+        "from hilbench.npu import zoo\n"
+        "g = zoo.build('mlp', seed=0)\n"
+        "g.run(np.zeros((1, 64), np.int8))\n"
+    )
+    env = {**os.environ, "HILBENCH_NPU_NATIVE_ISA": lacking[0], "HILBENCH_NPU_BACKEND": "native"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert f"HILBENCH_NPU_NATIVE_ISA='{lacking[0]}'" in last and "it runs: " in last
 
 
 def _native_vs_numpy(g, x, ov=None, *, all_layers=False):

@@ -10,8 +10,11 @@ weight array is always seen). The plan keeps the last arrays' buffers (a ``ViewC
 reused while the same array objects come again: those arrays stay alive and cannot be
 resized in place until other arrays take their slots or the graph goes.
 
-The engine picks AVX-512 VNNI kernels at run time when the CPU has them, else portable
-scalar C; :func:`use_isa` (or ``HILBENCH_NPU_NATIVE_ISA=scalar``) forces the scalar path.
+The engine holds one kernel table per ISA its build could compile (AVX-512 VNNI with and
+without VBMI, AVX-VNNI, AVX2, ARM64 NEON dot products, portable C) and runs the best one
+the CPU has (:func:`best_isa`); :func:`use_isa` (or ``HILBENCH_NPU_NATIVE_ISA=<name>``)
+forces one, :func:`runnable_isas` lists those this CPU can run. Every table gives the same
+bytes.
 """
 
 from __future__ import annotations
@@ -40,9 +43,16 @@ except ImportError as e:  # not built (no compiler at install time) or another p
 else:
     IMPORT_ERROR = None
 
-# auto: the best kernels the CPU runs; scalar: portable C only; novbmi: the VNNI kernels
-# without the ones that also need AVX-512 VBMI (as on a CPU without it)
-ISAS = ("auto", "scalar", "novbmi")
+# The engine's kernel tables, best first: (name, this CPU runs it, forced only). "auto" runs
+# the first one the CPU runs that is not forced-only (the portable C compiled for AVX2,
+# which a CPU that runs it runs slower than the AVX2 kernels).
+_TABLES: tuple[tuple[str, bool, bool], ...] = _engine.isas() if _engine is not None else ()
+# every ISA name of any build, best first (a build has those of its architecture)
+KNOWN_ISAS = (
+    "avx512vnni+vbmi", "avx512vnni", "avxvnni", "avx2", "portable-avx2", "neondot", "portable",
+)  # fmt: skip
+ISAS = ("auto", *(name for name, _, _ in _TABLES))
+_ISA_INDEX = {name: i for i, (name, _, _) in enumerate(_TABLES)}
 _ENV_ISA = "HILBENCH_NPU_NATIVE_ISA"
 _state: dict[str, str] = {"isa": os.environ.get(_ENV_ISA, "auto").strip().lower() or "auto"}
 
@@ -55,7 +65,7 @@ FIELDS: tuple[str, ...] = _engine.fields() if _engine is not None else ()
 F = {n: i for i, n in enumerate(FIELDS)}
 # the program header (record 0), as the C enum G_*
 (G_NOPS, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR_OFF, G_FIRST, G_ACC_OFF,
- G_KOFF_OFF) = range(10)  # fmt: skip
+ G_KOFF_OFF, G_WIDE_OFF) = range(11)  # fmt: skip
 
 
 class Unsupported(Exception):
@@ -68,35 +78,91 @@ def available() -> bool:
 
 
 def best_isa() -> str:
-    """'avx512vnni+vbmi', 'avx512vnni' (the kernels this CPU runs) or 'scalar'."""
+    """The kernels this CPU runs by default: 'avx512vnni+vbmi', 'avx512vnni', 'avxvnni',
+    'avx2', 'neondot' or 'portable' ('none' without the engine)."""
     return _engine.best_isa() if _engine is not None else "none"
 
 
+def isas() -> tuple[str, ...]:
+    """Every kernel table of this build, best first (those of its architecture)."""
+    return tuple(name for name, _, _ in _TABLES)
+
+
+def runnable_isas() -> tuple[str, ...]:
+    """The kernel tables this CPU runs, best first (forced-only test vehicles included)."""
+    return tuple(name for name, runs, _ in _TABLES if runs)
+
+
 def isa() -> str:
-    """The forced ISA ('auto', 'scalar' or 'novbmi')."""
+    """The ISA in force: 'auto' (the best this CPU runs) or a forced one."""
     return _state["isa"]
 
 
+def active_isa() -> str:
+    """The kernels a call runs now: the forced ISA, or the best one under 'auto'."""
+    return best_isa() if _state["isa"] == "auto" else _state["isa"]
+
+
 def set_isa(name: str) -> None:
-    if name not in ISAS:
-        raise ValueError(f"unknown native ISA {name!r}; use one of {ISAS}")
+    """Force the kernels of ``name`` (one of :func:`runnable_isas`) or 'auto'."""
+    if name == "auto":
+        _state["isa"] = name
+        return
+    if name not in _ISA_INDEX:
+        known = "auto, " + ", ".join(isas()) if _TABLES else "auto"
+        raise ValueError(
+            f"unknown native ISA {name!r} for this build; use one of {known}"
+            if name not in KNOWN_ISAS
+            else f"native ISA {name!r} is not built on this architecture; use one of {known}"
+        )
+    if name not in runnable_isas():
+        raise ValueError(
+            f"this CPU does not run the native engine's {name!r} kernels; "
+            f"it runs: {', '.join(runnable_isas())}"
+        )
     _state["isa"] = name
 
 
 @contextlib.contextmanager
 def use_isa(name: str) -> Iterator[None]:
-    """Run a block with the best kernels ('auto'), the scalar C path forced ('scalar') or
-    the VNNI kernels without the VBMI ones ('novbmi')."""
+    """Run a block with the kernels of ``name`` forced ('auto': the best this CPU runs)."""
     before = isa()
     set_isa(name)
     try:
         yield
     finally:
-        set_isa(before)
+        _state["isa"] = before
 
 
 def _up(n: int, m: int) -> int:
     return -(-n // m) * m
+
+
+def peak_macs_per_s(name: str | None = None, seconds: float = 0.05) -> float | None:
+    """The int8 multiply-add peak of one thread with ``name``'s instruction (default: the
+    active table): VPDPBUSD (AVX-512 VNNI, AVX-VNNI), VPMADDWD + VPADDD (AVX2), SDOT
+    (ARM64), measured now on 12 independent accumulators, best of 5; None for the
+    portable C (no single instruction)."""
+    import time
+
+    name = name or active_isa()
+    if name not in runnable_isas():
+        raise ValueError(f"this CPU does not run the native engine's {name!r} kernels")
+    i = _ISA_INDEX[name]
+    n = 1000
+    while True:  # calibrate to about `seconds` per run
+        t = time.perf_counter()
+        if _engine.peak(i, n) is None:
+            return None
+        if time.perf_counter() - t > seconds / 4 or n > 1 << 40:
+            break
+        n *= 4
+    best = 0.0
+    for _ in range(5):
+        t = time.perf_counter()
+        macs = _engine.peak(i, n)
+        best = max(best, macs / (time.perf_counter() - t))
+    return best
 
 
 # --- lowering ---------------------------------------------------------------------------------
@@ -156,7 +222,8 @@ def _requant_table(mult: Any, shift: Any, o: int, o16: int) -> np.ndarray:
     blocks = add.reshape(-1, 16)
     add_eo = np.concatenate([blocks[:, 0::2], blocks[:, 1::2]], axis=1).reshape(-1)
     table = np.concatenate([m, sh, ls, rs, mask, mask >> 1, rsf - 1]).astype(np.int32)
-    return np.concatenate([table, add_eo.view(np.int32)])
+    # the adds again, channel by channel (the portable kernels' layout)
+    return np.concatenate([table, add_eo.view(np.int32), add.view(np.int32)])
 
 
 def _fast_requant(mult: Any, shift: Any) -> bool:
@@ -195,7 +262,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
     slot_index: dict[str, int] = {}
     slot_rows: list[tuple[int, int]] = []
     packed_len = rs_len = 0
-    col_max = pad_max = o16_max = koff_max = 0
+    col_max = pad_max = o16_max = koff_max = wide_max = 0
 
     def size_of(name: str) -> int:
         return math.prod(t[name].shape)
@@ -304,24 +371,26 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
                 elif not rows_in_place:
                     col_max = max(col_max, oh * ow * k4)
                     f[F["COLS"]] = -1  # the shared scratch, placed below
-                if not rows_in_place and dw == 1:  # im2col from a padded copy (VNNI path)
+                wide_max = max(wide_max, 16 * o16)  # int32 sums of 4 rows (direct GEMMs)
+                if not rows_in_place and dw == 1:  # a padded copy (implicit im2col, AVX-512)
                     hp = (oh - 1) * sh + (kh - 1) * dh + 1
                     wp = (ow - 1) * sw + kw
                     f[F["IM2COL"]], f[F["HP"]], f[F["WP"]] = 2, hp, wp
                     pad_max = max(pad_max, hp * wp * c)
                 f[F["BEFF_OFF"]] = rs_len  # effective biases, per set (kept across inputs)
                 rs_len += o16
+                koff_max = max(koff_max, 4 * k4)  # int32 offsets per k (portable) or group
                 if direct:
                     f[F["DIRECT"]] = 1
                 else:  # packed per call (one set at a time) into the engine's panels
                     f[F["PK_OFF"]] = packed_len
-                    packed_len += _up(o16 * k4, ALIGN)
+                    # panels of 16 channels (SIMD tables) or 32 (portable C) x K4 bytes
+                    packed_len += _up(_up(oc, 32) * k4, ALIGN)
                     f[F["RS_OFF"]] = rs_len
                     rs_len += o16
                     if implicit and k4 != k:  # the weights with padded filter rows
                         f[F["WX_OFF"]] = packed_len
                         packed_len += _up(oc * k4, ALIGN)
-                    koff_max = max(koff_max, k4)
             table = _requant_table(p["multiplier"], p["shift"], oc, o16)
             f[F["ANYLS"]] = int(np.any(table[2 * o16 : 3 * o16] > 0))
             f[F["FASTRQ"]] = int(_fast_requant(p["multiplier"], p["shift"]))
@@ -377,7 +446,8 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
     bscr_off = pad_off + _up(pad_max, ALIGN) + 3 * ALIGN  # 3x3 VBMI reads 128 bytes ahead
     acc_off = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN  # depthwise (scalar), MEAN sums
     koff_off = acc_off + _up(4 * o16_max, ALIGN) + ALIGN  # implicit im2col group offsets
-    arena.end = koff_off + _up(koff_max, ALIGN) + ALIGN
+    wide_off = koff_off + _up(koff_max, ALIGN) + ALIGN
+    arena.end = wide_off + _up(wide_max, ALIGN) + ALIGN
     for f in recs:
         if f[F["KIND"]] == OP_DW or f[F["IM2COL"]] == 2:
             f[F["PAD_OFF"]] = pad_off
@@ -393,6 +463,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
     hdr[G_FIRST] = first
     hdr[G_ACC_OFF] = acc_off
     hdr[G_KOFF_OFF] = koff_off
+    hdr[G_WIDE_OFF] = wide_off
     prog = np.ascontiguousarray(np.stack([hdr, *recs]))
     return Plan(
         prog=prog,
@@ -409,6 +480,27 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
 
 
 # --- running ----------------------------------------------------------------------------------
+def _isa_code() -> int:
+    """The forced table's index for the engine (-1: the best); a forced name this CPU does
+    not run (only possible from the environment variable) is refused in one line."""
+    name = _state["isa"]
+    if name == "auto":
+        return -1
+    if name in _ISA_INDEX and name in runnable_isas():
+        return _ISA_INDEX[name]
+    from hilbench.errors import ConfigError
+
+    why = (
+        "names no kernels of this build"
+        if name not in _ISA_INDEX
+        else "names kernels this CPU does not run"
+    )
+    raise ConfigError(
+        f"{_ENV_ISA}={name!r} {why} (it runs: {', '.join(runnable_isas())})",
+        "unset it for the best one, or set one of those",
+    )
+
+
 def _plan(graph: Graph, ov: dict[str, np.ndarray], s: int | None, n: int) -> Plan:
     t = graph.tensors
     batched = frozenset(name for name, a in ov.items() if a.ndim > len(t[name].shape))
@@ -433,7 +525,7 @@ def _forward(graph: Graph, x: np.ndarray, ov: dict[str, np.ndarray], s: int | No
     out = np.empty((sets, n, *graph.tensors[graph.output].shape), np.int8)
     if dumps:
         dumps = tuple(np.empty((sets, n, *shape), np.int8) for shape in plan.out_shapes)
-    isa_code = ISAS.index(_state["isa"])
+    isa_code = _isa_code()
     args = (plan.packed, plan.rowsum, plan.arena)
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)

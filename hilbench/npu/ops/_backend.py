@@ -3,12 +3,12 @@ network per call), ``jit`` (compiled with numba, ``_jit.py``, one op at a time) 
 (the reference path in each op module). All are bit-exact with TFLM; the oracle tests run
 each of them.
 
-The default is ``native`` when its extension imports and the CPU runs its AVX-512 VNNI
-kernels, else ``jit`` when numba imports, else ``native`` (scalar C) if built, else
-``numpy``; the environment variable ``HILBENCH_NPU_BACKEND=native|jit|numpy`` chooses, and
-:func:`use` switches for a block. Under ``native``, ``Graph.run``/``run_all`` go to the
-engine (:func:`engine`); an op run on its own (or a graph the engine refuses) uses the jit
-kernels.
+The default is ``native`` when its extension imports (it runs the best kernels the CPU
+has: AVX-512 VNNI, AVX-VNNI, AVX2, ARM64 dot products, or its portable C), else ``jit``
+when numba imports, else ``numpy``; the environment variable
+``HILBENCH_NPU_BACKEND=native|jit|numpy`` chooses, and :func:`use` switches for a block.
+Under ``native``, ``Graph.run``/``run_all`` go to the engine (:func:`engine`); an op run on
+its own (or a graph the engine refuses) uses the jit kernels.
 """
 
 from __future__ import annotations
@@ -75,12 +75,7 @@ def _default() -> str:
     if env:
         return _check(env)
     if native_available():
-        from hilbench.npu import native
-
-        # its scalar C path is 2-3x slower than the jit kernels: native by default only
-        # where its AVX-512 VNNI kernels run (else jit, else native's scalar C)
-        if native.best_isa() != "scalar" or not jit_available():
-            return "native"
+        return "native"
     return "jit" if jit_available() else "numpy"
 
 

@@ -1,0 +1,424 @@
+/* AVX2 and AVX-VNNI kernels (x86-64): compiled with target attributes, chosen at run time.
+ *
+ * AVX2 multiplies as XNNPACK does there: int8 operands widened to int16 and VPMADDWD
+ * (int16 x int16, adjacent pairs summed into int32 lanes), exact for u = x + 128 (<= 255)
+ * times w (>= -128) with no saturation (VPMADDUBSW's int16 pair sums could saturate).
+ * Packed GEMMs: the weights are repacked per call into panels of 16 channels x 2 k as
+ * int16 (64 bytes per k pair), the pixels' rows widened to int16 once per layer (from the
+ * padded input for "implicit" im2col convs, from the rows otherwise), and a tile of up to
+ * 6 pixels x 16 channels multiplies one broadcast int16 pair of a pixel's row by a panel
+ * row per VPMADDWD; requantization (8 channels per vector, TFLM's steps or the merged
+ * rounding) is fused into the tile's store. Direct GEMMs (few pixels, long reductions)
+ * widen 16 bytes of a pixel's row and of a weight row and multiply-add them, then sum
+ * horizontally. Depthwise convs pair taps: the two taps' bytes interleaved and widened,
+ * one VPMADDWD per 8 channels and tap pair.
+ *
+ * AVX-VNNI (k_avxvnni.inc, included twice below) keeps the activations as bytes and uses
+ * VPDPBUSD (u8 x s8, 4 products summed into each int32 lane) on 16-channel x 4-byte
+ * panels; its second instance replaces VPDPBUSD by an exact AVX2 sequence, so that its
+ * code runs (and is tested) on CPUs without AVX-VNNI. Both share AVX2's depthwise, ADD
+ * and MAX_POOL_2D kernels.
+ */
+#include "engine.h"
+
+#if HB_X86
+#include <immintrin.h>
+
+#define HB_AVX2 __attribute__((target("avx2,fma,bmi,bmi2")))
+
+/* --- requantization, 8 channels per vector ------------------------------------------- */
+typedef struct {
+    __m256i m, mo, ls, rs, mask, thr;
+} vq8;
+
+/* o: the first of 8 channels (a multiple of 8) */
+HB_AVX2 HB_INLINE vq8 vq8_load(const int32_t *qp, int64_t o16, int64_t o) {
+    vq8 q;
+    q.m = _mm256_loadu_si256((const void *)(qp + QP_M * o16 + o));
+    q.mo = _mm256_srli_epi64(q.m, 32);
+    q.ls = _mm256_loadu_si256((const void *)(qp + QP_LS * o16 + o));
+    q.rs = _mm256_loadu_si256((const void *)(qp + QP_RS * o16 + o));
+    q.mask = _mm256_loadu_si256((const void *)(qp + QP_MASK * o16 + o));
+    q.thr = _mm256_loadu_si256((const void *)(qp + QP_THR * o16 + o));
+    return q;
+}
+
+/* MultiplyByQuantizedMultiplier on 8 int32 lanes (multipliers >= 0: no saturation) */
+HB_AVX2 HB_INLINE __m256i vmbqm8(__m256i v, const vq8 *q, int anyls) {
+    if (anyls) v = _mm256_sllv_epi32(v, q->ls);
+    const __m256i nudge = _mm256_set1_epi64x((int64_t)1 << 30);
+    __m256i pe = _mm256_mul_epi32(v, q->m);
+    __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(v, 32), q->mo);
+    pe = _mm256_srli_epi64(_mm256_add_epi64(pe, nudge), 31);
+    po = _mm256_slli_epi64(_mm256_add_epi64(po, nudge), 1);
+    const __m256i h = _mm256_blend_epi32(pe, po, 0xAA);
+    const __m256i rem = _mm256_and_si256(h, q->mask);
+    const __m256i thr = _mm256_sub_epi32(q->thr, _mm256_srai_epi32(h, 31));
+    const __m256i r = _mm256_srav_epi32(h, q->rs);
+    return _mm256_sub_epi32(r, _mm256_cmpgt_epi32(rem, thr));
+}
+
+/* The merged rounding (every channel shifts right by rs >= 1, no left shift; see
+ * k_avx512.c): (p + 2^30 + 2^(30+rs) - [p < -2^30] 2^31) >> (31 + rs) in 64-bit lanes, as
+ * the high 32 bits shifted right by rs - 1. Table: per 16-channel block the int64 adds
+ * of its even channels, then of its odd ones. */
+typedef struct {
+    __m256i m, mo, ae, ao, rsm1;
+} vqf8;
+
+HB_AVX2 HB_INLINE vqf8 vqf8_load(const int32_t *qp, int64_t o16, int64_t o) {
+    vqf8 q;
+    const int64_t blk = (o / 16) * 32 + (o % 16); /* int32 units: 8 * (o % 16 / 8) */
+    q.m = _mm256_loadu_si256((const void *)(qp + QP_M * o16 + o));
+    q.mo = _mm256_srli_epi64(q.m, 32);
+    q.rsm1 = _mm256_loadu_si256((const void *)(qp + QP_RSM1 * o16 + o));
+    q.ae = _mm256_loadu_si256((const void *)(qp + QP_ADD * o16 + blk));
+    q.ao = _mm256_loadu_si256((const void *)(qp + QP_ADD * o16 + blk + 16));
+    return q;
+}
+
+HB_AVX2 HB_INLINE __m256i vmbqm8_fast(__m256i v, const vqf8 *q) {
+    const __m256i neg = _mm256_set1_epi64x(-((int64_t)1 << 30));
+    const __m256i n31 = _mm256_set1_epi64x((int64_t)1 << 31);
+    const __m256i pe = _mm256_mul_epi32(v, q->m);
+    const __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(v, 32), q->mo);
+    __m256i e = _mm256_add_epi64(pe, q->ae);
+    __m256i od = _mm256_add_epi64(po, q->ao);
+    e = _mm256_sub_epi64(e, _mm256_and_si256(_mm256_cmpgt_epi64(neg, pe), n31));
+    od = _mm256_sub_epi64(od, _mm256_and_si256(_mm256_cmpgt_epi64(neg, po), n31));
+    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(e, 32), od, 0xAA);
+    return _mm256_srav_epi32(h, q->rsm1);
+}
+
+/* the per-op output constants (+ 128: the stored u8) */
+typedef struct {
+    __m256i oo, lo, hi;
+} vo8;
+
+HB_AVX2 HB_INLINE vo8 vo8_make(const int64_t *f) {
+    vo8 v;
+    v.oo = _mm256_set1_epi32((int32_t)f[F_OO] + 128);
+    v.lo = _mm256_set1_epi32((int32_t)f[F_LO] + 128);
+    v.hi = _mm256_set1_epi32((int32_t)f[F_HI] + 128);
+    return v;
+}
+
+/* + output offset, clamp, narrow 8 lanes to 8 bytes (the low half of the result) */
+HB_AVX2 HB_INLINE __m128i vout8(__m256i r, const vo8 *v) {
+    r = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, v->oo), v->lo), v->hi);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    return _mm_packus_epi16(w, w);
+}
+
+/* store n (<= 8) bytes */
+HB_AVX2 HB_INLINE void store8(uint8_t *d, __m128i b, int64_t n) {
+    if (n >= 8) {
+        _mm_storel_epi64((__m128i *)(void *)d, b);
+    } else {
+        uint8_t t[16];
+        _mm_storeu_si128((__m128i *)(void *)t, b);
+        memcpy(d, t, (size_t)n);
+    }
+}
+
+/* requantize one vector of 8 channels (o..o+7) of nr rows and store them */
+HB_AVX2 HB_INLINE void rq_store8(const __m256i *acc, int rows, int64_t stride,
+                                 const opctx *c, int64_t o, int64_t O, const vo8 *v,
+                                 uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t O16 = f[F_O16], n = O - o;
+    if (f[F_FASTRQ]) {
+        const vqf8 q = vqf8_load(c->qp, O16, o);
+        for (int i = 0; i < rows; i++)
+            store8(out + i * stride, vout8(vmbqm8_fast(acc[i], &q), v), n);
+    } else {
+        const vq8 q = vq8_load(c->qp, O16, o);
+        const int anyls = (int)f[F_ANYLS];
+        for (int i = 0; i < rows; i++)
+            store8(out + i * stride, vout8(vmbqm8(acc[i], &q, anyls), v), n);
+    }
+}
+
+/* requantize rows x O int32 sums (bias not yet added, row stride O16) into out */
+HB_AVX2 static void rq_rows(const int32_t *sums, int64_t rows, const opctx *c, uint8_t *out) {
+    const int64_t O = c->f[F_OC], O16 = c->f[F_O16];
+    const vo8 v = vo8_make(c->f);
+    for (int64_t o = 0; o < O; o += 8) {
+        const __m256i b = _mm256_loadu_si256((const void *)(c->beff + o));
+        for (int64_t i = 0; i < rows; i++) {
+            const __m256i a = _mm256_add_epi32(
+                _mm256_loadu_si256((const void *)(sums + i * O16 + o)), b);
+            rq_store8(&a, 1, 0, c, o, O, &v, out + i * O + o);
+        }
+    }
+}
+
+/* 8 x 8 transpose of 32-bit elements */
+HB_AVX2 HB_INLINE void transpose8(__m256i r[8]) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
+        u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
+        u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2x128_si256(u[i], u[4 + i], 0x31);
+    }
+}
+
+/* lane l of the result: the sum of a[l]'s 8 lanes */
+HB_AVX2 HB_INLINE __m256i hsum8x8(const __m256i a[8]) {
+    const __m256i h01 = _mm256_hadd_epi32(a[0], a[1]), h23 = _mm256_hadd_epi32(a[2], a[3]);
+    const __m256i h45 = _mm256_hadd_epi32(a[4], a[5]), h67 = _mm256_hadd_epi32(a[6], a[7]);
+    const __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20),
+                            _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+/* 16 bytes of w (zero beyond n) */
+HB_AVX2 HB_INLINE __m128i load16z(const int8_t *w, int64_t n) {
+    if (n >= 16) return _mm_loadu_si128((const void *)w);
+    int8_t t[16] = {0};
+    if (n > 0) memcpy(t, w, (size_t)n);
+    return _mm_loadu_si128((const void *)t);
+}
+
+/* 32 bytes of w (zero beyond n) */
+HB_AVX2 HB_INLINE __m256i load32z(const int8_t *w, int64_t n) {
+    if (n >= 32) return _mm256_loadu_si256((const void *)w);
+    int8_t t[32] = {0};
+    if (n > 0) memcpy(t, w, (size_t)n);
+    return _mm256_loadu_si256((const void *)t);
+}
+
+/* --- depthwise (AVX2): taps in pairs, interleaved and widened, one VPMADDWD ---------- */
+HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
+    const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
+    const int64_t T = KH * KW, NP = (T + 1) / 2;
+    if (T > 62) { /* more taps than the tables below hold */
+        hb_dw_portable(P, c, accu, out);
+        return;
+    }
+    const vo8 v = vo8_make(f);
+    const __m256i ones = _mm256_set1_epi16(1);
+    /* per tap pair p: offset of each tap in the padded input, and the weights interleaved
+     * (the odd last tap paired with itself and zero weights) */
+    int64_t toff[64];
+    __m256i wts[32][2]; /* 2 x 8 channels per pair, T <= 63 taps */
+    for (int64_t t = 0; t < T; t++) toff[t] = ((t / KW) * DH * WP + (t % KW) * DW) * OC;
+    if (T % 2) toff[T] = toff[T - 1];
+    for (int64_t o = 0; o < OC; o += 16) {
+        const int64_t left = OC - o;
+        __m256i bias[2];
+        __m256i tsum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        for (int64_t p = 0; p < NP; p++) {
+            const __m128i w0 = load16z(c->w + (2 * p) * OC + o, left);
+            const __m128i w1 =
+                2 * p + 1 < T ? load16z(c->w + (2 * p + 1) * OC + o, left) : _mm_setzero_si128();
+            wts[p][0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(w0, w1));
+            wts[p][1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(w0, w1));
+            tsum[0] = _mm256_add_epi32(tsum[0], _mm256_madd_epi16(wts[p][0], ones));
+            tsum[1] = _mm256_add_epi32(tsum[1], _mm256_madd_epi16(wts[p][1], ones));
+        }
+        for (int h = 0; h < 2; h++) {
+            int32_t tb[8], bb[8];
+            _mm256_storeu_si256((void *)tb, tsum[h]);
+            for (int l = 0; l < 8; l++) {
+                const int64_t ch = o + h * 8 + l;
+                bb[l] = ch < OC ? fold_bias(c, ch, tb[l]) : 0;
+            }
+            bias[h] = _mm256_loadu_si256((const void *)bb);
+        }
+        for (int64_t oy = 0; oy < OH; oy++) {
+            for (int64_t ox = 0; ox < OW; ox++) {
+                const uint8_t *px = P + ((oy * SH) * WP + ox * SW) * OC + o;
+                __m256i a0 = bias[0], a1 = bias[1];
+                for (int64_t p = 0; p < NP; p++) {
+                    const __m128i u0 = _mm_loadu_si128((const void *)(px + toff[2 * p]));
+                    const __m128i u1 = _mm_loadu_si128((const void *)(px + toff[2 * p + 1]));
+                    a0 = _mm256_add_epi32(
+                        a0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u0, u1)),
+                                              wts[p][0]));
+                    a1 = _mm256_add_epi32(
+                        a1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1)),
+                                              wts[p][1]));
+                }
+                uint8_t *d = out + (oy * OW + ox) * OC + o;
+                rq_store8(&a0, 1, 0, c, o, OC, &v, d);
+                if (left > 8) rq_store8(&a1, 1, 0, c, o + 8, OC, &v, d + 8);
+            }
+        }
+    }
+}
+
+/* --- ADD (AVX2) ------------------------------------------------------------------------ */
+/* one of ADD's three MultiplyByQuantizedMultiplier, uniform over lanes, by the cheapest
+ * exact route (as k_avx512.c): (2^30, 0) is (x + 1) >> 1; right shifts merged; else TFLM */
+typedef struct {
+    int mode, anyls;
+    vq8 q;
+    vqf8 qf;
+} addq8;
+
+HB_AVX2 HB_INLINE addq8 addq8_make(int32_t m, int32_t sh) {
+    addq8 a;
+    const int32_t l = sh > 0 ? sh : 0, r = sh > 0 ? 0 : -sh;
+    const int32_t mask = (int32_t)(((int64_t)1 << r) - 1);
+    a.anyls = l > 0;
+    a.mode = (m == (1 << 30) && sh == 0) ? 2 : (sh <= -1 ? 1 : 0);
+    a.q.m = _mm256_set1_epi32(m);
+    a.q.mo = _mm256_srli_epi64(a.q.m, 32);
+    a.q.ls = _mm256_set1_epi32(l);
+    a.q.rs = _mm256_set1_epi32(r);
+    a.q.mask = _mm256_set1_epi32(mask);
+    a.q.thr = _mm256_set1_epi32(mask >> 1);
+    a.qf.m = a.q.m;
+    a.qf.mo = a.q.mo;
+    a.qf.rsm1 = _mm256_set1_epi32(r > 0 ? r - 1 : 0);
+    a.qf.ae = _mm256_set1_epi64x(((int64_t)1 << 30) + ((int64_t)1 << (30 + (r > 0 ? r : 1))));
+    a.qf.ao = a.qf.ae;
+    return a;
+}
+
+HB_AVX2 HB_INLINE __m256i addq8_apply(__m256i x, const addq8 *a) {
+    if (a->mode == 2) return _mm256_srai_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(1)), 1);
+    if (a->mode == 1) return vmbqm8_fast(x, &a->qf);
+    return vmbqm8(x, &a->q, a->anyls);
+}
+
+HB_AVX2 static void add_avx2(const uint8_t *a, const uint8_t *b, const int64_t *f,
+                             uint8_t *out) {
+    const int64_t L = f[F_OUT_SIZE];
+    const addq8 q1 = addq8_make((int32_t)f[F_M1], (int32_t)f[F_S1]);
+    const addq8 q2 = addq8_make((int32_t)f[F_M2], (int32_t)f[F_S2]);
+    const addq8 q3 = addq8_make((int32_t)f[F_MO], (int32_t)f[F_SO]);
+    const __m256i off1 = _mm256_set1_epi32((int32_t)f[F_IO] - 128);
+    const __m256i off2 = _mm256_set1_epi32((int32_t)f[F_IO2] - 128);
+    const __m128i lsv = _mm_cvtsi32_si128((int32_t)f[F_LSH]);
+    const vo8 v = vo8_make(f);
+    for (int64_t i = 0; i < L; i += 8) {
+        const int64_t left = L - i;
+        __m128i ba, bb;
+        if (left >= 8) {
+            ba = _mm_loadl_epi64((const void *)(a + i));
+            bb = _mm_loadl_epi64((const void *)(b + i));
+        } else {
+            uint8_t ta[16] = {0}, tb[16] = {0};
+            memcpy(ta, a + i, (size_t)left);
+            memcpy(tb, b + i, (size_t)left);
+            ba = _mm_loadu_si128((const void *)ta);
+            bb = _mm_loadu_si128((const void *)tb);
+        }
+        __m256i x1 = _mm256_cvtepu8_epi32(ba), x2 = _mm256_cvtepu8_epi32(bb);
+        x1 = _mm256_sll_epi32(_mm256_add_epi32(x1, off1), lsv);
+        x2 = _mm256_sll_epi32(_mm256_add_epi32(x2, off2), lsv);
+        const __m256i r = _mm256_add_epi32(addq8_apply(x1, &q1), addq8_apply(x2, &q2));
+        store8(out + i, vout8(addq8_apply(r, &q3), &v), left);
+    }
+}
+
+/* --- MAX_POOL_2D (AVX2) on bytes --------------------------------------------------------- */
+HB_AVX2 static void maxpool_avx2(const uint8_t *x, const int64_t *f, uint8_t *out) {
+    const int64_t H = f[F_H], W = f[F_W], C = f[F_C], OH = f[F_OH], OW = f[F_OW];
+    const int64_t KH = f[F_KH], KW = f[F_KW], SH = f[F_SH], SW = f[F_SW], PT = f[F_PT],
+                  PL = f[F_PL];
+    const __m256i lo = _mm256_set1_epi8((char)(f[F_LO] + 128));
+    const __m256i hi = _mm256_set1_epi8((char)(f[F_HI] + 128));
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++)
+            for (int64_t c = 0; c < C; c += 32) {
+                const int64_t left = C - c;
+                __m256i best = _mm256_setzero_si256();
+                for (int64_t ky = 0; ky < KH; ky++) {
+                    const int64_t iy = oy * SH - PT + ky;
+                    if (iy < 0 || iy >= H) continue;
+                    for (int64_t kx = 0; kx < KW; kx++) {
+                        const int64_t ix = ox * SW - PL + kx;
+                        if (ix < 0 || ix >= W) continue;
+                        /* past the channels: other pixels' bytes or the arena's slack,
+                         * never stored */
+                        best = _mm256_max_epu8(
+                            best, _mm256_loadu_si256((const void *)(x + (iy * W + ix) * C + c)));
+                    }
+                }
+                best = _mm256_min_epu8(_mm256_max_epu8(best, lo), hi);
+                uint8_t *d = out + (oy * OW + ox) * C + c;
+                if (left >= 32) {
+                    _mm256_storeu_si256((void *)d, best);
+                } else {
+                    uint8_t t[32];
+                    _mm256_storeu_si256((void *)t, best);
+                    memcpy(d, t, (size_t)left);
+                }
+            }
+}
+
+/* --- GEMMs: AVX-VNNI, and AVX2 with VPDPBUSD done by two VPMADDWD ----------------------------------------------------------- */
+#define MR2 6 /* pixels per GEMM tile */
+
+/* --- peaks: the exact int8 multiply-add instruction's throughput ---------------------- */
+#define KEEP_YMM(a, b) __asm__ volatile("" : "+x"(a), "+x"(b))
+#define SUM8(c) _mm256_extract_epi32(c, 0)
+/* AVX2: VPMADDWD (16 products of int16, pairs summed; the accumulating VPADDD runs on other
+ * ports), chained through its first operand so that no two are the same */
+#define MADD_OP(c) _mm256_madd_epi16(c, b)
+HB_AVX2 static uint64_t peak_avx2(uint64_t n) {
+    __m256i a = _mm256_set1_epi16(3), b = _mm256_set1_epi16(5);
+    HB_PEAK_BODY(__m256i, _mm256_set1_epi32, MADD_OP, SUM8, KEEP_YMM)
+    return n * 12 * 16;
+}
+
+/* VPDPBUSD by AVX2, exactly: the even and the odd bytes of each 16-bit lane widened (u8
+ * zero-, s8 sign-extended), two VPMADDWD, summed into the accumulator (mod 2^32) */
+HB_AVX2 HB_INLINE __m256i dpbusd_emu(__m256i acc, __m256i a, __m256i b) {
+    const __m256i lo8 = _mm256_set1_epi16(0x00FF);
+    const __m256i ae = _mm256_and_si256(a, lo8), ao = _mm256_srli_epi16(a, 8);
+    const __m256i be = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), bo = _mm256_srai_epi16(b, 8);
+    return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ae, be),
+                                                  _mm256_madd_epi16(ao, bo)));
+}
+
+#if HB_HAVE_AVXVNNI
+#define HB_AVXVNNI __attribute__((target("avx2,fma,bmi,bmi2,avxvnni")))
+/* AVX-VNNI: VPDPBUSD on 256 bits (32 products of u8 x s8) */
+#define DPBUSD_OP(c) _mm256_dpbusd_avx_epi32(c, a, b)
+HB_AVXVNNI static uint64_t peak_avxvnni(uint64_t n) {
+    __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(5);
+    HB_PEAK_BODY(__m256i, _mm256_set1_epi32, DPBUSD_OP, SUM8, KEEP_YMM)
+    return n * 12 * 32;
+}
+#define VN_FN HB_AVXVNNI
+#define VN(n) n##_avxvnni
+#define VN_NAME "avxvnni"
+#define VN_DPBUSD(acc, a, b) _mm256_dpbusd_avx_epi32(acc, a, b)
+#define VN_PEAK peak_avxvnni
+#include "k_avxvnni.inc"
+#undef VN_FN
+#undef VN
+#undef VN_NAME
+#undef VN_DPBUSD
+#undef VN_PEAK
+#endif
+
+#define VN_FN HB_AVX2
+#define VN(n) n##_avx2
+#define VN_NAME "avx2"
+#define VN_DPBUSD(acc, a, b) dpbusd_emu(acc, a, b)
+#define VN_PEAK peak_avx2
+#include "k_avxvnni.inc"
+#undef VN_FN
+#undef VN
+#undef VN_NAME
+#undef VN_DPBUSD
+#undef VN_PEAK
+#else
+typedef int hb_no_avx2; /* not an x86-64 build: nothing here */
+#endif
