@@ -120,9 +120,10 @@ class ZocfError(ValueError):
     """A ZOCF section that is malformed or does not fit the model; the text of a device
     refusal is ``MESSAGES[key] % args`` (``key`` None: a host-side error)."""
 
-    def __init__(self, key: str | None, *args: int | str) -> None:
+    def __init__(self, key: str | None, *args: int | str, tensor: int | None = None) -> None:
         self.key = key
         self.message = MESSAGES[key] % args if key is not None else str(args[0])
+        self.tensor = tensor  # the blob tensor index an entry's refusal is about, if any
         super().__init__(self.message)
 
 
@@ -340,36 +341,36 @@ def resolve(config: ZoConfig, graph) -> list[Trainable]:
         if e.index >= len(names):
             raise ZocfError("index", i, e.index, len(names))
         if e.index in seen:
-            raise ZocfError("twice", i, e.index)
+            raise ZocfError("twice", i, e.index, tensor=e.index)
         seen.add(e.index)
         name = names[e.index]
         kind, op_kind = roles.get(name, (None, ""))
         t = graph.tensors[name]
         if kind is None or t.data is None:
-            raise ZocfError("not_trainable", i, e.index)
+            raise ZocfError("not_trainable", i, e.index, tensor=e.index)
         if kind == "weight" and t.dtype != "int8":
-            raise ZocfError("weight_dtype", i, e.index)
+            raise ZocfError("weight_dtype", i, e.index, tensor=e.index)
         if kind == "bias" and t.dtype != "int32":
-            raise ZocfError("bias_dtype", i, e.index)
+            raise ZocfError("bias_dtype", i, e.index, tensor=e.index)
         if not MIN_MULT <= e.eps_mult <= MAX_MULT:
-            raise ZocfError("eps_mult", i, e.eps_mult)
+            raise ZocfError("eps_mult", i, e.eps_mult, tensor=e.index)
         if not 0 <= e.unit_shift <= MAX_UNIT_SHIFT:
-            raise ZocfError("unit_shift", i, e.unit_shift, MAX_UNIT_SHIFT)
+            raise ZocfError("unit_shift", i, e.unit_shift, MAX_UNIT_SHIFT, tensor=e.index)
         if kind == "weight" and e.unit_shift != 0:
-            raise ZocfError("weight_shift", i, e.index, e.unit_shift)
+            raise ZocfError("weight_shift", i, e.index, e.unit_shift, tensor=e.index)
         layout = row_layout(kind, op_kind)
         shape = tuple(t.shape)
         rows, length = perturb.rows_of(shape, layout)
         mult: int | np.ndarray = e.eps_mult
         if e.channel_mult:
             if len(e.channel_mult) != rows:
-                raise ZocfError("channels", i, len(e.channel_mult), e.index, rows)
+                raise ZocfError("channels", i, len(e.channel_mult), e.index, rows, tensor=e.index)
             zero = [j for j, c in enumerate(e.channel_mult) if c < MIN_MULT]
             if zero:
-                raise ZocfError("channel_zero", i, zero[0])
+                raise ZocfError("channel_zero", i, zero[0], tensor=e.index)
             mult = perturb.row_mults(np.asarray(e.channel_mult), shape, layout)
         if config.pool_size and length > config.pool_size:
-            raise ZocfError("pool_row", config.pool_size, e.index, length)
+            raise ZocfError("pool_row", config.pool_size, e.index, length, tensor=e.index)
         out.append(Trainable(name, kind, shape, mult, e.unit_shift, layout, e.index))
     return out
 
@@ -474,8 +475,9 @@ def build(
     )
     try:
         resolve(cfg, graph)
-    except ZocfError as exc:
-        raise ValueError(str(exc)) from None
+    except ZocfError as exc:  # the device's text, and for the host user the tensor's name
+        where = f" (tensor {exc.tensor} is {names[exc.tensor]})" if exc.tensor is not None else ""
+        raise ValueError(str(exc) + where) from None
     return cfg
 
 

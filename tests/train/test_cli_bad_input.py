@@ -23,7 +23,7 @@ from tests.cli_helpers import hilbench
         (["--lr", "1e9"], ["learning rate 1000000000.0 is out of range"]),
         (["--layers", "conv*"], ["'conv*' matches no trainable tensor", "fc0_w"]),
         (["--layers", "last:5"], ["last:5", "K must be in 1..2"]),
-        (["--pool", "16"], ["pool of 16 is shorter than a row of fc0_w"]),
+        (["--pool", "16"], ["pool of 16 is shorter than a row of tensor 1", "(tensor 1 is fc0_w)"]),
         (["--pool", "70000"], ["pool 70000 is out of range"]),
         (["--perturbation", "normal"], ["unknown perturbation 'normal'", "gaussian"]),
         (["--estimator", "three-point"], ["unknown estimator", "one-sided"]),

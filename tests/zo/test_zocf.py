@@ -260,8 +260,9 @@ def test_depthwise_rows_are_output_channels_so_a_small_pool_fits_mobilenet(mobil
         zocf.build(mobilenet, layers="dwconv*_w", pool_size=8)
     assert str(exc.value) == (
         f"ZOCF pool of 8 is shorter than a row of tensor {first} (9 elements), "
-        "so the row would repeat at a fixed distance"
+        "so the row would repeat at a fixed distance (tensor 4 is dwconv1_w)"
     )
+    assert first == 4
     every = zocf.resolve(zocf.build(mobilenet, layers="all", pool_size=1280), mobilenet)
     assert max(t.rows[1] for t in every) == 1280 and len(every) == 106
     with pytest.raises(ValueError, match="pool of 1279 is shorter than a row"):
