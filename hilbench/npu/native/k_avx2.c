@@ -92,28 +92,45 @@ HB_AVX2 HB_INLINE __m256i vmbqm8_fast(__m256i v, const vqf8 *q) {
 
 /* the per-op output constants (+ 128: the stored u8) */
 typedef struct {
-    __m256i oo, lo, hi;
+    __m256i oo;     /* output offset + 128, int16 lanes */
+    __m128i lo, hi; /* the activation clamp + 128, bytes */
 } vo8;
 
 HB_AVX2 HB_INLINE vo8 vo8_make(const int64_t *f) {
     vo8 v;
-    v.oo = _mm256_set1_epi32((int32_t)f[F_OO] + 128);
-    v.lo = _mm256_set1_epi32((int32_t)f[F_LO] + 128);
-    v.hi = _mm256_set1_epi32((int32_t)f[F_HI] + 128);
+    v.oo = _mm256_set1_epi16((int16_t)(f[F_OO] + 128));
+    v.lo = _mm_set1_epi8((char)(f[F_LO] + 128));
+    v.hi = _mm_set1_epi8((char)(f[F_HI] + 128));
     return v;
 }
 
-/* + output offset, clamp, narrow 8 lanes to 8 bytes (the low half of the result) */
-HB_AVX2 HB_INLINE __m128i vout8(__m256i r, const vo8 *v) {
-    r = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, v->oo), v->lo), v->hi);
-    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
-    return _mm_packus_epi16(w, w);
+/* 16 requantized results (r0: channels 0-7, r1: 8-15) + the output offset, clamped, as
+ * bytes: narrowed to int16 with saturation, + (oo + 128) saturating, to u8 saturating, then
+ * the clamp on bytes. Exact: a value saturated to the int16 range is beyond [0, 255] before
+ * and after the add (|oo + 128| <= 255), and clamping to [0, 255] and then to [lo, hi]
+ * (0 <= lo <= hi <= 255) is clamping to [lo, hi]. */
+HB_AVX2 HB_INLINE __m128i vout16(__m256i r0, __m256i r1, const vo8 *v) {
+    __m256i p = _mm256_adds_epi16(_mm256_packs_epi32(r0, r1), v->oo);
+    p = _mm256_packus_epi16(p, p); /* dwords: r0 0-3, r1 0-3, .. | r0 4-7, r1 4-7, .. */
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+    return _mm_min_epu8(_mm_max_epu8(_mm256_castsi256_si128(p), v->lo), v->hi);
 }
 
-/* store n (<= 8) bytes */
-HB_AVX2 HB_INLINE void store8(uint8_t *d, __m128i b, int64_t n) {
-    if (n >= 8) {
-        _mm_storel_epi64((__m128i *)(void *)d, b);
+/* the same for 8 results (the low 8 bytes) */
+HB_AVX2 HB_INLINE __m128i vout8(__m256i r, const vo8 *v) {
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    w = _mm_adds_epi16(w, _mm256_castsi256_si128(v->oo));
+    w = _mm_packus_epi16(w, w);
+    return _mm_min_epu8(_mm_max_epu8(w, v->lo), v->hi);
+}
+
+/* store n bytes of b (n < 16 through a temporary) */
+HB_AVX2 HB_INLINE void store_n(uint8_t *d, __m128i b, int64_t n, int64_t full) {
+    if (n >= full) {
+        if (full == 16)
+            _mm_storeu_si128((__m128i *)(void *)d, b);
+        else
+            _mm_storel_epi64((__m128i *)(void *)d, b);
     } else {
         uint8_t t[16];
         _mm_storeu_si128((__m128i *)(void *)t, b);
@@ -121,7 +138,9 @@ HB_AVX2 HB_INLINE void store8(uint8_t *d, __m128i b, int64_t n) {
     }
 }
 
-/* requantize one vector of 8 channels (o..o+7) of nr rows and store them */
+HB_AVX2 HB_INLINE void store8(uint8_t *d, __m128i b, int64_t n) { store_n(d, b, n, 8); }
+
+/* requantize one vector of 8 channels (o..o+7) of `rows` rows and store them */
 HB_AVX2 HB_INLINE void rq_store8(const __m256i *acc, int rows, int64_t stride,
                                  const opctx *c, int64_t o, int64_t O, const vo8 *v,
                                  uint8_t *out) {
@@ -136,6 +155,26 @@ HB_AVX2 HB_INLINE void rq_store8(const __m256i *acc, int rows, int64_t stride,
         const int anyls = (int)f[F_ANYLS];
         for (int i = 0; i < rows; i++)
             store8(out + i * stride, vout8(vmbqm8(acc[i], &q, anyls), v), n);
+    }
+}
+
+/* the same for two vectors: 16 channels (o..o+15, o a multiple of 16) */
+HB_AVX2 HB_INLINE void rq_store16(const __m256i *a0, const __m256i *a1, int rows,
+                                  int64_t stride, const opctx *c, int64_t o, int64_t O,
+                                  const vo8 *v, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t O16 = f[F_O16], n = O - o;
+    if (f[F_FASTRQ]) {
+        const vqf8 q0 = vqf8_load(c->qp, O16, o), q1 = vqf8_load(c->qp, O16, o + 8);
+        for (int i = 0; i < rows; i++)
+            store_n(out + i * stride,
+                    vout16(vmbqm8_fast(a0[i], &q0), vmbqm8_fast(a1[i], &q1), v), n, 16);
+    } else {
+        const vq8 q0 = vq8_load(c->qp, O16, o), q1 = vq8_load(c->qp, O16, o + 8);
+        const int anyls = (int)f[F_ANYLS];
+        for (int i = 0; i < rows; i++)
+            store_n(out + i * stride,
+                    vout16(vmbqm8(a0[i], &q0, anyls), vmbqm8(a1[i], &q1, anyls), v), n, 16);
     }
 }
 
@@ -192,12 +231,118 @@ HB_AVX2 HB_INLINE __m128i load16z(const int8_t *w, int64_t n) {
 /* 32 bytes of w (zero beyond n) */
 HB_AVX2 HB_INLINE __m256i load32z(const int8_t *w, int64_t n) {
     if (n >= 32) return _mm256_loadu_si256((const void *)w);
+    if (n % 4 == 0) /* whole dwords: a masked load (the rest is neither read nor faults) */
+        return _mm256_maskload_epi32(
+            (const int *)(const void *)w,
+            _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n / 4)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
     int8_t t[32] = {0};
     if (n > 0) memcpy(t, w, (size_t)n);
     return _mm256_loadu_si256((const void *)t);
 }
 
 /* --- depthwise (AVX2): taps in pairs, interleaved and widened, one VPMADDWD ---------- */
+/* requantize 16 channels' accumulators of one pixel with constants loaded once per block:
+ * fast (the merged rounding) or TFLM's steps */
+typedef struct {
+    vqf8 f0, f1;
+    vq8 q0, q1;
+    int fast, anyls;
+} rq16;
+
+HB_AVX2 HB_INLINE void rq16_load(rq16 *r, const opctx *c, int64_t o) {
+    const int64_t *f = c->f;
+    r->fast = (int)f[F_FASTRQ];
+    r->anyls = (int)f[F_ANYLS];
+    if (r->fast) {
+        r->f0 = vqf8_load(c->qp, f[F_O16], o);
+        r->f1 = vqf8_load(c->qp, f[F_O16], o + 8);
+    } else {
+        r->q0 = vq8_load(c->qp, f[F_O16], o);
+        r->q1 = vq8_load(c->qp, f[F_O16], o + 8);
+    }
+}
+
+HB_AVX2 HB_INLINE __m128i rq16_out(const rq16 *r, const int fast, __m256i a0, __m256i a1,
+                                  const vo8 *v) {
+    if (fast) return vout16(vmbqm8_fast(a0, &r->f0), vmbqm8_fast(a1, &r->f1), v);
+    return vout16(vmbqm8(a0, &r->q0, r->anyls), vmbqm8(a1, &r->q1, r->anyls), v);
+}
+
+/* 3x3, stride 1, dilation 1: taps paired vertically (rows 0 and 1; row 2 with a zero
+ * weight), so the widened pairs of one input column serve the three output pixels that
+ * read it: per output pixel and 16 channels, one new column (3 loads, 7 widening ops) and
+ * 12 VPMADDWD. bias: the folded biases of the 16 channels (2 x 8) */
+HB_AVX2 HB_INLINE void dw3s1_block(const uint8_t *P, const opctx *c, int64_t o,
+                                   const __m256i bias[2], const vo8 *v, const rq16 *rq,
+                                   const int fast, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], WP = f[F_WP];
+    const int64_t left = OC - o;
+    __m256i w01[3][2], w2[3][2];
+    for (int kx = 0; kx < 3; kx++) {
+        const __m128i a = load16z(c->w + kx * OC + o, left);
+        const __m128i b = load16z(c->w + (3 + kx) * OC + o, left);
+        const __m128i d = load16z(c->w + (6 + kx) * OC + o, left);
+        w01[kx][0] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+        w01[kx][1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, b));
+        w2[kx][0] = _mm256_cvtepi8_epi32(d);
+        w2[kx][1] = _mm256_cvtepi8_epi32(_mm_srli_si128(d, 8));
+    }
+    const int64_t row = WP * OC;
+    for (int64_t oy = 0; oy < OH; oy++) {
+        const uint8_t *r0 = P + oy * row + o;
+        /* the widened columns ox, ox + 1 (and ox + 2, loaded per pixel) */
+        __m256i a[3][2], b[3][2];
+        for (int64_t cx = 0; cx < 2; cx++) {
+            const __m128i u0 = _mm_loadu_si128((const void *)(r0 + cx * OC));
+            const __m128i u1 = _mm_loadu_si128((const void *)(r0 + row + cx * OC));
+            const __m128i u2 = _mm_loadu_si128((const void *)(r0 + 2 * row + cx * OC));
+            a[cx][0] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u0, u1));
+            a[cx][1] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1));
+            b[cx][0] = _mm256_cvtepu8_epi32(u2);
+            b[cx][1] = _mm256_cvtepu8_epi32(_mm_srli_si128(u2, 8));
+        }
+        for (int64_t ox = 0; ox < OW; ox++) {
+            const int64_t cx = ox + 2;
+            const __m128i u0 = _mm_loadu_si128((const void *)(r0 + cx * OC));
+            const __m128i u1 = _mm_loadu_si128((const void *)(r0 + row + cx * OC));
+            const __m128i u2 = _mm_loadu_si128((const void *)(r0 + 2 * row + cx * OC));
+            a[2][0] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u0, u1));
+            a[2][1] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1));
+            b[2][0] = _mm256_cvtepu8_epi32(u2);
+            b[2][1] = _mm256_cvtepu8_epi32(_mm_srli_si128(u2, 8));
+            __m256i acc[2];
+            for (int h = 0; h < 2; h++) {
+                const __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(a[0][h], w01[0][h]),
+                                                    _mm256_madd_epi16(b[0][h], w2[0][h]));
+                const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(a[1][h], w01[1][h]),
+                                                    _mm256_madd_epi16(b[1][h], w2[1][h]));
+                const __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(a[2][h], w01[2][h]),
+                                                    _mm256_madd_epi16(b[2][h], w2[2][h]));
+                acc[h] = _mm256_add_epi32(_mm256_add_epi32(bias[h], s0), _mm256_add_epi32(s1, s2));
+            }
+            store_n(out + (oy * OW + ox) * OC + o, rq16_out(rq, fast, acc[0], acc[1], v), left,
+                    16);
+            for (int h = 0; h < 2; h++) {
+                a[0][h] = a[1][h];
+                a[1][h] = a[2][h];
+                b[0][h] = b[1][h];
+                b[1][h] = b[2][h];
+            }
+        }
+    }
+}
+
+HB_AVX2 static void dw3s1_avx2(const uint8_t *P, const opctx *c, int64_t o, const __m256i bias[2],
+                               const vo8 *v, uint8_t *out) {
+    rq16 rq;
+    rq16_load(&rq, c, o);
+    if (rq.fast)
+        dw3s1_block(P, c, o, bias, v, &rq, 1, out);
+    else
+        dw3s1_block(P, c, o, bias, v, &rq, 0, out);
+}
+
 HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, uint8_t *out) {
     const int64_t *f = c->f;
     const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
@@ -237,6 +382,12 @@ HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, ui
             }
             bias[h] = _mm256_loadu_si256((const void *)bb);
         }
+        if (KH == 3 && KW == 3 && SH == 1 && SW == 1 && DH == 1 && DW == 1) {
+            dw3s1_avx2(P, c, o, bias, &v, out);
+            continue;
+        }
+        rq16 rq;
+        rq16_load(&rq, c, o);
         for (int64_t oy = 0; oy < OH; oy++) {
             for (int64_t ox = 0; ox < OW; ox++) {
                 const uint8_t *px = P + ((oy * SH) * WP + ox * SW) * OC + o;
@@ -251,9 +402,8 @@ HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, ui
                         a1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1)),
                                               wts[p][1]));
                 }
-                uint8_t *d = out + (oy * OW + ox) * OC + o;
-                rq_store8(&a0, 1, 0, c, o, OC, &v, d);
-                if (left > 8) rq_store8(&a1, 1, 0, c, o + 8, OC, &v, d + 8);
+                store_n(out + (oy * OW + ox) * OC + o, rq16_out(&rq, rq.fast, a0, a1, &v), left,
+                        16);
             }
         }
     }
