@@ -201,7 +201,8 @@ static int serve_pty(void) {
 }
 
 static int serve_stdio(void) {
-    fcntl(STDOUT_FILENO, F_SETFL, fcntl(STDOUT_FILENO, F_GETFL) | O_NONBLOCK);
+    /* stdout stays blocking (its file description may be shared, e.g. a terminal); a signal
+     * interrupts a blocked write all the same (no SA_RESTART) */
     serve_fd(STDIN_FILENO, STDOUT_FILENO);
     return 0;
 }
