@@ -60,21 +60,22 @@ static uint64_t duration_ns(uint64_t t0) {
 /* ---- state checks shared by several requests ------------------------------------------- */
 
 static int need_model(hb_status *st) {
-    return cmd.model_ready ? 0 : HB_FAIL0(st, HB_ERR_NO_MODEL, HB_MSG_NO_MODEL);
+    return cmd.model_ready ? 0 : HB_FAIL0(st, HB_MSG_NO_MODEL_CODE, HB_MSG_NO_MODEL);
 }
 
 /* PROBE, EVAL, APPLY_PROBE, INFER on a slot: a model, data in the slot, items of the model's
  * input size, the model's classes (decisions.md 3) */
 static int model_and_slot(uint8_t slot, hb_slot *s, hb_status *st) {
     if (need_model(st) < 0) return -1;
-    if (hb_store_slot(slot, s) < 0) return HB_FAIL(st, HB_ERR_NO_DATA, HB_MSG_NO_DATA, HB_I(slot));
+    if (hb_store_slot(slot, s) < 0)
+        return HB_FAIL(st, HB_MSG_NO_DATA_CODE, HB_MSG_NO_DATA, HB_I(slot));
     const hb_graph *g = hb_graph_instance();
     uint32_t in = hb_graph_input_size(g), out = hb_graph_output_size(g);
     if (s->item_size != in)
-        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_SLOT_ITEM_SIZE, HB_I(slot),
+        return HB_FAIL(st, HB_MSG_SLOT_ITEM_SIZE_CODE, HB_MSG_SLOT_ITEM_SIZE, HB_I(slot),
                        HB_I(s->item_size), HB_I(in));
     if (s->n_classes != out)
-        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_SLOT_CLASSES, HB_I(slot),
+        return HB_FAIL(st, HB_MSG_SLOT_CLASSES_CODE, HB_MSG_SLOT_CLASSES, HB_I(slot),
                        HB_I(s->n_classes), HB_I(out));
     return 0;
 }
@@ -82,16 +83,17 @@ static int model_and_slot(uint8_t slot, hb_slot *s, hb_status *st) {
 /* the answer of `size` bytes must fit the device's max_payload */
 static int fits(uint8_t layout, uint32_t size, hb_status *st) {
     if (size > cmd.max_payload)
-        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_ANSWER_TOO_LARGE, HB_S(NAME(layout)),
-                       HB_I(size), HB_I(cmd.max_payload));
+        return HB_FAIL(st, HB_MSG_ANSWER_TOO_LARGE_CODE, HB_MSG_ANSWER_TOO_LARGE,
+                       HB_S(NAME(layout)), HB_I(size), HB_I(cmd.max_payload));
     return 0;
 }
 
 /* APPLY_PROBED / APPLY_PROBE: a PROBE since the model load, with this q */
 static int check_probed(uint8_t layout, uint16_t q, hb_status *st) {
-    if (!cmd.probed_q) return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_PROBED_NONE, HB_S(NAME(layout)));
+    if (!cmd.probed_q)
+        return HB_FAIL(st, HB_MSG_PROBED_NONE_CODE, HB_MSG_PROBED_NONE, HB_S(NAME(layout)));
     if (q != cmd.probed_q)
-        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_PROBED_Q, HB_S(NAME(layout)), HB_I(q),
+        return HB_FAIL(st, HB_MSG_PROBED_Q_CODE, HB_MSG_PROBED_Q, HB_S(NAME(layout)), HB_I(q),
                        HB_I(cmd.probed_q));
     return 0;
 }
@@ -312,8 +314,9 @@ static int eval(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
     if (model_and_slot(slot, &s, st) < 0) return -1;
     uint64_t end = (uint64_t)start + count; /* count >= 1: a range check */
     if (end > s.n_items)
-        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_EVAL_PAST_END, HB_S(NAME(HB_L_EVAL)),
-                       HB_I(start), HB_I(end - 1), HB_I(slot), HB_I(s.n_items));
+        return HB_FAIL(st, HB_MSG_EVAL_PAST_END_CODE, HB_MSG_EVAL_PAST_END,
+                       HB_S(NAME(HB_L_EVAL)), HB_I(start), HB_I(end - 1), HB_I(slot),
+                       HB_I(s.n_items));
     uint32_t correct = 0;
     int64_t loss_sum = 0;
     uint64_t t0 = hb_port_ticks();
@@ -348,12 +351,12 @@ static int infer(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen, hb_
         hb_slot s;
         if (model_and_slot(slot, &s, st) < 0) return -1;
         if (index >= s.n_items)
-            return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_INFER_INDEX, HB_S(NAME(HB_L_INFER)),
-                           HB_I(index), HB_I(slot), HB_I(s.n_items));
+            return HB_FAIL(st, HB_MSG_INFER_INDEX_CODE, HB_MSG_INFER_INDEX,
+                           HB_S(NAME(HB_L_INFER)), HB_I(index), HB_I(slot), HB_I(s.n_items));
         x = s.inputs + (uint64_t)index * s.item_size;
     } else { /* the input in the request (slot and index are 0: a range rule) */
         if (k != in)
-            return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_INFER_INPUT_SIZE,
+            return HB_FAIL(st, HB_MSG_INFER_INPUT_SIZE_CODE, HB_MSG_INFER_INPUT_SIZE,
                            HB_S(NAME(HB_L_INFER)), HB_I(k), HB_I(in));
         x = (const int8_t *)hb_msg_ptr(p, HB_F_INFER_INPUT);
     }
@@ -386,6 +389,7 @@ int hb_cmd_execute(uint8_t type, const uint8_t *p, uint16_t len, uint8_t *resp,
     case HB_TYPE_APPLY_PROBED: return apply_probed(p, resp, resp_len, st);
     case HB_TYPE_APPLY_PROBE: return apply_probe(p, resp, resp_len, st);
     case HB_TYPE_INFER: return infer(p, len, resp, resp_len, st);
-    default: return HB_FAIL(st, HB_ERR_INTERNAL, HB_MSG_INTERNAL, HB_S("no handler for the type"));
+    default: /* device.c passes request types only */
+        return HB_FAIL(st, HB_MSG_INTERNAL_CODE, HB_MSG_INTERNAL, HB_S("no handler for the type"));
     }
 }

@@ -98,12 +98,15 @@ static void answer_error(const hb_frame *req, const hb_status *st) {
 }
 
 static void answer_bad_frame(hb_problem kind) {
-    const char *name = hb_problem_name(kind);
-    uint16_t n = error_payload(bad_body + HB_HEADER_SIZE, HB_ERR_BAD_FRAME, 0, name,
-                               (uint16_t)hb_strlen(name));
-    size_t len = hb_frame_encode(bad_wire, bad_body, HB_PROTOCOL_VERSION, HB_TYPE_ERROR, 0, n);
+    char text[16];
+    hb_arg name = HB_S(hb_problem_name(kind));
+    size_t len = hb_format(text, sizeof text, HB_MSG_BAD_FRAME, &name, 1);
+    uint16_t n = error_payload(bad_body + HB_HEADER_SIZE, HB_MSG_BAD_FRAME_CODE, 0, text,
+                               (uint16_t)len);
+    size_t wire_len = hb_frame_encode(bad_wire, bad_body, HB_PROTOCOL_VERSION, HB_TYPE_ERROR,
+                                      0, n);
     dev.bad_frames++;
-    hb_port_write(bad_wire, len); /* never cached */
+    hb_port_write(bad_wire, wire_len); /* never cached */
 }
 
 static void dispatch(const hb_frame *f) {
@@ -112,7 +115,7 @@ static void dispatch(const hb_frame *f) {
     dev.frames++;
     /* 1. version */
     if (f->version != HB_PROTOCOL_VERSION) {
-        HB_FAIL(st, HB_ERR_BAD_VERSION, HB_MSG_BAD_VERSION, HB_I(HB_PROTOCOL_VERSION),
+        HB_FAIL(st, HB_MSG_BAD_VERSION_CODE, HB_MSG_BAD_VERSION, HB_I(HB_PROTOCOL_VERSION),
                 HB_I(f->version));
         answer_error(f, st);
         return;
@@ -126,7 +129,7 @@ static void dispatch(const hb_frame *f) {
     }
     /* 3. a request type this device knows */
     if (f->type < HB_FIRST_REQUEST || f->type > HB_LAST_REQUEST) {
-        HB_FAIL(st, HB_ERR_UNKNOWN_TYPE, HB_MSG_UNKNOWN_TYPE, HB_I(f->type));
+        HB_FAIL(st, HB_MSG_UNKNOWN_TYPE_CODE, HB_MSG_UNKNOWN_TYPE, HB_I(f->type));
         answer_error(f, st);
         return;
     }
@@ -147,7 +150,7 @@ static void dispatch(const hb_frame *f) {
     } else {
         /* 5. a session, and a seq newer than the last request's (late copies are dropped) */
         if (!dev.session_open) {
-            HB_FAIL0(st, HB_ERR_NO_SESSION, HB_MSG_NO_SESSION);
+            HB_FAIL0(st, HB_MSG_NO_SESSION_CODE, HB_MSG_NO_SESSION);
             answer_error(f, st);
             return;
         }

@@ -87,7 +87,7 @@ int hb_store_begin(int target, const char *what, uint32_t total_len, hb_status *
     uint64_t need = hb_pad16(total_len);
     uint32_t free_bytes = hb_store_free();
     if (need > free_bytes)
-        return HB_FAIL(st, HB_ERR_MODEL_TOO_LARGE, HB_MSG_BLOB_TOO_LARGE, HB_S(what),
+        return HB_FAIL(st, HB_MSG_BLOB_TOO_LARGE_CODE, HB_MSG_BLOB_TOO_LARGE, HB_S(what),
                        HB_I(total_len), HB_I(need), HB_I(free_bytes), HB_I(s.bytes));
     target_books *b = books(target);
     b->total_len = total_len;
@@ -101,13 +101,13 @@ int hb_store_continue(int target, const char *what, uint32_t total_len, uint32_t
                       hb_status *st) {
     target_books *b = books(target);
     if (!b->uploading)
-        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_BULK_NOT_STARTED, HB_S(what),
+        return HB_FAIL(st, HB_MSG_BULK_NOT_STARTED_CODE, HB_MSG_BULK_NOT_STARTED, HB_S(what),
                        HB_I(offset));
     if (offset != b->received)
-        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_BULK_OFFSET, HB_S(what), HB_I(offset),
+        return HB_FAIL(st, HB_MSG_BULK_OFFSET_CODE, HB_MSG_BULK_OFFSET, HB_S(what), HB_I(offset),
                        HB_I(b->received));
     if (total_len != b->total_len)
-        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, HB_MSG_BULK_TOTAL, HB_S(what), HB_I(total_len),
+        return HB_FAIL(st, HB_MSG_BULK_TOTAL_CODE, HB_MSG_BULK_TOTAL, HB_S(what), HB_I(total_len),
                        HB_I(b->total_len), HB_I(b->received));
     return 0;
 }
@@ -137,7 +137,7 @@ int hb_store_model_reserve(uint64_t act_bytes, uint64_t zo_bytes, hb_status *st)
     uint64_t need = act_bytes + zo_bytes; /* each below 2^40: no wrap */
     uint32_t free_bytes = hb_store_free();
     if (need > free_bytes)
-        return HB_FAIL(st, HB_ERR_MODEL_TOO_LARGE, HB_MSG_MODEL_MEMORY, HB_I(need),
+        return HB_FAIL(st, HB_MSG_MODEL_MEMORY_CODE, HB_MSG_MODEL_MEMORY, HB_I(need),
                        HB_I(act_bytes), HB_I(zo_bytes), HB_I(free_bytes), HB_I(s.bytes));
     s.act_bytes = (uint32_t)act_bytes; /* both fit: their sum is below the free bytes */
     s.zo_bytes = (uint32_t)zo_bytes;

@@ -138,10 +138,10 @@ static void test_options(void) {
     bad_option((char *[]){"sil", "--stdio", "--arena-bytes", "1000", NULL}, "multiple of 16");
     bad_option((char *[]){"sil", "--stdio", "--bogus", NULL}, "unknown option --bogus");
     bad_option((char *[]){"sil", "--stdio", "--boot-nonce", NULL}, "needs a value");
-    bad_option((char *[]){"sil", "--stdio",
-                          "--device-id", "0123456789012345678901234567890123456789012345678901234567890123456789",
-                          NULL},
-               "at most 64");
+    char long_id[HB_MAX_STRING + 2];
+    memset(long_id, 'x', sizeof long_id - 1);
+    long_id[sizeof long_id - 1] = 0;
+    bad_option((char *[]){"sil", "--stdio", "--device-id", long_id, NULL}, "at most 64");
     bad_option((char *[]){"sil", "--listen", "no-port-here", NULL}, "HOST:PORT");
 }
 

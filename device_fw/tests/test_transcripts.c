@@ -136,11 +136,16 @@ static int replay(const char *path, int *exchanges, int *frames) {
                 fprintf(stderr, "%s:%d: configuration after the first frame\n", path, l.line_no);
                 failures++;
             }
-            if (!strcmp(l.key, "boot_nonce")) nonce = (uint32_t)strtoul(l.value, NULL, 16);
-            else if (!strcmp(l.key, "device_id")) snprintf(device_id, sizeof device_id, "%s", l.value);
-            else if (!strcmp(l.key, "firmware")) snprintf(firmware, sizeof firmware, "%s", l.value);
-            else if (!strcmp(l.key, "arena_bytes")) arena = (uint32_t)strtoul(l.value, NULL, 10);
-            else if (!strcmp(l.key, "max_payload")) max_payload = (uint16_t)strtoul(l.value, NULL, 10);
+            if (!strcmp(l.key, "boot_nonce"))
+                nonce = (uint32_t)strtoul(l.value, NULL, 16);
+            else if (!strcmp(l.key, "device_id"))
+                snprintf(device_id, sizeof device_id, "%s", l.value);
+            else if (!strcmp(l.key, "firmware"))
+                snprintf(firmware, sizeof firmware, "%s", l.value);
+            else if (!strcmp(l.key, "arena_bytes"))
+                arena = (uint32_t)strtoul(l.value, NULL, 10);
+            else if (!strcmp(l.key, "max_payload"))
+                max_payload = (uint16_t)strtoul(l.value, NULL, 10);
             else {
                 fprintf(stderr, "%s:%d: unknown key %s\n", path, l.line_no, l.key);
                 failures++;

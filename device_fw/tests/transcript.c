@@ -12,7 +12,7 @@ int hb_transcript_open(hb_transcript *t, const char *path) {
     t->path = path;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "%s: cannot open (regenerate: python fixtures/golden/make_transcripts.py)\n",
+        fprintf(stderr, "%s: cannot open (python fixtures/golden/make_transcripts.py writes it)\n",
                 path);
         return -1;
     }
