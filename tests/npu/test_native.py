@@ -316,8 +316,10 @@ def test_every_gemm_through_either_kernel(mode, monkeypatch):
     if mode == "direct":
         monkeypatch.setattr(native, "DIRECT_K", 1)
         monkeypatch.setattr(native, "DIRECT_RATIO", 0)
+        monkeypatch.setattr(native, "PORTABLE_DIRECT_RATIO", 0)
     else:
         monkeypatch.setattr(native, "DIRECT_RATIO", 10**9)
+        monkeypatch.setattr(native, "PORTABLE_DIRECT_RATIO", 10**9)
         monkeypatch.setattr(native, "IMPLICIT", mode == "packed")
     rng = np.random.default_rng(31)
     for i in range(16):

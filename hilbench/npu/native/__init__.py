@@ -233,25 +233,38 @@ def _fast_requant(mult: Any, shift: Any) -> bool:
 
 # A GEMM runs "direct" (dot products on the weights as given, horizontal sums per output)
 # when its reduction is long relative to the output pixels one weight set serves (pixels per
-# input x inputs per call), K >= DIRECT_RATIO * M * N: repacking its weights (once per set
-# and call) would then cost more than the horizontal sums; otherwise "packed".
+# input x inputs per call), K >= ratio * M * N: repacking its weights (once per set and
+# call) would then cost more than the horizontal sums; otherwise "packed". The ratio is
+# DIRECT_RATIO for the SIMD tables (measured on AVX-512 VNNI and AVX2: 16 to 96 within
+# noise), PORTABLE_DIRECT_RATIO for the portable C (its repacking is byte by byte: 8 is
+# best on MobileNetV2 and ResNet18); plans are made per ratio.
 DIRECT_RATIO = 48
+PORTABLE_DIRECT_RATIO = 8
 DIRECT_K = 64
 MAX_INPUTS_KEY = 64  # plans are made per number of inputs up to this (it only picks kernels)
 # packed convs with dilation 1 along W read their padded input in place (VNNI path)
 IMPLICIT = True
 
 
-def use_direct(m: int, k: int) -> bool:
+def direct_ratio(isa_name: str | None = None) -> int:
+    """The direct/packed ratio for ``isa_name`` (default: the active table)."""
+    name = isa_name or active_isa()
+    return PORTABLE_DIRECT_RATIO if name.startswith("portable") else DIRECT_RATIO
+
+
+def use_direct(m: int, k: int, ratio: int | None = None) -> bool:
     """Whether a GEMM of ``m`` output pixels (over all inputs) and reduction ``k`` runs
-    direct."""
-    return k >= DIRECT_K and k >= DIRECT_RATIO * m
+    direct (``ratio``: default the active table's)."""
+    return k >= DIRECT_K and k >= (direct_ratio() if ratio is None else ratio) * m
 
 
-def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> Plan:
+def lower(
+    graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1, ratio: int | None = None
+) -> Plan:
     """Lower ``graph`` for ``sets`` weight sets, the constants in ``batched`` having one
     array per set (the others shared), and ``inputs`` inputs per call (any number runs;
-    this only picks the GEMM kernels). Raises :class:`Unsupported`."""
+    this and the direct ``ratio``, default the active table's, only pick the GEMM
+    kernels). Raises :class:`Unsupported`."""
     if _engine is None:
         raise Unsupported(f"native engine not built: {IMPORT_ERROR}")
     t = graph.tensors
@@ -357,7 +370,7 @@ def lower(graph: Graph, batched: frozenset[str], sets: int, inputs: int = 1) -> 
                     raise Unsupported(f"reduction length {k} > {MAX_K}: int32 could wrap")
                 rows_in_place = kh == kw == 1 and sh == sw == 1 and pt == pl == 0
                 rows_in_place = rows_in_place and oh == h and ow == wd  # 1x1 convs and FC
-                direct = use_direct(oh * ow * inputs, k)
+                direct = use_direct(oh * ow * inputs, k, ratio)
                 # packed convs with dilation 1 along W read the padded input in place
                 # ("implicit" im2col, VNNI path): each filter row's KW*C bytes padded to 4
                 implicit = IMPLICIT and not rows_in_place and not direct and dw == 1
@@ -505,11 +518,12 @@ def _plan(graph: Graph, ov: dict[str, np.ndarray], s: int | None, n: int) -> Pla
     t = graph.tensors
     batched = frozenset(name for name, a in ov.items() if a.ndim > len(t[name].shape))
     inputs = max(1, min(n, MAX_INPUTS_KEY))
-    key = (s or 1, batched, inputs, len(graph.ops))
+    ratio = direct_ratio()
+    key = (s or 1, batched, inputs, len(graph.ops), ratio)
     plans = graph.__dict__.setdefault("_native_plans", {})
     plan = plans.get(key)
     if plan is None:
-        plan = plans[key] = lower(graph, batched, s or 1, inputs)
+        plan = plans[key] = lower(graph, batched, s or 1, inputs, ratio)
     return plan
 
 

@@ -216,7 +216,7 @@ extern const hb_isa hb_isa_portable;
 void hb_im2col(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *cols);
 void hb_pad_input(const uint8_t *x, const int64_t *f, uint8_t pad, uint8_t *p);
 void hb_pad_weights(const int8_t *w, const int64_t *f, int8_t *wx);
-void hb_dw_portable(const uint8_t *P, const opctx *c, uint32_t *acc, uint8_t *out);
+void hb_dw_taps(const uint8_t *P, const opctx *c, uint8_t *out);
 void hb_add_portable(const uint8_t *a, const uint8_t *b, const int64_t *f, uint8_t *out);
 void hb_maxpool_portable(const uint8_t *x, const int64_t *f, uint8_t *out);
 void hb_avgpool(const uint8_t *x, const int64_t *f, uint8_t *out);

@@ -302,33 +302,40 @@ HB_AVX2 HB_INLINE void dw3s1_block(const uint8_t *P, const opctx *c, int64_t o,
             b[cx][0] = _mm256_cvtepu8_epi32(u2);
             b[cx][1] = _mm256_cvtepu8_epi32(_mm_srli_si128(u2, 8));
         }
-        for (int64_t ox = 0; ox < OW; ox++) {
-            const int64_t cx = ox + 2;
-            const __m128i u0 = _mm_loadu_si128((const void *)(r0 + cx * OC));
-            const __m128i u1 = _mm_loadu_si128((const void *)(r0 + row + cx * OC));
-            const __m128i u2 = _mm_loadu_si128((const void *)(r0 + 2 * row + cx * OC));
-            a[2][0] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u0, u1));
-            a[2][1] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1));
-            b[2][0] = _mm256_cvtepu8_epi32(u2);
-            b[2][1] = _mm256_cvtepu8_epi32(_mm_srli_si128(u2, 8));
-            __m256i acc[2];
-            for (int h = 0; h < 2; h++) {
-                const __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(a[0][h], w01[0][h]),
-                                                    _mm256_madd_epi16(b[0][h], w2[0][h]));
-                const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(a[1][h], w01[1][h]),
-                                                    _mm256_madd_epi16(b[1][h], w2[1][h]));
-                const __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(a[2][h], w01[2][h]),
-                                                    _mm256_madd_epi16(b[2][h], w2[2][h]));
-                acc[h] = _mm256_add_epi32(_mm256_add_epi32(bias[h], s0), _mm256_add_epi32(s1, s2));
+        /* the accumulators of up to 64 pixels, then their requantization (each loop keeps
+         * its constants in registers) */
+        for (int64_t x0 = 0; x0 < OW; x0 += 64) {
+            const int64_t nx = OW - x0 < 64 ? OW - x0 : 64;
+            __m256i accs[64][2];
+            for (int64_t ox = x0; ox < x0 + nx; ox++) {
+                const int64_t cx = ox + 2;
+                const __m128i u0 = _mm_loadu_si128((const void *)(r0 + cx * OC));
+                const __m128i u1 = _mm_loadu_si128((const void *)(r0 + row + cx * OC));
+                const __m128i u2 = _mm_loadu_si128((const void *)(r0 + 2 * row + cx * OC));
+                a[2][0] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u0, u1));
+                a[2][1] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1));
+                b[2][0] = _mm256_cvtepu8_epi32(u2);
+                b[2][1] = _mm256_cvtepu8_epi32(_mm_srli_si128(u2, 8));
+                for (int h = 0; h < 2; h++) {
+                    const __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(a[0][h], w01[0][h]),
+                                                        _mm256_madd_epi16(b[0][h], w2[0][h]));
+                    const __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(a[1][h], w01[1][h]),
+                                                        _mm256_madd_epi16(b[1][h], w2[1][h]));
+                    const __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(a[2][h], w01[2][h]),
+                                                        _mm256_madd_epi16(b[2][h], w2[2][h]));
+                    accs[ox - x0][h] =
+                        _mm256_add_epi32(_mm256_add_epi32(bias[h], s0), _mm256_add_epi32(s1, s2));
+                }
+                for (int h = 0; h < 2; h++) {
+                    a[0][h] = a[1][h];
+                    a[1][h] = a[2][h];
+                    b[0][h] = b[1][h];
+                    b[1][h] = b[2][h];
+                }
             }
-            store_n(out + (oy * OW + ox) * OC + o, rq16_out(rq, fast, acc[0], acc[1], v), left,
-                    16);
-            for (int h = 0; h < 2; h++) {
-                a[0][h] = a[1][h];
-                a[1][h] = a[2][h];
-                b[0][h] = b[1][h];
-                b[1][h] = b[2][h];
-            }
+            uint8_t *d = out + (oy * OW + x0) * OC + o;
+            for (int64_t i = 0; i < nx; i++)
+                store_n(d + i * OC, rq16_out(rq, fast, accs[i][0], accs[i][1], v), left, 16);
         }
     }
 }
@@ -349,7 +356,7 @@ HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, ui
     const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
     const int64_t T = KH * KW, NP = (T + 1) / 2;
     if (T > 62) { /* more taps than the tables below hold */
-        hb_dw_portable(P, c, accu, out);
+        hb_dw_taps(P, c, out);
         return;
     }
     const vo8 v = vo8_make(f);

@@ -338,7 +338,7 @@ static void dw_neon(const uint8_t *P, const opctx *c, uint32_t *accu, uint8_t *o
     const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
     const int64_t T = KH * KW;
     if (T > 64) { /* more taps than the tables below hold */
-        hb_dw_portable(P, c, accu, out);
+        hb_dw_taps(P, c, out);
         return;
     }
     const no v = no_make(f);

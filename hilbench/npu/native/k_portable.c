@@ -71,54 +71,77 @@ PFN static void PNAME(rq_row)(const int32_t *restrict v, const int32_t *restrict
 }
 
 /* --- packed GEMM ------------------------------------------------------------------------ */
-/* weights [O][K] -> panels [O32/32][K4][32] (zeros beyond O and K), row sums */
-PFN static void PNAME(pack)(const int8_t *restrict w, int64_t O, int64_t K, int64_t K4,
-                            int64_t O16, int8_t *restrict dst, int32_t *restrict rowsum) {
-    const int64_t nb = (O16 + PB - 1) / PB;
-    for (int64_t b = 0; b < nb; b++) {
-        int8_t *restrict d = dst + b * K4 * PB;
-        for (int64_t j = 0; j < PB; j++) {
-            const int64_t o = b * PB + j;
-            int32_t s = 0;
-            if (o < O) {
-                const int8_t *restrict src = w + o * K;
-                for (int64_t k = 0; k < K; k++) {
-                    d[k * PB + j] = src[k];
-                    s += src[k];
-                }
-            } else {
-                for (int64_t k = 0; k < K; k++) d[k * PB + j] = 0;
+/* Channels go in blocks of 32, the last one of 16 when 16 or fewer remain (O16 - 32 b):
+ * block b starts at b * 32 * K4 and holds K4 rows of its width. */
+HB_INLINE int64_t block_width(int64_t O16, int64_t b) {
+    return O16 - b * PB >= PB ? PB : 16;
+}
+
+/* one block of wb channels from channel o0: panel [K4][wb] (zeros beyond O and K) */
+HB_INLINE void pack_block(const int8_t *restrict w, int64_t O, int64_t K, int64_t K4,
+                          int64_t o0, const int64_t wb, int8_t *restrict d,
+                          int32_t *restrict rowsum) {
+    for (int64_t j = 0; j < wb; j++) {
+        const int64_t o = o0 + j;
+        int32_t s = 0;
+        if (o < O) {
+            const int8_t *restrict src = w + o * K;
+            for (int64_t k = 0; k < K; k++) {
+                d[k * wb + j] = src[k];
+                s += src[k];
             }
-            for (int64_t k = K; k < K4; k++) d[k * PB + j] = 0;
-            if (o < O16) rowsum[o] = s;
+        } else {
+            for (int64_t k = 0; k < K; k++) d[k * wb + j] = 0;
         }
+        for (int64_t k = K; k < K4; k++) d[k * wb + j] = 0;
+        rowsum[o] = s;
     }
 }
 
-/* one tile: MR pixels (rows[i][koff[k]] is pixel i's k-th byte) x 32 channels */
+/* weights [O][K] -> panels [block][K4][width], row sums */
+PFN static void PNAME(pack)(const int8_t *restrict w, int64_t O, int64_t K, int64_t K4,
+                            int64_t O16, int8_t *restrict dst, int32_t *restrict rowsum) {
+    for (int64_t b = 0; b * PB < O16; b++) {
+        if (block_width(O16, b) == PB)
+            pack_block(w, O, K, K4, b * PB, PB, dst + b * PB * K4, rowsum);
+        else
+            pack_block(w, O, K, K4, b * PB, 16, dst + b * PB * K4, rowsum);
+    }
+}
+
+/* one tile: MR pixels (rows[i][koff[k]] is pixel i's k-th byte) x NB channels */
 HB_INLINE void tile(const uint8_t *const *rows, const int32_t *restrict koff, int64_t K,
-                    const int8_t *restrict B, const int mr, int32_t acc[][PB]) {
+                    const int8_t *restrict B, const int mr, const int nb, int32_t acc[][PB]) {
     for (int i = 0; i < mr; i++)
-        for (int j = 0; j < PB; j++) acc[i][j] = 0;
+        for (int j = 0; j < nb; j++) acc[i][j] = 0;
     for (int64_t k = 0; k < K; k++) {
-        const int8_t *restrict b = B + k * PB;
+        const int8_t *restrict b = B + k * nb;
         const int32_t o = koff[k];
         for (int i = 0; i < mr; i++) {
             const int16_t a = rows[i][o];
-            for (int j = 0; j < PB; j++) acc[i][j] += (int16_t)(a * b[j]);
+            for (int j = 0; j < nb; j++) acc[i][j] += (int16_t)(a * b[j]);
         }
     }
 }
 
 #define MR 4
-/* rows[m] for the M pixels come from rowp(m); koff: K4 offsets */
+#define TILE_NB(NB)                                                                         \
+    switch (mr) {                                                                           \
+    case 4: tile(rows, koff, K4, B, 4, NB, acc); break;                                     \
+    case 3: tile(rows, koff, K4, B, 3, NB, acc); break;                                     \
+    case 2: tile(rows, koff, K4, B, 2, NB, acc); break;                                     \
+    default: tile(rows, koff, K4, B, 1, NB, acc); break;                                    \
+    }
+
+/* pixel m's bytes: base + m * rstride, or (implicit) the padded input's pixel
+ * (oy * SH, ox * SW); koff: K4 offsets */
 PFN static void PNAME(gemm_packed)(const hb_gemm *g, const uint8_t *base, int64_t rstride,
                                    int implicit, const int32_t *koff, int64_t K4) {
     const opctx *c = &g->c;
     const int64_t *f = c->f;
-    const int64_t O = f[F_OC], M = f[F_OH] * f[F_OW], nb = (f[F_O16] + PB - 1) / PB;
+    const int64_t O = f[F_OC], M = f[F_OH] * f[F_OW], O16 = f[F_O16];
     const int64_t C = f[F_C], OW = f[F_OW], SH = f[F_SH], SW = f[F_SW], WP = f[F_WP];
-    for (int64_t o = 0; o < f[F_O16] && c->sums; o++)
+    for (int64_t o = 0; o < O16 && c->sums; o++)
         c->beff[o] = o < O ? fold_bias(c, o, g->rowsum[o]) : 0;
     for (int64_t m0 = 0; m0 < M; m0 += MR) {
         const int mr = M - m0 < MR ? (int)(M - m0) : MR;
@@ -128,14 +151,13 @@ PFN static void PNAME(gemm_packed)(const hb_gemm *g, const uint8_t *base, int64_
             rows[i] = implicit ? base + ((m / OW) * SH * WP + (m % OW) * SW) * C
                                : base + m * rstride;
         }
-        for (int64_t b = 0; b < nb; b++) {
+        for (int64_t b = 0; b * PB < O16; b++) {
             int32_t acc[MR][PB];
-            const int8_t *B = c->pk + b * K4 * PB;
-            switch (mr) {
-            case 4: tile(rows, koff, K4, B, 4, acc); break;
-            case 3: tile(rows, koff, K4, B, 3, acc); break;
-            case 2: tile(rows, koff, K4, B, 2, acc); break;
-            default: tile(rows, koff, K4, B, 1, acc); break;
+            const int8_t *B = c->pk + b * PB * K4;
+            if (block_width(O16, b) == PB) {
+                TILE_NB(PB)
+            } else {
+                TILE_NB(16)
             }
             const int64_t o0 = b * PB, n = O - o0 < PB ? O - o0 : PB;
             for (int i = 0; i < mr; i++)
@@ -144,6 +166,7 @@ PFN static void PNAME(gemm_packed)(const hb_gemm *g, const uint8_t *base, int64_
         }
     }
 }
+#undef TILE_NB
 
 /* --- direct GEMM: dot products along K on the weights as given ------------------------- */
 PFN static void PNAME(gemm_direct)(const uint8_t *restrict A, int64_t lda, int64_t M,
@@ -156,18 +179,31 @@ PFN static void PNAME(gemm_direct)(const uint8_t *restrict A, int64_t lda, int64
         for (int64_t k = 0; k < K; k++) rs += w[k];
         c->beff[o] = fold_bias(c, o, rs);
     }
-    int32_t acc[PB];
-    for (int64_t i = 0; i < M; i++) {
-        const uint8_t *restrict a = A + i * lda;
+    int32_t acc[2][PB];
+    for (int64_t i = 0; i < M; i += 2) {
+        /* two pixels (the second a copy of the first at the end) x two channels per pass:
+         * each loaded byte serves two dot products (four reductions in one loop) */
+        const uint8_t *restrict a0 = A + i * lda, *restrict a1 = i + 1 < M ? a0 + lda : a0;
         for (int64_t o0 = 0; o0 < O; o0 += PB) {
             const int64_t n = O - o0 < PB ? O - o0 : PB;
-            for (int64_t j = 0; j < n; j++) {
-                const int8_t *restrict w = c->w + (o0 + j) * K;
-                int32_t s = 0;
-                for (int64_t k = 0; k < K; k++) s += (int16_t)(a[k] * w[k]);
-                acc[j] = s;
+            for (int64_t j = 0; j < n; j += 2) {
+                const int8_t *restrict w0 = c->w + (o0 + j) * K;
+                const int8_t *restrict w1 = j + 1 < n ? w0 + K : w0;
+                int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    s00 += (int16_t)(a0[k] * w0[k]);
+                    s01 += (int16_t)(a0[k] * w1[k]);
+                    s10 += (int16_t)(a1[k] * w0[k]);
+                    s11 += (int16_t)(a1[k] * w1[k]);
+                }
+                acc[0][j] = s00;
+                acc[0][j + 1] = s01;
+                acc[1][j] = s10;
+                acc[1][j + 1] = s11;
             }
-            PNAME(rq_row)(acc, c->beff + o0, n, f, c->qp, o0, out + i * O + o0);
+            PNAME(rq_row)(acc[0], c->beff + o0, n, f, c->qp, o0, out + i * O + o0);
+            if (i + 1 < M)
+                PNAME(rq_row)(acc[1], c->beff + o0, n, f, c->qp, o0, out + (i + 1) * O + o0);
         }
     }
 }
@@ -209,33 +245,66 @@ PFN static void PNAME(gemm)(const hb_gemm *g) {
 }
 
 /* --- depthwise -------------------------------------------------------------------------- */
+/* 16 channels of one output pixel: T taps (px + toff[t]) times the block's weights wt[T][16]
+ * (accumulators stay in registers; T a constant where the caller knows it) */
+HB_INLINE void dw_pixel(const uint8_t *restrict px, const int64_t *restrict toff,
+                        const int8_t *restrict wt, const int64_t T, int32_t *restrict out) {
+    int32_t acc[16] = {0};
+    for (int64_t t = 0; t < T; t++) {
+        const uint8_t *restrict u = px + toff[t];
+        const int8_t *restrict w = wt + t * 16;
+        /* kept a loop (gcc would unroll it first, then vectorise little of it) */
+#pragma GCC unroll 1
+        for (int j = 0; j < 16; j++) acc[j] += (int16_t)(u[j] * w[j]);
+    }
+    for (int j = 0; j < 16; j++) out[j] = acc[j];
+}
+
+/* the block's pixels of one output row, then their requantization */
+HB_INLINE void dw_row(const uint8_t *P, const opctx *c, int64_t o, int64_t oy,
+                      const int64_t *toff, const int8_t *wt, const int64_t T, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t OW = f[F_OW], OC = f[F_OC], SH = f[F_SH], SW = f[F_SW], WP = f[F_WP];
+    const int64_t n = OC - o < 16 ? OC - o : 16;
+    for (int64_t x0 = 0; x0 < OW; x0 += 64) {
+        const int64_t nx = OW - x0 < 64 ? OW - x0 : 64;
+        int32_t acc[64][16];
+        for (int64_t i = 0; i < nx; i++)
+            dw_pixel(P + ((oy * SH) * WP + (x0 + i) * SW) * OC + o, toff, wt, T, acc[i]);
+        for (int64_t i = 0; i < nx; i++)
+            PNAME(rq_row)(acc[i], c->beff + o, n, f, c->qp, o,
+                          out + (oy * OW + x0 + i) * OC + o);
+    }
+}
+
 PFN static void PNAME(dw)(const uint8_t *P, const opctx *c, uint32_t *accu, uint8_t *out) {
     const int64_t *f = c->f;
-    const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
-    const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
+    const int64_t OH = f[F_OH], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
+    const int64_t DH = f[F_DH], DW = f[F_DW], WP = f[F_WP], T = KH * KW;
     const int8_t *restrict w = c->w;
-    int32_t *restrict acc = (int32_t *)accu;
+    (void)accu;
+    if (T > 64) { /* more taps than the tables below hold: one tap at a time */
+        hb_dw_taps(P, c, out);
+        return;
+    }
     for (int64_t o = 0; o < OC; o++) {
         int32_t rs = 0;
-        for (int64_t t = 0; t < KH * KW; t++) rs += w[t * OC + o];
+        for (int64_t t = 0; t < T; t++) rs += w[t * OC + o];
         c->beff[o] = fold_bias(c, o, rs);
     }
-    for (int64_t oy = 0; oy < OH; oy++)
-        for (int64_t ox = 0; ox < OW; ox++) {
-            for (int64_t o = 0; o < OC; o++) acc[o] = 0;
-            for (int64_t ky = 0; ky < KH; ky++)
-                for (int64_t kx = 0; kx < KW; kx++) {
-                    const uint8_t *restrict u =
-                        P + ((oy * SH + ky * DH) * WP + ox * SW + kx * DW) * OC;
-                    const int8_t *restrict wt = w + (ky * KW + kx) * OC;
-                    for (int64_t o = 0; o < OC; o++) acc[o] += (int16_t)(u[o] * wt[o]);
-                }
-            for (int64_t o0 = 0; o0 < OC; o0 += PB) {
-                const int64_t n = OC - o0 < PB ? OC - o0 : PB;
-                PNAME(rq_row)(acc + o0, c->beff + o0, n, f, c->qp, o0,
-                              out + (oy * OW + ox) * OC + o0);
-            }
+    int64_t toff[64];
+    int8_t wt[64 * 16];
+    for (int64_t t = 0; t < T; t++) toff[t] = ((t / KW) * DH * WP + (t % KW) * DW) * OC;
+    for (int64_t o = 0; o < OC; o += 16) {
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t j = 0; j < 16; j++) wt[t * 16 + j] = o + j < OC ? w[t * OC + o + j] : 0;
+        for (int64_t oy = 0; oy < OH; oy++) {
+            if (T == 9)
+                dw_row(P, c, o, oy, toff, wt, 9, out);
+            else
+                dw_row(P, c, o, oy, toff, wt, T, out);
         }
+    }
 }
 
 /* --- ADD ------------------------------------------------------------------------------- */
@@ -342,8 +411,38 @@ void hb_pad_weights(const int8_t *w, const int64_t *f, int8_t *wx) {
         }
 }
 
-void hb_dw_portable(const uint8_t *P, const opctx *c, uint32_t *acc, uint8_t *out) {
-    dw(P, c, acc, out);
+/* depthwise for any number of taps: each output pixel's channels accumulated tap by tap
+ * (the channels of a tap are contiguous: the inner loop vectorises), then requantized */
+void hb_dw_taps(const uint8_t *P, const opctx *c, uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
+    const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
+    const int64_t O16 = f[F_O16];
+    const int32_t oo = (int32_t)f[F_OO], lo = (int32_t)f[F_LO], hi = (int32_t)f[F_HI];
+    const int8_t *w = c->w;
+    for (int64_t o = 0; o < OC; o++) {
+        int32_t rs = 0;
+        for (int64_t t = 0; t < KH * KW; t++) rs += w[t * OC + o];
+        c->beff[o] = fold_bias(c, o, rs);
+    }
+    for (int64_t oy = 0; oy < OH; oy++)
+        for (int64_t ox = 0; ox < OW; ox++)
+            for (int64_t o0 = 0; o0 < OC; o0 += 64) {
+                const int64_t n = OC - o0 < 64 ? OC - o0 : 64;
+                uint32_t acc[64];
+                for (int64_t j = 0; j < n; j++) acc[j] = (uint32_t)c->beff[o0 + j];
+                for (int64_t ky = 0; ky < KH; ky++)
+                    for (int64_t kx = 0; kx < KW; kx++) {
+                        const uint8_t *u =
+                            P + ((oy * SH + ky * DH) * WP + ox * SW + kx * DW) * OC + o0;
+                        const int8_t *wt = w + (ky * KW + kx) * OC + o0;
+                        for (int64_t j = 0; j < n; j++)
+                            acc[j] += (uint32_t)((int32_t)u[j] * (int32_t)wt[j]);
+                    }
+                for (int64_t j = 0; j < n; j++)
+                    out[(oy * OW + ox) * OC + o0 + j] =
+                        rq_scalar(acc[j], c->qp, O16, o0 + j, oo, lo, hi);
+            }
 }
 
 void hb_add_portable(const uint8_t *a, const uint8_t *b, const int64_t *f, uint8_t *out) {
