@@ -22,7 +22,9 @@ setup(
         Extension(
             "hilbench.npu.native._engine",
             sources=[NATIVE + name for name in SRC["SOURCES"]],
-            depends=[NATIVE + name for name in SRC["HEADERS"]],
+            depends=[NATIVE + name for name in SRC["HEADERS"]]
+            + [d + "/fixedpoint.h" for d in SRC["INCLUDE_DIRS"]],
+            include_dirs=list(SRC["INCLUDE_DIRS"]),
             extra_compile_args=list(SRC["CFLAGS"]),
             optional=True,
         )

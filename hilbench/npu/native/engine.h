@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fixedpoint.h" /* device_fw/core/nn: an include directory of the build */
+
 #define HB_INLINE static inline __attribute__((always_inline))
 
 #if !defined(HB_NO_SIMD) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -67,21 +69,10 @@ enum { G_NOPS = 0, G_IN_OFF, G_IN_SIZE, G_OUT_OFF, G_OUT_SIZE, G_COL_OFF, G_BSCR
 enum { QP_M = 0, QP_SHIFT = 1, QP_LS = 2, QP_RS = 3, QP_MASK = 4, QP_THR = 5, QP_RSM1 = 6,
        QP_ADD = 7, QP_ADDC = 9 };
 
-/* --- scalar fixed-point (TFLM reference) ---------------------------------------------- */
-HB_INLINE int32_t rdbp(int32_t x, int32_t rs) {
-    const int32_t mask = (int32_t)(((int64_t)1 << rs) - 1);
-    const int32_t rem = x & mask;
-    const int32_t thr = (mask >> 1) + (x < 0 ? 1 : 0);
-    return (x >> rs) + (rem > thr ? 1 : 0);
-}
-
-/* MultiplyByQuantizedMultiplier of an int32 x; shift > 0 is a left shift (int32 wrap). */
+/* --- scalar fixed-point: the firmware's (device_fw/core/nn/fixedpoint.h, TFLM's
+ * MultiplyByQuantizedMultiplier with gemmlowp's roundings), one source for both ---------- */
 HB_INLINE int32_t mbqm(int32_t x, int32_t m, int32_t shift) {
-    const int32_t ls = shift > 0 ? shift : 0, rs = shift > 0 ? 0 : -shift;
-    const int32_t xl = (int32_t)((uint32_t)x << ls);
-    int64_t h = ((int64_t)xl * (int64_t)m + ((int64_t)1 << 30)) >> 31;
-    if (h > INT32_MAX) h = INT32_MAX;
-    return rdbp((int32_t)h, rs);
+    return hb_fp_mbqm(x, m, (int)shift);
 }
 
 /* The same on an int64 x exactly as hilbench.npu.quant's numpy code does it (used by MEAN,

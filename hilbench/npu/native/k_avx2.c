@@ -351,6 +351,7 @@ HB_AVX2 static void dw3s1_avx2(const uint8_t *P, const opctx *c, int64_t o, cons
 }
 
 HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, uint8_t *out) {
+    (void)accu;
     const int64_t *f = c->f;
     const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
     const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];

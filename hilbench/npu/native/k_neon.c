@@ -337,6 +337,7 @@ static void dw_neon(const uint8_t *P, const opctx *c, uint32_t *accu, uint8_t *o
     const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
     const int64_t SH = f[F_SH], SW = f[F_SW], DH = f[F_DH], DW = f[F_DW], WP = f[F_WP];
     const int64_t T = KH * KW;
+    (void)accu;
     if (T > 64) { /* more taps than the tables below hold */
         hb_dw_taps(P, c, out);
         return;

@@ -308,6 +308,19 @@ PFN static void PNAME(dw)(const uint8_t *P, const opctx *c, uint32_t *accu, uint
 }
 
 /* --- ADD ------------------------------------------------------------------------------- */
+/* MultiplyByQuantizedMultiplier written for vectorising (the compiler turns the ADD loop's
+ * three into vector code; fixedpoint.h's hb_fp_mbqm, the scalar reference, does not
+ * vectorise as well: 1.5x the loop's time): m >= 0, so the product cannot saturate and its
+ * rounding is floor((v m + 2^30) / 2^31); then TFLM's RoundingDivideByPOT */
+HB_INLINE int32_t mbqm_v(int32_t x, int32_t m, int32_t shift) {
+    const int32_t ls = shift > 0 ? shift : 0, rs = shift > 0 ? 0 : -shift;
+    const int32_t xl = (int32_t)((uint32_t)x << ls);
+    const int32_t h = (int32_t)(((int64_t)xl * (int64_t)m + ((int64_t)1 << 30)) >> 31);
+    const int32_t mask = (int32_t)(((int64_t)1 << rs) - 1);
+    const int32_t thr = (mask >> 1) + (h < 0 ? 1 : 0);
+    return (h >> rs) + ((h & mask) > thr ? 1 : 0);
+}
+
 PFN static void PNAME(add)(const uint8_t *restrict a, const uint8_t *restrict b,
                            const int64_t *f, uint8_t *restrict out) {
     const int64_t L = f[F_OUT_SIZE];
@@ -320,7 +333,7 @@ PFN static void PNAME(add)(const uint8_t *restrict a, const uint8_t *restrict b,
     for (int64_t i = 0; i < L; i++) {
         const int32_t x1 = (int32_t)((uint32_t)((int32_t)a[i] + io1) << ls);
         const int32_t x2 = (int32_t)((uint32_t)((int32_t)b[i] + io2) << ls);
-        int32_t r = mbqm(mbqm(x1, m1, s1) + mbqm(x2, m2, s2), mo, so) + oo;
+        int32_t r = mbqm_v(mbqm_v(x1, m1, s1) + mbqm_v(x2, m2, s2), mo, so) + oo;
         r = r < lo ? lo : r;
         r = r > hi ? hi : r;
         out[i] = (uint8_t)r;

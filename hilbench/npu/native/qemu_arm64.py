@@ -129,7 +129,8 @@ def build(root: Path) -> Path:
     _need(CROSS, "gcc-aarch64-linux-gnu")
     src = runpy.run_path(str(HERE / "sources.py"))
     out = HERE / "_engine.cpython-311-aarch64-linux-gnu.so"
-    inc = [f"-I{root}/usr/include/{PY}", f"-I{root}/usr/include"]
+    inc = [f"-I{REPO / d}" for d in src["INCLUDE_DIRS"]]
+    inc += [f"-I{root}/usr/include/{PY}", f"-I{root}/usr/include"]
     cmd = [CROSS, *src["CFLAGS"], "-Wextra", "-Werror", "-fPIC", "-shared", *inc, "-o", str(out)]
     _run(cmd + [str(HERE / s) for s in src["SOURCES"]])
     return out

@@ -12,5 +12,9 @@ SOURCES = (
     "k_neon.c",
 )
 HEADERS = ("engine.h", "k_avxvnni.inc")
+# include directories, from the repository's root: the firmware's fixed-point header
+# (device_fw/core/nn/fixedpoint.h, TFLM's MultiplyByQuantizedMultiplier), one source for the
+# scalar requantization of both
+INCLUDE_DIRS = ("device_fw/core/nn",)
 # the target's baseline ISA (no -march): the kernels for more carry target attributes
-CFLAGS = ("-O3", "-std=c11", "-Wall", "-Wno-unknown-pragmas")
+CFLAGS = ("-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unknown-pragmas")
