@@ -25,6 +25,7 @@ from hilbench.npu.ops import fully_connected as fc
 
 from . import cases
 from .oracle import BACKENDS, NATIVE_REQUIRED, graph_to_tflite, run_each, run_tflite, use
+from .refimpl import mbqm
 
 ISAS = native.runnable_isas()  # every kernel table this CPU runs (AVX2 and portable C here)
 
@@ -370,9 +371,10 @@ def pairs_w(g, i):
 @needs_native
 @pytest.mark.parametrize("merged", [True, False])
 def test_requantization_with_and_without_the_merged_rounding(merged, monkeypatch):
-    """Layers whose channels all shift right use the merged-rounding requantization in the
-    VNNI kernels, the others (and every layer here when it is switched off) TFLM's two steps;
-    the random oracle cases have both kinds, this covers whole models both ways."""
+    """Layers whose channels all shift right use the merged rounding (x86 kernels; on AVX2
+    and AVX-VNNI its correction by the product's sign), the others (and every layer here when
+    it is switched off) TFLM's steps; the random oracle cases have both kinds, this covers
+    whole models both ways."""
     if not merged:
         monkeypatch.setattr(native, "_fast_requant", lambda mult, shift: False)
     rng = np.random.default_rng(41)
@@ -386,6 +388,27 @@ def test_requantization_with_and_without_the_merged_rounding(merged, monkeypatch
         assert (fast > 0) == merged
         x = rng.integers(-128, 128, (2, *g.input_shape)).astype(np.int8)
         _native_vs_numpy(g, x, all_layers=True)
+
+
+def test_merged_rounding_by_the_sign_is_tflms():
+    """The merged rounding (p + 2^30 + 2^(30+r) - [p < -2^30] 2^31) >> (31 + r) may test
+    p < 0 instead (AVX2's VBLENDVPD on the product's sign): equal to TFLM's
+    MultiplyByQuantizedMultiplier for every r >= 1, across the products where the tests
+    differ (p in [-2^30, 0)) and at random, every kind of multiplier included."""
+
+    def by_sign(v: int, m: int, r: int) -> int:
+        p = v * m
+        return (p + 2**30 + 2 ** (30 + r) - (2**31 if p < 0 else 0)) >> (31 + r)
+
+    rng = np.random.default_rng(44)
+    for r in range(1, 32):
+        for m in (0, 1, 999, 2**29, 2**30, 2**30 + 1, 2**31 - 1, int(rng.integers(0, 2**31))):
+            vs = [-1, -2, -3, 0, 1, -(2**31), 2**31 - 1]
+            vs += [-(2**30) // max(m, 1), -(2**30) // max(m, 1) - 1, 2**30 // max(m, 1)]
+            vs += rng.integers(-(2**31), 2**31, 20).tolist()
+            for v in vs:
+                v = max(-(2**31), min(2**31 - 1, int(v)))
+                assert by_sign(v, m, r) == mbqm(v, m, -r), (v, m, r)
 
 
 @needs_native

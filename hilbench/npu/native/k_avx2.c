@@ -58,36 +58,57 @@ HB_AVX2 HB_INLINE __m256i vmbqm8(__m256i v, const vq8 *q, int anyls) {
     return _mm256_sub_epi32(r, _mm256_cmpgt_epi32(rem, thr));
 }
 
-/* The merged rounding (every channel shifts right by rs >= 1, no left shift; see
- * k_avx512.c): (p + 2^30 + 2^(30+rs) - [p < -2^30] 2^31) >> (31 + rs) in 64-bit lanes, as
- * the high 32 bits shifted right by rs - 1. Table: per 16-channel block the int64 adds
- * of its even channels, then of its odd ones. */
+/* The merged rounding (F_FASTRQ: every channel shifts right by rs >= 1, no left shift; see
+ * k_avx512.c): (p + 2^30 + 2^(30+rs) - [p < -2^30] 2^31) >> (31 + rs) in 64-bit lanes, the
+ * high 32 bits shifted right by rs - 1. Here [p < -2^30] is replaced by [p < 0]: the two
+ * differ only for p in [-2^30, 0), where the quotient is 0 either way (the numerator lies
+ * in [2^(30+rs) - 2^31, 2^(30+rs) + 2^30) c [0, 2^(31+rs)) for rs >= 1). So VBLENDVPD picks
+ * the add constant or the constant less 2^31 by the product's sign bit (no compare), and
+ * one VSHUFPS gathers the high halves of the even and the odd lanes' products, which the
+ * lane order LPERM puts in channel order: 9 instructions per 8 channels (with the compare
+ * and a blend: 14). The GEMM panels are packed in LPERM order (free); other callers
+ * permute their accumulators first (one VPERMD). LPERM is its own inverse. */
+#define LPERM _mm256_setr_epi32(0, 2, 1, 3, 4, 6, 5, 7)
 typedef struct {
-    __m256i m, mo, ae, ao, rsm1;
-} vqf8;
+    __m256i m, mo, ae, ao, aem, aom, rsm1;
+} vqs8;
 
-HB_AVX2 HB_INLINE vqf8 vqf8_load(const int32_t *qp, int64_t o16, int64_t o) {
-    vqf8 q;
-    const int64_t blk = (o / 16) * 32 + (o % 16); /* int32 units: 8 * (o % 16 / 8) */
-    q.m = _mm256_loadu_si256((const void *)(qp + QP_M * o16 + o));
+HB_AVX2 HB_INLINE vqs8 vqs8_load(const int32_t *qp, int64_t o16, int64_t o) {
+    vqs8 q;
+    const int64_t *add = (const int64_t *)(const void *)(qp + QP_ADDC * o16) + o;
+    const __m256i n31 = _mm256_set1_epi64x((int64_t)1 << 31);
+    q.m = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const void *)(qp + QP_M * o16 + o)),
+                                      LPERM);
     q.mo = _mm256_srli_epi64(q.m, 32);
+    /* even lanes (64-bit): channels 0, 1 | 4, 5; odd lanes: 2, 3 | 6, 7 */
+    q.ae = _mm256_setr_m128i(_mm_loadu_si128((const void *)add),
+                             _mm_loadu_si128((const void *)(add + 4)));
+    q.ao = _mm256_setr_m128i(_mm_loadu_si128((const void *)(add + 2)),
+                             _mm_loadu_si128((const void *)(add + 6)));
+    q.aem = _mm256_sub_epi64(q.ae, n31);
+    q.aom = _mm256_sub_epi64(q.ao, n31);
     q.rsm1 = _mm256_loadu_si256((const void *)(qp + QP_RSM1 * o16 + o));
-    q.ae = _mm256_loadu_si256((const void *)(qp + QP_ADD * o16 + blk));
-    q.ao = _mm256_loadu_si256((const void *)(qp + QP_ADD * o16 + blk + 16));
     return q;
 }
 
-HB_AVX2 HB_INLINE __m256i vmbqm8_fast(__m256i v, const vqf8 *q) {
-    const __m256i neg = _mm256_set1_epi64x(-((int64_t)1 << 30));
-    const __m256i n31 = _mm256_set1_epi64x((int64_t)1 << 31);
+/* v: lanes in LPERM order; the result in channel order */
+HB_AVX2 HB_INLINE __m256i vmbqm8_sign(__m256i v, const vqs8 *q) {
     const __m256i pe = _mm256_mul_epi32(v, q->m);
     const __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(v, 32), q->mo);
-    __m256i e = _mm256_add_epi64(pe, q->ae);
-    __m256i od = _mm256_add_epi64(po, q->ao);
-    e = _mm256_sub_epi64(e, _mm256_and_si256(_mm256_cmpgt_epi64(neg, pe), n31));
-    od = _mm256_sub_epi64(od, _mm256_and_si256(_mm256_cmpgt_epi64(neg, po), n31));
-    const __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(e, 32), od, 0xAA);
+    const __m256d ce = _mm256_blendv_pd(_mm256_castsi256_pd(q->ae), _mm256_castsi256_pd(q->aem),
+                                        _mm256_castsi256_pd(pe));
+    const __m256d co = _mm256_blendv_pd(_mm256_castsi256_pd(q->ao), _mm256_castsi256_pd(q->aom),
+                                        _mm256_castsi256_pd(po));
+    const __m256i e = _mm256_add_epi64(pe, _mm256_castpd_si256(ce));
+    const __m256i od = _mm256_add_epi64(po, _mm256_castpd_si256(co));
+    const __m256i h = _mm256_castps_si256(
+        _mm256_shuffle_ps(_mm256_castsi256_ps(e), _mm256_castsi256_ps(od), 0xDD));
     return _mm256_srav_epi32(h, q->rsm1);
+}
+
+/* accumulators in channel order (perm 0) or LPERM order (perm 1) to the order wanted */
+HB_AVX2 HB_INLINE __m256i lanes(__m256i a, int perm, int want_perm) {
+    return perm == want_perm ? a : _mm256_permutevar8x32_epi32(a, LPERM);
 }
 
 /* the per-op output constants (+ 128: the stored u8) */
@@ -140,41 +161,46 @@ HB_AVX2 HB_INLINE void store_n(uint8_t *d, __m128i b, int64_t n, int64_t full) {
 
 HB_AVX2 HB_INLINE void store8(uint8_t *d, __m128i b, int64_t n) { store_n(d, b, n, 8); }
 
-/* requantize one vector of 8 channels (o..o+7) of `rows` rows and store them */
+/* requantize one vector of 8 channels (o..o+7) of `rows` rows and store them; perm: the
+ * accumulators' lanes in LPERM order */
 HB_AVX2 HB_INLINE void rq_store8(const __m256i *acc, int rows, int64_t stride,
                                  const opctx *c, int64_t o, int64_t O, const vo8 *v,
-                                 uint8_t *out) {
+                                 uint8_t *out, const int perm) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16], n = O - o;
     if (f[F_FASTRQ]) {
-        const vqf8 q = vqf8_load(c->qp, O16, o);
+        const vqs8 q = vqs8_load(c->qp, O16, o);
         for (int i = 0; i < rows; i++)
-            store8(out + i * stride, vout8(vmbqm8_fast(acc[i], &q), v), n);
+            store8(out + i * stride, vout8(vmbqm8_sign(lanes(acc[i], perm, 1), &q), v), n);
     } else {
         const vq8 q = vq8_load(c->qp, O16, o);
         const int anyls = (int)f[F_ANYLS];
         for (int i = 0; i < rows; i++)
-            store8(out + i * stride, vout8(vmbqm8(acc[i], &q, anyls), v), n);
+            store8(out + i * stride, vout8(vmbqm8(lanes(acc[i], perm, 0), &q, anyls), v), n);
     }
 }
 
 /* the same for two vectors: 16 channels (o..o+15, o a multiple of 16) */
 HB_AVX2 HB_INLINE void rq_store16(const __m256i *a0, const __m256i *a1, int rows,
                                   int64_t stride, const opctx *c, int64_t o, int64_t O,
-                                  const vo8 *v, uint8_t *out) {
+                                  const vo8 *v, uint8_t *out, const int perm) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16], n = O - o;
     if (f[F_FASTRQ]) {
-        const vqf8 q0 = vqf8_load(c->qp, O16, o), q1 = vqf8_load(c->qp, O16, o + 8);
+        const vqs8 q0 = vqs8_load(c->qp, O16, o), q1 = vqs8_load(c->qp, O16, o + 8);
         for (int i = 0; i < rows; i++)
             store_n(out + i * stride,
-                    vout16(vmbqm8_fast(a0[i], &q0), vmbqm8_fast(a1[i], &q1), v), n, 16);
+                    vout16(vmbqm8_sign(lanes(a0[i], perm, 1), &q0),
+                           vmbqm8_sign(lanes(a1[i], perm, 1), &q1), v),
+                    n, 16);
     } else {
         const vq8 q0 = vq8_load(c->qp, O16, o), q1 = vq8_load(c->qp, O16, o + 8);
         const int anyls = (int)f[F_ANYLS];
         for (int i = 0; i < rows; i++)
             store_n(out + i * stride,
-                    vout16(vmbqm8(a0[i], &q0, anyls), vmbqm8(a1[i], &q1, anyls), v), n, 16);
+                    vout16(vmbqm8(lanes(a0[i], perm, 0), &q0, anyls),
+                           vmbqm8(lanes(a1[i], perm, 0), &q1, anyls), v),
+                    n, 16);
     }
 }
 
@@ -187,7 +213,7 @@ HB_AVX2 static void rq_rows(const int32_t *sums, int64_t rows, const opctx *c, u
         for (int64_t i = 0; i < rows; i++) {
             const __m256i a = _mm256_add_epi32(
                 _mm256_loadu_si256((const void *)(sums + i * O16 + o)), b);
-            rq_store8(&a, 1, 0, c, o, O, &v, out + i * O + o);
+            rq_store8(&a, 1, 0, c, o, O, &v, out + i * O + o, 0);
         }
     }
 }
@@ -244,7 +270,7 @@ HB_AVX2 HB_INLINE __m256i load32z(const int8_t *w, int64_t n) {
 /* requantize 16 channels' accumulators of one pixel with constants loaded once per block:
  * fast (the merged rounding) or TFLM's steps */
 typedef struct {
-    vqf8 f0, f1;
+    vqs8 s0, s1;
     vq8 q0, q1;
     int fast, anyls;
 } rq16;
@@ -254,17 +280,20 @@ HB_AVX2 HB_INLINE void rq16_load(rq16 *r, const opctx *c, int64_t o) {
     r->fast = (int)f[F_FASTRQ];
     r->anyls = (int)f[F_ANYLS];
     if (r->fast) {
-        r->f0 = vqf8_load(c->qp, f[F_O16], o);
-        r->f1 = vqf8_load(c->qp, f[F_O16], o + 8);
+        r->s0 = vqs8_load(c->qp, f[F_O16], o);
+        r->s1 = vqs8_load(c->qp, f[F_O16], o + 8);
     } else {
         r->q0 = vq8_load(c->qp, f[F_O16], o);
         r->q1 = vq8_load(c->qp, f[F_O16], o + 8);
     }
 }
 
+/* accumulators in channel order */
 HB_AVX2 HB_INLINE __m128i rq16_out(const rq16 *r, const int fast, __m256i a0, __m256i a1,
                                   const vo8 *v) {
-    if (fast) return vout16(vmbqm8_fast(a0, &r->f0), vmbqm8_fast(a1, &r->f1), v);
+    if (fast)
+        return vout16(vmbqm8_sign(lanes(a0, 0, 1), &r->s0), vmbqm8_sign(lanes(a1, 0, 1), &r->s1),
+                      v);
     return vout16(vmbqm8(a0, &r->q0, r->anyls), vmbqm8(a1, &r->q1, r->anyls), v);
 }
 
@@ -423,7 +452,7 @@ HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, ui
 typedef struct {
     int mode, anyls;
     vq8 q;
-    vqf8 qf;
+    vqs8 qs;
 } addq8;
 
 HB_AVX2 HB_INLINE addq8 addq8_make(int32_t m, int32_t sh) {
@@ -438,17 +467,20 @@ HB_AVX2 HB_INLINE addq8 addq8_make(int32_t m, int32_t sh) {
     a.q.rs = _mm256_set1_epi32(r);
     a.q.mask = _mm256_set1_epi32(mask);
     a.q.thr = _mm256_set1_epi32(mask >> 1);
-    a.qf.m = a.q.m;
-    a.qf.mo = a.q.mo;
-    a.qf.rsm1 = _mm256_set1_epi32(r > 0 ? r - 1 : 0);
-    a.qf.ae = _mm256_set1_epi64x(((int64_t)1 << 30) + ((int64_t)1 << (30 + (r > 0 ? r : 1))));
-    a.qf.ao = a.qf.ae;
+    /* the merged rounding's constants, the same in every lane (so in LPERM order too) */
+    a.qs.m = a.q.m;
+    a.qs.mo = a.q.mo;
+    a.qs.rsm1 = _mm256_set1_epi32(r > 0 ? r - 1 : 0);
+    a.qs.ae = _mm256_set1_epi64x(((int64_t)1 << 30) + ((int64_t)1 << (30 + (r > 0 ? r : 1))));
+    a.qs.ao = a.qs.ae;
+    a.qs.aem = _mm256_sub_epi64(a.qs.ae, _mm256_set1_epi64x((int64_t)1 << 31));
+    a.qs.aom = a.qs.aem;
     return a;
 }
 
 HB_AVX2 HB_INLINE __m256i addq8_apply(__m256i x, const addq8 *a) {
     if (a->mode == 2) return _mm256_srai_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(1)), 1);
-    if (a->mode == 1) return vmbqm8_fast(x, &a->qf);
+    if (a->mode == 1) return vmbqm8_sign(lanes(x, 0, 1), &a->qs);
     return vmbqm8(x, &a->q, a->anyls);
 }
 
