@@ -56,6 +56,12 @@ FC_CASES = 400 if ORACLE else 60
 
 
 def _cpu_name() -> str:
+    """The CPU's model name (Linux), or the architecture (and QEMU's CPU model when run
+    under qemu-user, whose /proc/cpuinfo is the host's)."""
+    arch = platform.machine()
+    emulated = os.environ.get("QEMU_CPU")
+    if emulated:
+        return f"{arch}, qemu-user -cpu {emulated}"
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -63,7 +69,7 @@ def _cpu_name() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return platform.processor() or arch
 
 
 def _require(isa: str) -> None:
