@@ -555,15 +555,33 @@ HB_AVX2 static void maxpool_avx2(const uint8_t *x, const int64_t *f, uint8_t *ou
 #define MR2 6 /* pixels per GEMM tile */
 
 /* --- peaks: the exact int8 multiply-add instruction's throughput ---------------------- */
-#define KEEP_YMM(a, b) __asm__ volatile("" : "+x"(a), "+x"(b))
-#define SUM8(c) _mm256_extract_epi32(c, 0)
+/* 8 independent chains per round, in assembly (compilers spill some of 8 identical
+ * intrinsic chains to memory, which then bounds the loop by a store-to-load latency) */
+static volatile int16_t hb_peak_operand = 5;
+#define PEAK_ASM(INSN, ...)                                                                 \
+    __asm__ volatile(INSN(0) INSN(1) INSN(2) INSN(3) INSN(4) INSN(5) INSN(6) INSN(7)        \
+                     : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3),           \
+                       [c4] "+x"(c4), [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7)            \
+                     : __VA_ARGS__)
+#define PEAK_INIT                                                                           \
+    __m256i c0 = _mm256_set1_epi32(1), c1 = _mm256_set1_epi32(2), c2 = _mm256_set1_epi32(3), \
+            c3 = _mm256_set1_epi32(4), c4 = _mm256_set1_epi32(5), c5 = _mm256_set1_epi32(6), \
+            c6 = _mm256_set1_epi32(7), c7 = _mm256_set1_epi32(8)
+#define PEAK_SINK                                                                           \
+    hb_peak_sink = _mm256_extract_epi32(c0, 0) + _mm256_extract_epi32(c1, 0) +               \
+                   _mm256_extract_epi32(c2, 0) + _mm256_extract_epi32(c3, 0) +               \
+                   _mm256_extract_epi32(c4, 0) + _mm256_extract_epi32(c5, 0) +               \
+                   _mm256_extract_epi32(c6, 0) + _mm256_extract_epi32(c7, 0)
+
 /* AVX2: VPMADDWD (16 products of int16, pairs summed; the accumulating VPADDD runs on other
- * ports), chained through its first operand so that no two are the same */
-#define MADD_OP(c) _mm256_madd_epi16(c, b)
+ * ports), chained through its first operand */
+#define MADDWD(i) "vpmaddwd %[b], %[c" #i "], %[c" #i "]\n\t"
 HB_AVX2 static uint64_t peak_avx2(uint64_t n) {
-    __m256i a = _mm256_set1_epi16(3), b = _mm256_set1_epi16(5);
-    HB_PEAK_BODY(__m256i, _mm256_set1_epi32, MADD_OP, SUM8, KEEP_YMM)
-    return n * 12 * 16;
+    const __m256i b = _mm256_set1_epi16(hb_peak_operand);
+    PEAK_INIT;
+    for (uint64_t i = 0; i < n; i++) PEAK_ASM(MADDWD, [b] "x"(b));
+    PEAK_SINK;
+    return n * 8 * 16;
 }
 
 /* VPDPBUSD by AVX2, exactly: the even and the odd bytes of each 16-bit lane widened (u8
@@ -578,12 +596,14 @@ HB_AVX2 HB_INLINE __m256i dpbusd_emu(__m256i acc, __m256i a, __m256i b) {
 
 #if HB_HAVE_AVXVNNI
 #define HB_AVXVNNI __attribute__((target("avx2,fma,bmi,bmi2,avxvnni")))
-/* AVX-VNNI: VPDPBUSD on 256 bits (32 products of u8 x s8) */
-#define DPBUSD_OP(c) _mm256_dpbusd_avx_epi32(c, a, b)
+/* AVX-VNNI: VPDPBUSD on 256 bits (32 products of u8 x s8), VEX-encoded */
+#define DPBUSD_VEX(i) "%{vex%} vpdpbusd %[b], %[a], %[c" #i "]\n\t"
 HB_AVXVNNI static uint64_t peak_avxvnni(uint64_t n) {
-    __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(5);
-    HB_PEAK_BODY(__m256i, _mm256_set1_epi32, DPBUSD_OP, SUM8, KEEP_YMM)
-    return n * 12 * 32;
+    const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8((char)hb_peak_operand);
+    PEAK_INIT;
+    for (uint64_t i = 0; i < n; i++) PEAK_ASM(DPBUSD_VEX, [a] "x"(a), [b] "x"(b));
+    PEAK_SINK;
+    return n * 8 * 32;
 }
 #define VN_FN HB_AVXVNNI
 #define VN(n) n##_avxvnni
