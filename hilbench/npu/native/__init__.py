@@ -51,7 +51,7 @@ _TABLES: tuple[tuple[str, bool, bool], ...] = _engine.isas() if _engine is not N
 KNOWN_ISAS = (
     "avx512vnni+vbmi", "avx512vnni", "avxvnni", "avx2", "portable-avx2", "neondot", "portable",
 )  # fmt: skip
-ISAS = ("auto", *(name for name, _, _ in _TABLES))
+ISAS = ("auto", *(name for name, _, _ in _TABLES))  # what set_isa takes (this build)
 _ISA_INDEX = {name: i for i, (name, _, _) in enumerate(_TABLES)}
 _ENV_ISA = "HILBENCH_NPU_NATIVE_ISA"
 _state: dict[str, str] = {"isa": os.environ.get(_ENV_ISA, "auto").strip().lower() or "auto"}
@@ -242,7 +242,7 @@ DIRECT_RATIO = 48
 PORTABLE_DIRECT_RATIO = 8
 DIRECT_K = 64
 MAX_INPUTS_KEY = 64  # plans are made per number of inputs up to this (it only picks kernels)
-# packed convs with dilation 1 along W read their padded input in place (VNNI path)
+# packed convs with dilation 1 along W read their padded input in place (SIMD tables)
 IMPLICIT = True
 
 
@@ -372,7 +372,7 @@ def lower(
                 rows_in_place = rows_in_place and oh == h and ow == wd  # 1x1 convs and FC
                 direct = use_direct(oh * ow * inputs, k, ratio)
                 # packed convs with dilation 1 along W read the padded input in place
-                # ("implicit" im2col, VNNI path): each filter row's KW*C bytes padded to 4
+                # ("implicit" im2col): each filter row's KW*C bytes padded to 4
                 implicit = IMPLICIT and not rows_in_place and not direct and dw == 1
                 k4 = kh * _up(kw * c, 4) if implicit else _up(k, 4)
                 f[F["K"]], f[F["K4"]] = k, k4
@@ -457,7 +457,7 @@ def lower(
     col_off = arena.end
     pad_off = col_off + _up(col_max, ALIGN) + ALIGN
     bscr_off = pad_off + _up(pad_max, ALIGN) + 3 * ALIGN  # 3x3 VBMI reads 128 bytes ahead
-    acc_off = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN  # depthwise (scalar), MEAN sums
+    acc_off = bscr_off + _up(4 * o16_max, ALIGN) + ALIGN  # MEAN's per-channel sums
     koff_off = acc_off + _up(4 * o16_max, ALIGN) + ALIGN  # implicit im2col group offsets
     wide_off = koff_off + _up(koff_max, ALIGN) + ALIGN
     arena.end = wide_off + _up(wide_max, ALIGN) + ALIGN

@@ -1,23 +1,20 @@
 /* AVX2 and AVX-VNNI kernels (x86-64): compiled with target attributes, chosen at run time.
  *
- * AVX2 multiplies as XNNPACK does there: int8 operands widened to int16 and VPMADDWD
- * (int16 x int16, adjacent pairs summed into int32 lanes), exact for u = x + 128 (<= 255)
- * times w (>= -128) with no saturation (VPMADDUBSW's int16 pair sums could saturate).
- * Packed GEMMs: the weights are repacked per call into panels of 16 channels x 2 k as
- * int16 (64 bytes per k pair), the pixels' rows widened to int16 once per layer (from the
- * padded input for "implicit" im2col convs, from the rows otherwise), and a tile of up to
- * 6 pixels x 16 channels multiplies one broadcast int16 pair of a pixel's row by a panel
- * row per VPMADDWD; requantization (8 channels per vector, TFLM's steps or the merged
- * rounding) is fused into the tile's store. Direct GEMMs (few pixels, long reductions)
- * widen 16 bytes of a pixel's row and of a weight row and multiply-add them, then sum
- * horizontally. Depthwise convs pair taps: the two taps' bytes interleaved and widened,
- * one VPMADDWD per 8 channels and tap pair.
+ * The GEMMs of both come from one source, k_avxvnni.inc, included twice below: the
+ * activations stay bytes (u = x + 128), the weights are repacked per call into panels of
+ * 16 channels x 4 bytes, and each multiply-add takes one broadcast 4-byte group of a
+ * pixel's row times 8 channels. AVX-VNNI's instruction is VPDPBUSD (u8 x s8, four products
+ * summed into each int32 lane). AVX2 has no u8 x s8 multiply-add that cannot saturate
+ * (VPMADDUBSW's int16 pair sums of u * w can), so it multiplies as XNNPACK does there, with
+ * VPMADDWD on int16: the group's even and odd bytes widened in the register (u: AND and a
+ * shift; w: shifts with sign), two VPMADDWD and two adds give exactly VPDPBUSD's sums
+ * (dpbusd_emu). So the AVX2 table runs the AVX-VNNI kernels' code with one instruction
+ * replaced: every test of the AVX2 table also tests those kernels.
  *
- * AVX-VNNI (k_avxvnni.inc, included twice below) keeps the activations as bytes and uses
- * VPDPBUSD (u8 x s8, 4 products summed into each int32 lane) on 16-channel x 4-byte
- * panels; its second instance replaces VPDPBUSD by an exact AVX2 sequence, so that its
- * code runs (and is tested) on CPUs without AVX-VNNI. Both share AVX2's depthwise, ADD
- * and MAX_POOL_2D kernels.
+ * This file: the 8-lane requantization (TFLM's steps, and the merged rounding by the
+ * product's sign, vmbqm8_sign) with its 16-byte narrowing, the shared depthwise (taps
+ * paired, interleaved and widened, one VPMADDWD per 8 channels and tap pair; 3x3 stride 1
+ * pairs them vertically), ADD and MAX_POOL_2D kernels, and the peaks.
  */
 #include "engine.h"
 

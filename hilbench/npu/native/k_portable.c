@@ -26,47 +26,53 @@
 
 #define PB 32 /* channels per panel */
 
-/* --- requantization of a row of channels ----------------------------------------------- */
-/* v: n accumulators (bias not yet added) of channels o0.. ; out: n bytes u8 */
-PFN static void PNAME(rq_row)(const int32_t *restrict v, const int32_t *restrict beff,
-                              int64_t n, const int64_t *f, const int32_t *restrict qp,
-                              int64_t o0, uint8_t *restrict out) {
+/* --- requantization of rows of channels ------------------------------------------------ */
+/* np rows (pixels) of n accumulators (bias not yet added) of channels o0.., v + i * vs;
+ * out + i * os: n bytes u8 each. One loop over the channels per row, vectorised. */
+PFN static void PNAME(rq_rows)(const int32_t *restrict v, int64_t vs, int64_t np,
+                               const int32_t *restrict beff, int64_t n, const int64_t *f,
+                               const int32_t *restrict qp, int64_t o0, uint8_t *restrict out,
+                               int64_t os) {
     const int64_t O16 = f[F_O16];
     const int32_t oo = (int32_t)f[F_OO] + 128, lo = (int32_t)f[F_LO] + 128,
                   hi = (int32_t)f[F_HI] + 128;
     const int32_t *restrict m = qp + QP_M * O16 + o0;
-    int32_t r[PB];
     if (f[F_FASTRQ]) {
-        /* every channel shifts right by rs >= 1: (p + 2^30 + 2^(30+rs) - [p < -2^30] 2^31)
-         * >> (31 + rs), as (high 32 bits) >> (rs - 1) */
+        /* every channel shifts right by rs >= 1: (p + 2^30 + 2^(30+rs) - [p < 0] 2^31)
+         * >> (31 + rs), as (high 32 bits) >> (rs - 1) ([p < 0] for TFLM's [p < -2^30]:
+         * the same on [-2^30, 0), where the quotient is 0 either way; see k_avx2.c) */
         const int32_t *restrict rsm1 = qp + QP_RSM1 * O16 + o0;
         const int64_t *restrict add = (const int64_t *)(const void *)(qp + QP_ADDC * O16) + o0;
-        for (int64_t j = 0; j < n; j++) {
-            const int32_t x = (int32_t)((uint32_t)v[j] + (uint32_t)beff[j]);
-            const int64_t p = (int64_t)x * m[j];
-            const uint64_t s = (uint64_t)p + (uint64_t)add[j] -
-                               (p < -((int64_t)1 << 30) ? (uint64_t)1 << 31 : 0);
-            /* the high 32 bits (a logical shift: the low 32 bits of the result are the same) */
-            r[j] = (int32_t)(uint32_t)(s >> 32) >> rsm1[j];
+        for (int64_t i = 0; i < np; i++) {
+            const int32_t *restrict vi = v + i * vs;
+            uint8_t *restrict oi = out + i * os;
+            for (int64_t j = 0; j < n; j++) {
+                const int32_t x = (int32_t)((uint32_t)vi[j] + (uint32_t)beff[j]);
+                const int64_t p = (int64_t)x * m[j];
+                const uint64_t s = (uint64_t)p + (uint64_t)add[j] - (p < 0 ? (uint64_t)1 << 31 : 0);
+                /* the high 32 bits (a logical shift: the low 32 bits are the same) */
+                int32_t y = ((int32_t)(uint32_t)(s >> 32) >> rsm1[j]) + oo;
+                y = y < lo ? lo : y;
+                oi[j] = (uint8_t)(y > hi ? hi : y);
+            }
         }
-    } else {
-        const int32_t *restrict ls = qp + QP_LS * O16 + o0, *restrict rs = qp + QP_RS * O16 + o0;
-        const int32_t *restrict mask = qp + QP_MASK * O16 + o0,
-                      *restrict thr = qp + QP_THR * O16 + o0;
+        return;
+    }
+    const int32_t *restrict ls = qp + QP_LS * O16 + o0, *restrict rs = qp + QP_RS * O16 + o0;
+    const int32_t *restrict mask = qp + QP_MASK * O16 + o0, *restrict thr = qp + QP_THR * O16 + o0;
+    for (int64_t i = 0; i < np; i++) {
+        const int32_t *restrict vi = v + i * vs;
+        uint8_t *restrict oi = out + i * os;
         for (int64_t j = 0; j < n; j++) {
-            const uint32_t x = (uint32_t)v[j] + (uint32_t)beff[j];
+            const uint32_t x = (uint32_t)vi[j] + (uint32_t)beff[j];
             const int32_t xl = (int32_t)(x << ls[j]);
             const uint64_t p = (uint64_t)((int64_t)xl * m[j]) + ((uint64_t)1 << 30);
             const int32_t h = (int32_t)(uint32_t)(p >> 31); /* |h| < 2^31: m < 2^31 */
             const int32_t t = thr[j] + (h < 0 ? 1 : 0);
-            r[j] = (h >> rs[j]) + ((h & mask[j]) > t ? 1 : 0);
+            int32_t y = (h >> rs[j]) + ((h & mask[j]) > t ? 1 : 0) + oo;
+            y = y < lo ? lo : y;
+            oi[j] = (uint8_t)(y > hi ? hi : y);
         }
-    }
-    for (int64_t j = 0; j < n; j++) {
-        int32_t y = r[j] + oo;
-        y = y < lo ? lo : y;
-        y = y > hi ? hi : y;
-        out[j] = (uint8_t)y;
     }
 }
 
@@ -160,9 +166,7 @@ PFN static void PNAME(gemm_packed)(const hb_gemm *g, const uint8_t *base, int64_
                 TILE_NB(16)
             }
             const int64_t o0 = b * PB, n = O - o0 < PB ? O - o0 : PB;
-            for (int i = 0; i < mr; i++)
-                PNAME(rq_row)(acc[i], c->beff + o0, n, f, c->qp, o0,
-                              g->out + (m0 + i) * O + o0);
+            PNAME(rq_rows)(acc[0], PB, mr, c->beff + o0, n, f, c->qp, o0, g->out + m0 * O + o0, O);
         }
     }
 }
@@ -201,9 +205,8 @@ PFN static void PNAME(gemm_direct)(const uint8_t *restrict A, int64_t lda, int64
                 acc[1][j] = s10;
                 acc[1][j + 1] = s11;
             }
-            PNAME(rq_row)(acc[0], c->beff + o0, n, f, c->qp, o0, out + i * O + o0);
-            if (i + 1 < M)
-                PNAME(rq_row)(acc[1], c->beff + o0, n, f, c->qp, o0, out + (i + 1) * O + o0);
+            PNAME(rq_rows)(acc[0], PB, i + 1 < M ? 2 : 1, c->beff + o0, n, f, c->qp, o0,
+                           out + i * O + o0, O);
         }
     }
 }
@@ -271,9 +274,8 @@ HB_INLINE void dw_row(const uint8_t *P, const opctx *c, int64_t o, int64_t oy,
         int32_t acc[64][16];
         for (int64_t i = 0; i < nx; i++)
             dw_pixel(P + ((oy * SH) * WP + (x0 + i) * SW) * OC + o, toff, wt, T, acc[i]);
-        for (int64_t i = 0; i < nx; i++)
-            PNAME(rq_row)(acc[i], c->beff + o, n, f, c->qp, o,
-                          out + (oy * OW + x0 + i) * OC + o);
+        PNAME(rq_rows)(acc[0], 16, nx, c->beff + o, n, f, c->qp, o, out + (oy * OW + x0) * OC + o,
+                       OC);
     }
 }
 
