@@ -27,8 +27,8 @@ He-normal float weights quantized with calibration data. Two timings per backend
   vs LiteRT's single forward (target: >= 1x LiteRT).
 
 The ratios against LiteRT come from a second measurement in which the default backend (one
-input, batched) and LiteRT run in turn, round by round, so that a busy machine slows all
-three alike; the TFLM ratio uses the first measurement.
+input, batched) and LiteRT take turns in blocks of runs, round by round, so that a busy
+machine slows all three alike; the TFLM ratio uses the first measurement.
 
 Then ZO-step sizes (N inputs x ``--sets`` sets per call, as the twin's PROBE runs them) for
 the digits MLP and CNN and the two large models at 32x32: native vs jit, ms per call, and
@@ -199,18 +199,21 @@ def litert(model: bytes, x: np.ndarray, repeat: int) -> dict[str, float]:
     return {"one": best_of(run, repeat), "mem": mem, "run": run}
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Best thread CPU time of each function, run in turn (one of each per round): on a
-    shared machine whatever slows one slows the others as much, so ratios between them
-    hold better than between separately timed loops."""
+def interleaved(
+    fns: dict[str, Callable[[], object]], rounds: int, block: int = 4
+) -> dict[str, float]:
+    """Best thread CPU time of each function, the functions taking turns in blocks of
+    ``block`` runs (so that each runs with its own data in cache, as when timed alone) for
+    ``rounds`` rounds: on a shared machine whatever slows one slows the others as much, so
+    ratios between them hold better than between loops timed one after the other."""
     best = dict.fromkeys(fns, float("inf"))
-    for fn in fns.values():
-        fn()  # warm-up
-    for _ in range(repeat):
+    for _ in range(rounds):
         for name, fn in fns.items():
-            t = time.thread_time()
-            fn()
-            best[name] = min(best[name], time.thread_time() - t)
+            fn()  # back in cache
+            for _ in range(block):
+                t = time.thread_time()
+                fn()
+                best[name] = min(best[name], time.thread_time() - t)
     return best
 
 
@@ -287,7 +290,7 @@ def main() -> None:
                         "batched": lambda g=g, x=x, ov=ov: g.run(x, ov),
                         "litert": lt["run"],
                     },
-                    max(5, args.repeat // 2),
+                    max(3, args.repeat // 4),
                 )
             one, batched = pair["one"], pair["batched"] / args.sets
             r_tflm = t["one"] / one
