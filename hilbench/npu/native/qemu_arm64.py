@@ -15,8 +15,9 @@ and ``qemu-user``, and ``dpkg --add-architecture arm64 && apt-get update`` done 
    ``-cpu max`` (it has the dot-product instructions: the ``neondot`` and ``portable``
    tables both run and are compared with the numpy reference path) and with
    ``-cpu cortex-a72`` (no dot products: ``neondot`` must be reported as not runnable,
-   ``portable`` runs). ``--oracle`` runs the oracle's 1,350 single-op cases and 400 FC cases
-   instead of the default subset (about 20 minutes per CPU on 2 cores).
+   ``portable`` runs). ``--oracle`` runs the oracle's 1,350 single-op cases (its generators
+   and seeds) and 400 random FC layers instead of the default subset (2-4 minutes per CPU
+   model on 2 cores).
 
 TFLM has no ARM64 wheel, so the ARM64 tables are compared with the numpy path, which the
 x86-64 oracle tests compare with TFLM byte for byte on the same cases.
