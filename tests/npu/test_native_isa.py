@@ -78,7 +78,7 @@ def _require(isa: str) -> None:
             pytest.fail(f"native engine missing: {native.IMPORT_ERROR}")
         pytest.skip(f"native engine not built here: {native.IMPORT_ERROR}")
     if isa not in native.isas():
-        pytest.skip(f"{isa}: not built on this architecture ({platform.machine()})")
+        pytest.skip(f"{isa}: not in this build ({platform.machine()})")
     if isa not in native.runnable_isas():
         pytest.skip(f"{isa}: this CPU ({_cpu_name()}) does not run these kernels, not tested here")
 

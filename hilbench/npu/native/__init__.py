@@ -113,7 +113,8 @@ def set_isa(name: str) -> None:
         raise ValueError(
             f"unknown native ISA {name!r} for this build; use one of {known}"
             if name not in KNOWN_ISAS
-            else f"native ISA {name!r} is not built on this architecture; use one of {known}"
+            else f"native ISA {name!r} is not in this build (another architecture's, or a "
+            f"compiler without it); use one of {known}"
         )
     if name not in runnable_isas():
         raise ValueError(
