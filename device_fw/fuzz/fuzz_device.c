@@ -16,8 +16,9 @@
  *   VERSION v ...        a frame of another protocol version
  *
  * Compute is kept small, so that the fuzzer spends its time on the protocol: batch sizes and
- * EVAL's count at most 4, q at most 4 (SHAPED) or 13 (NEW), and at most COMPUTE_BUDGET
- * requests that compute per input (the later ones are skipped; RETRY still repeats any).
+ * EVAL's count at most 2, q at most 2 (SHAPED) or 13 (NEW; 30 on a 256-byte device, where a
+ * larger q is refused before it computes), and at most COMPUTE_BUDGET requests that compute
+ * per input (the later ones are skipped; RETRY still repeats any).
  *
  * Oracles: no sanitizer report; every write of the device is one whole frame (a leading 0x00,
  * COBS, a delimiter) with a good CRC and a payload that is a well-formed instance of the
@@ -202,7 +203,7 @@ static const unsigned wire_size[] = {0, 1, 1, 2, 4, 4, 8, 8}; /* by HB_W_* */
 static uint64_t cap_count(const char *name, uint64_t v) {
     if (!strcmp(name, "q") || !strcmp(name, "q_apply") || !strcmp(name, "batch_size") ||
         !strcmp(name, "count") || !strcmp(name, "n_steps"))
-        return 1 + v % 4;
+        return 1 + v % 2;
     return v;
 }
 
@@ -253,7 +254,7 @@ static uint32_t shape(uint8_t layout, uint8_t type, uint8_t *out, uint32_t cap, 
 static uint8_t payload[HB_MAX_PAYLOAD];
 #define RAW_COMPUTE_MAX 64
 
-#define COMPUTE_BUDGET 6 /* requests that compute, per input: the rest are skipped */
+#define COMPUTE_BUDGET 4 /* requests that compute, per input: the rest are skipped */
 
 static int computes(uint8_t type) {
     return type == HB_TYPE_PROBE || type == HB_TYPE_APPLY || type == HB_TYPE_APPLY_BATCH ||
@@ -272,7 +273,7 @@ static void send_budgeted(uint8_t type, uint16_t s, const uint8_t *p, uint16_t n
 
 /* In a raw payload, keep the batch sizes and EVAL's count small (their values only: lengths
  * and array counts are left as the input has them), so that a valid PROBE costs at most
- * 4 x 2q forward passes and the fuzzer spends its time on the protocol. (The payloads of the
+ * 2 x 2q forward passes and the fuzzer spends its time on the protocol. (The payloads of the
  * requests that compute are also cut to RAW_COMPUTE_MAX bytes: q <= 13.) */
 static void cap_costs(uint8_t type, uint8_t *p, uint32_t n) {
     uint32_t at = UINT32_MAX, size = 2;
@@ -288,7 +289,7 @@ static void cap_costs(uint8_t type, uint8_t *p, uint32_t n) {
     }
     if (at >= n || size > n - at) return;
     for (uint32_t b = 1; b < size; b++) p[at + b] = 0;
-    p[at] = (uint8_t)(p[at] % 5);
+    p[at] = (uint8_t)(p[at] % 3); /* 0 (refused), 1 or 2 */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -317,7 +318,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             uint8_t type = take(&in);
             uint16_t s = op % 6 == 1 ? ++seq : (uint16_t)(seq - take(&in));
             uint16_t n = (uint16_t)take_n(&in, 2) % (max_payload + 1u);
-            if (computes(type) && n > RAW_COMPUTE_MAX) n = RAW_COMPUTE_MAX;
+            /* on the smallest device any length: a large q is refused before it computes
+             * (ANSWER_TOO_LARGE), and an accepted one is at most 30 */
+            if (computes(type) && n > RAW_COMPUTE_MAX && max_payload > HB_MIN_DEVICE_PAYLOAD)
+                n = RAW_COMPUTE_MAX;
             if (n > in.n) n = (uint16_t)in.n;
             memcpy(payload, in.p, n);
             in.p += n;
