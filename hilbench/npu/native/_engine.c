@@ -70,7 +70,7 @@ static int runs_avxvnni(void) {
 #endif
 #endif
 
-#if HB_ARM64
+#if HB_HAVE_NEONDOT
 static int runs_neondot(void) {
 #if defined(__linux__)
 #ifndef HWCAP_ASIMDDP
@@ -108,7 +108,7 @@ static const isa_entry isa_table[] = {
     {&hb_isa_avx2, runs_avx2, 0},
     {&hb_isa_portable_avx2, runs_avx2, 1},
 #endif
-#if HB_ARM64
+#if HB_HAVE_NEONDOT
     {&hb_isa_neondot, runs_neondot, 0},
 #endif
     {&hb_isa_portable, runs_always, 0},

@@ -38,6 +38,14 @@
 #else
 #define HB_ARM64 0
 #endif
+/* compilers that give SDOT's intrinsic to a function with a target attribute (gcc), or
+ * whose target has DotProd already (clang's arm_neon.h needs that before version 16;
+ * Apple's arm64 target has it) */
+#if HB_ARM64 && (!defined(__clang__) || defined(__ARM_FEATURE_DOTPROD))
+#define HB_HAVE_NEONDOT 1
+#else
+#define HB_HAVE_NEONDOT 0
+#endif
 
 /* --- op records (mirrored by FIELDS in __init__.py, read from the engine at import) ---- */
 #define FIELD_LIST                                                                          \
@@ -221,7 +229,7 @@ extern const hb_isa hb_isa_avx512vnni_vbmi, hb_isa_avx512vnni, hb_isa_avx2,
 #if HB_HAVE_AVXVNNI
 extern const hb_isa hb_isa_avxvnni;
 #endif
-#if HB_ARM64
+#if HB_HAVE_NEONDOT
 extern const hb_isa hb_isa_neondot;
 #endif
 

@@ -1,8 +1,8 @@
 /* ARM64 kernels with NEON dot products (SDOT, Armv8.2 DotProd: Apple M1 and later,
  * Graviton2 and later, Cortex-A76/A55 and later), chosen at run time (Linux: HWCAP_ASIMDDP,
- * macOS: hw.optional.arm.FEAT_DotProd); compiled with a target attribute (gcc) or, with a
- * clang whose arm_neon.h hides SDOT unless the whole file targets it, as one instruction of
- * inline assembly.
+ * macOS: hw.optional.arm.FEAT_DotProd); compiled with a target attribute (gcc; clang
+ * where its target already has DotProd, as Apple's arm64 does: older clangs' arm_neon.h
+ * offers SDOT only then, and their builds go without this table).
  *
  * SDOT multiplies signed bytes by signed bytes (4 products summed into each int32 lane), so
  * the GEMMs multiply x = u ^ 0x80 = u - 128 (the activation itself) and fold the input
@@ -18,7 +18,7 @@
  */
 #include "engine.h"
 
-#if HB_ARM64
+#if HB_HAVE_NEONDOT
 #include <arm_neon.h>
 
 #if defined(__clang__)
@@ -27,16 +27,7 @@
 #define HB_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
 #endif
 
-#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)
-/* clang's arm_neon.h declares vdotq_s32 only when the whole file targets DotProd */
-HB_INLINE int32x4_t hb_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) {
-    __asm__(".arch_extension dotprod\n\tsdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(a), "w"(b));
-    return acc;
-}
-#define SDOT(acc, a, b) hb_sdot(acc, a, b)
-#else
 #define SDOT(acc, a, b) vdotq_s32(acc, a, b)
-#endif
 
 /* --- requantization, 4 channels per vector -------------------------------------------- */
 typedef struct {
@@ -459,5 +450,5 @@ HB_DOT static uint64_t peak_neon(uint64_t n) {
 const hb_isa hb_isa_neondot = {"neondot", pack_neon,    gemm_neon, dw_neon,
                                add_neon,  maxpool_neon, peak_neon};
 #else
-typedef int hb_no_neon; /* not an ARM64 build: nothing here */
+typedef int hb_no_neon; /* not an ARM64 build (or no DotProd in this compiler): nothing here */
 #endif
