@@ -44,6 +44,7 @@ class BackendOption:
 #: backend is one row here.
 BACKEND_OPTIONS = (
     BackendOption("--emulate", "emulate", "use the bit-exact device twin (default)"),
+    BackendOption("--sil", "sil", "use the C firmware built for this host (software in the loop)"),
     BackendOption(
         "--board",
         "board",
@@ -62,6 +63,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(option.flag, metavar=option.metavar, help=option.help)
         else:
             group.addoption(option.flag, action="store_true", help=option.help)
+    group.addoption(
+        "--fw",
+        metavar="PATH",
+        help="the firmware to run with --sil (the SIL program) or --qemu (an ELF); default: "
+        "build device_fw with make",
+    )
     group.addoption("--trace-dir", metavar="DIR", help="where tests write their HDF5 traces")
     group.addoption("--no-live", action="store_true", help="no live training panel while tests run")
     group.addoption(
@@ -111,6 +118,13 @@ def backend_config(config: pytest.Config) -> RunConfig:
     """The RunConfig skeleton the command-line options describe."""
     option, value = chosen_backend(config)
     fields = {option.field: value} if option.field else {}
+    firmware = config.getoption("--fw")
+    if firmware is not None:
+        if option.backend not in ("sil", "qemu"):
+            raise pytest.UsageError(
+                f"hilbench: --fw names the firmware of --sil or --qemu, not of {option.flag}"
+            )
+        fields["firmware"] = firmware
     return RunConfig(
         backend=option.backend, link_faults=config.getoption("--link-faults"), **fields
     )

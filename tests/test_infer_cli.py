@@ -96,3 +96,25 @@ def test_bad_model_files_fail_in_one_line(tmp_path):
         r = hilbench("infer", str(model), "--input", str(tmp_path / "x.npy"))
         assert r.returncode == 2, r.stderr
         assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("backend", ["--sil"])
+def test_infer_on_a_device_equals_tflm(model, tmp_path, backend):
+    """The SIL firmware computes what TFLM computes, byte for byte (INFER, item by item)."""
+    g, path = model
+    x = _x(5, g.input_shape, seed=4)
+    np.save(tmp_path / "x.npy", x)
+    r = hilbench(
+        "infer",
+        str(path),
+        "--input",
+        str(tmp_path / "x.npy"),
+        "-o",
+        str(tmp_path / "y.npy"),
+        backend,
+    )
+    assert r.returncode == 0, r.stderr
+    y = np.load(tmp_path / "y.npy")
+    tflite = path.read_bytes()
+    want = np.concatenate([run_tflite(tflite, x[i : i + 1]) for i in range(len(x))])
+    np.testing.assert_array_equal(y, want)

@@ -1,5 +1,9 @@
-"""``hilbench infer MODEL.tflite --input X.npy [--output Y.npy]``: run an int8 .tflite model on
-the bit-exact emulator (TFLM reference semantics).
+"""``hilbench infer MODEL.tflite --input X.npy [--output Y.npy] [--sil | --qemu | --board PORT]``:
+run an int8 .tflite model on the bit-exact emulator (TFLM reference semantics), or on a device.
+
+On a device (the SIL firmware, QEMU, a board) the model goes up as a model blob and the inputs
+as a data slot, and each output comes back through INFER: the bytes the device computed, to
+compare with TFLM's byte for byte.
 
 X holds N int8 inputs stacked on a leading axis, each of the model's input shape without its
 batch axis or with batch 1; Y gets the N int8 outputs stacked the same way. Without
@@ -24,6 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", type=Path, help="int8 .tflite model")
     p.add_argument("--input", "-i", type=Path, required=True, help="X.npy: N stacked int8 inputs")
     p.add_argument("--output", "-o", type=Path, help="Y.npy for the N int8 outputs")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--emulate", action="store_true", help="the emulator, in-process (default)")
+    where.add_argument("--sil", action="store_true", help="the C firmware built for this host")
+    where.add_argument("--qemu", action="store_true", help="the firmware under qemu-system-arm")
+    where.add_argument("--board", metavar="PORT", help="a board or socket:// URL (pyserial)")
+    p.add_argument("--fw", metavar="PATH", help="with --sil / --qemu: the firmware to run")
     p.set_defaults(handler=handle)
 
 
@@ -59,8 +69,14 @@ def handle(args: argparse.Namespace) -> int:
 
     graph = load_tflite(args.model)
     x, batch_axis = load_inputs(args.input, graph.input_shape)
-    parts = [graph.run(x[i : i + CHUNK]) for i in range(0, len(x), CHUNK)]
-    y = np.concatenate(parts) if parts else np.zeros((0, *graph.output_shape), np.int8)
+    backend = (
+        "qemu" if args.qemu else "sil" if args.sil else "board" if args.board is not None else None
+    )
+    if backend is None:
+        parts = [graph.run(x[i : i + CHUNK]) for i in range(0, len(x), CHUNK)]
+        y = np.concatenate(parts) if parts else np.zeros((0, *graph.output_shape), np.int8)
+    else:
+        y = infer_on_device(graph, x, backend, port=args.board, firmware=args.fw)
     if batch_axis:
         y = y[:, None]
     if args.output is not None:
@@ -75,3 +91,45 @@ def handle(args: argparse.Namespace) -> int:
     for row in y.reshape(len(y), -1):
         sys.stdout.write(" ".join(map(str, row.tolist())) + "\n")
     return 0
+
+
+def infer_on_device(
+    graph, x: np.ndarray, backend: str, *, port: str | None = None, firmware: str | None = None
+) -> np.ndarray:
+    """Outputs (N, *output_shape) int8 of ``graph`` on ``x`` as a device computes them."""
+    from hilbench.backends import make_backend
+    from hilbench.config import RunConfig
+    from hilbench.npu.blob import to_blob
+    from hilbench.protocol import data_blob, spec
+    from hilbench.zo import zocf
+    from hilbench.zo.loss import LossTables
+
+    # a device loads a model with its loss tables and ZO method; inference uses neither, so
+    # the defaults with the int8 master (no master copy) keep its memory at inference's
+    out = graph.tensors[graph.output]
+    tables = LossTables.for_scale(float(out.qparams.scale[0]))
+    blob = to_blob(
+        graph, {"LOSS": tables.to_bytes(), "ZOCF": zocf.ZoConfig(master="int8").to_bytes()}
+    )
+    classes = int(np.prod(graph.output_shape))
+    if classes > 0xFFFF:
+        raise ModelError(
+            f"the model has {classes} outputs; a device's data slot names at most 65535 classes",
+            "run this model on the emulator (leave out --sil/--qemu/--board)",
+        )
+    flat = x.reshape(len(x), -1)
+    config = RunConfig(backend=backend, port=port, firmware=firmware, live=False)
+    ys = []
+    with make_backend(config) as target:
+        target.load_model(blob)
+        item = flat.shape[1]
+        per_slot = max(1, min(CHUNK, (spec.DEFAULT_ARENA_BYTES // 4) // (item + 1)))
+        for start in range(0, len(flat), per_slot):
+            part = flat[start : start + per_slot]
+            labels = np.zeros(len(part), np.uint8)
+            target.load_data_blob(0, data_blob.encode(part, labels, classes))
+            for i in range(len(part)):
+                ys.append(np.asarray(target.infer(slot=0, index=i).output, np.int8))
+    if not ys:
+        return np.zeros((0, *graph.output_shape), np.int8)
+    return np.stack(ys).reshape(len(ys), *graph.output_shape)

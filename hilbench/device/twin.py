@@ -74,8 +74,11 @@ class DeviceTwin:
                 f"max_payload {max_payload} is outside "
                 f"{spec.MIN_DEVICE_PAYLOAD}..{spec.MAX_PAYLOAD}: choose one in that range"
             )
-        if not 0 <= arena_bytes < 2**32:
-            raise ValueError(f"arena_bytes {arena_bytes} is outside 0..2^32-1")
+        if not 0 <= arena_bytes < 2**32 or arena_bytes % 16:
+            raise ValueError(
+                f"arena_bytes {arena_bytes} must be a multiple of 16 in 0..2^32-16, "
+                "as a device's arena is (docs/firmware.md)"
+            )
         if boot_nonce is not None and not 0 <= boot_nonce < 2**32:
             raise ValueError(f"boot_nonce {boot_nonce} is outside 0..2^32-1")
         self.device_id = device_id
