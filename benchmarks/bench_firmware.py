@@ -1,7 +1,7 @@
 """The firmware's forward pass per op and per model: the SIL build of device_fw's core (C, the
 same code a board runs) against the emulator (hilbench.npu, default backend) and TFLM
 (tflite-micro's interpreter, reference kernels), side by side in one run; then a ZO step on the
-SIL split into forward passes, loss, PRNG, perturb/restore and update.
+SIL split into forward passes, loss, PRNG, perturbation and update.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_firmware.py [--rounds 3] [--budget 0.05]
 
@@ -28,11 +28,13 @@ means the firmware is faster.
 
 ZO step (SIL, ``hilbench-bench zo``): the model with its LOSS section and the default ZO method
 (no ZOCF: Rademacher, fixed scale, two-point, q16 masters, nearest rounding), a random data
-set, ``--q`` seeds and a mini-batch of ``--batch``: PROBE = forward passes (2 q B x one forward)
-+ loss + PRNG (scales and perturbation samples, timed alone with the core's own functions) +
-perturb/restore (the rest); APPLY = PRNG + update (the rest). The twin (hilbench.device's
-ModelState, which runs the 2q perturbed models batched) does the same PROBE and APPLY for
-comparison; its losses and weights CRC must equal the firmware's.
+set, ``--q`` seeds and a mini-batch of ``--batch``. PROBE = forward passes (2 q B, each at the
+cost of an unperturbed one) + loss + PRNG (the scales, and each perturbed forward pass drawing
+its samples row by row: both timed alone with the core's own functions) + perturb (the rest:
+deltas and clamps into the row buffer, batch indices). APPLY = PRNG (samples in chunks) +
+update (the rest). The twin (hilbench.device's ModelState, which runs the 2q perturbed models
+batched) does the same PROBE and APPLY for comparison; its losses and weights CRC must equal
+the firmware's.
 """
 
 from __future__ import annotations
@@ -459,7 +461,7 @@ def zo_step(binary: Path, title: str, g, q: int, batch: int, runs: int, work: Pa
     )
     print(
         f"  PROBE {tp * ns:9.3f} ms  = forward {share(probe['forward'], tp)} + loss "
-        f"{share(probe['loss'], tp)} + PRNG {share(probe['prng'], tp)} + perturb/restore "
+        f"{share(probe['loss'], tp)} + PRNG {share(probe['prng'], tp)} + perturb "
         f"{share(probe['perturb'], tp)}"
     )
     print(
