@@ -20,7 +20,7 @@
 #define HB_BENCH_FLAGS "unknown"
 #endif
 #if defined(__clang__)
-#define HB_BENCH_COMPILER "clang " __VERSION__
+#define HB_BENCH_COMPILER "clang " __clang_version__
 #elif defined(__GNUC__)
 #define HB_BENCH_COMPILER "gcc " __VERSION__
 #else

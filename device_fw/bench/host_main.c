@@ -119,6 +119,7 @@ int main(int argc, char **argv) {
     hb_bench_zo_args za = {.q = 4, .batch = 32, .eps = 2, .runs = 5, .seed = 1, .item_runs = 0};
     int runs_given = 0;
     int c;
+    opterr = 0; /* our own one-line message below, not getopt's */
     while ((c = getopt_long(argc, argv, "h", LONG_OPTS, NULL)) != -1) {
         switch (c) {
         case 'r':
@@ -138,7 +139,12 @@ int main(int argc, char **argv) {
                                               "give e.g. 4194304");
             break;
         case 'h': fputs(USAGE, stdout); return 0;
-        default: usage_error("unknown option", "see hilbench-bench --help");
+        default: {
+            char cause[160];
+            snprintf(cause, sizeof cause, "unknown option or missing value: %.100s",
+                     argv[optind - 1]);
+            usage_error(cause, "see hilbench-bench --help");
+        }
         }
     }
     const int n_pos = argc - optind;

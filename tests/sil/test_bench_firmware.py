@@ -162,6 +162,8 @@ def test_bad_input_is_one_line(bench, tmp_path):
         (["forward", "a"], "forward takes BLOB INPUT"),
         (["zo", "a", "b", "c", "--q", "0"], "--q 0 is outside 1..510"),
         (["frobnicate"], "unknown command"),
+        (["info", "--frob"], "unknown option or missing value: --frob"),
+        (["forward", "a", "b", "--runs"], "unknown option or missing value: --runs"),
     ):
         done = subprocess.run([str(bench), *argv], capture_output=True, text=True)
         assert done.returncode == 2 and needle in done.stderr, (argv, done.stderr)
