@@ -434,7 +434,9 @@ static void put_stats(const hb_bench_stats *s) {
 
 void hb_bench_report_build(const char *clock_unit) {
     puts_("build compiler=");
-    put_quoted(HB_BENCH_COMPILER, hb_strlen(HB_BENCH_COMPILER));
+    size_t n = hb_strlen(HB_BENCH_COMPILER);
+    while (n && HB_BENCH_COMPILER[n - 1] == ' ') n--; /* __clang_version__ ends in a space */
+    put_quoted(HB_BENCH_COMPILER, n);
     puts_(" flags=");
     put_quoted(HB_BENCH_FLAGS, hb_strlen(HB_BENCH_FLAGS));
     puts_(" clock=");
