@@ -353,6 +353,22 @@ def cpu() -> str:
     return f"{name} ({platform.machine()}; {' '.join(f for f in wanted if f in flags)})"
 
 
+def source_state() -> str:
+    """The commit the firmware was built from, and whether device_fw/core differs from it."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--", "device_fw/core"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    return f"commit {head}" + (" + uncommitted changes in device_fw/core" if dirty else "")
+
+
 def engines(build: dict[str, str]) -> list[str]:
     from hilbench.npu import native
     from hilbench.npu.native import sources
@@ -363,9 +379,9 @@ def engines(build: dict[str, str]) -> list[str]:
     cc = sysconfig.get_config_var("CC") or "cc"
     return [
         f"CPU: {cpu()}",
-        f"SIL: device_fw core, {build['compiler']}, {build['flags']} (scalar C; make -C "
-        f"device_fw bench); ticks: {build['clock']}, timer overhead {build['tick_overhead']} "
-        "subtracted",
+        f"SIL: device_fw core ({source_state()}), {build['compiler']}, {build['flags']} "
+        f"(scalar C; make -C device_fw bench); ticks: {build['clock']}, timer overhead "
+        f"{build['tick_overhead']} subtracted",
         f"emulator: hilbench.npu backend {backend!r}, kernel table {isa} ({cc.split()[0]} "
         f"{' '.join(sources.CFLAGS)}), one input per call",
         f"TFLM: tflite-micro {importlib.metadata.version('tflite-micro')} (reference C++ "
