@@ -111,9 +111,10 @@ class ErrorCode(IntEnum):
 class TimingSource(IntEnum):
     """Where a ``duration_ns`` came from (docs/protocol.md, "Timing")."""
 
-    NONE = 0  # no timing (the SIL, QEMU)
+    NONE = 0  # no timing (the SIL; QEMU without -icount)
     DEVICE = 1  # the device's cycle counter
     MODELED = 2  # a cost model (the twin)
+    INSTRUCTIONS = 3  # executed instructions (QEMU -icount): a count, not a time
 
 
 # HELLO capability bits (a host ignores bits it does not know).

@@ -262,7 +262,7 @@ def test_type_codes() -> None:
         (lambda: m.ApplyRequest([1, 2], [1]), "coeffs"),
         (lambda: m.ApplyRequest([1], [2**31]), "coeffs"),
         (lambda: m.ProbeResponse([1], [1, 2], 0, 0), "loss_minus"),
-        (lambda: m.ProbeResponse([1], [1], 0, 3), "timing_source"),
+        (lambda: m.ProbeResponse([1], [1], 0, len(m.TimingSource)), "timing_source"),
         (lambda: m.ProbeResponse([1], [1], -1, 0), "duration_ns"),
         (lambda: m.LoadModelRequest(0, 0, b""), "total_len"),
         (lambda: m.LoadModelRequest(2, 1, b"ab"), "total_len"),

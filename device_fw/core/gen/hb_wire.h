@@ -71,6 +71,7 @@
 #define HB_TIMING_NONE 0
 #define HB_TIMING_DEVICE 1
 #define HB_TIMING_MODELED 2
+#define HB_TIMING_INSTRUCTIONS 3
 
 /* Limits (docs/protocol.md, Message types; docs/firmware.md, Memory) */
 #define HB_N_SLOTS 4
@@ -81,7 +82,7 @@
 #define HB_MAX_Q 510  /* largest q whose PROBE answer / APPLY fits MAX_PAYLOAD */
 #define HB_MAX_INFER_OUTPUT 4085  /* INFER output elements in MAX_PAYLOAD */
 #define HB_LAST_SLOT 3
-#define HB_LAST_TIMING_SOURCE 2
+#define HB_LAST_TIMING_SOURCE 3
 #define HB_MODEL_CHUNK_OVERHEAD 8  /* LOAD_MODEL bytes before chunk */
 #define HB_DATA_CHUNK_OVERHEAD 9  /* LOAD_DATA bytes before chunk */
 #define HB_DATA_HEADER_BYTES 8  /* the data blob's header */

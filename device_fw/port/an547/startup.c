@@ -1,0 +1,147 @@
+/* Reset, the vector table and the C runtime's start on the AN547 (Zephyr's reset.S / prep_c.c
+ * split): Reset_Handler, in assembly, enables the FPU and MVE (CP10/CP11) and sets the stack
+ * limit before any compiled C runs, since the compiler may use FP and Helium registers
+ * anywhere; hb_an547_prep_c then copies .data, zeroes .bss, points VTOR at the table, runs the
+ * constructors (.init_array), reads the command line and runs main(argc, argv). Faults and unexpected interrupts go to the
+ * fault handler (fault.c). */
+#include <stdint.h>
+#include <string.h>
+
+#include "an547.h"
+#include "board.h"
+#include "semihost.h"
+
+extern uint32_t __stack_top[], __data_start[], __data_end[], __data_load[], __bss_start[],
+    __bss_end[];
+extern void (*const __init_array_start[])(void), (*const __init_array_end[])(void);
+
+int main(int argc, char **argv);
+void Reset_Handler(void);
+void hb_an547_prep_c(void);
+void SysTick_Handler(void);
+
+typedef void (*hb_vector)(void);
+
+/* the table: initial stack pointer, 15 system exceptions, AN547_N_IRQ interrupts */
+typedef struct {
+    uint32_t *initial_sp;
+    hb_vector system[15];
+    hb_vector irq[AN547_N_IRQ];
+} hb_vector_table;
+
+#define FAULT hb_an547_fault_entry
+__attribute__((section(".vectors"), used)) const hb_vector_table hb_an547_vectors = {
+    .initial_sp = __stack_top,
+    .system =
+        {
+            Reset_Handler, /* 1 Reset */
+            FAULT,         /* 2 NMI */
+            FAULT,         /* 3 HardFault */
+            FAULT,         /* 4 MemManage */
+            FAULT,         /* 5 BusFault */
+            FAULT,         /* 6 UsageFault */
+            FAULT,         /* 7 SecureFault */
+            0,             /* 8-10 reserved */
+            0,
+            0,
+            FAULT,           /* 11 SVCall */
+            FAULT,           /* 12 DebugMonitor */
+            0,               /* 13 reserved */
+            FAULT,           /* 14 PendSV */
+            SysTick_Handler, /* 15 SysTick */
+        },
+    .irq =
+        {
+            [0 ... AN547_UART0_RX_IRQ - 1] = FAULT,
+            [AN547_UART0_RX_IRQ] = hb_an547_uart_rx_isr,
+            [AN547_UART0_RX_IRQ + 1 ... AN547_N_IRQ - 1] = FAULT,
+        },
+};
+
+/* Runs before any compiled C: FPU and MVE on (CPACR CP10/CP11 full access), the stack limit,
+ * FPSCR.LTPSIZE = 4 (no tail predication outside a loop that sets it) for this and every new
+ * floating-point context (FPDSCR), then C. */
+__attribute__((naked, noreturn)) void Reset_Handler(void) {
+    __asm volatile(
+        "cpsid i\n"
+        "ldr r0, =0xE000ED88\n" /* CPACR */
+        "ldr r1, [r0]\n"
+        "orr r1, r1, #0x00F00000\n" /* CP10, CP11: full access */
+        "str r1, [r0]\n"
+        "dsb\n"
+        "isb\n"
+        "ldr r0, =__stack_top\n"
+        "msr msp, r0\n"
+        "ldr r0, =__stack_limit\n"
+        "msr msplim, r0\n"
+        "ldr r0, =0xE000EF3C\n" /* FPDSCR */
+        "ldr r1, [r0]\n"
+        "bic r1, r1, #0x00070000\n"
+        "orr r1, r1, #0x00040000\n" /* LTPSIZE = 4 */
+        "str r1, [r0]\n"
+        "vmrs r1, fpscr\n"
+        "bic r1, r1, #0x00070000\n"
+        "orr r1, r1, #0x00040000\n"
+        "vmsr fpscr, r1\n"
+        "b hb_an547_prep_c\n"
+        ".ltorg\n");
+}
+
+/* the command line as argv (semihost.h; %XX escapes decoded in place) */
+#define CMDLINE_BYTES 1024
+#define MAX_ARGS 32
+static char cmdline[CMDLINE_BYTES];
+static char *args[MAX_ARGS + 1];
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static void unescape(char *s) {
+    char *out = s;
+    for (; *s; s++) {
+        int hi, lo;
+        if (s[0] == '%' && (hi = hexval(s[1])) >= 0 && (lo = hexval(s[2])) >= 0) {
+            *out++ = (char)(hi * 16 + lo);
+            s += 2;
+        } else {
+            *out++ = *s;
+        }
+    }
+    *out = 0;
+}
+
+static int split_args(void) {
+    static char name[] = "hilbench-an547";
+    int argc = 0;
+    if (sh_cmdline(cmdline, sizeof cmdline) >= 0) {
+        for (char *p = cmdline; *p && argc < MAX_ARGS;) {
+            while (*p == ' ') *p++ = 0;
+            if (!*p) break;
+            args[argc++] = p;
+            while (*p && *p != ' ') p++;
+        }
+    }
+    for (int i = 0; i < argc; i++) unescape(args[i]);
+    if (argc == 0) args[argc++] = name;
+    args[argc] = 0;
+    return argc;
+}
+
+__attribute__((weak)) void hb_an547_pre_main(void) {}
+__attribute__((weak, noreturn)) void hb_an547_exit(int code) { sh_exit((uint32_t)code); }
+
+__attribute__((noreturn, used)) void hb_an547_prep_c(void) {
+    memcpy(__data_start, __data_load, (size_t)((uint8_t *)__data_end - (uint8_t *)__data_start));
+    memset(__bss_start, 0, (size_t)((uint8_t *)__bss_end - (uint8_t *)__bss_start));
+    SCS_VTOR = (uint32_t)(uintptr_t)&hb_an547_vectors;
+    an547_dsb();
+    an547_isb();
+    for (void (*const *ctor)(void) = __init_array_start; ctor < __init_array_end; ctor++) (*ctor)();
+    hb_an547_pre_main();
+    int argc = split_args();
+    hb_an547_exit(main(argc, args));
+}
