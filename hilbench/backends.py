@@ -8,6 +8,7 @@ that has already answered HELLO.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 import serial
 
@@ -18,9 +19,12 @@ from hilbench.errors import HilbenchError, LinkError
 from hilbench.link.faults import FaultSpec, FaultyPort
 from hilbench.link.memory import MemoryPort
 from hilbench.link.pty_pair import PtyPair
-from hilbench.link.serial_port import open_port
+from hilbench.link.serial_port import DEFAULT_BAUD, open_port
 from hilbench.target.client import Target
 from hilbench.target.sil import SilProcess, sil_binary
+
+if TYPE_CHECKING:
+    from hilbench.target.qemu import QemuProcess
 
 HELLO_TIMEOUT_S = 2.0  # per try; a live device answers in milliseconds
 HELLO_RETRIES = 2  # first contact: give up after 3 tries, not a minute
@@ -66,7 +70,7 @@ class Backend(ABC):
         else:
             faulty = FaultyPort(port, self.faults)
             target = Target(faulty, name=f"{name} with injected faults", **target_options)
-            faulty.on_fault = lambda kind, detail: target.event("fault", f"{kind}: {detail}")
+            faulty.on_fault = lambda kind, detail: target.event("injected", f"{kind}: {detail}")
             # a reset goes around the injector, numbered so the device does not drop it as stale
             faulty.reset_device = lambda: port.write(target.reset_frame())
         try:
@@ -123,12 +127,13 @@ class SerialBackend(Backend):
 
     kind = "board"
 
-    def __init__(self, url: str, faults: FaultSpec | None = None) -> None:
+    def __init__(self, url: str, faults: FaultSpec | None = None, baud: int = DEFAULT_BAUD) -> None:
         super().__init__(faults)
         self.url = url
+        self.baud = baud
 
     def open(self) -> Target:
-        return self._connect(self.url, name=self.url)
+        return self._attach(open_port(self.url, baudrate=self.baud), name=self.url)
 
 
 class SilBackend(Backend):
@@ -165,31 +170,69 @@ class SilBackend(Backend):
 
 
 class QemuBackend(Backend):
-    """The real firmware under qemu-system-arm (mps3-an547). Not built yet."""
+    """The firmware built for the Cortex-M55 (``device_fw/port/an547``) under
+    ``qemu-system-arm -M mps3-an547``, its UART0 on a local TCP port that pyserial opens
+    (``socket://``). ``firmware``: an ELF (default: built with make). ``icount``: run QEMU with
+    ``-icount shift=0`` so durations are executed instructions (source ``instr``).
+    ``fw_options``: the firmware's settings (hilbench.target.qemu.firmware_args: boot_nonce,
+    arena_bytes, max_payload, device_id, firmware, crash_after). ``port``: the UART's TCP port
+    (default: a free one, or $HILBENCH_QEMU_PORT)."""
 
     kind = "qemu"
 
+    def __init__(
+        self,
+        firmware: str | None = None,
+        faults: FaultSpec | None = None,
+        *,
+        icount: bool = True,
+        port: int | None = None,
+        **fw_options: object,
+    ) -> None:
+        super().__init__(faults)
+        self.firmware = firmware
+        self.icount = icount
+        self.port = port
+        self.fw_options = fw_options
+        self.process: QemuProcess | None = None
+
     def open(self) -> Target:
-        self.check_available()
-        raise AssertionError("unreachable")
+        from hilbench.target.qemu import QemuPort, QemuProcess, firmware_args, firmware_elf
+
+        elf = firmware_elf(self.firmware)
+        args = firmware_args(icount=self.icount, **self.fw_options)
+        self.process = QemuProcess(elf, args, port=self.port, icount=self.icount)
+        url = f"socket://127.0.0.1:{self.process.start()}"
+        link = None
+        try:
+            link = QemuPort(open_port(url), self.process)
+            return self._attach(link, f"the firmware under QEMU ({url})")
+        except HilbenchError as exc:
+            report = self.process.death_report(bytes(link.tail) if link else b"", wait=0.2)
+            self.close()
+            raise LinkError(f"{exc.cause} ({report})", exc.fix) from None
+
+    def close(self) -> None:
+        super().close()
+        if self.process is not None:
+            self.process.stop()
+            self.process = None
 
     @staticmethod
     def check_available() -> None:
-        """Raise a clear error while the firmware cannot run in QEMU."""
-        raise HilbenchError(
-            "the QEMU backend needs device_fw built for mps3-an547, which has not landed yet",
-            "run on the emulator (--emulate), or drive a twin over TCP with "
-            "`hilbench emulate --listen HOST:PORT` and --board socket://HOST:PORT",
-        )
+        """Raise a one-line error if qemu-system-arm is missing or cannot model the AN547."""
+        from hilbench.target.qemu import check_qemu
+
+        check_qemu()
 
 
 def make_backend(config: RunConfig) -> Backend:
     """The backend ``config`` names, with the link faults it asks for."""
     faults = FaultSpec.parse(config.link_faults) if config.link_faults else None
     if config.backend == "qemu":
-        return QemuBackend()
+        return QemuBackend(config.firmware, faults)
     if config.backend == "sil":
         return SilBackend(config.firmware, faults)
     if config.backend == "board":
-        return SerialBackend(config.port or "", faults=faults)
+        return SerialBackend(config.port or "", faults=faults, baud=config.baud)
     return EmulatorBackend(faults=faults)

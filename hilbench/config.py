@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hilbench.errors import ConfigError
+from hilbench.link.serial_port import DEFAULT_BAUD  # the board's speed unless one is named
 
 BACKENDS = ("emulate", "sil", "qemu", "board")
+BAUD_RANGE = (50, 20_000_000)
+ENV_BOARD = "HILBENCH_BOARD"
+ENV_BAUD = "HILBENCH_BAUD"
+#: The keys [tool.hilbench] in pyproject.toml may set, and what each does.
+FILE_KEYS = {
+    "board": "the board's port or pyserial URL when no backend option is given",
+    "baud": "the board's serial speed",
+}
 
 
 @dataclass(frozen=True)
@@ -20,6 +31,7 @@ class RunConfig:
 
     backend: str = "emulate"
     port: str | None = None  # pyserial URL for the board backend
+    baud: int = DEFAULT_BAUD  # the board's serial speed (8N1)
     firmware: str | None = None  # SIL program / firmware image to run (None: build it)
     model: str = "mlp"
     dataset: str = "digits"
@@ -51,8 +63,9 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend '{self.backend}'", f"use one of {BACKENDS}")
-        if self.backend == "board" and not self.port:
+        if self.backend == "board" and not (self.port or "").strip():
             raise ConfigError("the board backend needs a port", "pass --board PORT")
+        _check_range("baud", self.baud, *BAUD_RANGE)
         _check_range("budget", self.budget, 2, 10**9)
         _check_range("seed", self.seed, 0, 2**32 - 1)
         _check_range("eps", self.eps, 1, 127)
@@ -213,3 +226,107 @@ def rate_schedule(spec: str) -> Callable[[float], float]:
         f"unknown rate schedule '{spec}'",
         "use constant, cosine[:FLOOR], linear[:END] or step:F@X[,F@X...]",
     )
+
+
+# ---------------------------------------------------------------- naming the board once
+
+
+@dataclass(frozen=True)
+class UserDefaults:
+    """The board and baud a user named once: ``HILBENCH_BOARD`` / ``HILBENCH_BAUD``, else
+    ``[tool.hilbench]`` in the nearest pyproject.toml that has it. The command line wins over
+    both; ``sources`` says where each value came from (for messages)."""
+
+    board: str | None = None
+    baud: int = DEFAULT_BAUD
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def find_pyproject(start: Path | None = None) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` (the working directory) that has a
+    [tool.hilbench] table, or None."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file() and _hilbench_table(candidate) is not None:
+            return candidate
+    return None
+
+
+def _hilbench_table(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror or exc}", "fix its permissions"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc})", "fix the file") from None
+    table = data.get("tool", {}).get("hilbench") if isinstance(data.get("tool"), dict) else None
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: tool.hilbench is not a table", "write [tool.hilbench]")
+    return table
+
+
+def user_defaults(
+    start: Path | None = None, environ: dict[str, str] | os._Environ[str] | None = None
+) -> UserDefaults:
+    """Read the board and baud named in the environment and in pyproject.toml (see
+    UserDefaults); a ConfigError names a blank, unknown or malformed value and where it is."""
+    env = os.environ if environ is None else environ
+    board: str | None = None
+    baud = DEFAULT_BAUD
+    sources: dict[str, str] = {}
+    path = find_pyproject(start)
+    if path is not None:
+        table = _hilbench_table(path) or {}
+        where = f"{path} [tool.hilbench]"
+        unknown = sorted(set(table) - set(FILE_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"{where} has no setting {', '.join(map(repr, unknown))}",
+                f"use {' and '.join(FILE_KEYS)}: "
+                + "; ".join(f"{k}: {v}" for k, v in FILE_KEYS.items()),
+            )
+        if "board" in table:
+            value = table["board"]
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(
+                    f"{where} board = {value!r} names no port",
+                    'write e.g. board = "/dev/ttyACM0", or remove the line to use the emulator',
+                )
+            board, sources["board"] = value.strip(), where
+        if "baud" in table:
+            baud, sources["baud"] = _baud(table["baud"], f"{where} baud"), where
+    if ENV_BOARD in env:
+        value = env[ENV_BOARD]
+        if not value.strip():  # e.g. HILBENCH_BOARD=$PORT with PORT unset: never the emulator
+            raise ConfigError(
+                f"{ENV_BOARD} is set but empty",
+                "set it to the board's port (e.g. /dev/ttyACM0), or unset it to use the emulator",
+            )
+        board, sources["board"] = value.strip(), ENV_BOARD
+    if ENV_BAUD in env:
+        baud, sources["baud"] = _baud(env[ENV_BAUD], ENV_BAUD), ENV_BAUD
+    return UserDefaults(board=board, baud=baud, sources=sources)
+
+
+def _baud(value: object, where: str) -> int:
+    try:
+        baud = int(value) if not isinstance(value, bool | float) else -1
+    except (TypeError, ValueError):
+        baud = -1
+    if not BAUD_RANGE[0] <= baud <= BAUD_RANGE[1]:
+        raise ConfigError(
+            f"{where} = {value!r} is not a baud rate",
+            f"give an integer in [{BAUD_RANGE[0]:,}, {BAUD_RANGE[1]:,}], e.g. 921600",
+        )
+    return baud
+
+
+def parse_baud(text: str) -> int:
+    """``--baud`` on a command line: an integer baud rate, or a ConfigError."""
+    return _baud(text.strip().replace("_", ""), "--baud")

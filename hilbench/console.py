@@ -1,11 +1,23 @@
-"""Showing a run as it goes: a rich live panel on a terminal, plain lines elsewhere."""
+"""Showing a run as it goes: a rich live panel on a terminal, plain lines elsewhere.
+
+A view hears five things from the session and the trainer: ``start(title)``, ``status(text)``
+(what is happening before the first step: connecting, uploading, evaluating),
+``event(kind, detail)`` (retries, resets, injected faults... as the trace records them),
+``update(progress)`` after every step, and ``finish()``. Both views show the same figures:
+step, q, loss, test accuracy, forward passes of the budget, steps per second and the time
+left, the step's host and device time, a loss sparkline and the event counts.
+
+Losing the console never loses the run: a view whose output is gone (``hilbench run | head``,
+a closed terminal) stops writing and training goes on.
+"""
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -13,7 +25,12 @@ from rich.console import Console
 from rich.control import Control
 from rich.live import Live
 from rich.segment import ControlType
-from rich.table import Table
+from rich.text import Text
+
+SPARK = "▁▂▃▄▅▆▇█"
+SPARK_POINTS = 40  # the loss history a sparkline shows at most (the whole run, compressed)
+#: Event kinds worth a count in the views, in this order (others follow as they come).
+EVENT_ORDER = ("retry", "resync", "reset", "recovered", "restored", "injected", "error")
 
 
 @dataclass
@@ -29,6 +46,7 @@ class Progress:
     step_host_s: float = 0.0  # host wall clock for the last step's round trips
     step_device_s: float | None = None  # the device's own time for the step
     device_source: str | None = None  # "device" or "modeled"
+    accuracy_forward_passes: int | None = None  # when the accuracy was measured
 
 
 class RunView(Protocol):
@@ -43,11 +61,44 @@ class NullView:
     def start(self, title: str) -> None:
         pass
 
+    def status(self, text: str) -> None:
+        pass
+
+    def retitle(self, title: str) -> None:
+        pass
+
+    def event(self, kind: str, detail: str) -> None:
+        pass
+
     def update(self, progress: Progress) -> None:
         pass
 
     def finish(self) -> None:
         pass
+
+
+def view_status(view: object, text: str) -> None:
+    """``view.status(text)`` for views that have it (a RunView needs only start/update/finish)."""
+    status = getattr(view, "status", None)
+    if status is not None:
+        status(text)
+
+
+def view_title(view: object, title: str) -> None:
+    """``view.retitle(title)`` for views that have it (the device is named once connected)."""
+    retitle = getattr(view, "retitle", None)
+    if retitle is not None:
+        retitle(title)
+
+
+def view_event(view: object, kind: str, detail: str) -> None:
+    """``view.event(kind, detail)`` for views that have it."""
+    event = getattr(view, "event", None)
+    if event is not None:
+        event(kind, detail)
+
+
+# ---------------------------------------------------------------- formatting
 
 
 def _fmt_time(seconds: float | None) -> str:
@@ -60,12 +111,99 @@ def _fmt_time(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
 
+def fmt_duration(seconds: float | None) -> str:
+    """A time left: ``42 s``, ``3 min 05 s``, ``2 h 07 min``; ``-`` when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
 def _accuracy(progress: Progress) -> str:
     return "-" if progress.accuracy is None else f"{progress.accuracy:.1%}"
 
 
+def _loss(progress: Progress) -> str:
+    return f"{progress.loss:.4f}" if math.isfinite(progress.loss) else "-"
+
+
+def format_events(counts: dict[str, int]) -> str:
+    """``retry 2, reset 1, recovered 1, injected 5`` (the usual kinds first), or ``none``."""
+    order = [k for k in EVENT_ORDER if counts.get(k)] + sorted(
+        k for k in counts if k not in EVENT_ORDER and counts[k]
+    )
+    return ", ".join(f"{k} {counts[k]:,}" for k in order) or "none"
+
+
+class Tracker:
+    """What both views derive from the updates: rates, time left, loss history, events."""
+
+    #: Rates are measured over windows of at least this long (a step takes ~1 ms).
+    WINDOW_S = 0.5
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.events: dict[str, int] = {}
+        self.steps_per_s: float | None = None
+        self.passes_per_s: float | None = None
+        self._mark: tuple[float, int, int] | None = None  # (time, step, forward passes)
+        self._points: list[float] = []  # loss means of buckets of `_bucket` steps
+        self._bucket = 1
+        self._acc: list[float] = []  # losses of the bucket being filled
+
+    def event(self, kind: str) -> None:
+        self.events[kind] = self.events.get(kind, 0) + 1
+
+    def update(self, p: Progress) -> None:
+        now = self.clock()
+        if self._mark is None:
+            self._mark = (now, p.step, p.forward_passes)
+        else:
+            t0, s0, f0 = self._mark
+            dt = now - t0
+            if dt >= self.WINDOW_S and p.step > s0:
+                steps, passes = (p.step - s0) / dt, (p.forward_passes - f0) / dt
+                if self.steps_per_s is None or self.passes_per_s is None:
+                    self.steps_per_s, self.passes_per_s = steps, passes
+                else:  # smoothed: a step's time varies with q and the link
+                    self.steps_per_s = 0.6 * self.steps_per_s + 0.4 * steps
+                    self.passes_per_s = 0.6 * self.passes_per_s + 0.4 * passes
+                self._mark = (now, p.step, p.forward_passes)
+        if math.isfinite(p.loss):
+            self._acc.append(p.loss)
+            if len(self._acc) >= self._bucket:
+                self._points.append(sum(self._acc) / len(self._acc))
+                self._acc = []
+                if len(self._points) >= 2 * SPARK_POINTS:  # the whole run in so many points
+                    self._points = [
+                        (a + b) / 2
+                        for a, b in zip(self._points[::2], self._points[1::2], strict=True)
+                    ]
+                    self._bucket *= 2
+
+    def time_left(self, p: Progress) -> float | None:
+        if not self.passes_per_s or p.budget <= 0:
+            return None
+        return max(0, p.budget - p.forward_passes) / self.passes_per_s
+
+    def sparkline(self, width: int = SPARK_POINTS) -> str:
+        points = self._points[-width:]
+        if len(points) < 2:
+            return ""
+        lo, hi = min(points), max(points)
+        span = (hi - lo) or 1.0
+        return "".join(SPARK[min(7, int((v - lo) / span * 7.999))] for v in points)
+
+
+# ---------------------------------------------------------------- plain lines
+
+
 class PlainView:
-    """One line every ``period`` seconds (for CI logs and pipes)."""
+    """One line every ``period`` seconds (for CI logs and pipes); setup steps as they come."""
 
     def __init__(self, write: Callable[[str], None] | None = None, period: float = 2.0) -> None:
         self.write = write or (lambda line: print(line, flush=True))
@@ -73,35 +211,104 @@ class PlainView:
         self._last = 0.0
         self._title = ""
         self._progress: Progress | None = None
+        self._tracker = Tracker()
+        self._silent = False  # the output is gone: keep training, stop writing
+        self._status_key = ""
+        self._status_at = 0.0
+
+    def _emit(self, line: str) -> None:
+        if self._silent:
+            return
+        try:
+            self.write(line)
+        except (BrokenPipeError, ValueError, OSError):  # a closed pipe or file
+            self._silent = True
+            detach_stdout()
 
     def start(self, title: str) -> None:
         self._title = title
-        self.write(f"[hilbench] {title}")
+        self._emit(f"[hilbench] {title}")
+
+    def status(self, text: str) -> None:
+        # one line per phase ("uploading the model"), then at most one per period
+        key = text.split(":", 1)[0]
+        now = time.monotonic()
+        if key != self._status_key or now - self._status_at >= self.period:
+            self._status_key, self._status_at = key, now
+            self._emit(f"[hilbench] {text}")
+
+    def retitle(self, title: str) -> None:
+        self._title = title  # the status line that named the device was printed
+
+    def event(self, kind: str, detail: str) -> None:
+        self._tracker.event(kind)
 
     def update(self, progress: Progress) -> None:
         self._progress = progress
+        self._tracker.update(progress)
         now = time.monotonic()
         if now - self._last >= self.period:
             self._last = now
-            self.write(self._line(progress))
+            self._emit(self._line(progress))
 
     def finish(self) -> None:
         if self._progress is not None:
-            self.write(self._line(self._progress))
+            self._emit(self._line(self._progress))
 
-    @staticmethod
-    def _line(p: Progress) -> str:
+    def _line(self, p: Progress) -> str:
+        t = self._tracker
         device = (
             f" device {_fmt_time(p.step_device_s)} ({p.device_source})" if p.device_source else ""
         )
+        pct = f" ({p.forward_passes / p.budget:.0%})" if p.budget else ""
+        rate = ""
+        if t.steps_per_s is not None:
+            rate = f" {t.steps_per_s:,.0f} steps/s, {fmt_duration(t.time_left(p))} left"
+        events = format_events(t.events)
         return (
-            f"[hilbench] step {p.step} q {p.q} loss {p.loss:.4f} acc {_accuracy(p)} "
-            f"fwd {p.forward_passes}/{p.budget} step {_fmt_time(p.step_host_s)} (host){device}"
+            f"[hilbench] step {p.step} q {p.q} loss {_loss(p)} acc {_accuracy(p)} "
+            f"fwd {p.forward_passes}/{p.budget}{pct}{rate} step {_fmt_time(p.step_host_s)} "
+            f"(host){device}" + ("" if events == "none" else f" events: {events}")
         )
 
 
+def detach_stdout() -> None:
+    """Point stdout at /dev/null once its reader is gone, so nothing else (the summary, the
+    interpreter's final flush) dies on the broken pipe (as the Python docs advise)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+# ---------------------------------------------------------------- the live panel
+
+
+def _pack(fields: list[tuple[str | tuple[str, ...], str]], width: int) -> Text:
+    """Fields on one line, in order of importance: each is (text, style) or (variants, style)
+    with its variants longest first; the first variant that fits is shown and a field none of
+    whose variants fits is left out, so a narrow terminal keeps the first fields in a short
+    form and the line never wraps."""
+    indent = "  " if width >= 60 else ""
+    line = Text(indent, no_wrap=True, overflow="ellipsis")
+    used = len(indent)
+    for texts, style in fields:
+        sep = "  " if used > len(indent) else ""
+        for text in (texts,) if isinstance(texts, str) else texts:
+            if text and used + len(sep) + len(text) <= width:
+                line.append(sep)
+                line.append(text, style=style)
+                used += len(sep) + len(text)
+                break
+    return line
+
+
 class LiveView:
-    """A rich live panel, refreshed a few times a second, that disappears when done.
+    """A rich live panel, refreshed a few times a second, with a fixed number of lines.
 
     Inside another program's output (pytest's progress line), give ``column``: a callable
     returning the column where that program left the cursor. The panel then draws on the lines
@@ -111,8 +318,12 @@ class LiveView:
     """
 
     #: Screen lines the panel needs beyond its own height: the host program's line, and
-    #: slack for a table that grows a line as its numbers widen.
+    #: slack for a terminal that shrinks while the panel is shown.
     SPARE_LINES = 3
+    #: The panel's lines: the title, then four lines whatever the width (fields that do not
+    #: fit are dropped, never wrapped), so its height never changes while it is shown.
+    HEIGHT = 5
+    BAR_WIDTH = 24
 
     def __init__(
         self,
@@ -130,10 +341,16 @@ class LiveView:
         self._title = ""
         self._last = 0.0
         self._progress = Progress()
+        self._started = False  # a step was shown
+        self._status = ""
+        self._since = time.monotonic()
+        self._tracker = Tracker()
         self._back: Control | None = None  # what puts the cursor back after a transient panel
+        self._gone = False  # the terminal went away: keep training, stop drawing
 
     def start(self, title: str) -> None:
         self._title = title
+        self._since = time.monotonic()
         with self.guard():
             rows_above, back = self._below_host_line()
             panel = self._render()
@@ -148,11 +365,14 @@ class LiveView:
                 redirect_stdout=False,
                 redirect_stderr=False,
             )
-            if rows_above:
-                self.console.control(Control((ControlType.CARRIAGE_RETURN,)))
-                self.console.line()
-            self._back = back
-            self._live.start()
+            try:
+                if rows_above:
+                    self.console.control(Control((ControlType.CARRIAGE_RETURN,)))
+                    self.console.line()
+                self._back = back
+                self._live.start()
+            except OSError:
+                self._lost()
 
     def _below_host_line(self) -> tuple[int, Control | None]:
         """(screen rows the host program's unfinished line takes, the control sequence that
@@ -167,40 +387,122 @@ class LiveView:
             return rows, Control()
         return rows, Control((ControlType.CURSOR_UP, 1), (ControlType.CURSOR_MOVE_TO_COLUMN, last))
 
+    def status(self, text: str) -> None:
+        self._status = text
+        self._refresh(force=True)
+
+    def retitle(self, title: str) -> None:
+        self._title = title
+        self._refresh(force=True)
+
+    def event(self, kind: str, detail: str) -> None:
+        self._tracker.event(kind)
+
     def update(self, progress: Progress) -> None:
         self._progress = progress
+        self._started = True
+        self._tracker.update(progress)
+        self._refresh()
+
+    def _refresh(self, force: bool = False) -> None:
         now = time.monotonic()
-        if self._live and now - self._last >= 0.1:
+        if self._live and (force or now - self._last >= 0.1):
             self._last = now
-            with self.guard():
-                self._live.update(self._render(), refresh=True)
+            try:
+                with self.guard():
+                    self._live.update(self._render(), refresh=True)
+            except OSError:
+                self._lost()
+
+    def _lost(self) -> None:
+        """The terminal is gone (closed, or a pipe whose reader quit)."""
+        self._gone = True
+        live, self._live = self._live, None
+        if live is not None:
+            live.transient = False  # erasing would write again
+            with suppress(OSError):
+                live.stop()
+        detach_stdout()
 
     def finish(self) -> None:
         if self._live:
-            with self.guard():
-                self._live.update(self._render(), refresh=True)
-                self._live.stop()
-                if self.transient and self._back is not None:
-                    self.console.control(self._back)
+            try:
+                with self.guard():
+                    self._live.update(self._render(), refresh=True)
+                    self._live.stop()
+                    if self.transient and self._back is not None:
+                        self.console.control(self._back)
+            except OSError:
+                self._lost()
             self._live = None
             self._back = None
 
-    def _render(self) -> Table:
-        p = self._progress
-        table = Table(title=self._title, title_justify="left", show_header=True)
-        for column in ("step", "q", "loss", "test acc", "forward passes", "step (host)", "device"):
-            table.add_column(column, justify="right")
-        device = f"{_fmt_time(p.step_device_s)} {p.device_source}" if p.device_source else "-"
-        table.add_row(
-            str(p.step),
-            str(p.q),
-            f"{p.loss:.4f}",
-            _accuracy(p),
-            f"{p.forward_passes:,}/{p.budget:,}",
-            _fmt_time(p.step_host_s),
-            device,
+    def _render(self) -> Text:
+        p, t = self._progress, self._tracker
+        width = max(20, self.console.size.width)
+        title = Text(self._title, style="bold", no_wrap=True, overflow="ellipsis")
+        if not self._started:  # setting up: say what is happening
+            waited = time.monotonic() - self._since
+            line2 = _pack(
+                [(self._status or "starting", "yellow"), (f"{waited:.1f} s", "dim")], width
+            )
+        else:
+            line2 = _pack(
+                [
+                    (f"step {p.step:,}", "bold"),
+                    (f"loss {_loss(p)}", "bold"),
+                    ((f"test acc {_accuracy(p)}", f"acc {_accuracy(p)}"), "bold green"),
+                    (f"q {p.q}", ""),
+                    (
+                        ""
+                        if p.accuracy_forward_passes is None
+                        else f"(accuracy at {p.accuracy_forward_passes:,} passes)",
+                        "dim",
+                    ),
+                ],
+                width,
+            )
+        frac = p.forward_passes / p.budget if p.budget else 0.0
+        filled = min(self.BAR_WIDTH, int(frac * self.BAR_WIDTH))
+        of = f"{p.forward_passes:,}/{p.budget:,}"
+        line3 = _pack(
+            [
+                (f"{frac:.0%}", "bold"),
+                ((f"{of} forward passes", f"{of} fwd"), ""),
+                ("█" * filled + "░" * (self.BAR_WIDTH - filled), "cyan"),
+            ],
+            width,
         )
-        return table
+        rate = "-" if t.steps_per_s is None else f"{t.steps_per_s:,.0f} steps/s"
+        device = f"{_fmt_time(p.step_device_s)} {p.device_source}" if p.device_source else ""
+        line4 = _pack(
+            [
+                (f"{fmt_duration(t.time_left(p))} left", "bold"),
+                (rate, ""),
+                (f"step {_fmt_time(p.step_host_s)} host" if self._started else "", ""),
+                (device, "dim"),
+            ],
+            width,
+        )
+        spark = t.sparkline(min(SPARK_POINTS, max(0, width - 40)))
+        line5 = _pack(
+            [
+                (
+                    (f"events: {format_events(t.events)}", format_events(t.events)),
+                    "red" if _alarming(t.events) else "",
+                ),
+                (f"loss {spark}" if spark else "", "magenta"),
+            ],
+            width,
+        )
+        out = Text("\n", no_wrap=True).join([title, line2, line3, line4, line5])
+        out.no_wrap = True
+        out.overflow = "ellipsis"
+        return out
+
+
+def _alarming(events: dict[str, int]) -> bool:
+    return any(events.get(k) for k in ("retry", "reset", "error", "resync"))
 
 
 def make_view(live: bool, console: Console | None = None) -> RunView:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import re
 import shlex
 import sys
@@ -69,6 +70,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the firmware to run with --sil (the SIL program) or --qemu (an ELF); default: "
         "build device_fw with make",
     )
+    group.addoption(
+        "--baud",
+        metavar="RATE",
+        help="the board's serial speed (default 921600, or $HILBENCH_BAUD, then "
+        "[tool.hilbench] baud in pyproject.toml)",
+    )
     group.addoption("--trace-dir", metavar="DIR", help="where tests write their HDF5 traces")
     group.addoption("--no-live", action="store_true", help="no live training panel while tests run")
     group.addoption(
@@ -89,7 +96,20 @@ def chosen_backend(config: pytest.Config) -> tuple[BackendOption, str | None]:
     if len(chosen) > 1:
         names = " and ".join(option.flag for option, _ in chosen)
         raise pytest.UsageError(f"hilbench: choose one backend, not {names}")
+    if not chosen:  # a board named once: $HILBENCH_BOARD, then pyproject.toml [tool.hilbench]
+        board = _user_defaults().board
+        if board is not None:
+            return next(o for o in BACKEND_OPTIONS if o.field == "port"), board
     return chosen[0] if chosen else (BACKEND_OPTIONS[0], None)
+
+
+def _user_defaults():
+    from hilbench.config import user_defaults
+
+    try:
+        return user_defaults()
+    except HilbenchError as exc:
+        raise pytest.UsageError(f"hilbench: {exc}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -105,6 +125,7 @@ def pytest_configure(config: pytest.Config) -> None:
             _backend.check_env()  # the emulator's NPU
     except HilbenchError as exc:
         raise pytest.UsageError(f"hilbench: {exc}") from None
+    _check_trace_dir(config)
     if backend == "qemu":
         from hilbench.backends import QemuBackend
 
@@ -125,9 +146,19 @@ def backend_config(config: pytest.Config) -> RunConfig:
                 f"hilbench: --fw names the firmware of --sil or --qemu, not of {option.flag}"
             )
         fields["firmware"] = firmware
-    return RunConfig(
-        backend=option.backend, link_faults=config.getoption("--link-faults"), **fields
-    )
+    baud = config.getoption("--baud")
+    if baud is not None and option.backend != "board":
+        raise pytest.UsageError(f"hilbench: --baud sets a board's speed, not {option.flag}'s")
+    try:
+        from hilbench.config import parse_baud
+
+        fields["baud"] = parse_baud(baud) if baud is not None else _user_defaults().baud
+        return RunConfig(
+            backend=option.backend, link_faults=config.getoption("--link-faults"), **fields
+        )
+    except HilbenchError as exc:
+        refused = str(exc)
+    raise pytest.UsageError(f"hilbench: {refused}")  # not chained to the error above
 
 
 @pytest.fixture(scope="session")
@@ -137,7 +168,11 @@ def hil_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
     try:
         backend.open()
     except HilbenchError as exc:
-        pytest.fail(f"hilbench: {exc}", pytrace=False)
+        refused = str(exc)
+    else:
+        refused = ""
+    if refused:  # outside the except block: the cause once, not chained to itself
+        pytest.fail(f"hilbench: {refused}", pytrace=False)
     yield backend
     backend.close()
 
@@ -161,8 +196,31 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def hil_trace_dir(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
     option = pytestconfig.getoption("--trace-dir")
     path = Path(option) if option else tmp_path_factory.mktemp("traces")
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(parents=True, exist_ok=True)  # checked by pytest_configure
     return path
+
+
+def _check_trace_dir(config: pytest.Config) -> None:
+    """--trace-dir names a directory hilbench can write, or pytest stops with one line."""
+    option = config.getoption("--trace-dir")
+    if option is None:
+        return
+    if not option.strip():
+        raise pytest.UsageError("hilbench: --trace-dir is empty: name a directory, or leave it out")
+    path = Path(option)
+    problem = ""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            problem = "is not writable"
+    except FileExistsError:
+        problem = "exists and is not a directory"
+    except OSError as exc:
+        problem = f"cannot be created ({exc.strerror or exc})"
+    if problem:
+        raise pytest.UsageError(
+            f"hilbench: --trace-dir {path} {problem}: choose a writable directory"
+        )
 
 
 @pytest.fixture
@@ -241,6 +299,7 @@ class SessionOutcome:
 PLUGIN_SETTINGS = {
     "backend": "--emulate, --board=PORT or --qemu",
     "port": "--board=PORT",
+    "baud": "--baud=RATE",
     "firmware": "the backend options",
     "trace": "--trace-dir=DIR (each test writes its own trace file)",
     "link_faults": "--link-faults=SPEC",
@@ -449,7 +508,7 @@ def _run_lines(trace: Any, *, several: bool) -> list[str]:
     ]
     if trace.status in ("failed", "interrupted") and len(trace.events):
         last = trace.events[-1]
-        if last["kind"] in ("fault", "interrupt"):
+        if last["kind"] in ("error", "fault", "interrupt"):  # fault: in older traces
             lines.append(_row("ended by", str(last["detail"]).splitlines()[0][:300]))
     command = f"hilbench report {shlex.quote(str(trace.path))}"
     if several:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,10 +12,10 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from hilbench import __version__, datasets
+from hilbench import __version__, datasets, version
 from hilbench.backends import Backend, EmulatorBackend, make_backend
 from hilbench.config import RunConfig, parse_eps_mult
-from hilbench.console import NullView, RunView
+from hilbench.console import NullView, RunView, view_event, view_status, view_title
 from hilbench.device.server import FrameEndpoint
 from hilbench.device.state import ModelState
 from hilbench.device.twin import DeviceTwin
@@ -28,9 +27,10 @@ from hilbench.npu.graph import Graph
 from hilbench.npu.ops import _backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
-from hilbench.target.client import Target
+from hilbench.target.client import FRAME_OVERHEAD, Target
 from hilbench.target.recovery import RecoveringTarget, UpdateLog
 from hilbench.trace import Trace, TraceWriter
+from hilbench.trace.reader import RunInfo, run_infos
 from hilbench.train.schedule import Scheduler, make_schedule
 from hilbench.train.trainer import TEST_SLOT, TRAIN_SLOT, LoggedStep, Trainer, TrainSettings
 from hilbench.zo import zocf
@@ -67,6 +67,7 @@ class RunResult:
     steps: int
     weights_crc: int
     wall_s: float
+    events: dict[str, int] = dataclasses.field(default_factory=dict)  # trace events by kind
 
     def __repr__(self) -> str:
         return (
@@ -148,8 +149,35 @@ def zo_config(config: RunConfig, graph: Graph) -> zocf.ZoConfig:
         ) from None
 
 
+def check_model_fits(config: RunConfig, data: datasets.Dataset) -> None:
+    """A ConfigError saying what to do when ``config.model`` cannot take ``data``'s items
+    (e.g. ResNet18's 64x64 colour images against the digits' 8x8 grey ones)."""
+    from hilbench.npu import nets
+
+    if config.model not in nets.ARCHITECTURES:
+        return  # zoo.build names the known models
+    size = int(np.prod(data.input_shape))
+
+    def takes(name: str) -> tuple[int, ...]:
+        return tuple(nets.float_model(name, 0).input_shape)
+
+    shape = takes(config.model)
+    if int(np.prod(shape)) == size:
+        return
+    fits = [n for n in nets.ARCHITECTURES if int(np.prod(takes(n))) == size]
+    items = "x".join(map(str, data.input_shape))
+    fix = f"train {' or '.join(fits)} (--model {fits[0]})" if fits else "choose another --model"
+    raise ConfigError(
+        f"model {config.model} takes {'x'.join(map(str, shape))} images and the items of "
+        f"{config.dataset} are {items} values: hilbench ships no data set {config.model} can "
+        "train on yet",
+        f"{fix}; {config.model}'s inference speed is measured by benchmarks/bench_npu.py",
+    )
+
+
 def prepare_model(config: RunConfig, data: datasets.Dataset) -> PreparedModel:
     """Build and quantize the model, and pack it with its loss tables and ZOCF section."""
+    check_model_fits(config, data)
     graph = build_graph(config, data)
     out = graph.tensors[graph.output]
     tables = LossTables.for_scale(float(out.qparams.scale[0]))
@@ -167,17 +195,33 @@ def default_trace_path(config: RunConfig) -> Path:
 
 
 def git_revision() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=2,
-            cwd=Path(__file__).parent,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+    """The commit hilbench runs from (``-dirty`` if modified), "" outside its checkout."""
+    return version.git_revision()
+
+
+def npu_in_use(config: RunConfig) -> tuple[str, str]:
+    """(NPU backend, kernel table) computing this run's forward passes when this process is
+    the device (the emulator): e.g. ("native", "avx2"), ("jit", ""); ("", "") when another
+    program or a board computes them."""
+    if config.backend != "emulate":
+        return "", ""
+    name = npu_backend.name()
+    if name != "native":
+        return name, ""
+    from hilbench.npu import native
+
+    return name, native.active_isa()
+
+
+def unfinished_run(path: Path) -> RunInfo | None:
+    """The last run of the trace at ``path`` that did not finish and has steps on disk (work a
+    new run in the same file would orphan), or None (also when there is no file yet)."""
+    if not Path(path).exists():
+        return None
+    for info in reversed(run_infos(path)):
+        if info.resumable and info.steps:
+            return info
+    return None
 
 
 def run(
@@ -202,6 +246,8 @@ class _Resumed:
     model_blob: bytes
     steps: list[LoggedStep]
     updates: list[tuple[np.ndarray, np.ndarray]]
+    run_id: str = ""
+    last_eval: tuple[int, float, float] | None = None  # (forward passes, accuracy, loss)
 
 
 def resume(
@@ -210,13 +256,26 @@ def resume(
     view: RunView | None = None,
     backend: Backend | None = None,
     target: Target | None = None,
+    run: str | None = None,
 ) -> RunResult:
-    """Continue the interrupted last run of ``trace_path`` in the same file.
+    """Continue an interrupted run of ``trace_path`` in the same file: ``run`` (an id such as
+    '0002'), by default the last run of the file that did not complete.
 
     The device is reloaded and given the logged updates; the host replays its seeds and
     scheduler up to the last step on disk, so the run ends as an uninterrupted one would.
     """
-    trace = Trace.open(trace_path)
+    trace_path = Path(trace_path)
+    infos = run_infos(trace_path)
+    if run is None:
+        open_runs = [i for i in infos if i.resumable]
+        if not open_runs:
+            statuses = ", ".join(f"{i.run_id} {i.status}" for i in infos) or "no runs"
+            raise HilbenchError(
+                f"every run of {trace_path} finished ({statuses}): there is nothing to resume",
+                "start a new run without --resume",
+            )
+        run = open_runs[-1].run_id
+    trace = Trace.open(trace_path, run)
     if not trace.resume_state().resumable:  # interrupted, SIGTERMed and failed runs resume
         raise HilbenchError(
             f"run {trace.run_id} of {trace_path} is {trace.status}: there is nothing to resume",
@@ -248,7 +307,18 @@ def resume(
                 grads=samples["grad"][start : start + q].astype(np.float64),
             )
         )
-    resumed = _Resumed(model_blob=trace.model_blob, steps=steps, updates=updates)
+    tests = trace.evals[trace.evals["split"] == "test"]
+    last_eval = None
+    if len(tests):
+        last = tests[-1]
+        last_eval = (int(last["forward_passes"]), float(last["accuracy"]), float(last["loss"]))
+    resumed = _Resumed(
+        model_blob=trace.model_blob,
+        steps=steps,
+        updates=updates,
+        run_id=trace.run_id,
+        last_eval=last_eval,
+    )
     with threadpool_limits(limits=1, user_api="blas"):
         return _run(
             config, view=view, target=target, backend=backend, schedule=None, resumed=resumed
@@ -276,6 +346,8 @@ def _run(
         )
     schedule = schedule or make_schedule(config.scheduler)
     trace_path = Path(config.trace) if config.trace else default_trace_path(config)
+    npu_name, npu_isa = npu_in_use(config)
+    npu = f" · NPU {npu_name}" + (f" {npu_isa}" if npu_isa else "") if npu_name else ""
     run_attrs = {
         "hilbench_version": __version__,
         "protocol_version": PROTOCOL_VERSION,
@@ -289,47 +361,91 @@ def _run(
         "seed": config.seed,
         "start_time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "git_revision": git_revision(),
+        "npu_backend": npu_name,
+        "npu_isa": npu_isa,
     }
+    what = f"{config.model} on {config.dataset} · {schedule.name} · {config.backend}"
+    view.start(f"hilbench · {what}{npu}")
+    # Events before the trace exists (HELLO retries) are kept and written once it does.
+    early: list[tuple[str, str]] = []
+    writer: TraceWriter | None = None
+
+    def on_event(kind: str, detail: str) -> None:
+        view_event(view, kind, detail)
+        if writer is None:
+            early.append((kind, detail))
+        else:  # stamped with the step in progress (after a resume: the next step on disk)
+            writer.event(kind, detail)
+
     owned = None
-    if resumed is None:
-        writer = TraceWriter.create(trace_path, run_attrs, config.to_dict(), model_blob=model.blob)
-    else:
-        writer = TraceWriter.resume(trace_path)
-    with writer as trace:
-        if target is None:
+    trainer = None
+    try:
+        if target is None:  # connect first: a wrong port leaves no failed run in the trace
             owned = backend or make_backend(config)
+            view_status(view, _connecting(config))
             target = owned.open()
-        trainer = None
+        inner = target
         target = RecoveringTarget(
             target,
-            on_event=lambda kind, detail: trace.append_event(
-                trainer.step if trainer is not None else 0, kind, detail
-            ),
+            on_event=on_event,
             # The twin's semantics are what any device must compute: check a board or QEMU
             # against them. The emulator is the twin itself, so there it would check nothing.
             shadow=ModelState.from_blob if config.backend != "emulate" else None,
         )
+        if resumed is None:
+            writer = TraceWriter.create(
+                trace_path, run_attrs, config.to_dict(), model_blob=model.blob
+            )
+        else:
+            writer = TraceWriter.resume(trace_path, resumed.run_id or None)
+    except BaseException:
+        if owned is not None:
+            owned.close()
+        elif target is not None and isinstance(target, RecoveringTarget):
+            target.detach()
+        raise
+    with writer as trace:
+        for kind, detail in early:
+            trace.event(kind, detail)
         try:
             info = target.info or target.hello()
             trace.set_attrs(device_id=info.device_id, firmware=info.firmware)
+            if resumed is not None:  # the attributes of this hilbench and host
+                trace.set_attrs(npu_backend=npu_name, npu_isa=npu_isa)
+            view_title(view, f"hilbench · {what} · {info.device_id}{npu}")
+            view_status(
+                view,
+                f"connected to {info.device_id} (firmware {info.firmware}, "
+                f"protocol {info.protocol_version})",
+            )
             x_train = datasets.quantize_inputs(
                 data.x_train, model.input_scale, model.input_zero_point
             )
             x_test = datasets.quantize_inputs(
                 data.x_test, model.input_scale, model.input_zero_point
             )
+            uploads = _UploadStatus(view, inner)
             if resumed is None:
+                uploads.expect("the model", len(model.blob))
                 target.load_model(model.blob)
+                uploads.expect(f"{len(data.y_train):,} training items", x_train.nbytes)
                 target.load_data(TRAIN_SLOT, x_train, data.y_train, data.n_classes)
+                uploads.expect(f"{len(data.y_test):,} test items", x_test.nbytes)
                 target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
                 initial_crc, _ = target.weights_crc()
                 trace.set_attrs(initial_weights_crc=initial_crc)
+                view_status(view, "evaluating the initial weights")
             else:  # a fresh device: reload, then replay the updates the trace logged
                 slots = {
                     TRAIN_SLOT: data_blob.encode(x_train, data.y_train, data.n_classes),
                     TEST_SLOT: data_blob.encode(x_test, data.y_test, data.n_classes),
                 }
+                uploads.expect(
+                    f"the model and data, then replaying {len(resumed.updates):,} updates",
+                    len(model.blob) + sum(len(b) for b in slots.values()),
+                )
                 target.restore(model.blob, slots, UpdateLog(steps=list(resumed.updates)))
+            uploads.done()
             trainer = Trainer(
                 target,
                 schedule,
@@ -350,12 +466,11 @@ def _run(
                 fresh_numbers=model.fresh_numbers,
                 view=view,
             )
-            view.start(
-                f"hilbench · {config.model} on {config.dataset} · {schedule.name} · "
-                f"{config.backend} · {info.device_id}"
-            )
             try:
-                result = trainer.run(resume=resumed.steps if resumed else None)
+                result = trainer.run(
+                    resume=resumed.steps if resumed else None,
+                    last_eval=resumed.last_eval if resumed else None,
+                )
             finally:
                 view.finish()
         finally:
@@ -379,4 +494,51 @@ def _run(
         steps=result.steps,
         weights_crc=result.weights_crc,
         wall_s=time.perf_counter() - started,
+        events=Trace.open(trace_path, run_id).event_counts(),
     )
+
+
+def _connecting(config: RunConfig) -> str:
+    if config.backend == "board":
+        return f"connecting to {config.port} at {config.baud:,} baud"
+    return {
+        "emulate": "starting the emulator",
+        "sil": "starting the SIL firmware",
+        "qemu": "starting the firmware under QEMU",
+    }.get(config.backend, f"connecting to the {config.backend} device")
+
+
+class _UploadStatus:
+    """Says on the view what the device is being sent, with the share of it sent so far
+    (counted from the LOAD_MODEL / LOAD_DATA round trips the client reports)."""
+
+    def __init__(self, view: RunView, target: Target) -> None:
+        self.view = view
+        self.target = target
+        self.what = ""
+        self.total = 0
+        self.sent = 0
+        self._before = target.on_command
+        target.on_command = self._command
+
+    def expect(self, what: str, total: int) -> None:
+        self.what, self.total, self.sent = what, max(1, total), 0
+        view_status(self.view, f"uploading {what} ({_kib(total)})")
+
+    def _command(self, timing: object) -> None:
+        if getattr(timing, "command", "") in ("LOAD_MODEL", "LOAD_DATA") and self.what:
+            info = self.target.info
+            chunk = max(64, (info.max_payload if info else 512) - FRAME_OVERHEAD)
+            self.sent = min(self.total, self.sent + chunk)
+            view_status(
+                self.view,
+                f"uploading {self.what}: {_kib(self.sent)} of {_kib(self.total)} "
+                f"({self.sent / self.total:.0%})",
+            )
+
+    def done(self) -> None:
+        self.target.on_command = self._before
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:,.1f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:,.2f} MiB"

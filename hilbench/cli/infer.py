@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbench.cli.export import describe_quant
 from hilbench.errors import HilbenchError, ModelError
 
 CHUNK = 256  # samples per emulator call: bounds memory on large inputs
@@ -37,24 +38,32 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=handle)
 
 
-def load_inputs(path: Path, in_shape: tuple[int, ...]) -> tuple[np.ndarray, bool]:
+def load_inputs(
+    path: Path, in_shape: tuple[int, ...], quant: tuple[float, int] | None = None
+) -> tuple[np.ndarray, bool]:
     """(x of shape (N, *in_shape), whether X carried a batch-1 axis); HilbenchError if X
-    is not an int8 array of shape (N, *in_shape) or (N, 1, *in_shape)."""
+    is not an int8 array of shape (N, *in_shape) or (N, 1, *in_shape). ``quant``: the input's
+    (scale, zero point), named in the error for float inputs."""
     want = ", ".join(map(str, in_shape))
     expected = f"int8 of shape (N, {want}) or (N, 1, {want})"
     try:
         x = np.load(path, allow_pickle=False)
     except OSError as e:
         raise HilbenchError(f"cannot read {path}: {e.strerror or e}", "check the path") from None
-    except ValueError as e:
-        raise HilbenchError(f"{path} is not a .npy array ({e})", f"save {expected}") from None
+    except (ValueError, EOFError) as e:  # EOFError: an empty file
+        reason = str(e) or type(e).__name__
+        raise HilbenchError(f"{path} is not a .npy array ({reason})", f"save {expected}") from None
     if not isinstance(x, np.ndarray):
         raise HilbenchError(f"{path} holds several arrays", f"save one array, {expected}")
     if x.dtype != np.int8:
-        raise ModelError(
-            f"{path} holds {x.dtype} {x.shape}, expected {expected}",
-            "quantize the inputs to int8 with the model's input scale",
-        )
+        how = "quantize the inputs to int8 with the model's input scale"
+        if quant is not None:
+            scale, zero = quant
+            how = (
+                f"quantize them: q = clip(round(x / {scale:.9g}) {'-' if zero < 0 else '+'} "
+                f"{abs(zero)}, -128, 127) (the model's input scale and zero point)"
+            )
+        raise ModelError(f"{path} holds {x.dtype} {x.shape}, expected {expected}", how)
     if x.ndim == len(in_shape) + 1 and x.shape[1:] == in_shape:
         return x, False
     if x.ndim == len(in_shape) + 2 and x.shape[1] == 1 and x.shape[2:] == in_shape:
@@ -68,7 +77,9 @@ def handle(args: argparse.Namespace) -> int:
     from hilbench.npu.tflite import load_tflite
 
     graph = load_tflite(args.model)
-    x, batch_axis = load_inputs(args.input, graph.input_shape)
+    q = graph.tensors[graph.input].qparams
+    quant = (float(q.scale[0]), int(q.zero_point[0])) if q is not None else None
+    x, batch_axis = load_inputs(args.input, graph.input_shape, quant)
     backend = (
         "qemu" if args.qemu else "sil" if args.sil else "board" if args.board is not None else None
     )
@@ -79,6 +90,9 @@ def handle(args: argparse.Namespace) -> int:
         y = infer_on_device(graph, x, backend, port=args.board, firmware=args.fw)
     if batch_axis:
         y = y[:, None]
+    # how to make this model's inputs and read its outputs, on stderr: stdout is the outputs
+    print(describe_quant(graph, graph.input, "input "), file=sys.stderr)
+    print(describe_quant(graph, graph.output, "output"), file=sys.stderr)
     if args.output is not None:
         try:
             np.save(args.output, y)

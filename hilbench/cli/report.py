@@ -73,6 +73,11 @@ def _fmt(key: str, value: Any) -> str:
     return str(value)
 
 
+def _fmt_duration(value: float, source: str) -> str:
+    """Seconds as ms; QEMU's executed instructions (source instr) as a count."""
+    return f"{value:,.0f} instr" if source == "instr" else f"{value * 1e3:.3f} ms"
+
+
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -107,7 +112,7 @@ def handle(args: argparse.Namespace) -> int:
                 row["command"],
                 row["source"],
                 f"{row['count']:,}",
-                *(f"{row[p] * 1e3:.3f} ms" for p in ("p50", "p90", "p99", "max")),
+                *(_fmt_duration(row[p], row["source"]) for p in ("p50", "p90", "p99", "max")),
             )
         console.print(t)
     for p in plots:

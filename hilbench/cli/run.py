@@ -3,98 +3,270 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shlex
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hilbench.config import RunConfig
-from hilbench.errors import ConfigError
+from hilbench.config import (
+    ENV_BAUD,
+    ENV_BOARD,
+    INITS,
+    PERTURBATIONS,
+    RunConfig,
+    parse_baud,
+    user_defaults,
+)
+from hilbench.errors import ConfigError, HilbenchError
+
+if TYPE_CHECKING:
+    from hilbench.trace import RunInfo
+
+#: Exit statuses after a signal ended the run (128 + the signal's number, as shells report).
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+#: Models ``run`` trains (the others in the zoo take images no shipped data set has).
+TRAINABLE = ("mlp", "cnn")
+DATASETS = ("digits", "digits-rot20")
+
+DESCRIPTION = """\
+Train a model on a device with zeroth-order (ZO) steps: the host picks perturbation seeds and
+q, the device runs the int8 forward passes and applies integer updates. The run is shown live
+(plain lines when the output is not a terminal) and recorded in an HDF5 trace that `hilbench
+report`, `watch`, `compare`, `replay` and `export` read.
+
+The device: one of --emulate (default), --sil, --qemu, --board PORT. A board named once in
+the environment (HILBENCH_BOARD, HILBENCH_BAUD) or in pyproject.toml's [tool.hilbench] table
+(board = "/dev/ttyACM0", baud = 921600) is used when no backend option is given; the command
+line wins over the environment, which wins over the file.
+"""
+
+EPILOG = """\
+budget: a forward pass is one forward of one (perturbed) model on one batch; a two-point step
+with q samples costs 2q, a one-sided step q + 1.
+
+Ctrl-C or SIGTERM ends the run as "interrupted" (exit 130 or 143); `hilbench run --resume
+TRACE` continues it in the same file and ends it as an uninterrupted run would have ended.
+A trace file holding an interrupted run is not appended to: resume it, or write to another
+file. Errors are one line naming the cause and the fix (exit 2).
+
+examples:
+  hilbench run                                       the default MLP on the emulator
+  hilbench run --board /dev/ttyACM0 --budget 12000   a board at 921600 baud
+  hilbench run --model cnn --scheduler qscheduler --trace cnn.h5
+  hilbench run --link-faults drop=0.01,reset=0.001,seed=1
+  hilbench run --resume cnn.h5
+"""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="train a model with zeroth-order steps on a device")
+    p = sub.add_parser(
+        "run",
+        help="train a model with zeroth-order steps on a device",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(handler=handle)
-    where = p.add_mutually_exclusive_group()
+    d = RunConfig()
+    device = p.add_argument_group("the device (one of)")
+    where = device.add_mutually_exclusive_group()
     where.add_argument("--emulate", action="store_true", help="the bit-exact device twin (default)")
     where.add_argument(
         "--sil", action="store_true", help="the C firmware built for this host (software in loop)"
     )
     where.add_argument("--qemu", action="store_true", help="the firmware under qemu-system-arm")
-    where.add_argument("--board", metavar="PORT", help="a board or socket:// URL (pyserial)")
-    p.add_argument(
+    where.add_argument(
+        "--board",
+        metavar="PORT",
+        help=f"a board's serial port (/dev/ttyACM0, COM3) or a pyserial URL such as "
+        f"socket://HOST:PORT (default: ${ENV_BOARD}, then [tool.hilbench] board)",
+    )
+    device.add_argument(
         "--fw",
         metavar="PATH",
         help="with --sil: the SIL program to run (default: build device_fw/ with make)",
     )
-    d = RunConfig()
-    p.add_argument("--model", default=d.model, help=f"model name (default {d.model})")
-    p.add_argument("--dataset", default=d.dataset, help=f"data set (default {d.dataset})")
-    p.add_argument(
-        "--scheduler",
-        default=d.scheduler,
-        help=f"fixed:Q or qscheduler[:KEY=VALUE,...] (default {d.scheduler})",
+    device.add_argument(
+        "--baud",
+        metavar="RATE",
+        help=f"the board's serial speed, 8N1 (default {d.baud}, or ${ENV_BAUD}, then "
+        "[tool.hilbench] baud)",
     )
-    p.add_argument(
+    device.add_argument(
+        "--link-faults",
+        default="",
+        metavar="SPEC",
+        help="inject faults into every frame, both ways, and device resets: "
+        "KIND=PROBABILITY,... with KIND drop, corrupt, duplicate, delay, truncate, reset, "
+        "and seed=N, e.g. drop=0.01,reset=0.001,seed=1 (the run must end with the same weights)",
+    )
+
+    what = p.add_argument_group("what trains")
+    what.add_argument(
+        "--model",
+        default=d.model,
+        metavar="{" + ",".join(TRAINABLE) + "}",
+        help=f"mlp: a 64-32-10 MLP; cnn: a small 8x8 CNN (default {d.model})",
+    )
+    what.add_argument(
+        "--dataset",
+        default=d.dataset,
+        metavar="{" + ",".join(DATASETS) + "}",
+        help="scikit-learn's 8x8 digits, or the same rotated by up to 20 degrees "
+        f"(default {d.dataset})",
+    )
+    what.add_argument(
+        "--init",
+        default=d.init,
+        metavar="{" + ",".join(INITS) + "}",
+        help="random int8 weights, or float pre-training on the clean digits, then quantized "
+        f"(default {d.init})",
+    )
+    what.add_argument(
+        "--layers",
+        default=d.layers,
+        help="what trains: weights, biases, all, last:K (the last K layers) or a GLOB over "
+        f"tensor names, comma-separated (default {d.layers})",
+    )
+
+    how = p.add_argument_group("how long and how fast")
+    how.add_argument(
         "--budget",
         type=int,
         default=d.budget,
         metavar="FORWARD_PASSES",
-        help=f"forward passes to spend (default {d.budget})",
+        help=f"forward passes to spend (default {d.budget:,})",
     )
-    p.add_argument("--seed", type=int, default=d.seed, help="run seed (default 0)")
-    p.add_argument("--lr", type=float, default=d.lr, help=f"learning rate (default {d.lr})")
-    p.add_argument("--eps", type=int, default=d.eps, help=f"perturbation in LSBs (default {d.eps})")
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--eval-every", type=int, default=d.eval_every, metavar="FORWARD_PASSES")
-    p.add_argument("--trace", type=Path, help="HDF5 trace to write (default traces/<time>-...)")
-    p.add_argument("--no-live", action="store_true", help="plain progress lines, no live panel")
-    p.add_argument(
-        "--resume",
-        type=Path,
-        metavar="TRACE",
-        help="continue the interrupted last run of TRACE in the same file (its settings apply)",
+    how.add_argument(
+        "--scheduler",
+        default=d.scheduler,
+        help="q, the perturbations per step: fixed:Q (1..256), or qscheduler[:KEY=VALUE,...] "
+        f"(adapts q to progress; docs/zo-math.md) (default {d.scheduler})",
     )
-    zo = p.add_argument_group("zeroth-order method (docs/zo-math.md)")
+    how.add_argument(
+        "--lr", type=float, default=d.lr, help=f"learning rate in weight LSBs (default {d.lr:g})"
+    )
+    how.add_argument(
+        "--eps",
+        type=int,
+        default=d.eps,
+        help=f"perturbation size in weight LSBs, 1..127 (default {d.eps})",
+    )
+    how.add_argument(
+        "--lr-schedule",
+        default=d.lr_schedule,
+        metavar="SCHEDULE",
+        help="the learning rate over the budget: constant, cosine[:FLOOR], linear[:END] or "
+        f"step:F@X[,F@X...] (factor F from fraction X on) (default {d.lr_schedule})",
+    )
+    how.add_argument(
+        "--eps-schedule",
+        default=d.eps_schedule,
+        metavar="SCHEDULE",
+        help=f"eps over the budget, as --lr-schedule (default {d.eps_schedule})",
+    )
+    how.add_argument(
+        "--batch-size",
+        type=int,
+        default=d.batch_size,
+        metavar="N",
+        help=f"training items per forward pass, 1..256 (default {d.batch_size})",
+    )
+    how.add_argument("--seed", type=int, default=d.seed, help=f"run seed (default {d.seed})")
+    how.add_argument(
+        "--eval-every",
+        type=int,
+        default=d.eval_every,
+        metavar="FORWARD_PASSES",
+        help=f"forward passes between test-set evaluations (default {d.eval_every:,}); the "
+        "weights are also evaluated at the start and at the end",
+    )
+
+    zo = p.add_argument_group("the zeroth-order method (docs/zo-math.md)")
     zo.add_argument(
-        "--init",
-        default=d.init,
-        help="random init, or float pre-training on the clean digits, quantized",
+        "--perturbation",
+        default=d.perturbation,
+        metavar="{" + ",".join(PERTURBATIONS) + "}",
+        help=f"the distribution of the perturbation directions (default {d.perturbation})",
     )
-    zo.add_argument("--perturbation", default=d.perturbation, help="rademacher|gaussian|uniform")
     zo.add_argument(
-        "--pool", type=int, default=d.pool, metavar="P", help="PeZO reuse pool size (0: fresh)"
+        "--pool",
+        type=int,
+        default=d.pool,
+        metavar="P",
+        help="PeZO: draw perturbations from a reused pool of P numbers, 0..65536 "
+        f"(default {d.pool}: fresh numbers)",
     )
-    zo.add_argument("--scaling", default=d.scaling, help="auto|fixed|adaptive")
-    zo.add_argument("--estimator", default=d.estimator, help="two-point|one-sided")
-    zo.add_argument("--rounding", default=d.rounding, help="nearest|stochastic")
-    zo.add_argument("--master", default=d.master, help="weight master copy: q16|int16|int8")
     zo.add_argument(
-        "--layers",
-        default=d.layers,
-        help="what trains: weights|biases|all|last:K|GLOB, comma-separated (default weights)",
+        "--scaling",
+        default=d.scaling,
+        metavar="{auto,fixed,adaptive}",
+        help=f"perturbation scaling; auto is adaptive for uniform (default {d.scaling})",
     )
-    zo.add_argument("--eps-mult", default=d.eps_mult, metavar="GLOB=X,...")
+    zo.add_argument(
+        "--estimator",
+        default=d.estimator,
+        metavar="{two-point,one-sided}",
+        help=f"gradient estimate from L(+eps) and L(-eps), or from L(+eps) and L "
+        f"(default {d.estimator})",
+    )
+    zo.add_argument(
+        "--rounding",
+        default=d.rounding,
+        metavar="{nearest,stochastic}",
+        help=f"rounding of the integer update (default {d.rounding})",
+    )
+    zo.add_argument(
+        "--master",
+        default=d.master,
+        metavar="{q16,int16,int8}",
+        help=f"the device's master copy of the trained weights (default {d.master})",
+    )
+    zo.add_argument(
+        "--eps-mult",
+        default=d.eps_mult,
+        metavar="GLOB=X,...",
+        help="per-layer eps multipliers, 1/16..15.9, e.g. fc0_*=0.5",
+    )
     zo.add_argument(
         "--eps-per-channel", action="store_true", help="scale-aware per-channel eps multipliers"
     )
-    zo.add_argument(
-        "--lr-schedule",
-        default=d.lr_schedule,
-        help="constant|cosine[:FLOOR]|linear[:END]|step:F@X,...",
+
+    out = p.add_argument_group("the trace and the console")
+    out.add_argument(
+        "--trace",
+        type=Path,
+        help="the HDF5 trace to write; an existing trace gets a new run (default "
+        "traces/<date>-<time>-<model>-<dataset>-s<seed>.h5)",
     )
-    zo.add_argument("--eps-schedule", default=d.eps_schedule, help="as --lr-schedule")
-    p.add_argument(
-        "--link-faults",
-        default="",
-        metavar="SPEC",
-        help="inject link faults, e.g. drop=0.01,corrupt=0.01,duplicate=0.01,delay=0.01,"
-        "truncate=0.01,reset=0.001,seed=1",
+    out.add_argument(
+        "--resume",
+        type=Path,
+        metavar="TRACE",
+        help="continue the interrupted run of TRACE in the same file (its settings apply; a "
+        "backend option given here replaces its device)",
+    )
+    out.add_argument(
+        "--run",
+        metavar="ID",
+        help="with --resume: the run to continue (default: the last one that did not finish)",
+    )
+    out.add_argument(
+        "--no-live",
+        action="store_true",
+        help="plain progress lines instead of the live panel (the default off a terminal)",
     )
 
 
 def config_from(args: argparse.Namespace) -> RunConfig:
-    backend = _backend_name(args)
+    backend, port, baud = _device(args)
     return RunConfig(
         backend=backend,
-        port=args.board,
+        port=port,
+        baud=baud,
         firmware=args.fw,
         model=args.model,
         dataset=args.dataset,
@@ -131,45 +303,152 @@ def handle(args: argparse.Namespace) -> int:
     from hilbench.npu import zoo
 
     console = Console()
+    if args.run is not None and args.resume is None:
+        raise ConfigError("--run picks the run --resume continues", "add --resume TRACE")
     if args.resume:
-        result = session.resume(
-            args.resume, view=make_view(not args.no_live, console), backend=_backend_override(args)
-        )
+        trace_path = args.resume
+        chosen = args.run or _last_resumable(trace_path)
+        try:
+            result = session.resume(
+                args.resume,
+                view=make_view(not args.no_live, console),
+                backend=_backend_override(args),
+                run=args.run,
+            )
+        except KeyboardInterrupt as exc:
+            return _interrupted(exc, trace_path, lambda i: i.run_id == chosen)
         _print_summary(console, result)
         return 0
     config = config_from(args)
     if config.model not in zoo.MODELS:
-        known = ", ".join(sorted(zoo.MODELS))
-        raise ConfigError(f"unknown model '{config.model}'", f"use one of: {known}")
+        raise ConfigError(f"unknown model '{config.model}'", f"use one of: {', '.join(TRAINABLE)}")
     data = datasets.load(config.dataset)  # fail on an unknown name before any device is touched
     session.prepare_model(config, data)  # and on a layer selection or pool that does not fit
-    result = session.run(config, view=make_view(config.live, console))
+    config = config.replace(trace=config.trace or session.default_trace_path(config))
+    _refuse_orphaning(config.trace)
+    before = _run_ids(config.trace)
+    try:
+        result = session.run(config, view=make_view(config.live, console))
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, config.trace, lambda i: i.run_id not in before)
     _print_summary(console, result)
     return 0
 
 
-def _backend_name(args: argparse.Namespace) -> str:
+def _device(args: argparse.Namespace) -> tuple[str, str | None, int]:
+    """(backend, port, baud) from the options, then the environment, then pyproject.toml."""
+    defaults = user_defaults()
+    baud = parse_baud(args.baud) if args.baud is not None else defaults.baud
     if args.qemu:
-        return "qemu"
-    if args.sil:
-        return "sil"
-    return "board" if args.board is not None else "emulate"
+        backend, port = "qemu", None
+    elif args.sil:
+        backend, port = "sil", None
+    elif args.board is not None:
+        backend, port = "board", args.board
+    elif args.emulate or defaults.board is None:
+        backend, port = "emulate", None
+    else:
+        backend, port = "board", defaults.board
+    if args.baud is not None and backend != "board":
+        raise ConfigError(
+            f"--baud sets a board's serial speed; the {backend} backend has none",
+            "leave out --baud, or give --board PORT",
+        )
+    return backend, port, baud
 
 
 def _backend_override(args: argparse.Namespace):
     """With --resume, a backend named on the command line replaces the trace's."""
-    kind = _backend_name(args)
-    if kind == "emulate":
+    if not (args.qemu or args.sil or args.board is not None):
+        if args.baud is not None:
+            raise ConfigError(
+                "--baud with --resume needs --board PORT", "name the board the run goes on with"
+            )
         return None
+    kind, port, baud = _device(args)
     from hilbench.backends import make_backend
 
     return make_backend(
-        RunConfig(backend=kind, port=args.board, firmware=args.fw, link_faults=args.link_faults)
+        RunConfig(
+            backend=kind, port=port, baud=baud, firmware=args.fw, link_faults=args.link_faults
+        )
     )
+
+
+def _run_ids(path: Path) -> list[str]:
+    from hilbench.trace import list_runs
+
+    try:
+        return list_runs(path) if Path(path).is_file() else []
+    except HilbenchError:
+        return []  # not a trace: the run itself says what is wrong with the file
+
+
+def _refuse_orphaning(path: Path) -> None:
+    """A new run after an unfinished one would leave it behind: say how to continue it."""
+    from hilbench.session import unfinished_run
+
+    try:
+        info = unfinished_run(path)
+    except HilbenchError:
+        return  # a foreign or broken file: the writer says so, in one line
+    if info is None:
+        return
+    of = f" of {info.budget:,}" if info.budget else ""
+    run = "" if info.run_id == _run_ids(path)[-1] else f" --run {info.run_id}"
+    raise HilbenchError(
+        f"{path} holds run {info.run_id}, {info.status} after {info.steps:,} steps "
+        f"({info.forward_passes:,}{of} forward passes); a new run would leave it unfinished",
+        f"continue it with `hilbench run --resume {shlex.quote(str(path))}{run}`, or write "
+        "the new run to another file (--trace)",
+    )
+
+
+def _last_resumable(path: Path) -> str | None:
+    from hilbench.trace import run_infos
+
+    try:
+        ids = [i.run_id for i in run_infos(path) if i.resumable]
+    except HilbenchError:
+        return None  # session.resume says what is wrong with the file
+    return ids[-1] if ids else None
+
+
+def _interrupted(exc: KeyboardInterrupt, path: Path, ours: Callable[[RunInfo], bool]) -> int:
+    """Say what Ctrl-C or SIGTERM left on disk and how to continue; the exit status."""
+    from hilbench.trace import Terminated, run_infos
+
+    signal_name, status = ("SIGTERM", EXIT_SIGTERM)
+    if not isinstance(exc, Terminated):
+        signal_name, status = ("Ctrl-C", EXIT_SIGINT)
+    try:
+        infos = run_infos(path) if Path(path).is_file() else []
+    except HilbenchError:
+        infos = []
+    mine = [i for i in infos if ours(i)]
+    if not mine:
+        _say(f"hilbench: {signal_name}: stopped before the run started; nothing was written")
+        return status
+    info = mine[-1]
+    run = "" if info.run_id == infos[-1].run_id else f" --run {info.run_id}"
+    of = f" of {info.budget:,}" if info.budget else ""
+    _say(
+        f"hilbench: {signal_name}: run {info.run_id} of {path} stopped after {info.steps:,} "
+        f"steps ({info.forward_passes:,}{of} forward passes), all on disk; continue it with "
+        f"`hilbench run --resume {shlex.quote(str(path))}{run}`"
+    )
+    return status
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _print_summary(console, result) -> None:
     from rich.table import Table
+
+    from hilbench.console import format_events
 
     table = Table(title="hilbench run", show_header=False)
     table.add_row("final test accuracy", f"{result.final_accuracy:.2%}")
@@ -177,6 +456,12 @@ def _print_summary(console, result) -> None:
     table.add_row("steps", f"{result.steps:,}")
     table.add_row("backend", result.backend)
     table.add_row("weights CRC-32", f"0x{result.weights_crc:08x}")
+    table.add_row("events", format_events(result.events))
     table.add_row("wall time", f"{result.wall_s:.1f} s (host)")
-    console.print(table)
-    print(f"trace written to {result.trace_path} (run {result.run_id})", flush=True)
+    try:
+        console.print(table)
+        print(f"trace written to {result.trace_path} (run {result.run_id})", flush=True)
+    except OSError:  # the output is gone (a closed pipe): the run is complete all the same
+        from hilbench.console import detach_stdout
+
+        detach_stdout()

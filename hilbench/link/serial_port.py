@@ -27,7 +27,12 @@ def open_port(
 
 def _reason(exc: Exception) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
+    text = text.splitlines()[0]
+    # pyserial says "could not open port URL: [Errno N] why": the caller names the port
+    head, sep, rest = text.partition(": ")
+    if sep and head.lower().startswith("could not open port"):
+        return rest
+    return text
 
 
 def _fix(url: str) -> str:

@@ -81,12 +81,17 @@ def _options(tfl: ModuleType, kind: str, p: dict[str, Any]) -> tuple[int, Any] |
     raise ModelError(f"op {kind} cannot be exported to .tflite", "use the ops of hilbench.npu")
 
 
-def export_tflite_indexed(graph: Graph, batch: int = 1) -> tuple[bytes, dict[str, int]]:
+def export_tflite_indexed(
+    graph: Graph, batch: int = 1, description: str | None = None
+) -> tuple[bytes, dict[str, int]]:
     """The .tflite bytes of ``graph`` (batch ``batch``) and each graph tensor's index in the
-    flatbuffer's subgraph (for per-layer comparison)."""
+    flatbuffer's subgraph (for per-layer comparison). ``description`` goes into the model's
+    description field (default: ``hilbench export of NAME``)."""
+    if not 1 <= int(batch) <= 65536:
+        raise ModelError(f"batch size {batch} is out of range", "export with a batch of 1 to 65536")
     tfl, me = schema()
     graph.validate()
-    model = me.Model(description=f"hilbench export of {graph.name}")
+    model = me.Model(description=description or f"hilbench export of {graph.name}")
     sg = model.add_subgraph(name=graph.name)
     made: dict[str, Any] = {}
     for name, t in graph.tensors.items():
@@ -136,9 +141,9 @@ def export_tflite_indexed(graph: Graph, batch: int = 1) -> tuple[bytes, dict[str
     return data, {n: made[n].index for n in graph.tensors}
 
 
-def export_tflite(graph: Graph, batch: int = 1) -> bytes:
+def export_tflite(graph: Graph, batch: int = 1, description: str | None = None) -> bytes:
     """The .tflite bytes of ``graph`` with a fixed batch size."""
-    return export_tflite_indexed(graph, batch)[0]
+    return export_tflite_indexed(graph, batch, description)[0]
 
 
 def activation_name(code: int) -> str:

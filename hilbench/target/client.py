@@ -26,7 +26,8 @@ from hilbench.protocol import messages as m
 from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
 from hilbench.target.rto import Part, WorkTimer
 
-TIMING_SOURCES = {0: None, 1: "device", 2: "modeled"}
+TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}
+INSTRUCTIONS = "instr"  # executed instructions (QEMU -icount): a count, never seconds
 _POLL_STEPS = (0.001, 0.005, 0.02, 0.05)  # read timeouts: few values, so few tty reprograms
 _PROBE, _APPLY_PROBED, _APPLY_PROBE = (  # plain ints: compared and packed on every step
     int(m.MessageType.PROBE),
@@ -42,7 +43,8 @@ class CommandTiming(NamedTuple):  # a tuple: built on every round trip
     command: str
     host_s: float
     device_s: float | None
-    source: str | None  # "device" or "modeled" for device_s
+    source: str | None  # "device" or "modeled" for device_s; "instr" for instructions
+    instructions: int | None = None  # executed instructions (QEMU -icount), not a time
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,8 @@ class Target:
         self._decoder = FrameDecoder(on_error=self._host_resync)
         self._pending: list = []
         self._probed: bytes | None = None  # seeds of the last PROBE the device answered
+        self._reboot_logged = False  # a NO_SESSION logged the reboot HELLO is about to see
+        self._frames_in = 0  # frames decoded from the port (any: answers, late copies, echoes)
         self._timer = WorkTimer(default_s=timeout, min_s=min_rto)
         self.work = ModelWork()  # of the model this client loaded, for the timeouts
         self._work_blob: tuple[int, int, ModelWork] | None = None  # (len, crc32, work)
@@ -212,6 +216,7 @@ class Target:
             first = min(first, timeout)
         started = time.perf_counter()
         seen = bytearray()
+        frames_before = self._frames_in
         response = None
         attempt = 0
         try:
@@ -236,11 +241,10 @@ class Target:
             ) from None
         host_s = time.perf_counter() - started
         if response is None:
-            tail = bytes(seen[-64:]).hex(" ") or "nothing"
             raise LinkError(
                 f"no answer from {self.name} to {name} after {retries + 1} tries in "
-                f"{host_s:.1f} s (last bytes received: {tail})",
-                "check that the firmware is running and the port and baud rate are right",
+                f"{host_s:.1f} s (last bytes received: {describe_bytes(bytes(seen[-64:]))})",
+                self._silence_fix(bytes(seen), self._frames_in - frames_before),
             )
         if isinstance(response, m.ErrorResponse):
             code = (
@@ -250,7 +254,9 @@ class Target:
             )
             if code is m.ErrorCode.NO_SESSION:
                 self._probed = None
-                self.event("reset", f"{name}: device reports a reboot ({response.message})")
+                if not self._reboot_logged:  # one event per reboot, however it shows
+                    self.event("reset", f"{name}: device reports a reboot ({response.message})")
+                self._reboot_logged = True
                 raise DeviceReset(
                     f"{self.name} rebooted (answered {name} with NO_SESSION)",
                     "hilbench recovers from this by itself during a run; elsewhere, reconnect",
@@ -262,6 +268,9 @@ class Target:
         if self.on_command:
             device_s = getattr(response, "duration_ns", None)
             source = TIMING_SOURCES.get(int(getattr(response, "timing_source", 0)))
+            if source == INSTRUCTIONS:  # duration_ns holds a count: kept as one
+                self.on_command(CommandTiming(name, host_s, None, source, device_s))
+                return response
             self.on_command(
                 CommandTiming(
                     name,
@@ -271,6 +280,30 @@ class Target:
                 )
             )
         return response
+
+    def _silence_fix(self, seen: bytes, frames: int) -> str:
+        """What to do about a device that never answered, from what the link did see."""
+        spec = getattr(self.port, "spec", None)  # a FaultyPort's FaultSpec
+        lost = sum(getattr(spec, k, 0.0) for k in ("drop", "corrupt", "truncate"))
+        if spec is not None and lost > 0:
+            through = (1.0 - min(1.0, lost)) ** 2  # the request and its answer both intact
+            return (
+                f"the injected faults (--link-faults) damage {lost:.0%} of frames, so "
+                f"{through:.0%} of round trips get through: lower the fault rates"
+            )
+        if seen and not frames:
+            return (
+                "bytes arrived but never a hilbench frame: something else answers on this port "
+                "(another firmware, a console); flash the hilbench firmware, or pick the "
+                "board's port (python -m serial.tools.list_ports)"
+            )
+        baud = getattr(self.port, "baudrate", None)
+        if isinstance(self.port, serial.Serial) and isinstance(baud, int):
+            return (
+                "check that the hilbench firmware is running, that this is its port and that "
+                f"it talks at {baud:,} baud (--baud sets another speed)"
+            )
+        return "check that the hilbench firmware is running and that this is its address"
 
     def _await(self, seq: int, req_type: int, wait_s: float, seen: bytearray) -> object | None:
         """The answer to ``seq``, or None after ``wait_s`` or a BAD_FRAME report (retry)."""
@@ -286,6 +319,13 @@ class Target:
                 if frame.seq != seq:
                     self.stats["stale"] += 1
                     continue  # a late answer to an earlier try or request
+                if frame.type == req_type:  # our own request came back
+                    raise LinkError(
+                        f"{self.name} echoes what hilbench sends: the {m.type_name(req_type)} "
+                        "request came back unchanged instead of an answer",
+                        "this port is a loopback or a terminal that echoes, not a hilbench "
+                        "device: pick the board's port (python -m serial.tools.list_ports)",
+                    )
                 if frame.type not in (req_type | 0x80, m.ERROR):
                     raise DeviceError(
                         f"{self.name} answered {m.type_name(req_type)} "
@@ -321,7 +361,9 @@ class Target:
                 seen += chunk
                 if len(seen) > 512:  # keep the last bytes for the error message, not all
                     del seen[:-256]
-                self._pending.extend(self._decoder.feed(chunk))
+                frames = self._decoder.feed(chunk)
+                self._frames_in += len(frames)
+                self._pending.extend(frames)
 
     # --- commands -----------------------------------------------------------------------
     def hello(self, timeout: float | None = None, retries: int | None = None) -> DeviceInfo:
@@ -341,10 +383,15 @@ class Target:
                 "flash firmware built from this hilbench version, or install the matching hilbench",
             )
         self._probed = None
-        if self.info is not None and self.info.boot_nonce != resp.boot_nonce:
+        if (
+            self.info is not None
+            and self.info.boot_nonce != resp.boot_nonce
+            and not self._reboot_logged  # the NO_SESSION that revealed it was logged
+        ):
             self.event(
                 "reset", f"boot nonce {self.info.boot_nonce:#010x} -> {resp.boot_nonce:#010x}"
             )
+        self._reboot_logged = False
         self.info = DeviceInfo(
             protocol_version=resp.protocol_version,
             max_payload=resp.max_payload,
@@ -378,7 +425,7 @@ class Target:
         if not resp or not resp.complete:
             raise DeviceError(
                 f"{self.name} did not confirm the model ({len(blob)} bytes)",
-                "retry; if it persists the link corrupts data: lower the baud rate",
+                "retry; if it persists the link corrupts data: lower the baud rate (--baud)",
             )
         expected = zlib.crc32(blob[:-4])
         if resp.model_crc32 != expected:
@@ -386,7 +433,7 @@ class Target:
                 f"{self.name} loaded a model with CRC-32 {resp.model_crc32:#010x}, the blob sent "
                 f"has {expected:#010x} ({len(blob)} bytes)",
                 "the link or the device corrupted the upload: retry; if it persists lower the "
-                "baud rate or check the device's memory",
+                "baud rate (--baud) or check the device's memory",
             )
         return resp.model_crc32
 
@@ -581,3 +628,15 @@ def _error_fix(code: m.ErrorCode | None) -> str:
         m.ErrorCode.NO_MODEL: "the device lost its model (reset?): restart the run",
         m.ErrorCode.NO_DATA: "the device lost its data (reset?): restart the run",
     }.get(code, "this is a bug in hilbench or the firmware: please report it with the trace")
+
+
+def describe_bytes(data: bytes) -> str:
+    """Bytes a port sent, for a message: as text when they read as text (a console, a
+    bootloader), else in hex; ``nothing`` when there were none."""
+    if not data:
+        return "nothing"
+    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in data)
+    if printable >= 0.9 * len(data):
+        text = data.decode("ascii", "replace")
+        return f"text {text!r}"
+    return data.hex(" ")

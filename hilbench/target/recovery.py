@@ -70,6 +70,7 @@ class RecoveringTarget:
         self.recoveries = 0
         self._model: bytes | None = None
         self._slots: dict[int, bytes] = {}
+        self._restoring = False
         target.on_event = self._forward_event
 
     # --- pass-through ---------------------------------------------------------------------
@@ -170,7 +171,11 @@ class RecoveringTarget:
     def restore(self, model: bytes, slots: dict[int, bytes], log: UpdateLog) -> None:
         """Bring a fresh device to a logged state (resuming a run from its trace)."""
         self._model, self._slots, self.log = model, dict(slots), log
-        self._call(lambda: None, force=True)
+        self._restoring = True  # logged as "restored": no reset happened
+        try:
+            self._call(lambda: None, force=True)
+        finally:
+            self._restoring = False
 
     # --- recovery -------------------------------------------------------------------------
     def _expect_applied(self, applied: int, command: str) -> None:
@@ -231,7 +236,7 @@ class RecoveringTarget:
         self.log.checkpoints.append((applied, crc))
         self.recoveries += 1
         self._forward_event(
-            "recovered",
+            "restored" if self._restoring else "recovered",
             f"reloaded model and {len(self._slots)} data slot(s), replayed {len(steps)} "
             f"updates in {time.perf_counter() - started:.3f} s; weights CRC {crc:#010x}",
         )

@@ -4,10 +4,12 @@ from hilbench.trace.reader import (
     Final,
     Follower,
     ResumeState,
+    RunInfo,
     Snapshot,
     Trace,
     list_runs,
     open_runs,
+    run_infos,
 )
 from hilbench.trace.schema import FORMAT_NAME, FORMAT_VERSION, TIMING_SOURCES
 from hilbench.trace.writer import Terminated, TraceWarning, TraceWriter, compact, writer_alive
@@ -19,6 +21,7 @@ __all__ = [
     "Final",
     "Follower",
     "ResumeState",
+    "RunInfo",
     "Snapshot",
     "Terminated",
     "Trace",
@@ -27,5 +30,6 @@ __all__ = [
     "compact",
     "list_runs",
     "open_runs",
+    "run_infos",
     "writer_alive",
 ]

@@ -174,7 +174,8 @@ def measure(trace: Trace, name: str) -> tuple[float | None, str]:
       ``train_loss`` (nats, mean step loss of the last steps), ``forward_passes``, ``steps``
     - ``accuracy@N`` (fraction): the last test evaluation at or before N forward passes
     - ``timing.COMMAND.STAT@SOURCE`` (s): STAT is p50, p90, p99, mean, min or max; SOURCE is
-      device, modeled or host (may be left out when the command has one source only)
+      device, modeled or host (may be left out when the command has one source only); with
+      SOURCE instr (QEMU -icount) the value is a count of executed instructions
     - ``events.KIND`` (count): events of that kind (retry, resync, reset, fault, ...)
     """
     final = trace.final
@@ -199,7 +200,8 @@ def measure(trace: Trace, name: str) -> tuple[float | None, str]:
     if name.startswith("events."):
         return trace.event_counts().get(name.partition(".")[2], 0), "count"
     if name.startswith("timing."):
-        return _timing(trace, name), "s"
+        value, source = _timing(trace, name)
+        return value, "instructions" if source == "instr" else "s"
     raise LimitError(
         f"unknown measurement {name!r}",
         f"use one of {', '.join(UNITS)}, accuracy@N, timing.COMMAND.STAT@SOURCE, events.KIND, "
@@ -207,7 +209,8 @@ def measure(trace: Trace, name: str) -> tuple[float | None, str]:
     )
 
 
-def _timing(trace: Trace, name: str) -> float | None:
+def _timing(trace: Trace, name: str) -> tuple[float | None, str]:
+    """The value of a timing measurement and the source that measured it."""
     spec, _, source = name.partition("@")
     parts = spec.split(".")
     if len(parts) != 3:
@@ -228,7 +231,7 @@ def _timing(trace: Trace, name: str) -> float | None:
         )
     sources = [src for cmd, src in table if cmd == command]
     if not sources:
-        return None  # not measured: the limit fails and says so
+        return None, source  # not measured: the limit fails and says so
     if not source:
         if len(sources) > 1:
             raise LimitError(
@@ -237,8 +240,8 @@ def _timing(trace: Trace, name: str) -> float | None:
             )
         source = sources[0]
     if source not in sources:
-        return None
-    return float(table[(command, source)][key])
+        return None, source
+    return float(table[(command, source)][key]), source
 
 
 def _is_number(text: str) -> bool:

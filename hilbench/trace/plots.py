@@ -153,7 +153,8 @@ def report_plots(trace: Trace, out_dir: str | Path) -> list[Path]:
     fig, axes = plt.subplots(rows, cols, figsize=(4.0 * cols, 2.8 * rows), squeeze=False)
     t = trace.timing
     for ax, (cmd, src) in zip(axes.flat, keys, strict=False):
-        d = t["duration_s"][(t["command"] == cmd) & (t["source"] == src)] * 1e3
+        scale, unit = (1.0, "instructions") if src == "instr" else (1e3, "ms")  # a count: as is
+        d = t["duration_s"][(t["command"] == cmd) & (t["source"] == src)] * scale
         if np.ptp(d) <= 1e-9 * max(abs(float(d.max())), 1e-12):  # one value (a cost model)
             v = float(d[0])
             half = max(abs(v) * 0.05, 1e-6)
@@ -164,15 +165,15 @@ def report_plots(trace: Trace, out_dir: str | Path) -> list[Path]:
         s = stats[(cmd, src)]
         for p, ls in (("p50", "-"), ("p99", ":")):
             ax.axvline(
-                s[p] * 1e3,
+                s[p] * scale,
                 color="black",
                 linestyle=ls,
                 linewidth=1,
-                label=f"{p} {s[p] * 1e3:.3g} ms",
+                label=f"{p} {s[p] * scale:.3g} {unit}",
             )
         ax.locator_params(axis="x", nbins=5)
         ax.set_title(f"{cmd} ({src}), n = {s['count']}", fontsize=9)
-        ax.set_xlabel("ms")
+        ax.set_xlabel(unit)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys) :]:

@@ -153,6 +153,55 @@ def list_runs(path: str | Path) -> list[str]:
         return _run_ids(f)
 
 
+@dataclass(frozen=True)
+class RunInfo:
+    """A run's headline, read without loading its tables (``run_infos``)."""
+
+    run_id: str
+    status: str  # running (writer alive or killed), complete, interrupted or failed
+    finished: bool
+    steps: int  # step rows on disk
+    forward_passes: int  # after the last step on disk (the final count once finished)
+    budget: int | None  # from the stored config, when it has one
+
+    @property
+    def resumable(self) -> bool:
+        """Whether ``hilbench run --resume`` can continue it (it did not complete)."""
+        return not self.finished or self.status in S.RESUMABLE_STATUSES
+
+
+def run_infos(path: str | Path) -> list[RunInfo]:
+    """Every run of a trace file, in order, as RunInfo (cheap: attributes and one row)."""
+    out = []
+    with _open_read(path) as f:
+        for rid in _run_ids(f):
+            try:
+                g = f[S.RUNS_GROUP][rid]
+                attrs = {k: _decode(g.attrs[k]) for k in ("status", "finished") if k in g.attrs}
+                steps = g.get("steps")
+                n = int(steps.shape[0]) if steps is not None else 0
+                fp = int(steps[n - 1]["forward_passes"]) if n else 0
+                try:
+                    budget = json.loads(_decode(g.attrs.get("config_json", "{}"))).get("budget")
+                except (ValueError, AttributeError):
+                    budget = None
+            except (OSError, KeyError, ValueError, RuntimeError) as exc:
+                raise TraceError(
+                    f"{path} run {rid} is corrupt or unreadable ({exc})", _FIX_CORRUPT
+                ) from None
+            out.append(
+                RunInfo(
+                    run_id=rid,
+                    status=str(attrs.get("status", S.RUNNING)),
+                    finished=bool(attrs.get("finished", False)),
+                    steps=n,
+                    forward_passes=fp,
+                    budget=budget if isinstance(budget, int) else None,
+                )
+            )
+    return out
+
+
 def _run_ids(f: h5py.File) -> list[str]:
     runs = f.get(S.RUNS_GROUP)
     if not isinstance(runs, h5py.Group):
@@ -391,7 +440,7 @@ class Trace:
         return rows["forward_passes"].copy(), rows["accuracy"].copy()
 
     def timing_summary(self) -> dict[str, dict[str, Any]]:
-        """Per command: count, source, p50/p90/p99/mean seconds.
+        """Per command: count, source, p50/p90/p99/mean seconds (source instr: instructions).
 
         Durations of different sources are never pooled: if a command was timed by more than
         one source, each gets its own entry keyed 'COMMAND@source'.
@@ -410,7 +459,8 @@ class Trace:
     def timing_percentiles(
         self, percentiles: tuple[float, ...] = (50, 90, 99)
     ) -> dict[tuple[str, str], dict[str, float]]:
-        """Per (command, source): count, mean, min, max and the given percentiles, in seconds.
+        """Per (command, source): count, mean, min, max and the given percentiles, in seconds
+        (source instr: executed instructions, a count).
 
         Keys are always (command, source): durations measured by the device, the cost model
         and the host wall clock are never pooled. ``{("PROBE", "device"): {"p99": ...}}``.

@@ -32,7 +32,9 @@ COMPRESSION_MODES = ("close", "live", "none")
 RUNS_GROUP = "runs"
 RUN_ID_WIDTH = 4
 
-TIMING_SOURCES = ("device", "modeled", "host")
+#: Who measured a timing row: device (cycle counter), modeled (cost model), host (wall clock),
+#: all in seconds; instr: executed instructions (QEMU -icount), a count, never seconds.
+TIMING_SOURCES = ("device", "modeled", "host", "instr")
 STATUSES = ("complete", "interrupted", "failed")
 RUNNING = "running"
 #: Runs TraceWriter.resume continues: killed (still "running"), or closed without completing.
@@ -52,8 +54,23 @@ REQUIRED_RUN_ATTRS = (
 #: Run attributes the writer fills in when the caller leaves them out.
 DEFAULTED_RUN_ATTRS = ("hilbench_version", "start_time", "git_revision", "firmware_hash", "split")
 
-#: Event kinds the project uses (others are allowed: ASCII, at most 16 characters).
-EVENT_KINDS = ("retry", "resync", "reset", "fault", "timeout", "resume", "interrupt", "note")
+#: Event kinds hilbench records, and what one event of each kind means (others are allowed:
+#: ASCII, at most 16 characters). docs/trace-format.md lists the same; a test checks both.
+EVENT_MEANINGS: dict[str, str] = {
+    "retry": "a request was sent again (no answer in time, or the device got it damaged)",
+    "resync": "a damaged frame was dropped, by the host or by the device",
+    "reset": "the device rebooted (one event per reboot the host noticed)",
+    "recovered": "after a reset, the host reloaded model and data, replayed the acknowledged "
+    "updates and checked the weights CRC (one event per recovery)",
+    "restored": "a resumed run's fresh device was loaded and given the updates on disk",
+    "injected": "a fault --link-faults injected (detail: drop, corrupt, duplicate, delay, "
+    "truncate or reset)",
+    "error": "an exception ended the run (detail: the error); the run's status is failed",
+    "interrupt": "Ctrl-C, SIGTERM or interpreter exit closed the run (detail says which)",
+    "resume": "a writer took the run over again (hilbench run --resume)",
+    "note": "free text",
+}
+EVENT_KINDS = tuple(EVENT_MEANINGS)
 
 #: Attributes the writer owns; created with these placeholders, overwritten by finish().
 #: weights_crc = -1 means "not known" (the run did not finish, or the caller did not say).
@@ -150,7 +167,12 @@ UNITS: dict[str, dict[str, str]] = {
         "loss": "nats",
         "split": "name",
     },
-    "timing": {"step": "index", "command": "name", "duration_s": "s", "source": "name"},
+    "timing": {
+        "step": "index",
+        "command": "name",
+        "duration_s": "s (source instr: executed instructions, a count)",
+        "source": "name",
+    },
     "events": {"step": "index", "time": "s since Unix epoch", "kind": "name", "detail": "text"},
 }
 
@@ -160,7 +182,8 @@ DESCRIPTIONS: dict[str, str] = {
     "quantized coefficient sent in APPLY.",
     "evals": "One row per evaluation of the model on a data split.",
     "timing": "One row per timed command; source says who measured it: device (cycle counter), "
-    "modeled (cost model) or host (wall clock).",
+    "modeled (cost model) or host (wall clock), in seconds; or instr: the instructions QEMU "
+    "executed (-icount), a count.",
     "events": "Retries, resyncs, resets, faults and notes, in order.",
     "model_blob": "The exact model bytes sent to the device (for replay).",
 }

@@ -359,7 +359,8 @@ class TraceWriter:
         self._append(self._ev, (step, forward_passes, accuracy, loss, split))
 
     def append_timing(self, step: int, command: str, duration_s: float, source: str) -> None:
-        """Buffer one command duration; ``source`` is 'device', 'modeled' or 'host'."""
+        """Buffer one command duration; ``source`` is 'device', 'modeled' or 'host' (seconds),
+        or 'instr' (a count of executed instructions)."""
         self._append_timings(
             ((step, command, self._duration(step, command, duration_s, source), source),)
         )
@@ -380,8 +381,8 @@ class TraceWriter:
             if source not in S.TIMING_SOURCES:
                 raise TraceError(
                     f"timing source {source!r} for {command!r} is not one of {S.TIMING_SOURCES}",
-                    "say who measured it: device (cycle counter), modeled (cost model) or "
-                    "host (wall clock)",
+                    "say who measured it: device (cycle counter), modeled (cost model), "
+                    "host (wall clock) or instr (instructions QEMU executed)",
                 )
             S.short_ascii(command, "command name", 16)
             self._names_ok.add((command, source))
@@ -405,7 +406,8 @@ class TraceWriter:
                 self._flush()
 
     def append_event(self, step: int | None, kind: str, detail: str = "") -> None:
-        """Buffer one event (retry, resync, reset, fault, note...) stamped with the Unix time.
+        """Buffer one event (retry, reset, injected, note... schema.EVENT_MEANINGS) stamped with
+        the Unix time.
 
         ``step`` None means the step in progress (``current_step``). Thread-safe: the link
         layer may call it from any thread. See ``event()`` for the keyword form.
@@ -801,7 +803,7 @@ class TraceWriter:
             )
             with contextlib.suppress(Exception):
                 self.append_event(
-                    None, "interrupt" if status == "interrupted" else "fault", what[:2000]
+                    None, "interrupt" if status == "interrupted" else "error", what[:2000]
                 )
         try:
             self.close(status)

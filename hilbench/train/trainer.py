@@ -115,6 +115,7 @@ class Trainer:
         self.step = 0
         self._step_device_s = 0.0
         self._device_source: str | None = None
+        self._last_eval: tuple[int, float, float] | None = None  # (passes, accuracy, loss)
         target.on_command = self._record_timing
 
     def _fresh(self, q: int) -> tuple[int, int]:
@@ -124,7 +125,11 @@ class Trainer:
         return fresh
 
     def _record_timing(self, timing: CommandTiming) -> None:
-        if timing.device_s is None or not timing.source:
+        if timing.instructions is not None:  # QEMU -icount: a count, stored as its own source
+            self.trace.append_command(
+                self.step, timing.command, timing.host_s, timing.instructions, timing.source
+            )
+        elif timing.device_s is None or not timing.source:
             self.trace.append_timing(self.step, timing.command, timing.host_s, "host")
         else:
             self.trace.append_command(
@@ -139,10 +144,12 @@ class Trainer:
         if pending is not None:
             self.target.apply(*pending)
 
-    def _evaluate(self, forward_passes: int, progress: Progress) -> None:
+    def _evaluate(self, forward_passes: int, progress: Progress) -> tuple[float, float]:
         accuracy, loss = self.target.evaluate(TEST_SLOT, self.n_test)
         self.trace.append_eval(self.step, forward_passes, accuracy, loss, split="test")
-        progress.accuracy = accuracy
+        progress.accuracy, progress.accuracy_forward_passes = accuracy, forward_passes
+        self._last_eval = (forward_passes, accuracy, loss)
+        return accuracy, loss
 
     def _fast_forward(self, done: list[LoggedStep], rng: SeedStream) -> int:
         """Replay the host's side of logged steps: RNG draws and scheduler; check each."""
@@ -171,9 +178,16 @@ class Trainer:
             self.step += 1
         return forward_passes_done
 
-    def run(self, resume: list[LoggedStep] | None = None) -> TrainResult:
+    def run(
+        self,
+        resume: list[LoggedStep] | None = None,
+        last_eval: tuple[int, float, float] | None = None,
+    ) -> TrainResult:
         """Train until the budget is spent; after ``resume``'s steps if given (the device
-        already holds their updates)."""
+        already holds their updates; ``last_eval``: the trace's last test evaluation as
+        (forward passes, accuracy, loss), so the weights it evaluated are not evaluated
+        again). The final evaluation is the last one of the loop when that one saw the final
+        weights (a budget that is a multiple of ``eval_every``)."""
         s = self.settings
         rng = SeedStream(np.random.default_rng(s.seed))
         progress = Progress(budget=s.budget)
@@ -182,10 +196,14 @@ class Trainer:
         estimate = ESTIMATORS[s.estimator]
         lr_at, eps_at = rate_schedule(s.lr_schedule), rate_schedule(s.eps_schedule)
         self.schedule.start(s.budget)
+        self._last_eval = None
         if resume:
             forward_passes_done = self._fast_forward(resume, rng)
             while next_eval <= forward_passes_done:
                 next_eval += s.eval_every
+            if last_eval is not None and last_eval[0] == forward_passes_done:
+                self._last_eval = last_eval  # of these very weights: the device holds them
+                progress.accuracy, progress.accuracy_forward_passes = last_eval[1], last_eval[0]
         else:
             self._evaluate(0, progress)
         pending: tuple[np.ndarray, np.ndarray] | None = None  # (seeds, coeffs) not yet sent
@@ -257,10 +275,11 @@ class Trainer:
             self.view.update(progress)
         pending = self._apply(pending)
         forward_passes = forward_passes_done
-        final_accuracy, final_loss = self.target.evaluate(TEST_SLOT, self.n_test)
-        self.trace.append_eval(self.step, forward_passes, final_accuracy, final_loss, split="test")
+        if self._last_eval is not None and self._last_eval[0] == forward_passes:
+            _, final_accuracy, final_loss = self._last_eval  # no update since: same weights
+        else:
+            final_accuracy, final_loss = self._evaluate(forward_passes, progress)
         crc, _ = self.target.weights_crc()
-        progress.accuracy = final_accuracy
         self.view.update(progress)
         return TrainResult(
             steps=self.step,

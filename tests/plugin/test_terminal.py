@@ -86,7 +86,7 @@ def test_long_names_that_wrap_on_a_narrow_terminal_stay_whole(tmp_path):
 def test_no_room_below_the_line_means_no_panel(tmp_path):
     where = project(tmp_path / "p")
     screen = run_in_terminal(where, "-p", "no:cacheprovider", "-v", "--tb=no", rows=8)
-    assert not screen.panel_drawn  # 6 lines of panel + pytest's line + slack do not fit in 8
+    assert not screen.panel_drawn  # 5 lines of panel + pytest's line + slack do not fit in 8
     assert _matches(screen.lines, r"^test_sample\.py::test_reaches_99 FAILED\s+\[ 66%\]$")
 
 
