@@ -119,7 +119,8 @@ def test_on_disk_layout_matches_the_documented_contract(known_trace: Path) -> No
             assert json.loads(ds.attrs["units"])
             assert ds.attrs["description"]
         assert json.loads(g["samples"].attrs["units"])["loss_plus"] == "Q16 nats"
-        assert json.loads(g["timing"].attrs["units"])["duration_s"] == "s"
+        units = json.loads(g["timing"].attrs["units"])["duration_s"]
+        assert units == "s (source instr: executed instructions, a count)"
         assert g["model_blob"].dtype == np.uint8 and g["model_blob"].compression == "gzip"
         assert g.attrs["weights_crc"] == 0xDEADBEEF
 
