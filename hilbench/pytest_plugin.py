@@ -53,7 +53,12 @@ BACKEND_OPTIONS = (
         metavar="PORT",
         field="port",
     ),
-    BackendOption("--qemu", "qemu", "use the firmware under qemu-system-arm"),
+    BackendOption(
+        "--qemu",
+        "qemu",
+        "use the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (one QEMU per "
+        "session or xdist worker)",
+    ),
 )
 
 

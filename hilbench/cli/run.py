@@ -77,7 +77,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     where.add_argument(
         "--sil", action="store_true", help="the C firmware built for this host (software in loop)"
     )
-    where.add_argument("--qemu", action="store_true", help="the firmware under qemu-system-arm")
+    where.add_argument(
+        "--qemu",
+        action="store_true",
+        help="the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (UART on a "
+        "local TCP port; durations are executed instructions)",
+    )
     where.add_argument(
         "--board",
         metavar="PORT",
@@ -87,7 +92,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     device.add_argument(
         "--fw",
         metavar="PATH",
-        help="with --sil: the SIL program to run (default: build device_fw/ with make)",
+        help="with --sil: the SIL program to run; with --qemu: the an547 firmware ELF "
+        "(default: build device_fw/ with make)",
     )
     device.add_argument(
         "--baud",
