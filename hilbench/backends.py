@@ -234,5 +234,9 @@ def make_backend(config: RunConfig) -> Backend:
     if config.backend == "sil":
         return SilBackend(config.firmware, faults)
     if config.backend == "board":
+        if (config.port or "").strip().startswith(("labgrid:", "map:")):  # a farm's board
+            from hilbench.farm import backend_for
+
+            return backend_for(config.port or "", faults, firmware=config.firmware)
         return SerialBackend(config.port or "", faults=faults, baud=config.baud)
     return EmulatorBackend(faults=faults)

@@ -392,12 +392,16 @@ def _run(
             # against them. The emulator is the twin itself, so there it would check nothing.
             shadow=ModelState.from_blob if config.backend != "emulate" else None,
         )
+        # where it ran: a farm board's place, exporter host, probe id, firmware hash
+        where = dict(getattr(inner, "location", None) or {})
         if resumed is None:
             writer = TraceWriter.create(
-                trace_path, run_attrs, config.to_dict(), model_blob=model.blob
+                trace_path, {**run_attrs, **where}, config.to_dict(), model_blob=model.blob
             )
         else:
             writer = TraceWriter.resume(trace_path, resumed.run_id or None)
+            if where:
+                writer.set_attrs(**where)
     except BaseException:
         if owned is not None:
             owned.close()
