@@ -3,10 +3,12 @@
  * core/blob.c, core/plan.c.
  *
  * The blob stays where it was received (in the arena's model region) and constants are used
- * in place: weights are read from the blob bytes, so the ZO code (hb_model.h) perturbs and
- * updates them there. Tables describing tensors and ops are static, sized by the device limits
- * HB_MAX_TENSORS / HB_MAX_OPS (gen/hb_blob.h), so parsing needs no arena memory; only the
- * activations do (g->act_bytes, placed by hb_graph_bind). */
+ * in place: weights are read from the blob bytes, and APPLY (hb_model.h) updates them there.
+ * A perturbed forward pass (PROBE) never writes them: it runs with a row source
+ * (hb_graph_rows) that produces the perturbed rows of the trained tensors one output channel
+ * at a time (docs/zo-math.md section 3). Tables describing tensors and ops are static, sized
+ * by the device limits HB_MAX_TENSORS / HB_MAX_OPS (gen/hb_blob.h), so parsing needs no arena
+ * memory; only the activations do (g->act_bytes, placed by hb_graph_bind). */
 #ifndef HB_GRAPH_H
 #define HB_GRAPH_H
 
@@ -65,9 +67,26 @@ uint32_t hb_graph_output_size(const hb_graph *g); /* elements of the output (cla
 
 /* Run one sample: input[hb_graph_input_size] int8 -> the int8 output
  * (hb_graph_output_size elements, in the activation region), valid until the next call. The
- * input is copied into its activation buffer first; the constants are used as they are now
- * (perturbed or not). NULL if no model is loaded or no activation region is bound. */
+ * input is copied into its activation buffer first; the constants are read from the blob as
+ * they are now. NULL if no model is loaded or no activation region is bound. */
 const int8_t *hb_graph_forward(hb_graph *g, const int8_t *input);
+
+/* A source of rows for some constant tensors of a forward pass (the perturbed weights of a
+ * PROBE, core/model.c). For each op with weights (FC, CONV_2D, DEPTHWISE_CONV_2D) the pass
+ * asks claim(ctx, t) once for its filter and once for its bias tensor t: -1 leaves the tensor
+ * to the blob; a value c >= 0 claims it, and then each of its rows comes from
+ * weight_row(ctx, c, j) (a filter: row j's L int8 entries, contiguous, valid until the next
+ * call; rows as in docs/zo-math.md "Rows") or bias(ctx, c, j) (bias element j). The kernels
+ * ask for each row once per forward pass, output channel by output channel. */
+typedef struct {
+    int32_t (*claim)(void *ctx, uint16_t t);
+    const int8_t *(*weight_row)(void *ctx, int32_t c, uint32_t j);
+    int32_t (*bias)(void *ctx, int32_t c, uint32_t j);
+    void *ctx; /* the source's state (a row buffer, cached PRNG blocks) */
+} hb_graph_rows;
+
+/* hb_graph_forward with the claimed tensors' rows from rows (NULL: none claimed). */
+const int8_t *hb_graph_forward_rows(hb_graph *g, const int8_t *input, const hb_graph_rows *rows);
 
 /* Static storage for the one graph a device holds (the struct is in core/graph_types.h). */
 hb_graph *hb_graph_instance(void);

@@ -8,6 +8,7 @@
 
 #include "hb_graph.h"
 #include "hb_status.h"
+#include "zo/zocf.h"
 
 /* One data slot as LOAD_DATA left it (docs/protocol.md, "Data blob"). */
 typedef struct {
@@ -27,13 +28,15 @@ typedef struct hb_model hb_model; /* core/model.c */
 int hb_model_load(hb_model *m, hb_graph *g, hb_status *st);
 
 /* Bytes of arena the ZO state needs (zo_bytes of docs/firmware.md, a multiple of 16; equal to
- * hilbench.zo.zocf.zo_work_bytes). 64 bits: q16 masters are 4 bytes per int8 weight, so a
- * blob over 1 GiB would need more than 2^32 (no arena holds it; the refusal names the figure). */
+ * hilbench.zo.zocf.zo_work_bytes): the masters (q16, int16), the pool, the row buffer (the
+ * longest trained weight row), each padded to 16. 64 bits: q16 masters are 4 bytes per int8
+ * weight, so a blob over 1 GiB would need more than 2^32 (no arena holds it; the refusal
+ * names the figure). */
 uint64_t hb_model_work_bytes(const hb_model *m);
 
 /* Place the ZO state at work (16-byte aligned, hb_model_work_bytes bytes) once the graph is
- * bound: trained biases clamped to +-2^30 in the blob, masters (q16, int16) or the scratch
- * copy (int8) from the weights, the pool drawn; updates_applied = 0. */
+ * bound: trained biases clamped to +-2^30 in the blob, masters (q16, int16) from the weights
+ * (the int8 master is the weights themselves), the pool drawn; updates_applied = 0. */
 void hb_model_bind(hb_model *m, uint8_t *work);
 
 /* The commands' math. Preconditions (the protocol layer checks them first, docs/protocol.md):
@@ -44,7 +47,10 @@ void hb_model_bind(hb_model *m, uint8_t *work);
  * never reads or writes out of bounds. */
 
 /* PROBE on slot s: q loss pairs (Q16) into lp/lm (two-point: at w + delta_k and w - delta_k;
- * one-sided: at w + delta_k and, in every lm[k], at w). The weights after are bit-identical. */
+ * one-sided: at w + delta_k and, in every lm[k], at w). PROBE never writes the weights: each
+ * forward pass reads the trained rows perturbed, clamp(w +- delta, +-127) and
+ * sat32(b +- delta), produced one output channel at a time into the row buffer of the ZO work
+ * area (docs/zo-math.md section 3), so nothing is restored and the blob is untouched. */
 void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
                     uint16_t eps, const uint32_t *seeds, uint16_t q, int32_t *lp, int32_t *lm);
 
@@ -63,6 +69,11 @@ uint32_t hb_model_updates_applied(const hb_model *m);
  * tensor index of entry t (t < hb_model_n_trained). */
 uint16_t hb_model_n_trained(const hb_model *m);
 uint16_t hb_model_trained_tensor(const hb_model *m, uint16_t t);
+
+/* The loaded ZO method as parsed (read-only; tests and tools) and the pool's P samples once
+ * bound (NULL without a pool). */
+const hb_zocf *hb_model_zocf(const hb_model *m);
+const int8_t *hb_model_pool(const hb_model *m);
 
 hb_model *hb_model_instance(void);
 

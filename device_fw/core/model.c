@@ -1,9 +1,11 @@
 /* The ZO state of a loaded model and the commands' math on it: hilbench/device/state.py in C
  * (docs/zo-math.md). The trained tensors live in the blob (the graph reads its constants
- * there), so PROBE perturbs them in place and restores them exactly; APPLY updates the masters
- * and the weights together. Per-element work goes a chunk of HB_ZO_CHUNK elements at a time;
- * the only per-element memory is the ZO work area in the arena (masters, the int8 master's
- * scratch copy, the pool). */
+ * there). A PROBE never writes them: its forward passes run with a row source (hb_graph_rows)
+ * that produces each trained filter row as clamp(w + s delta, +-127) into the row buffer, and
+ * each trained bias element as sat32(b + s delta), when the kernel asks for it; nothing needs
+ * restoring. APPLY updates the masters and the weights together. Per-element work goes a chunk
+ * of HB_ZO_CHUNK elements at a time; the only memory sized by the model is the ZO work area in
+ * the arena (masters, the pool, the row buffer). */
 #include "hb_model.h"
 
 #include <stddef.h>
@@ -23,9 +25,10 @@ struct hb_model {
     hb_graph *g;
     hb_loss_tables loss;
     hb_zocf z;
-    uint32_t work_off[HB_MAX_TRAINED]; /* weights: their master or scratch copy in work */
-    uint32_t pool_off;
+    uint32_t work_off[HB_MAX_TRAINED]; /* weights: their master (q16, int16) in work */
+    uint32_t pool_off, row_off;        /* the pool; the row buffer (the longest trained row) */
     uint64_t work_bytes;
+    int16_t claim[HB_MAX_TENSORS]; /* blob tensor -> its trained index, -1 if not trained */
     uint8_t *work; /* NULL until bound */
     uint32_t updates;
 };
@@ -39,7 +42,6 @@ static uint32_t k_scale[HB_MAX_Q];       /* APPLY: S of each sample, current ten
 static uint32_t batch_idx[HB_MAX_BATCH];
 static int64_t acc[HB_ZO_CHUNK];
 static int8_t r_buf[HB_ZO_CHUNK];
-static int32_t d_buf[HB_ZO_CHUNK];
 static uint8_t m_buf[HB_ZO_CHUNK];
 static uint16_t default_weights[HB_MAX_TRAINED];
 
@@ -106,18 +108,23 @@ int hb_model_load(hb_model *m, hb_graph *g, hb_status *st) {
     hb_zo_model_view mv = {hb_graph_n_tensors(g), view_info, list_weights(g), view_weight, g};
     if (hb_zocf_load(sec, len, &mv, &m->z, st) < 0) return -1;
     /* the work area (hilbench.zo.zocf.zo_work_bytes): per trained weight tensor its master
-     * (q16, int16) or scratch copy (int8), each pad16; then the pool, pad16 */
+     * (q16, int16; the int8 master is the weights themselves), each pad16; then the pool,
+     * pad16; then the row buffer, pad16 of the longest trained weight row */
     uint64_t off = 0;
-    uint32_t per = master_bytes(m->z.master);
-    int scratch = m->z.master == HB_MASTER_INT8;
+    uint32_t per = master_bytes(m->z.master), longest = 0;
+    for (uint16_t t = 0; t < HB_MAX_TENSORS; t++) m->claim[t] = -1;
     for (uint16_t t = 0; t < m->z.n_trained; t++) {
         const hb_zo_tensor *tt = &m->z.trained[t];
+        m->claim[tt->tensor] = (int16_t)t;
         if (tt->kind != HB_ZO_WEIGHT) continue;
         m->work_off[t] = (uint32_t)off; /* used only once bound: off < work_bytes then */
-        off += hb_pad16((uint64_t)tt->n * per) + (scratch ? hb_pad16(tt->n) : 0);
+        off += hb_pad16((uint64_t)tt->n * per);
+        if (tt->len > longest) longest = tt->len;
     }
     m->pool_off = (uint32_t)off;
-    m->work_bytes = off + hb_pad16(m->z.pool_size);
+    off += hb_pad16(m->z.pool_size);
+    m->row_off = (uint32_t)off;
+    m->work_bytes = off + hb_pad16(longest);
     m->g = g;
     return 0;
 }
@@ -151,9 +158,7 @@ void hb_model_bind(hb_model *m, uint8_t *work) {
             int16_t *q = mst;
             for (uint32_t e = 0; e < tt->n; e++)
                 q[e] = (int16_t)((int32_t)w[e] * (1 << HB_MASTER_INT16_FRAC));
-        } else {
-            memcpy(mst, w, tt->n); /* the int8 master's scratch copy */
-        }
+        } /* the int8 master is the weights in the blob: nothing to place */
     }
     if (m->z.pool_size)
         hb_zo_pool_draw(m->z.dist, m->z.pool_seed, (int8_t *)(work + m->pool_off), m->z.pool_size);
@@ -166,76 +171,129 @@ static hb_zo_source source(const hb_model *m) {
 }
 
 /* ---- PROBE ------------------------------------------------------------------------------------ */
-/* the int8 weights e0 .. e0+count-1 of trained tensor t as the master holds them: round(m),
- * or the int8 master's scratch copy */
-static void master_weights(const hb_model *m, uint16_t t, uint32_t e0, uint32_t count, int8_t *w) {
-    const uint8_t *mst = m->work + m->work_off[t];
-    if (m->z.master == HB_MASTER_Q16) {
-        const int32_t *q = (const int32_t *)(const void *)mst + e0;
-        for (uint32_t i = 0; i < count; i++) w[i] = hb_zo_weight_of(q[i], HB_MASTER_Q16_FRAC);
-    } else if (m->z.master == HB_MASTER_INT16) {
-        const int16_t *q = (const int16_t *)(const void *)mst + e0;
-        for (uint32_t i = 0; i < count; i++) w[i] = hb_zo_weight_of(q[i], HB_MASTER_INT16_FRAC);
-    } else {
-        memcpy(w, mst + e0, count);
-    }
+/* One perturbed forward pass's row source (hb_graph_rows): the trained tensors at
+ * w + sign * delta_k for the perturbation of seed, with t_scale holding its scales. The
+ * weights in the blob are only read. */
+typedef struct {
+    const hb_model *m;
+    hb_zo_source src;
+    uint32_t seed, eps;
+    int32_t sign;     /* +1 or -1 */
+    int32_t w_tensor; /* the trained index w_stream is keyed to, -1: none yet */
+    int32_t b_tensor; /* likewise for b_stream (an op reads a filter and a bias) */
+    hb_zo_rowstream w_stream, b_stream;
+    int32_t tab_tensor, tab_em; /* dtab holds the deltas of this tensor and em, -1: none */
+    int32_t dtab[256];          /* signed delta by raw sample (hb_zo_delta_table) */
+} probe_pass;
+
+static int32_t pass_claim(void *ctx, uint16_t t) {
+    return ((const probe_pass *)ctx)->m->claim[t];
 }
 
-enum { PLUS, MINUS, UNDO_PLUS, UNDO_MINUS };
+/* stream (seed, 1, t) of the pass, its cached blocks kept while the tensor stays the same */
+static hb_zo_rowstream *pass_stream(probe_pass *p, int32_t t, int bias) {
+    int32_t *key = bias ? &p->b_tensor : &p->w_tensor;
+    hb_zo_rowstream *s = bias ? &p->b_stream : &p->w_stream;
+    if (*key != t) {
+        hb_zo_rowstream_init(s, p->seed, (uint32_t)t);
+        *key = t;
+    }
+    return s;
+}
 
-/* One trained tensor for seed: weights become clamp(w0 +- delta) (PLUS, MINUS) or w0 again
- * (UNDO_*), from the master or scratch copy; a bias moves by +delta (PLUS), -2 delta (MINUS,
- * after PLUS), -delta (UNDO_PLUS) or +delta (UNDO_MINUS): exact, |b| <= 2^30 > |delta|. */
-static void perturb_tensor(hb_model *m, uint16_t t, uint32_t seed, uint32_t eps, int mode) {
+static inline int8_t clamp_weight(int32_t v) {
+    return (int8_t)(v > HB_WEIGHT_LIMIT    ? HB_WEIGHT_LIMIT
+                    : v < -HB_WEIGHT_LIMIT ? -HB_WEIGHT_LIMIT
+                                           : v);
+}
+
+/* row j of trained filter t: clamp(w + sign * delta, +-127), entry by entry, into the row
+ * buffer (the blob's row is read in place: contiguous, or strided by R for a depthwise row).
+ * A row's deltas depend on its raw samples, the tensor's S and em = sign * eps * M only, so
+ * they come from a table of the distribution's 2, 17 or 128 values, built once per tensor
+ * and pass (with channel multipliers once per row, if the row has at least that many
+ * entries; a shorter row computes its deltas directly). */
+static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
+    probe_pass *p = ctx;
+    const hb_model *m = p->m;
     const hb_zo_tensor *tt = &m->z.trained[t];
-    uint8_t *d = tensor_data(m, t);
-    if (tt->kind == HB_ZO_WEIGHT && (mode == UNDO_PLUS || mode == UNDO_MINUS)) {
-        for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
-            uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
-            master_weights(m, t, e0, cnt, (int8_t *)d + e0);
-        }
-        return;
+    const int8_t *w = (const int8_t *)tensor_data(m, (uint16_t)t);
+    int8_t *out = (int8_t *)(m->work + m->row_off);
+    hb_zo_rowstream *s = pass_stream(p, t, 0);
+    /* locals: out is a char pointer, which may alias anything the loop would reload */
+    const uint32_t scale = t_scale[t], len = tt->len, rows = tt->rows;
+    const int32_t em = p->sign * (int32_t)(p->eps * hb_zo_row_mult(tt, j));
+    const size_t step = tt->layout == HB_ROWS_TRAILING ? rows : 1;
+    const int8_t *base = w + (step == 1 ? (size_t)j * len : j);
+    int table = p->tab_tensor == t && p->tab_em == em;
+    if (!table && (tt->cm ? len : tt->n) >= hb_zo_n_values(p->src.dist)) { /* worth building */
+        hb_zo_delta_table(p->src.dist, scale, em, p->dtab);
+        p->tab_tensor = t;
+        p->tab_em = em;
+        table = 1;
     }
-    const hb_zo_source src = source(m);
-    const uint32_t scale = t_scale[t];
-    for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
-        uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
-        hb_zo_samples(&src, tt, t, seed, e0, cnt, r_buf, m_buf);
-        for (uint32_t i = 0; i < cnt; i++)
-            d_buf[i] = hb_zo_delta(hb_zo_unit(r_buf[i], scale), eps, m_buf[i], tt->unit_shift);
-        if (tt->kind == HB_ZO_WEIGHT) {
-            int8_t *w = (int8_t *)d + e0;
-            master_weights(m, t, e0, cnt, w);
-            const int32_t sign = mode == PLUS ? 1 : -1;
-            for (uint32_t i = 0; i < cnt; i++) {
-                int32_t v = w[i] + sign * d_buf[i];
-                w[i] = (int8_t)(v > HB_WEIGHT_LIMIT ? HB_WEIGHT_LIMIT : v < -HB_WEIGHT_LIMIT ? -HB_WEIGHT_LIMIT : v);
-            }
-        } else {
-            const int64_t times = mode == PLUS || mode == UNDO_MINUS ? 1 : mode == MINUS ? -2 : -1;
-            for (uint32_t i = 0; i < cnt; i++) {
-                uint8_t *p = d + 4u * (e0 + i);
-                int64_t b = (int64_t)hb_rdi32(p) + times * d_buf[i]; /* never saturates */
-                hb_wr32(p, (uint32_t)(b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : b));
-            }
-        }
+    const int32_t *dtab = p->dtab;
+    for (uint32_t i0 = 0; i0 < len; i0 += HB_ZO_CHUNK) {
+        const uint32_t cnt = len - i0 < HB_ZO_CHUNK ? len - i0 : HB_ZO_CHUNK;
+        const int8_t *b = base + (size_t)i0 * step;
+        int8_t *o = out + i0;
+        hb_zo_row_samples(&p->src, tt, s, j, i0, cnt, r_buf);
+        if (table)
+            for (uint32_t c = 0; c < cnt; c++)
+                o[c] = clamp_weight(b[(size_t)c * step] + dtab[(uint8_t)r_buf[c]]);
+        else
+            for (uint32_t c = 0; c < cnt; c++)
+                o[c] = clamp_weight(b[(size_t)c * step] + hb_zo_signed_delta(r_buf[c], scale, em));
     }
+    return out;
 }
 
-static void perturb_all(hb_model *m, uint32_t seed, uint32_t eps, int mode) {
-    for (uint16_t t = 0; t < m->z.n_trained; t++) perturb_tensor(m, t, seed, eps, mode);
+/* element j of trained bias t: sat32(b + sign * delta), which never saturates (|b| <= 2^30,
+ * |delta| < 2^30: docs/zo-math.md section 4) */
+static int32_t pass_bias(void *ctx, int32_t t, uint32_t j) {
+    probe_pass *p = ctx;
+    const hb_model *m = p->m;
+    const hb_zo_tensor *tt = &m->z.trained[t];
+    int8_t r;
+    hb_zo_row_samples(&p->src, tt, pass_stream(p, t, 1), j, 0, 1, &r);
+    const int32_t d = hb_zo_delta(hb_zo_unit(r, t_scale[t]), p->eps, hb_zo_row_mult(tt, j),
+                                  tt->unit_shift);
+    const int64_t b0 = hb_rdi32(tensor_data(m, (uint16_t)t) + 4u * j);
+    const int64_t b = b0 + (int64_t)p->sign * d;
+    return (int32_t)(b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : b);
 }
 
-/* the mean Q16 loss of the mini-batch on the current weights */
-static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size) {
+/* the mean Q16 loss of the mini-batch; rows NULL: the weights as they are */
+static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size,
+                          const hb_graph_rows *rows) {
     uint32_t classes = hb_graph_output_size(m->g);
     int64_t sum = 0;
     for (uint16_t i = 0; i < batch_size; i++) {
         uint32_t item = batch_idx[i];
-        const int8_t *out = hb_graph_forward(m->g, s->inputs + (size_t)item * s->item_size);
+        const int8_t *out =
+            hb_graph_forward_rows(m->g, s->inputs + (size_t)item * s->item_size, rows);
         sum += hb_loss_item(&m->loss, out, classes, s->labels[item]);
     }
     return hb_loss_mean(sum, batch_size);
+}
+
+/* the pass of perturbed_loss: static, like the other scratch (about 2.4 KB: two row streams
+ * with their cached blocks and the delta table) */
+static probe_pass the_pass;
+
+/* the loss of the mini-batch at w + sign * delta for seed (t_scale: its scales) */
+static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t seed,
+                              uint32_t eps, int32_t sign) {
+    probe_pass *p = &the_pass;
+    p->m = m;
+    p->src = source(m);
+    p->seed = seed;
+    p->eps = eps;
+    p->sign = sign;
+    p->w_tensor = p->b_tensor = p->tab_tensor = -1;
+    p->tab_em = 0;
+    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p};
+    return batch_loss(m, s, batch_size, &rows);
 }
 
 void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
@@ -246,21 +304,14 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
     hb_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
     for (uint16_t i = 0; i < batch_size; i++) batch_idx[i] = hb_batch_index(&bs, s->n_items, i);
     const int one_sided = m->z.estimator == HB_ESTIMATOR_ONE_SIDED;
-    const int32_t l0 = one_sided ? batch_loss(m, s, batch_size) : 0;
+    const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, NULL) : 0;
     const hb_zo_source src = source(m);
     for (uint16_t k = 0; k < q; k++) {
+        /* the scales of this perturbation, once, before its forward passes */
         for (uint16_t t = 0; t < m->z.n_trained; t++)
             t_scale[t] = hb_zo_scale(&src, m->z.scaling, &m->z.trained[t], t, seeds[k]);
-        perturb_all(m, seeds[k], eps, PLUS);
-        lp[k] = batch_loss(m, s, batch_size);
-        if (one_sided) {
-            lm[k] = l0;
-            perturb_all(m, seeds[k], eps, UNDO_PLUS);
-        } else {
-            perturb_all(m, seeds[k], eps, MINUS);
-            lm[k] = batch_loss(m, s, batch_size);
-            perturb_all(m, seeds[k], eps, UNDO_MINUS);
-        }
+        lp[k] = perturbed_loss(m, s, batch_size, seeds[k], eps, 1);
+        lm[k] = one_sided ? l0 : perturbed_loss(m, s, batch_size, seeds[k], eps, -1);
     }
 }
 
@@ -291,8 +342,6 @@ void hb_model_apply(hb_model *m, const uint32_t *seeds, const int32_t *coeffs, u
             }
             hb_zo_update_chunk(&tg, e0, cnt, acc, m_buf);
         }
-        if (tt->kind == HB_ZO_WEIGHT && m->z.master == HB_MASTER_INT8)
-            memcpy(m->work + m->work_off[t], tg.data, tt->n); /* the scratch copy follows */
     }
     m->updates++;
 }
@@ -327,4 +376,10 @@ uint16_t hb_model_n_trained(const hb_model *m) { return m->z.n_trained; }
 
 uint16_t hb_model_trained_tensor(const hb_model *m, uint16_t t) {
     return t < m->z.n_trained ? m->z.trained[t].tensor : 0;
+}
+
+const hb_zocf *hb_model_zocf(const hb_model *m) { return &m->z; }
+
+const int8_t *hb_model_pool(const hb_model *m) {
+    return m->work && m->z.pool_size ? (const int8_t *)(m->work + m->pool_off) : NULL;
 }

@@ -9,12 +9,16 @@
 #include <string.h>
 
 #include "check.h"
+#include "hb_blob.h"
 #include "hb_bytes.h"
 #include "hb_crc.h"
 #include "hb_graph.h"
 #include "hb_model.h"
 #include "hb_wire.h"
 #include "hbgv.h"
+#include "zo/loss.h"
+#include "zo/perturb.h"
+#include "zo/philox.h"
 
 static void *aligned(size_t n) {
     size_t r = (n + 15) / 16 * 16;
@@ -42,6 +46,98 @@ static uint32_t crc_of_trained(const hb_model *m, const hb_graph *g) {
         crc = hb_crc32(crc, hb_graph_data(g, ti), (size_t)x->n * (x->dtype ? 4u : 1u));
     }
     return crc;
+}
+
+/* Move every trained tensor by sign * delta of seed in place, as a device that wrote its
+ * weights would: int8 weights clamp(w + sign delta, +-127), int32 biases sat32(b + sign delta).
+ * The reference for PROBE, which must compute the same losses without writing anything. */
+static void perturb_in_place(const hb_model *m, const hb_graph *g, uint32_t seed, uint32_t eps,
+                             int32_t sign) {
+    const hb_zocf *z = hb_model_zocf(m);
+    const hb_zo_source src = {z->dist, hb_model_pool(m), z->pool_size};
+    int8_t r[HB_ZO_CHUNK];
+    uint8_t mult[HB_ZO_CHUNK];
+    for (uint16_t t = 0; t < z->n_trained; t++) {
+        const hb_zo_tensor *tt = &z->trained[t];
+        uint8_t *d = hb_graph_data(g, tt->tensor);
+        const uint32_t scale = hb_zo_scale(&src, z->scaling, tt, t, seed);
+        for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
+            const uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
+            hb_zo_samples(&src, tt, t, seed, e0, cnt, r, mult);
+            for (uint32_t i = 0; i < cnt; i++) {
+                const int32_t u = hb_zo_unit(r[i], scale);
+                const int64_t delta = (int64_t)sign * hb_zo_delta(u, eps, mult[i], tt->unit_shift);
+                if (tt->kind == HB_ZO_BIAS) {
+                    int64_t b = hb_rdi32(d + 4u * (e0 + i)) + delta;
+                    b = b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : b;
+                    hb_wr32(d + 4u * (e0 + i), (uint32_t)(int32_t)b);
+                } else {
+                    int64_t w = ((int8_t *)d)[e0 + i] + delta;
+                    ((int8_t *)d)[e0 + i] = (int8_t)(w > 127 ? 127 : w < -127 ? -127 : w);
+                }
+            }
+        }
+    }
+}
+
+/* PROBE at eps (1, and 127 where most perturbed weights saturate) against the reference:
+ * the weights written in place (perturb_in_place), the batch's loss by EVAL on a slot of the
+ * batch's items, the blob restored from a copy. PROBE itself leaves every byte of the blob
+ * as it was (it never writes the weights). Returns the number of saturated weights seen. */
+static uint32_t probe_is_in_place(const char *file, int c, hb_model *m, hb_graph *g, uint8_t *blob,
+                                  uint32_t len, const hb_slot *slot, uint32_t eps) {
+    enum { B = 5, Q = 3 };
+    const uint32_t seeds[Q] = {0x9E3779B9u, 7u, 0xC0FFEEu + eps};
+    const uint32_t batch_seed = 0xBA7C4u + eps;
+    uint8_t *keep = malloc(len);
+    memcpy(keep, blob, len);
+    int32_t lp[Q], lm[Q];
+    hb_model_probe(m, slot, B, batch_seed, (uint16_t)eps, seeds, Q, lp, lm);
+    CHECK(memcmp(blob, keep, len) == 0, "%s c%d eps %u: PROBE wrote into the blob", file, c, eps);
+    /* the batch as a slot of its own, in PROBE's order */
+    int8_t *xs = malloc((size_t)B * slot->item_size);
+    uint8_t ys[B];
+    hb_stream bs;
+    hb_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
+    for (uint32_t i = 0; i < B; i++) {
+        const uint32_t item = hb_batch_index(&bs, slot->n_items, i);
+        memcpy(xs + (size_t)i * slot->item_size, slot->inputs + (size_t)item * slot->item_size,
+               slot->item_size);
+        ys[i] = slot->labels[item];
+    }
+    const hb_slot batch = {xs, ys, B, slot->item_size, slot->n_classes};
+    uint32_t hits, saturated = 0;
+    int64_t sum;
+    hb_model_eval(m, &batch, 0, B, &hits, &sum);
+    const int32_t l0 = hb_loss_mean(sum, B);
+    const int one_sided = hb_model_zocf(m)->estimator == HB_ESTIMATOR_ONE_SIDED;
+    for (uint32_t k = 0; k < Q; k++) {
+        int32_t want[2];
+        for (int pm = 0; pm < 2; pm++) {
+            if (pm == 1 && one_sided) {
+                want[1] = l0;
+                break;
+            }
+            perturb_in_place(m, g, seeds[k], eps, pm ? -1 : 1);
+            for (uint16_t t = 0; t < hb_model_n_trained(m); t++) {
+                const uint16_t ti = hb_model_trained_tensor(m, t);
+                const hb_tensor *x = hb_graph_tensor(g, ti);
+                const int8_t *w = (const int8_t *)hb_graph_data(g, ti);
+                for (uint32_t e = 0; x->dtype == HB_DTYPE_INT8 && e < x->n; e++)
+                    saturated += (w[e] == 127 || w[e] == -127) &&
+                                 w[e] != ((const int8_t *)keep)[w - (const int8_t *)blob + e];
+            }
+            hb_model_eval(m, &batch, 0, B, &hits, &sum);
+            want[pm] = hb_loss_mean(sum, B);
+            memcpy(blob, keep, len);
+        }
+        CHECK(lp[k] == want[0] && lm[k] == want[1],
+              "%s c%d eps %u seed %u: PROBE %d %d, weights written in place %d %d", file, c, eps,
+              k, lp[k], lm[k], want[0], want[1]);
+    }
+    free(xs);
+    free(keep);
+    return saturated;
 }
 
 static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot *slot) {
@@ -73,6 +169,9 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
     CHECK(hb_model_weights_crc(m) == (uint32_t)hbgv_get(info, 2), "%s c%d: initial CRC %08x", file,
           c, hb_model_weights_crc(m));
     CHECK(hb_model_updates_applied(m) == 0, "updates after bind");
+    probe_is_in_place(file, c, m, g, blob, len, slot, 1);
+    CHECK(probe_is_in_place(file, c, m, g, blob, len, slot, 127) > 0,
+          "%s c%d: no weight saturates at eps 127", file, c);
     for (int j = 0;; j++) {
         const hbgv_array *op = get(f, "c%d.s%d.%s", c, j, "op");
         if (!op) break;

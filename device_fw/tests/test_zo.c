@@ -123,9 +123,68 @@ static void test_perturb(void) {
                           (long long)at(u, k * n + e), (long long)at(d, k * n + e));
                 }
             }
+            bad = 0;
+            /* the same samples row by row (a forward pass's order), in uneven pieces, through
+             * one row stream whose cached blocks carry over from row to row */
+            hb_zo_rowstream rs;
+            hb_zo_rowstream_init(&rs, seed, ti);
+            for (uint32_t j = 0; j < t.rows && !bad; j++) {
+                uint32_t step = 1 + j % 5;
+                for (uint32_t i0 = 0; i0 < t.len; i0 += step, step = step % 7 + 1) {
+                    uint32_t cnt = t.len - i0 < step ? t.len - i0 : step;
+                    hb_zo_row_samples(&src, &t, &rs, j, i0, cnt, rr);
+                    for (uint32_t i = 0; i < cnt && !bad; i++) {
+                        uint32_t e = t.layout == HB_ROWS_TRAILING ? (i0 + i) * t.rows + j
+                                                                  : j * t.len + i0 + i;
+                        bad = rr[i] != at(r, k * n + e);
+                        CHECK(!bad, "p%d seed %u row %u entry %u: r %d, expected %lld", c, k, j,
+                              i0 + i, rr[i], (long long)at(r, k * n + e));
+                    }
+                }
+            }
+            /* the signed deltas of a table equal hb_zo_delta's, for both signs */
+            int32_t tab[256];
+            for (int sign = -1; sign <= 1 && t.kind == HB_ZO_WEIGHT; sign += 2) {
+                const uint32_t mult = hb_zo_row_mult(&t, 0);
+                hb_zo_delta_table(dist, s, sign * (int32_t)(eps * mult), tab);
+                for (uint32_t e = 0; e < n && e < 64; e++) {
+                    const int8_t v = (int8_t)at(r, k * n + e);
+                    const int32_t want = sign * hb_zo_delta(hb_zo_unit(v, s), eps, mult, 0);
+                    CHECK(tab[(uint8_t)v] == want, "p%d seed %u: table delta of r %d is %d, not %d",
+                          c, k, v, tab[(uint8_t)v], want);
+                    CHECK(hb_zo_signed_delta(v, s, sign * (int32_t)(eps * mult)) == want,
+                          "p%d: signed delta of r %d", c, v);
+                }
+            }
         }
     }
     CHECK(cases >= 16, "only %d perturbation cases", cases);
+    /* every raw sample of each distribution is in its table, at the extremes of S and em */
+    const uint8_t dists[3] = {HB_DIST_RADEMACHER, HB_DIST_GAUSSIAN, HB_DIST_UNIFORM};
+    for (int di = 0; di < 3; di++) {
+        int32_t tab[256];
+        const uint32_t scales[3] = {516, 887, HB_SCALE_MAX};
+        const int32_t ems[4] = {1, -1, 127 * 255, -127 * 255};
+        for (int si = 0; si < 3; si++) {
+            for (int ei = 0; ei < 4; ei++) {
+                for (int b = 0; b < 256; b++) tab[b] = INT32_MIN;
+                hb_zo_delta_table(dists[di], scales[si], ems[ei], tab);
+                uint32_t filled = 0;
+                for (int b = 0; b < 256; b++) filled += tab[b] != INT32_MIN;
+                CHECK(filled == hb_zo_n_values(dists[di]), "dist %u: %u table entries", dists[di],
+                      filled);
+                const int8_t top = dists[di] == HB_DIST_RADEMACHER ? 1
+                                   : dists[di] == HB_DIST_GAUSSIAN ? 8
+                                                                   : 127;
+                const uint32_t e = (uint32_t)(ems[ei] < 0 ? -ems[ei] : ems[ei]);
+                const int32_t u = hb_zo_unit(top, scales[si]);
+                const int32_t want = (ems[ei] < 0 ? -1 : 1) * hb_zo_delta(u, e, 1, 0);
+                CHECK(tab[(uint8_t)top] == want && tab[(uint8_t)(int8_t)-top] == -want,
+                      "dist %u S %u em %d: delta of %d is %d, not %d", dists[di], scales[si],
+                      ems[ei], top, tab[(uint8_t)top], want);
+            }
+        }
+    }
     for (int c = 0;; c++) {
         const hbgv_array *args = arr("pooldraw%d.%s", c, "args");
         if (!args) break;

@@ -520,29 +520,33 @@ def pad16(n: int) -> int:
 
 
 def zo_work_bytes(config: ZoConfig, trainables: list[Trainable]) -> int:
-    """Arena bytes of the ZO state (``zo_bytes``, docs/firmware.md "ZO state"): in ZOCF
-    order, per trained int8 weight tensor of ``n`` elements its master ``pad16(n * 4)``
-    (q16) or ``pad16(n * 2)`` (int16), or for the int8 master its scratch copy ``pad16(n)``;
-    then the pool, ``pad16(pool_size)``. Biases are their own master (in the blob)."""
+    """Arena bytes of the ZO state (``zo_bytes``, docs/firmware.md "ZO state"), laid out as
+    device_fw/core/model.c places it: in ZOCF order, per trained int8 weight tensor of ``n``
+    elements its master ``pad16(n * 4)`` (q16) or ``pad16(n * 2)`` (int16), nothing for the
+    int8 master (the weights are their own master); then the pool, ``pad16(pool_size)``;
+    then the row buffer a PROBE produces perturbed weight rows into, ``pad16`` of the longest
+    trained weight row (docs/zo-math.md "Rows"; 0 without trained weights). Biases are their
+    own master (in the blob) and need no buffer."""
     per = update.MASTER_BYTES[config.master_code]
-    int8 = config.master_code == update.MASTER_INT8
-    total = 0
-    for t in trainables:
-        if t.kind == "weight":
-            total += pad16(t.size * per) + (pad16(t.size) if int8 else 0)
-    return total + pad16(config.pool_size)
+    weights = [t for t in trainables if t.kind == "weight"]
+    masters = sum(pad16(t.size * per) for t in weights)
+    return masters + pad16(config.pool_size) + pad16(row_buffer_bytes(trainables))
+
+
+def row_buffer_bytes(trainables: list[Trainable]) -> int:
+    """The longest trained weight row, ``L`` of docs/zo-math.md "Rows" (unpadded): the one
+    row of perturbed int8 weights a PROBE's forward pass holds at a time."""
+    return max((t.rows[1] for t in trainables if t.kind == "weight"), default=0)
 
 
 def memory_bytes(config: ZoConfig, trainables: list[Trainable]) -> dict[str, int]:
     """Device RAM the ZO method needs beyond the model's constants, by part (docs/zo-math.md,
     "Device memory"), unpadded; the arena's books use :func:`zo_work_bytes`."""
     weights = sum(t.size for t in trainables if t.kind == "weight")
-    int8 = config.master == "int8"
     return {
         "master": weights * update.MASTER_BYTES[config.master_code],
-        # with a master, a probe perturbs in place and restores w = round(m); pure int8
-        # needs a copy of the trained weights to restore exactly after saturation
-        "probe_scratch": weights if int8 else 0,
+        # a PROBE never writes the weights: it produces each perturbed row into this buffer
+        "row_buffer": row_buffer_bytes(trainables),
         "pool": config.pool_size,
         "apply_scratch": 12 * MAX_Q,  # seed, coefficient and scale S per sample (static)
     }

@@ -214,25 +214,31 @@ def test_fresh_word_accounting(mlp):
     assert zocf.fresh_numbers_per_step(pooled, tr, q=4) == 8 * 42
     assert zocf.fresh_numbers_per_step(sr, tr, 1) == 2 * 2368 + 2368
     mem = zocf.memory_bytes(ZoConfig(master="int8", pool_size=256), tr)
-    assert mem["master"] == 0 and mem["probe_scratch"] == 2368 and mem["pool"] == 256
+    assert mem["master"] == 0 and mem["row_buffer"] == 64 and mem["pool"] == 256
 
 
-def test_zo_work_bytes_pads_each_master_and_the_pool_to_16(mlp):
-    """docs/firmware.md "ZO state": per trained weight tensor pad16(n * master bytes), the
-    int8 master's scratch copy pad16(n), then pad16(pool); biases cost nothing."""
-    cfg = zocf.build(mlp, layers="all")  # fc0_w 2048, fc0_b 32, fc1_w 320, fc1_b 10
+def test_zo_work_bytes_pads_each_master_the_pool_and_the_row_buffer_to_16(mlp):
+    """docs/firmware.md "ZO state": per trained weight tensor pad16(n * master bytes) (the
+    int8 master: nothing), then pad16(pool), then pad16(the longest trained weight row);
+    biases cost nothing."""
+    cfg = zocf.build(mlp, layers="all")  # fc0_w 32 x 64, fc0_b 32, fc1_w 10 x 32, fc1_b 10
     tr = zocf.resolve(cfg, mlp)
-    assert zocf.zo_work_bytes(cfg, tr) == 4 * 2048 + 4 * 320
+    assert zocf.row_buffer_bytes(tr) == 64  # fc0_w's rows
+    assert zocf.zo_work_bytes(cfg, tr) == 4 * 2048 + 4 * 320 + 64
     i16 = cfg.replace(master="int16", pool_size=100)
-    assert zocf.zo_work_bytes(i16, tr) == 2 * 2048 + 2 * 320 + 112
+    assert zocf.zo_work_bytes(i16, tr) == 2 * 2048 + 2 * 320 + 112 + 64
     i8 = cfg.replace(master="int8", pool_size=1)
-    assert zocf.zo_work_bytes(i8, tr) == 2048 + 320 + 16
+    assert zocf.zo_work_bytes(i8, tr) == 16 + 64
     odd = mlp.with_constants({})
-    odd.tensors["fc1_w"].shape = (10, 33)  # 330 elements: int16 660 -> 672, int8 330 -> 336
+    odd.tensors["fc1_w"].shape = (10, 33)  # 330 elements: int16 660 -> 672; rows of 33 -> 48
     odd.tensors["fc1_w"].data = np.zeros((10, 33), np.int8)
     tr = zocf.resolve(ZoConfig(), odd)
-    assert zocf.zo_work_bytes(ZoConfig(master="int16"), tr) == 2 * 2048 + 672
-    assert zocf.zo_work_bytes(ZoConfig(master="int8"), tr) == 2048 + 336
+    assert zocf.zo_work_bytes(ZoConfig(master="int16"), tr) == 2 * 2048 + 672 + 64
+    assert zocf.zo_work_bytes(ZoConfig(master="int8"), tr) == 64
+    fc1 = ZoConfig(master="int8", tensors=(TensorZo(list(odd.tensors).index("fc1_w")),))
+    assert zocf.zo_work_bytes(fc1, zocf.resolve(fc1, odd)) == 48
+    biases = zocf.build(mlp, layers="biases", master="int8")
+    assert zocf.zo_work_bytes(biases, zocf.resolve(biases, mlp)) == 0  # no row buffer
 
 
 @pytest.fixture(scope="module")

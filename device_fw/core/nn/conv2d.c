@@ -1,9 +1,11 @@
 /* CONV_2D, int8: TFLM reference_integer_ops::ConvPerChannel (docs/model-blob.md, opcode 2).
  * Padded taps contribute nothing; per-tensor requantization is the per-channel kernel with
- * one multiplier for every channel. */
+ * one multiplier for every channel. Output channels outermost: each filter row is asked for
+ * once (hb_nn_rows) and used for every output pixel. */
 #include "hb_nn.h"
 
-/* the accumulator of one output pixel and channel: the taps inside the input */
+/* the accumulator of one output pixel and channel: the taps inside the input; f is the
+ * channel's filter [kh][kw][in->c] */
 static uint32_t conv_pixel(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
                            const int8_t *f, uint32_t kh, uint32_t kw, int32_t iy0, int32_t ix0) {
     uint32_t acc = 0;
@@ -22,18 +24,18 @@ static uint32_t conv_pixel(const hb_nn_conv_params *p, const hb_nn_dims *in, con
 }
 
 void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
-                     const int8_t *filter, uint32_t kh, uint32_t kw, uint32_t out_c,
-                     const uint8_t *bias, int8_t *y) {
-    const size_t fsize = (size_t)kh * kw * in->c; /* one output channel's filter */
-    for (uint32_t oy = 0; oy < p->out_h; oy++) {
-        const int32_t iy0 = (int32_t)(oy * p->stride_h) - (int32_t)p->pad_top;
-        for (uint32_t ox = 0; ox < p->out_w; ox++) {
-            const int32_t ix0 = (int32_t)(ox * p->stride_w) - (int32_t)p->pad_left;
-            int8_t *out = y + ((size_t)oy * p->out_w + ox) * out_c;
-            for (uint32_t oc = 0; oc < out_c; oc++) {
-                const uint32_t acc = conv_pixel(p, in, x, filter + oc * fsize, kh, kw, iy0, ix0);
-                out[oc] = hb_nn_requant_one(acc, bias, oc, &p->rq, p->output_offset, p->act_min,
-                                            p->act_max);
+                     const hb_nn_rows *f, uint32_t kh, uint32_t kw, uint32_t out_c, int8_t *y) {
+    for (uint32_t oc = 0; oc < out_c; oc++) {
+        const int8_t *row = f->row(f, oc);
+        const int32_t bias = f->bias(f, oc);
+        for (uint32_t oy = 0; oy < p->out_h; oy++) {
+            const int32_t iy0 = (int32_t)(oy * p->stride_h) - (int32_t)p->pad_top;
+            int8_t *out = y + (size_t)oy * p->out_w * out_c + oc;
+            for (uint32_t ox = 0; ox < p->out_w; ox++) {
+                const int32_t ix0 = (int32_t)(ox * p->stride_w) - (int32_t)p->pad_left;
+                const uint32_t acc = conv_pixel(p, in, x, row, kh, kw, iy0, ix0);
+                out[(size_t)ox * out_c] = hb_nn_requant_one(acc, bias, oc, &p->rq, p->output_offset,
+                                                            p->act_min, p->act_max);
             }
         }
     }

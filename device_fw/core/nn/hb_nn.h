@@ -5,7 +5,13 @@
  *
  * The kernels trust their params: core/blob.c checked every count, shape and range when the
  * model was loaded. Per-channel multipliers stay in the blob as unaligned little-endian i32
- * (read with hb_rdi32), biases are little-endian i32 in the blob.
+ * (read with hb_rdi32).
+ *
+ * The ops with weights (FC, CONV_2D, DEPTHWISE_CONV_2D) loop over output channels outermost
+ * and take each channel's filter row and bias from a row provider (hb_nn_rows) once: read in
+ * place from the blob, or produced into a row buffer for a perturbed forward pass
+ * (docs/zo-math.md section 3, core/graph.c and core/model.c). Any loop order gives the same
+ * bytes: each output element is one accumulator.
  *
  * Each kernel's innermost work is a small function (a dot product, a requantized row) so a
  * Helium (MVE) variant can replace it beside the scalar one; the scalar one is the reference
@@ -29,6 +35,20 @@ typedef struct {
 typedef struct {
     uint32_t h, w, c;
 } hb_nn_dims;
+
+/* Where an op with weights gets them: one output channel at a time (docs/zo-math.md "Rows").
+ * Row j is output channel j's filter: FULLY_CONNECTED w[j][0..K), CONV_2D filter[j][ky][kx][c]
+ * (KH*KW*C entries, contiguous), DEPTHWISE_CONV_2D filter[0][ky][kx][j] (KH*KW entries, ky
+ * major). A kernel calls row(r, j) and bias(r, j) once per output channel j, before it
+ * computes that channel; row's pointer is valid until the next call of row. */
+typedef struct hb_nn_rows hb_nn_rows;
+struct hb_nn_rows {
+    const int8_t *(*row)(const hb_nn_rows *r, uint32_t j);
+    int32_t (*bias)(const hb_nn_rows *r, uint32_t j); /* 0 for an op without a bias */
+    /* entries of a row are `step` bytes apart: 1 for FC and CONV_2D (contiguous) and for a
+     * produced row; a depthwise row read in place is strided by the filter's C*D channels */
+    uint32_t step;
+};
 
 typedef struct {
     int32_t input_offset, output_offset, act_min, act_max;
@@ -68,13 +88,14 @@ static inline uint32_t hb_nn_dot_s8(const int8_t *w, const int8_t *x, int32_t x_
     return acc;
 }
 
-/* acc (+ bias[c]) -> MultiplyByQuantizedMultiplier with channel c's (or the one) multiplier
- * -> + output_offset -> clamp to [act_min, act_max]. The offset is added in 64 bits (as
- * hilbench.npu does; TFLM's int32 add could only overflow where the clamp saturates). */
-static inline int8_t hb_nn_requant_one(uint32_t acc, const uint8_t *bias, uint32_t c,
+/* acc + bias (wrapping; 0 for an op without a bias) -> MultiplyByQuantizedMultiplier with
+ * channel c's (or the one) multiplier -> + output_offset -> clamp to [act_min, act_max]. The
+ * offset is added in 64 bits (as hilbench.npu does; TFLM's int32 add could only overflow
+ * where the clamp saturates). */
+static inline int8_t hb_nn_requant_one(uint32_t acc, int32_t bias, uint32_t c,
                                        const hb_nn_requant *rq, int32_t output_offset,
                                        int32_t act_min, int32_t act_max) {
-    if (bias) acc += (uint32_t)hb_rdi32(bias + 4u * c);
+    acc += (uint32_t)bias;
     const uint32_t q = rq->n == 1 ? 0 : c;
     const int32_t v = hb_fp_mbqm(hb_fp_wrap32(acc), hb_rdi32(rq->mult + 4u * q), rq->shift[q]);
     return hb_fp_clamp8((int64_t)v + output_offset, act_min, act_max);
@@ -82,19 +103,20 @@ static inline int8_t hb_nn_requant_one(uint32_t acc, const uint8_t *bias, uint32
 
 /* --- the ops (one file each) ------------------------------------------------------------ */
 
-/* x[k] -> y[m]; w [m][k]; bias i32 LE [m] or NULL */
+/* x[k] -> y[m]; weights [m][k] from w (rows of k entries, step 1) */
 void hb_nn_fully_connected_s8(const hb_nn_fc_params *p, const int8_t *x, uint32_t k,
-                              const int8_t *w, uint32_t m, const uint8_t *bias, int8_t *y);
+                              const hb_nn_rows *w, uint32_t m, int8_t *y);
 
-/* x [in->h][in->w][in->c] -> y [out_h][out_w][out_c]; filter [out_c][kh][kw][in->c] */
+/* x [in->h][in->w][in->c] -> y [out_h][out_w][out_c]; filter [out_c][kh][kw][in->c] from f
+ * (rows of kh*kw*in->c entries, step 1) */
 void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
-                     const int8_t *filter, uint32_t kh, uint32_t kw, uint32_t out_c,
-                     const uint8_t *bias, int8_t *y);
+                     const hb_nn_rows *f, uint32_t kh, uint32_t kw, uint32_t out_c, int8_t *y);
 
-/* x [h][w][c] -> y [out_h][out_w][c * D]; filter [1][kh][kw][c * D] */
+/* x [h][w][c] -> y [out_h][out_w][c * D]; filter [1][kh][kw][c * D] from f (rows of kh*kw
+ * entries, f->step apart) */
 void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
-                               const int8_t *x, const int8_t *filter, uint32_t kh, uint32_t kw,
-                               const uint8_t *bias, int8_t *y);
+                               const int8_t *x, const hb_nn_rows *f, uint32_t kh, uint32_t kw,
+                               int8_t *y);
 
 /* x [h][w][c] -> y [out_h][out_w][c] */
 void hb_nn_average_pool2d_s8(const hb_nn_pool_params *p, const hb_nn_dims *in, const int8_t *x,

@@ -18,25 +18,31 @@ static const uint8_t POPCOUNT8[256] = {
 
 static uint32_t popcount16(uint32_t h) { return (uint32_t)POPCOUNT8[h & 0xFFu] + POPCOUNT8[h >> 8]; }
 
-/* fresh samples e0 .. e0+count-1 of a stream, a word at a time */
+/* fresh samples e0 .. e0+count-1 of a stream: a word is read when its first lane is needed
+ * (one loop per distribution, so the lanes per word are constants: shifts, not divisions) */
 static void fresh_run(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count, int8_t *r) {
-    const uint32_t per = dist == HB_DIST_RADEMACHER ? HB_PER_WORD_RADEMACHER
-                         : dist == HB_DIST_GAUSSIAN ? HB_PER_WORD_GAUSSIAN
-                                                    : HB_PER_WORD_UNIFORM;
-    uint32_t e = e0, end = e0 + count;
-    while (e < end) {
-        uint32_t w = hb_stream_word(s, e / per);
-        uint32_t lane = e % per, stop = end - e < per - lane ? lane + (end - e) : per;
-        if (dist == HB_DIST_RADEMACHER) {
-            for (uint32_t l = lane; l < stop; l++) *r++ = (int8_t)((int32_t)((w >> l) & 1u) * 2 - 1);
-        } else if (dist == HB_DIST_GAUSSIAN) {
-            for (uint32_t l = lane; l < stop; l++)
-                *r++ = (int8_t)((int32_t)popcount16((w >> (16u * l)) & 0xFFFFu) - 8);
-        } else {
-            for (uint32_t l = lane; l < stop; l++)
-                *r++ = (int8_t)(2 * (int32_t)((w >> (8u * l)) & 0x7Fu) - 127);
+    const uint32_t end = e0 + count;
+    if (dist == HB_DIST_RADEMACHER) {
+        uint32_t w = hb_stream_word(s, e0 / HB_PER_WORD_RADEMACHER);
+        for (uint32_t e = e0; e < end; e++) {
+            const uint32_t lane = e % HB_PER_WORD_RADEMACHER;
+            if (lane == 0) w = hb_stream_word(s, e / HB_PER_WORD_RADEMACHER);
+            *r++ = (int8_t)((int32_t)((w >> lane) & 1u) * 2 - 1);
         }
-        e += stop - lane;
+    } else if (dist == HB_DIST_GAUSSIAN) {
+        uint32_t w = hb_stream_word(s, e0 / HB_PER_WORD_GAUSSIAN);
+        for (uint32_t e = e0; e < end; e++) {
+            const uint32_t lane = e % HB_PER_WORD_GAUSSIAN;
+            if (lane == 0) w = hb_stream_word(s, e / HB_PER_WORD_GAUSSIAN);
+            *r++ = (int8_t)((int32_t)popcount16((w >> (16u * lane)) & 0xFFFFu) - 8);
+        }
+    } else {
+        uint32_t w = hb_stream_word(s, e0 / HB_PER_WORD_UNIFORM);
+        for (uint32_t e = e0; e < end; e++) {
+            const uint32_t lane = e % HB_PER_WORD_UNIFORM;
+            if (lane == 0) w = hb_stream_word(s, e / HB_PER_WORD_UNIFORM);
+            *r++ = (int8_t)(2 * (int32_t)((w >> (8u * lane)) & 0x7Fu) - 127);
+        }
     }
 }
 
@@ -90,6 +96,65 @@ void hb_zo_samples(const hb_zo_source *src, const hb_zo_tensor *t, uint32_t ti, 
         if (mult) memset(mult + c, (int)hb_zo_row_mult(t, j), run);
         c += run;
     }
+}
+
+void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti) {
+    hb_stream_init(&rs->s, seed, HB_STREAM_PERTURB, ti);
+    memset(rs->tag, 0, sizeof rs->tag);
+}
+
+/* word `word` of the stream through the block cache */
+static uint32_t row_word(hb_zo_rowstream *rs, uint32_t word) {
+    const uint32_t block = word >> 2, line = block % HB_ZO_ROW_BLOCKS;
+    if (rs->tag[line] != block + 1) {
+        hb_stream_fill(&rs->s, block);
+        memcpy(rs->w[line], rs->s.w, sizeof rs->w[line]);
+        rs->tag[line] = block + 1; /* block < 2^24 (n <= 2^26): no wrap */
+    }
+    return rs->w[line][word & 3u];
+}
+
+/* the fresh sample of element e (a lane of a word) */
+static int8_t fresh_one(uint8_t dist, hb_zo_rowstream *rs, uint32_t e) {
+    if (dist == HB_DIST_RADEMACHER) {
+        const uint32_t w = row_word(rs, e / HB_PER_WORD_RADEMACHER);
+        return (int8_t)((int32_t)((w >> (e % HB_PER_WORD_RADEMACHER)) & 1u) * 2 - 1);
+    }
+    if (dist == HB_DIST_GAUSSIAN) {
+        const uint32_t w = row_word(rs, e / HB_PER_WORD_GAUSSIAN);
+        return (int8_t)((int32_t)popcount16((w >> (16u * (e % 2u))) & 0xFFFFu) - 8);
+    }
+    const uint32_t w = row_word(rs, e / HB_PER_WORD_UNIFORM);
+    return (int8_t)(2 * (int32_t)((w >> (8u * (e % HB_PER_WORD_UNIFORM))) & 0x7Fu) - 127);
+}
+
+void hb_zo_row_samples(const hb_zo_source *src, const hb_zo_tensor *t, hb_zo_rowstream *rs,
+                       uint32_t j, uint32_t i0, uint32_t count, int8_t *r) {
+    const uint32_t P = src->pool_size;
+    if (P) { /* entry i of row j: pool[(o_j + i) mod P], o_j < P, i < L <= P */
+        uint32_t k = ((hb_stream_half(&rs->s, j) * P) >> 16) + i0;
+        if (k >= P) k -= P;
+        const uint32_t first = P - k < count ? P - k : count; /* count <= L <= P: one wrap */
+        memcpy(r, src->pool + k, first);
+        memcpy(r + first, src->pool, count - first);
+    } else if (t->layout == HB_ROWS_TRAILING) { /* element i R + j */
+        for (uint32_t c = 0; c < count; c++)
+            r[c] = fresh_one(src->dist, rs, (i0 + c) * t->rows + j);
+    } else { /* element j L + i: a run of consecutive elements */
+        fresh_run(src->dist, &rs->s, j * t->len + i0, count, r);
+    }
+}
+
+uint32_t hb_zo_n_values(uint8_t dist) {
+    return dist == HB_DIST_RADEMACHER ? 2u : dist == HB_DIST_GAUSSIAN ? 17u : 128u;
+}
+
+void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t tab[256]) {
+    /* the raw samples: Rademacher -1, 1; Gaussian -8..8; uniform the odd -127..127 */
+    const int32_t lo = dist == HB_DIST_RADEMACHER ? -1 : dist == HB_DIST_GAUSSIAN ? -8 : -127;
+    const int32_t stride = dist == HB_DIST_GAUSSIAN ? 1 : 2;
+    for (int32_t r = lo; r <= -lo; r += stride)
+        tab[(uint8_t)(int8_t)r] = hb_zo_signed_delta((int8_t)r, scale, em);
 }
 
 uint32_t hb_isqrt_u64(uint64_t x) {

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "zo/philox.h"
 #include "zo/zocf.h"
 
 /* Elements the ZO code handles at a time (buffers of this many elements, never a tensor). */
@@ -28,6 +29,38 @@ void hb_zo_pool_draw(uint8_t dist, uint32_t pool_seed, int8_t *pool, uint32_t po
  * NULL it receives each element's Q4 multiplier (its row's). */
 void hb_zo_samples(const hb_zo_source *src, const hb_zo_tensor *t, uint32_t ti, uint32_t seed,
                    uint32_t e0, uint32_t count, int8_t *r, uint8_t *mult);
+
+/* The perturbation stream (seed, 1, ti) of one trained tensor as a forward pass reads it, row
+ * by row: besides the stream's own block, HB_ZO_ROW_BLOCKS blocks of 4 words cached by block
+ * index (direct-mapped). A depthwise (trailing) row's L entries are R elements apart, each in
+ * another block; the next row's entries are the next elements, mostly in the same blocks, so
+ * with L <= HB_ZO_ROW_BLOCKS a block is computed about once per tensor, not once per entry. */
+#define HB_ZO_ROW_BLOCKS 32u
+typedef struct {
+    hb_stream s;
+    uint32_t tag[HB_ZO_ROW_BLOCKS]; /* block index + 1 held by each line, 0: none */
+    uint32_t w[HB_ZO_ROW_BLOCKS][4];
+} hb_zo_rowstream;
+
+void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti);
+
+/* Raw samples r[0..count) of entries i0.. of row j of trained tensor t (docs/zo-math.md
+ * "Rows"; i0 + count <= t->len): the numbers hb_zo_samples gives those elements. rs is the
+ * tensor's stream for the perturbation (hb_zo_rowstream_init(rs, seed, ti)), kept across
+ * calls: rows read in order then cost about one Philox call per 4 fresh words. */
+void hb_zo_row_samples(const hb_zo_source *src, const hb_zo_tensor *t, hb_zo_rowstream *rs,
+                       uint32_t j, uint32_t i0, uint32_t count, int8_t *r);
+
+/* The number of distinct raw samples of a distribution (HB_DIST_*): 2, 17 or 128. */
+uint32_t hb_zo_n_values(uint8_t dist);
+
+/* tab[(uint8_t)r] = rsym(rsym(r S, 8) em, 12) for every raw sample r of the distribution (the
+ * others are left alone): the signed delta sign * hb_zo_delta(hb_zo_unit(r, S), eps, M, 0) of
+ * an int8 weight when em = sign * eps * M (rsym is odd). */
+void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t tab[256]);
+
+/* One signed delta as hb_zo_delta_table computes it (|r S| < 2^23, |u em| < 2^30). */
+static inline int32_t hb_zo_signed_delta(int8_t r, uint32_t scale, int32_t em);
 
 /* floor(sqrt(x)), bitwise. */
 uint32_t hb_isqrt_u64(uint64_t x);
@@ -56,6 +89,11 @@ static inline int32_t hb_zo_delta(int32_t u, uint32_t eps, uint32_t mult, uint32
     int32_t x = (int32_t)eps * (int32_t)mult * u;
     int32_t d = (x + (1 << (HB_DELTA_SHIFT - 1)) - (x < 0)) >> HB_DELTA_SHIFT; /* rsym(x, 12) */
     return d * (1 << unit_shift);
+}
+
+static inline int32_t hb_zo_signed_delta(int8_t r, uint32_t scale, int32_t em) {
+    const int32_t x = hb_zo_unit(r, scale) * em;
+    return (x + (1 << (HB_DELTA_SHIFT - 1)) - (x < 0)) >> HB_DELTA_SHIFT; /* rsym(x, 12) */
 }
 
 #endif /* HB_ZO_PERTURB_H */
