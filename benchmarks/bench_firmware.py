@@ -22,9 +22,10 @@ byte for byte (a row that differs says MISMATCH and the run exits 1), so each ro
 right computation. Times: the fastest forward pass (one input) of the runs each engine gets
 in ``--budget`` seconds, the engines taking turns for ``--rounds`` rounds so that a busy
 machine slows all three alike; the firmware times itself, the emulator and TFLM are timed from
-Python (``time.perf_counter``, also monotonic), so their per-call overhead (microseconds) is
-in their figures and dominates the smallest ops. Ratios are time / time: "SIL/emu" below 1
-means the firmware is faster.
+Python (``time.perf_counter``, also monotonic; with ``--clock thread`` all three count their
+thread's CPU time instead, which time spent descheduled on a busy machine does not inflate),
+so their per-call overhead (microseconds) is in their figures and dominates the smallest ops.
+Ratios are time / time: "SIL/emu" below 1 means the firmware is faster.
 
 ZO step (SIL, ``hilbench-bench zo``): the model with its LOSS section and the default ZO method
 (no ZOCF: Rademacher, fixed scale, two-point, q16 masters, nearest rounding), a random data
@@ -77,6 +78,9 @@ SHORT = {
 # op params that are quantization, not geometry (the cost does not depend on them)
 QUANT_KEYS = ("offset", "multiplier", "shift", "act_", "activation", "left_shift")
 SIL_MAX_RUNS = 4096  # HB_BENCH_MAX_RUNS (device_fw/bench/hb_bench.h)
+# --clock: the program's tick clock and Python's timer with it (elapsed, or this thread's CPU)
+CLOCKS = {"monotonic": time.perf_counter, "thread": time.thread_time}
+clock = "monotonic"
 
 
 class BenchError(RuntimeError):
@@ -145,8 +149,13 @@ def parse_report(text: str) -> Report:
 
 
 def run_bench(binary: Path, *args: str, timeout: float = 600) -> Report:
+    """The program with ``args`` (and the ``--clock`` in use); its report."""
     done = subprocess.run(
-        [str(binary), *args], capture_output=True, text=True, timeout=timeout, check=False
+        [str(binary), *args, "--clock", clock],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     if done.returncode not in (0, 1) or (done.returncode == 1 and "error" not in done.stdout):
         raise BenchError(
@@ -281,12 +290,13 @@ def op_rows(models: list[tuple[str, object]], pool_model: tuple[str, object] | N
 
 
 def best_of(fn: Callable[[], object], runs: int) -> float:
+    timer = CLOCKS[clock]
     fn()  # warm-up
     best = float("inf")
     for _ in range(runs):
-        t = time.perf_counter()
+        t = timer()
         fn()
-        best = min(best, time.perf_counter() - t)
+        best = min(best, timer() - t)
     return best
 
 
@@ -386,7 +396,8 @@ def engines(build: dict[str, str]) -> list[str]:
         f"{' '.join(sources.CFLAGS)}), one input per call",
         f"TFLM: tflite-micro {importlib.metadata.version('tflite-micro')} (reference C++ "
         "kernels), Python interpreter, one input per call",
-        "one thread everywhere; best forward pass of each engine's runs, engines in turn",
+        f"one thread everywhere; {clock} clock (Python: {CLOCKS[clock].__name__}); best "
+        "forward pass of each engine's runs, engines in turn",
     ]
 
 
@@ -512,7 +523,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=32, help="PROBE's mini-batch")
     ap.add_argument("--zo-runs", type=int, default=3, help="timed PROBEs and APPLYs")
     ap.add_argument("--fw", type=Path, help="a built hilbench-bench (default: make it)")
+    ap.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="monotonic",
+        help="elapsed time (default), or each engine's thread CPU time (a shared machine)",
+    )
     args = ap.parse_args(argv)
+    global clock
+    clock = args.clock
     if args.rounds < 1 or args.budget <= 0 or args.zo_runs < 1:
         ap.error("--rounds and --zo-runs must be >= 1 and --budget > 0")
     if not 1 <= args.q <= 510 or not 1 <= args.batch <= 256:

@@ -36,6 +36,8 @@ def test_build_line(bench):
     assert rep.build["compiler"].split()[0] in ("gcc", "clang")
     assert "-O" in rep.build["flags"] and rep.build["clock"] == "ns (CLOCK_MONOTONIC)"
     assert rep.records == []
+    done = subprocess.run([str(bench), "info", "--clock", "thread"], capture_output=True, text=True)
+    assert bf.parse_report(done.stdout).build["clock"] == "ns (CLOCK_THREAD_CPUTIME_ID)"
 
 
 def test_single_op_blob_output_equals_the_emulator(bench, tmp_path):
@@ -162,6 +164,7 @@ def test_bad_input_is_one_line(bench, tmp_path):
         (["forward", "a"], "forward takes BLOB INPUT"),
         (["zo", "a", "b", "c", "--q", "0"], "--q 0 is outside 1..510"),
         (["frobnicate"], "unknown command"),
+        (["info", "--clock", "wall"], "--clock takes monotonic or thread"),
         (["info", "--frob"], "unknown option or missing value: --frob"),
         (["forward", "a", "b", "--runs"], "unknown option or missing value: --runs"),
     ):
