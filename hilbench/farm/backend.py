@@ -135,9 +135,11 @@ class LabgridBackend(Backend):
 
     def close(self) -> None:
         begun = time.perf_counter()
+        held = bool(self.place)
         try:
-            super().close()
+            super().close()  # hilbench's Target: its reader thread stops
         finally:
+            closed = time.perf_counter()
             try:
                 if self.strategy is not None:
                     with contextlib.suppress(Exception):
@@ -148,8 +150,9 @@ class LabgridBackend(Backend):
             finally:
                 self.strategy = self.lg_target = None
                 self._release()
-        if self.place:
-            self.timings["release"] = time.perf_counter() - begun
+        if held:
+            self.timings["disconnect"] = closed - begun
+            self.timings["release"] = time.perf_counter() - closed
 
     def _release(self) -> None:
         client, self.client = self.client, None

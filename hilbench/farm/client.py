@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from labgrid.remote.client import ClientSession
 from labgrid.remote.client import Error as LabgridClientError
 from labgrid.remote.common import Place, Reservation, ReservationState
 from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
+from labgrid.remote.generated.labgrid_coordinator_pb2_grpc import CoordinatorStub
 from labgrid.util.proxy import proxymanager
 
 from hilbench.errors import LinkError
@@ -35,6 +38,22 @@ from hilbench.farm.waiting import Countdown, Status, client_name, parse_client_n
 CONNECT_TIMEOUT_S = 10.0
 RPC_TIMEOUT_S = 30.0
 POLL_S = 0.2  # how often a waiting client asks about its reservation
+CHANNEL_OPTIONS = [  # labgrid's ClientSession's keepalive settings
+    ("grpc.keepalive_time_ms", 7500),
+    ("grpc.keepalive_timeout_ms", 10000),
+    ("grpc.http2.ping_timeout_ms", 10000),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+_local = threading.local()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    """One event loop per thread for all its clients, never closed: grpc.aio dispatches
+    late completions to the loop a channel used, and a closed one makes it log errors."""
+    loop = getattr(_local, "loop", None)
+    if loop is None:
+        loop = _local.loop = asyncio.new_event_loop()
+    return loop
 
 
 @dataclass(frozen=True)
@@ -66,12 +85,20 @@ class FarmClient:
     def __init__(self, address: str | None = None, *, name: str | None = None) -> None:
         self.address = address or coordinator_address()
         self.name = name or client_name()
-        self.loop = asyncio.new_event_loop()
+        self.closed = False
+        self.loop = _thread_loop()
         grpc_address = proxymanager.get_grpc_address(self.address, default_port=20408)
 
         async def make() -> _Session:  # grpc.aio binds a channel to the loop running it
             made = _Session(grpc_address, self.loop)
             made.hb_name = self.name
+            # a channel of its own: grpc shares one connection among a process's equal
+            # channels, and the coordinator takes each connection for one client
+            await made.channel.close()
+            made.channel = grpc.aio.insecure_channel(
+                grpc_address, options=[*CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1)]
+            )
+            made.stub = CoordinatorStub(made.channel)
             return made
 
         self.session = session = self._run(make())
@@ -103,16 +130,20 @@ class FarmClient:
         self._run(self.session.sync_with_coordinator())
 
     def _shutdown(self) -> None:
-        with contextlib.suppress(Exception):
-            if self.session.pump_task is not None:
-                self._run(self.session.stop())
+        root = logging.getLogger()
+        root.addFilter(_quiet_stop)  # labgrid logs the stream it cancels as an error
+        try:
+            with contextlib.suppress(Exception):
+                if self.session.pump_task is not None:
+                    self._run(self.session.stop())
+        finally:
+            root.removeFilter(_quiet_stop)
         with contextlib.suppress(Exception):
             self._run(self.session.close())
-        with contextlib.suppress(Exception):
-            self.loop.close()
+        self.closed = True
 
     def close(self) -> None:
-        if not self.loop.is_closed():
+        if not self.closed:
             self._shutdown()
 
     def __enter__(self) -> FarmClient:
@@ -292,6 +323,11 @@ class _CoordinatorRefused(LinkError):
     def __init__(self, code: grpc.StatusCode, details: str) -> None:
         self.code = code
         super().__init__(f"the labgrid coordinator refused: {details}")
+
+
+def _quiet_stop(record: logging.LogRecord) -> bool:
+    """Drop labgrid's report of the stream this client ends itself."""
+    return "coordinator message pump" not in str(record.msg)
 
 
 def _names(places: dict[str, Place]) -> str:

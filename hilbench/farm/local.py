@@ -307,8 +307,9 @@ class MapBackend(Backend):
         begun = time.perf_counter()
         held = self.lock is not None
         try:
-            super().close()
+            super().close()  # hilbench's Target: its reader thread stops
         finally:
+            closed = time.perf_counter()
             loaded, self.loaded = self.loaded, None
             try:
                 if loaded is not None:
@@ -318,7 +319,8 @@ class MapBackend(Backend):
                     self.lock.release()
                     self.lock = None
         if held:
-            self.timings["release"] = time.perf_counter() - begun
+            self.timings["disconnect"] = closed - begun
+            self.timings["release"] = time.perf_counter() - closed
 
 
 def _socket_address(port: str) -> tuple[str, int]:
