@@ -46,6 +46,7 @@ import fcntl
 import importlib.metadata
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -80,6 +81,9 @@ QUANT_KEYS = ("offset", "multiplier", "shift", "act_", "activation", "left_shift
 SIL_MAX_RUNS = 4096  # HB_BENCH_MAX_RUNS (device_fw/bench/hb_bench.h)
 # --clock: the program's tick clock and Python's timer with it (elapsed, or this thread's CPU)
 CLOCKS = {"monotonic": time.perf_counter, "thread": time.thread_time}
+# the run that stands for a measurement: the fastest of elapsed times (a run can only be slowed);
+# the median of thread CPU times (on a VM that clock may also under-count a short run)
+STAT = {"monotonic": "min", "thread": "median"}
 clock = "monotonic"
 
 
@@ -146,6 +150,12 @@ def parse_report(text: str) -> Report:
     if build is None:
         raise BenchError("the benchmark printed no build line: is it hilbench-bench?")
     return Report(build, records)
+
+
+def split(rep: Report, step: str) -> dict[str, int]:
+    """A ``zo_split`` record's ticks (total and parts) by name."""
+    kv = rep.get("zo_split", step=step)
+    return {k: int(v) for k, v in kv.items() if k not in ("step", "stat")}
 
 
 def run_bench(binary: Path, *args: str, timeout: float = 600) -> Report:
@@ -290,14 +300,15 @@ def op_rows(models: list[tuple[str, object]], pool_model: tuple[str, object] | N
 
 
 def best_of(fn: Callable[[], object], runs: int) -> float:
+    """The fastest (``--clock thread``: the median) of ``runs`` timed calls after a warm-up."""
     timer = CLOCKS[clock]
     fn()  # warm-up
-    best = float("inf")
+    times = []
     for _ in range(runs):
         t = timer()
         fn()
-        best = min(best, timer() - t)
-    return best
+        times.append(timer() - t)
+    return min(times) if STAT[clock] == "min" else statistics.median(times)
 
 
 def runs_for(seconds: float, budget: float, cap: int) -> int:
@@ -342,7 +353,7 @@ def measure(row: Row, binary: Path, rounds: int, budget: float, work: Path, seed
     for _ in range(rounds):
         s = sil_forward(binary, blob, x, n_sil, work)
         row.same = row.same and s.stable and np.array_equal(s.output, want)
-        row.sil = min(row.sil, s.min_s)
+        row.sil = min(row.sil, s.min_s if STAT[clock] == "min" else s.median_s)
         row.emu = min(row.emu, best_of(lambda: g.run(x), n_emu))
         row.tflm = min(row.tflm, best_of(lambda: tflm(x), n_tflm))
 
@@ -396,8 +407,9 @@ def engines(build: dict[str, str]) -> list[str]:
         f"{' '.join(sources.CFLAGS)}), one input per call",
         f"TFLM: tflite-micro {importlib.metadata.version('tflite-micro')} (reference C++ "
         "kernels), Python interpreter, one input per call",
-        f"one thread everywhere; {clock} clock (Python: {CLOCKS[clock].__name__}); best "
-        "forward pass of each engine's runs, engines in turn",
+        f"one thread everywhere; {clock} clock (Python: {CLOCKS[clock].__name__}); the "
+        f"{'fastest' if STAT[clock] == 'min' else 'median'} forward pass of each engine's "
+        "runs, the best of the rounds, engines in turn",
     ]
 
 
@@ -449,8 +461,12 @@ def zo_step(binary: Path, title: str, g, q: int, batch: int, runs: int, work: Pa
         str(runs), "--seed", str(seed),
     )  # fmt: skip
     zo = rep.get("zo")
-    probe = {k: int(v) for k, v in rep.get("zo_split", step="probe").items() if k != "step"}
-    apply = {k: int(v) for k, v in rep.get("zo_split", step="apply").items() if k != "step"}
+    probe = {
+        k: int(v) for k, v in rep.get("zo_split", step="probe").items() if v.lstrip("-").isdigit()
+    }
+    apply = {
+        k: int(v) for k, v in rep.get("zo_split", step="apply").items() if v.lstrip("-").isdigit()
+    }
     check = rep.get("zo_check")
     losses = rep.get("zo_losses")
     sil_lp = [int(v) for v in losses["lp"].split(",")]
@@ -484,7 +500,7 @@ def zo_step(binary: Path, title: str, g, q: int, batch: int, runs: int, work: Pa
     print(
         f"\n{title}: {zo['trained']} trained tensors, {int(zo['weight_elems']):,} weights; "
         f"q={q}, batch {batch}: {zo['n_forward']} forward passes per PROBE; arena "
-        f"{int(zo['arena']) / 1024:.0f} KiB; best of {runs}"
+        f"{int(zo['arena']) / 1024:.0f} KiB; {STAT[clock]} of {runs} runs"
     )
     print(
         f"  PROBE {tp * ns:9.3f} ms  = forward {share(probe['forward'], tp)} + loss "
@@ -495,7 +511,7 @@ def zo_step(binary: Path, title: str, g, q: int, batch: int, runs: int, work: Pa
         f"  APPLY {ta * ns:9.3f} ms  = PRNG {share(apply['prng'], ta)} + update "
         f"{share(apply['update'], ta)}"
     )
-    fwd = int(rep.get("zo_time", part="forward")["min"])
+    fwd = int(rep.get("zo_time", part="forward")[STAT[clock]])
     print(
         f"  one forward pass {fwd * ns:.3f} ms; ZO beyond inference: PROBE "
         f"{tp / (int(zo['n_forward']) * fwd):.3f}x its forward passes"
@@ -581,8 +597,8 @@ def main(argv: list[str] | None = None) -> int:
                 print_row(r, count="1")
                 ok = ok and r.same
         print(
-            f"\nZO step on the SIL (default ZO method; ms, best of {args.zo_runs}; the parts "
-            "timed alone with the core's functions, the last of each step the rest)"
+            f"\nZO step on the SIL (default ZO method; ms, {STAT[clock]} of {args.zo_runs} runs; "
+            "the parts timed alone with the core's functions, the last of each step the rest)"
         )
         for title, g in graphs:
             ok = zo_step(binary, title, g, args.q, args.batch, args.zo_runs, work) and ok

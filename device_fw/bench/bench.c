@@ -370,14 +370,19 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
     stats_of(a->runs, 1, &r->apply);
     r->crc_applied = hb_model_weights_crc(m);
 
-    /* the split, from the fastest runs */
-    const int64_t q = a->q, scale = (int64_t)r->scale.min;
-    r->probe_forward = (int64_t)r->n_forward * (int64_t)r->forward.min;
-    r->probe_loss = (int64_t)r->n_forward * (int64_t)r->loss.min;
-    r->probe_prng = q * scale + (int64_t)r->n_perturbed * (int64_t)r->draw_rows.min;
-    r->probe_perturb = (int64_t)r->probe.min - r->probe_forward - r->probe_loss - r->probe_prng;
-    r->apply_prng = q * (scale + (int64_t)r->draw_chunks.min);
-    r->apply_update = (int64_t)r->apply.min - r->apply_prng;
+    /* the split, from each part's fastest (or median) run */
+    const int med = a->split_stat == HB_BENCH_STAT_MEDIAN;
+#define PICK(s) ((int64_t)(med ? (s).median : (s).min))
+    const int64_t q = a->q, scale = PICK(r->scale);
+    r->probe_total = PICK(r->probe);
+    r->probe_forward = (int64_t)r->n_forward * PICK(r->forward);
+    r->probe_loss = (int64_t)r->n_forward * PICK(r->loss);
+    r->probe_prng = q * scale + (int64_t)r->n_perturbed * PICK(r->draw_rows);
+    r->probe_perturb = r->probe_total - r->probe_forward - r->probe_loss - r->probe_prng;
+    r->apply_total = PICK(r->apply);
+    r->apply_prng = q * (scale + PICK(r->draw_chunks));
+    r->apply_update = r->apply_total - r->apply_prng;
+#undef PICK
     return 0;
 }
 
@@ -488,11 +493,13 @@ void hb_bench_report_zo(const hb_bench_zo_args *a, const hb_bench_zo_result *r) 
     put_time("draw_chunks", &r->draw_chunks);
     put_time("probe", &r->probe);
     put_time("apply", &r->apply);
-    PUTF("zo_split step=probe total=%d forward=%d loss=%d prng=%d perturb=%d", HB_I(r->probe.min),
+    PUTF("zo_split step=probe stat=%s total=%d forward=%d loss=%d prng=%d perturb=%d",
+         HB_S(a->split_stat == HB_BENCH_STAT_MEDIAN ? "median" : "min"), HB_I(r->probe_total),
          HB_I(r->probe_forward), HB_I(r->probe_loss), HB_I(r->probe_prng),
          HB_I(r->probe_perturb));
     end_line();
-    PUTF("zo_split step=apply total=%d prng=%d update=%d", HB_I(r->apply.min),
+    PUTF("zo_split step=apply stat=%s total=%d prng=%d update=%d",
+         HB_S(a->split_stat == HB_BENCH_STAT_MEDIAN ? "median" : "min"), HB_I(r->apply_total),
          HB_I(r->apply_prng), HB_I(r->apply_update));
     end_line();
     PUTF("zo_check crc_initial=%08x crc_probed=%08x crc_applied=%08x restored=%d",

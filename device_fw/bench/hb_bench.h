@@ -60,6 +60,10 @@ int hb_bench_forward(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena
                      const int8_t *input, uint32_t input_len, uint32_t runs,
                      hb_bench_forward_result *r, hb_status *st);
 
+/* The fastest run: the best estimate where a run can only be slowed (elapsed time); the
+ * median: where a clock may also under-count a run (a thread CPU clock on a VM). */
+enum { HB_BENCH_STAT_MIN = 0, HB_BENCH_STAT_MEDIAN = 1 };
+
 typedef struct {
     uint16_t q;         /* seeds per PROBE and APPLY, 1..HB_MAX_Q */
     uint16_t batch;     /* PROBE's mini-batch, 1..HB_MAX_BATCH */
@@ -67,6 +71,7 @@ typedef struct {
     uint32_t runs;      /* timed PROBEs and APPLYs (and PRNG passes), 1..HB_BENCH_MAX_RUNS */
     uint32_t seed;      /* the first PROBE's seeds are seed, seed+1, ...; each run moves on */
     uint32_t item_runs; /* timed single forward passes and loss batches, 1..HB_BENCH_MAX_RUNS */
+    uint8_t split_stat; /* HB_BENCH_STAT_*: which run of each part the split uses */
 } hb_bench_zo_args;
 
 typedef struct {
@@ -88,14 +93,17 @@ typedef struct {
                                    (hb_zo_samples) */
     hb_bench_stats probe;       /* hb_model_probe(q, B) */
     hb_bench_stats apply;       /* hb_model_apply(q) */
-    /* PROBE and APPLY split (from the fastest runs; the last part of each is the remainder, so
-     * it may come out slightly negative when the parts are timed noisily) */
-    int64_t probe_forward; /* n_forward x forward.min: the forward passes as inference costs them */
-    int64_t probe_loss;    /* n_forward x loss.min */
+    /* PROBE and APPLY split, from each part's run chosen by split_stat (the last part of each
+     * step is the remainder, so it may come out slightly negative when the parts are timed
+     * noisily) */
+    int64_t probe_total;   /* probe's min or median */
+    int64_t probe_forward; /* n_forward x forward: the forward passes as inference costs them */
+    int64_t probe_loss;    /* n_forward x loss */
     int64_t probe_prng;    /* q x scale + n_perturbed x draw_rows: a PROBE draws its samples
                               while each perturbed forward pass reads its rows */
     int64_t probe_perturb; /* the rest: deltas and clamps into the row buffer, the batch's
                               indices, loss means */
+    int64_t apply_total;   /* apply's min or median */
     int64_t apply_prng;    /* q x (scale + draw_chunks) */
     int64_t apply_update;  /* the rest: accumulate, round, masters and weights */
     /* what the bench checked */
