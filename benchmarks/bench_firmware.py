@@ -461,12 +461,7 @@ def zo_step(binary: Path, title: str, g, q: int, batch: int, runs: int, work: Pa
         str(runs), "--seed", str(seed),
     )  # fmt: skip
     zo = rep.get("zo")
-    probe = {
-        k: int(v) for k, v in rep.get("zo_split", step="probe").items() if v.lstrip("-").isdigit()
-    }
-    apply = {
-        k: int(v) for k, v in rep.get("zo_split", step="apply").items() if v.lstrip("-").isdigit()
-    }
+    probe, apply = split(rep, "probe"), split(rep, "apply")
     check = rep.get("zo_check")
     losses = rep.get("zo_losses")
     sil_lp = [int(v) for v in losses["lp"].split(",")]
