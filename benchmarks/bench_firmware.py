@@ -532,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=0.05, help="seconds per engine per turn")
     ap.add_argument("--q", type=int, default=4, help="seeds per ZO step")
     ap.add_argument("--batch", type=int, default=32, help="PROBE's mini-batch")
-    ap.add_argument("--zo-runs", type=int, default=3, help="timed PROBEs and APPLYs")
+    ap.add_argument("--zo-runs", type=int, default=5, help="timed PROBEs and APPLYs")
     ap.add_argument("--fw", type=Path, help="a built hilbench-bench (default: make it)")
     ap.add_argument(
         "--clock",
