@@ -16,7 +16,9 @@ def open_port(
 ) -> serial.SerialBase:
     """An open pyserial port; a clear LinkError when it cannot be opened."""
     try:
-        port = serial.serial_for_url(url, baudrate=baudrate, timeout=timeout, write_timeout=5.0)
+        # pyserial's rfc2217:// (ser2net, a labgrid exporter's port) refuses a write timeout
+        writes = {} if url.startswith("rfc2217://") else {"write_timeout": 5.0}
+        port = serial.serial_for_url(url, baudrate=baudrate, timeout=timeout, **writes)
     except (serial.SerialException, ValueError, OSError) as exc:
         raise LinkError(f"cannot open serial port '{url}': {_reason(exc)}", _fix(url)) from None
     sock = getattr(port, "_socket", None)

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-pytest.importorskip("labgrid", reason="the farm extra is not installed: pip install -e '.[farm]'")
-
-from hilbench.farm.lab import LocalFarm
+if TYPE_CHECKING:
+    from hilbench.farm.lab import LocalFarm
 
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFarm]:
+    pytest.importorskip(
+        "labgrid", reason="the farm extra is not installed: pip install -e '.[farm]'"
+    )
+    from hilbench.farm.lab import LocalFarm
+
     farm = LocalFarm.simple(tmp_path_factory.mktemp("farm"), sil=2, twin=2, exporters=2)
     with farm:
         yield farm

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("labgrid", reason="the farm extra is not installed: pip install -e '.[farm]'")
+
 from hilbench import session
 from hilbench.config import RunConfig
 from hilbench.errors import LinkError
