@@ -20,6 +20,7 @@ from hilbench.errors import HilbenchError, LinkError
 from hilbench.farm import loaders
 from hilbench.farm.client import FarmClient, PlaceResource
 from hilbench.farm.guard import Guard
+from hilbench.farm.local import close_socket_now
 from hilbench.farm.spec import BoardSpec, coordinator_address, parse_board, wait_seconds
 from hilbench.farm.waiting import Status
 from hilbench.link.faults import FaultSpec
@@ -137,7 +138,9 @@ class LabgridBackend(Backend):
         begun = time.perf_counter()
         held = bool(self.place)
         try:
-            super().close()  # hilbench's Target: its reader thread stops
+            if self.target is not None:
+                close_socket_now(self.target.port)
+            super().close()
         finally:
             closed = time.perf_counter()
             try:
