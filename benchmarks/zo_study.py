@@ -39,6 +39,9 @@ OUT = Path(os.environ.get("ZO_STUDY_OUT", ROOT / "traces" / "zo_study"))
 DOCS = ROOT / "docs"
 PLOTS = DOCS / "results"
 
+# --farm BOARD: run on a board farm's boards (docs/farm.md), e.g. labgrid:board=sil; the
+# spawned workers read it from the environment
+FARM = os.environ.get("ZO_STUDY_FARM", "")
 QS = (1, 2, 4, 8, 16, 32)
 SEEDS = (0, 1, 2)
 TUNE_SEED = 100
@@ -231,7 +234,10 @@ def run_spec(spec: Spec) -> Outcome:
     cfg = spec.config()
     trace_path = Path(cfg.trace)
     trace_path.unlink(missing_ok=True)
-    result = session.run(cfg, target=session.direct_target())
+    if FARM:  # --farm: each run on a farm board, acquired, loaded and released per run
+        result = session.run(cfg.replace(backend="board", port=FARM))
+    else:
+        result = session.run(cfg, target=session.direct_target())
     tr = Trace.open(result.trace_path, run=result.run_id)
     steps, evals = tr.steps, tr.evals
     test = evals[evals["split"] == b"test"] if evals["split"].dtype.kind == "S" else evals
@@ -259,6 +265,7 @@ def run_spec(spec: Spec) -> Outcome:
         fresh_numbers_per_step=float(np.mean(2 * q * numbers)),
         weights_crc=int(result.weights_crc),
         wall_s=float(result.wall_s),
+        extra={"place": str(tr.attrs.get("place", ""))} if FARM else {},
     )
     d = asdict(out)
     _result_path(spec).write_text(json.dumps(d))
@@ -783,7 +790,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--farm",
+        metavar="BOARD",
+        default="",
+        help="run on a board farm: labgrid:tag=VALUE or map:FILE (one board per worker; "
+        "give --workers as many as there are boards)",
+    )
     args = ap.parse_args(argv)
+    if args.farm:
+        global FARM
+        FARM = os.environ["ZO_STUDY_FARM"] = args.farm
     tasks = [TASKS[n] for n in args.tasks.split(",")]
     started = time.perf_counter()
     tuned_file = OUT / "tuned_lr.json"

@@ -283,3 +283,22 @@ def test_the_strategy_loads_from_a_labgrid_environment_file(tmp_path):
         target.cleanup()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_the_zo_study_runs_a_configuration_on_a_farm_board_with_the_twin_s_result(
+    coordinator, tmp_path, monkeypatch
+):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import zo_study as z
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    spec = z.Spec("mlp-scratch", "fixed:2", 50.0, 5, budget=300)
+    monkeypatch.setattr(z, "OUT", tmp_path / "direct")
+    direct = z.run_spec(spec)
+    monkeypatch.setattr(z, "OUT", tmp_path / "farm")
+    monkeypatch.setattr(z, "FARM", "labgrid:board=sil")
+    farmed = z.run_spec(spec)
+    assert farmed.weights_crc == direct.weights_crc
+    assert farmed.curve == direct.curve
+    assert farmed.extra["place"] in ("sil-0", "sil-1")
