@@ -11,9 +11,10 @@ eps multiplier ``M`` (Q4), unit shift ``U`` and a master with ``f`` fractional b
 
 Masters: ``q16`` int32 with f = 16, ``int16`` with f = 8, ``int8`` (the weights themselves,
 f = 0); LIMIT = 127 << f. Bias tensors (int32) are their own master (f = 0, LIMIT = 2^30,
-so ``b +- delta`` with |delta| < 2^30 never overflows and an in-place probe restores exactly).
+so ``b +- delta`` with |delta| < 2^30 never overflows: a perturbed bias never saturates).
 The int8 weights are ``(m + 2^(f-1)) >> f``. A probe uses ``clamp(w +- delta, -127, 127)``
-on a scratch copy, so the weights are restored exactly whatever saturates.
+and never writes the weights (the twin perturbs copies; the firmware produces each perturbed
+row as its kernels read it), so they are unchanged whatever saturates.
 With the defaults (Rademacher, M = 1.0, U = 0, q16) this is ``m -= sum_k c_k * u_k``.
 """
 
