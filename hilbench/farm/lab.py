@@ -2,7 +2,7 @@
 
 For the tests, the benchmark and trying the farm without boards::
 
-    python -m hilbench.farm lab --sil 2 --twin 2      # prints LG_COORDINATOR=..., Ctrl-C ends it
+    python -m hilbench.farm.lab DIR --sil 2 --twin 2   # prints LG_COORDINATOR=..., Ctrl-C ends it
 
 Each place has one ``NetworkSerialPort`` (raw TCP on 127.0.0.1) and one ``HilbenchDevice``:
 a ``sil`` place's firmware is the SIL program, started when a client loads the place (its
@@ -263,3 +263,30 @@ class LocalFarm:
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "LG_COORDINATOR": self.address}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="a labgrid farm on loopback (docs/farm.md)")
+    parser.add_argument("dir", help="where the coordinator, exporters and logs keep their files")
+    parser.add_argument("--sil", type=int, default=2, help="SIL places (default 2)")
+    parser.add_argument("--twin", type=int, default=2, help="twin places (default 2)")
+    parser.add_argument("--exporters", type=int, default=2, help="exporters (default 2)")
+    args = parser.parse_args(argv)
+    try:
+        with LocalFarm.simple(args.dir, args.sil, args.twin, args.exporters) as farm:
+            names = ", ".join(p.name for p in farm.places)
+            print(f"export LG_COORDINATOR={farm.address}  # places {names}; Ctrl-C ends it")
+            sys.stdout.flush()
+            while True:
+                time.sleep(3600)
+    except HilbenchError as exc:
+        print(f"hilbench.farm.lab: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
