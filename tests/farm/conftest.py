@@ -1,6 +1,6 @@
 """A real labgrid farm on loopback for the farm's tests: one coordinator, two exporters, four
 places (two SIL programs loaded on acquire, two twins already running), started once per
-session and stopped after it (hilbench.farm.lab.LocalFarm)."""
+module and stopped after it (hilbench.farm.lab.LocalFarm)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from hilbench.farm.lab import LocalFarm
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped after the module, not at the suite's end
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFarm]:
     pytest.importorskip(
         "labgrid", reason="the farm extra is not installed: pip install -e '.[farm]'"
