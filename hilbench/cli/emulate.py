@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import time
 
 from hilbench.errors import HilbenchError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("emulate", help="serve the device twin over TCP, like a board on a port")
-    p.add_argument("--listen", required=True, metavar="HOST:PORT", help="port 0 picks a free one")
+    p = sub.add_parser(
+        "emulate",
+        help="serve the device twin over TCP, like a board on a port",
+        description="Serve the bit-exact device twin on a TCP port, one host connection at a "
+        "time; the device keeps its state (model, data, weights) across connections, as a "
+        "board does. `hilbench run --board socket://HOST:PORT` and `pytest "
+        "--board=socket://HOST:PORT` drive it. Each connection is logged when it opens and "
+        "when it closes.",
+    )
+    p.add_argument(
+        "--listen",
+        required=True,
+        metavar="HOST:PORT",
+        help="the address to listen on, e.g. 127.0.0.1:5555 (port 0 picks a free one)",
+    )
     p.set_defaults(handler=handle)
 
 
@@ -24,12 +39,17 @@ def handle(args: argparse.Namespace) -> int:
             f"--listen '{args.listen}' is not HOST:PORT", "write e.g. --listen 127.0.0.1:5555"
         )
 
+    def say(line: str) -> None:
+        with contextlib.suppress(OSError, ValueError):  # a closed terminal: keep serving
+            print(f"hilbench emulate: {time.strftime('%H:%M:%S')} {line}", flush=True)
+
     def announce(h: str, p: int) -> None:
-        print(f"hilbench emulate: listening on socket://{h}:{p}", flush=True)
+        with contextlib.suppress(OSError, ValueError):
+            print(f"hilbench emulate: listening on socket://{h}:{p}", flush=True)
 
     single_threaded_blas()
     try:
-        serve_tcp(host or "127.0.0.1", int(port), DeviceTwin(), on_listening=announce)
+        serve_tcp(host or "127.0.0.1", int(port), DeviceTwin(), on_listening=announce, log=say)
     except OSError as exc:
         raise HilbenchError(
             f"cannot listen on {args.listen}: {exc.strerror or exc}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 from hilbench.device.twin import DeviceTwin
@@ -21,6 +22,7 @@ class FrameEndpoint:
 
     def __init__(self, twin: DeviceTwin) -> None:
         self.twin = twin
+        self.frames = 0  # frames answered (damaged ones included)
         self._problems: list[str] = []
         self._decoder = FrameDecoder(
             on_error=lambda problem: self._problems.append(problem.kind),
@@ -39,21 +41,29 @@ class FrameEndpoint:
                 out += [self.twin.bad_frame(kind) for kind in self._problems]
                 self._problems.clear()
             out += [self.twin.handle(frame) for frame in frames]
+            self.frames += len(frames)
             start = stop
         return b"".join(out)
 
 
-def serve_stream(twin: DeviceTwin, stream: ByteStream, stop: threading.Event) -> None:
-    """Answer every frame on ``stream`` until ``stop`` is set or the stream closes."""
-    endpoint = FrameEndpoint(twin)
+def serve_stream(
+    twin: DeviceTwin,
+    stream: ByteStream,
+    stop: threading.Event,
+    endpoint: FrameEndpoint | None = None,
+) -> int:
+    """Answer every frame on ``stream`` until ``stop`` is set or the stream closes; returns
+    the number of frames answered (also ``endpoint.frames`` if the caller gave one)."""
+    endpoint = endpoint or FrameEndpoint(twin)
     while not stop.is_set():
         try:
             data = stream.read(POLL_S)
         except EOFError:
-            return
+            break
         answer = endpoint.feed(data) if data else b""
         if answer:
             stream.write(answer)
+    return endpoint.frames
 
 
 class ThreadedServer:
@@ -79,22 +89,37 @@ def serve_tcp(
     *,
     on_listening: Callable[[str, int], None] | None = None,
     stop: threading.Event | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve one host connection at a time on ``host:port``; the twin outlives connections."""
+    """Serve one host connection at a time on ``host:port``; the twin outlives connections.
+    ``log`` hears one line when a host connects and one when it goes (frames answered,
+    duration, and why it ended)."""
     stop = stop or threading.Event()
+    say = log or (lambda line: None)
     with socket.create_server((host, port), reuse_port=False) as server:
         server.settimeout(POLL_S * 4)
         if on_listening:
             on_listening(*server.getsockname()[:2])
         while not stop.is_set():
             try:
-                conn, _ = server.accept()
+                conn, peer = server.accept()
             except TimeoutError:
                 continue
+            who = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+            say(f"connection from {who}")
+            started = time.monotonic()
             stream = SocketStream(conn)
+            endpoint = FrameEndpoint(twin)
+            why = "the host closed it"
             try:
-                serve_stream(twin, stream, stop)
-            except OSError:
-                pass  # the host went away mid-write: wait for the next connection
+                serve_stream(twin, stream, stop, endpoint)
+                if stop.is_set():
+                    why = "the server stopped"
+            except OSError as exc:  # the host went away mid-write: wait for the next one
+                why = f"the link failed ({exc.strerror or exc})"
             finally:
                 stream.close()
+            say(
+                f"{who} disconnected after {time.monotonic() - started:.1f} s and "
+                f"{endpoint.frames:,} frames ({why})"
+            )

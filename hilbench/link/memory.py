@@ -13,6 +13,9 @@ from collections.abc import Callable
 class MemoryPort:
     """pyserial-like port whose far end is ``answer(bytes_in) -> bytes_out``."""
 
+    #: The answer is in the buffer when ``write`` returns: no delay to wait out but a lost frame.
+    synchronous = True
+
     def __init__(self, answer: Callable[[bytes], bytes], name: str = "memory") -> None:
         self.answer = answer
         self.name = name

@@ -23,6 +23,11 @@ class PortWrapper:
     def in_waiting(self) -> int:
         return self.port.in_waiting
 
+    @property
+    def synchronous(self) -> bool:
+        """Whether the wrapped link answers inside ``write`` (hilbench.link.memory)."""
+        return bool(getattr(self.port, "synchronous", False))
+
     def write(self, data: bytes) -> int:
         return self.port.write(data)
 

@@ -24,7 +24,7 @@ from hilbench.errors import DeviceError, LinkError
 from hilbench.protocol import data_blob
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
-from hilbench.target.rto import Part, WorkTimer
+from hilbench.target.rto import PEAK_HALF_LIFE_S, Part, WorkTimer
 
 TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}
 INSTRUCTIONS = "instr"  # executed instructions (QEMU -icount): a count, never seconds
@@ -141,7 +141,14 @@ class Target:
         self._probed: bytes | None = None  # seeds of the last PROBE the device answered
         self._reboot_logged = False  # a NO_SESSION logged the reboot HELLO is about to see
         self._frames_in = 0  # frames decoded from the port (any: answers, late copies, echoes)
-        self._timer = WorkTimer(default_s=timeout, min_s=min_rto)
+        # A synchronous link (the in-memory one: the answer is there when write returns) has
+        # no scheduling delays to remember; any other keeps its slow round trips for a while.
+        synchronous = bool(getattr(port, "synchronous", False))
+        self._timer = WorkTimer(
+            default_s=timeout,
+            min_s=min_rto,
+            peak_half_life_s=None if synchronous else PEAK_HALF_LIFE_S,
+        )
         self.work = ModelWork()  # of the model this client loaded, for the timeouts
         self._work_blob: tuple[int, int, ModelWork] | None = None  # (len, crc32, work)
 

@@ -20,6 +20,7 @@ every call). Each retry of the same request doubles its wait.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 EXTRAPOLATION_MARGIN = 2.0  # for a request larger than every measured one of its kind
@@ -27,6 +28,11 @@ RETRIED_MARGIN = 2.0  # the estimate kept from an answer that needed retries: el
 BACKOFF_CAP = 4.0  # retries of one request wait at most max(default, 4 x its first wait)
 MAX_SIZES = 16  # measured sizes kept per kind (least recently sampled dropped first)
 PEAK_DECAY = 0.995  # per sample: a slow round trip keeps raising the timeout for ~200 samples
+#: On a link whose answers arrive on their own time (a pty, TCP, a UART), the peak halves every
+#: this many seconds instead: a loaded host's stalls come every few seconds, however many
+#: round trips a second the run makes (per-sample decay forgot them within 0.2 s at 1,000 round
+#: trips a second, and the next stall caused a retry on a clean link).
+PEAK_HALF_LIFE_S = 30.0
 PEAK_MARGIN = 1.5  # the timeout is at least this times the recent peak round trip
 
 
@@ -42,11 +48,22 @@ class RtoEstimator:
     max_s: float = 5.0
     srtt: float | None = None
     rttvar: float = 0.0
-    peak: float = 0.0  # the largest recent round trip, decaying by PEAK_DECAY per sample
+    peak: float = 0.0  # the largest recent round trip, decaying (see half_life_s)
+    #: None: the peak decays by PEAK_DECAY per sample (a synchronous link, where only a lost
+    #: frame is ever waited for); else it halves every ``half_life_s`` seconds
+    half_life_s: float | None = None
     _first: float | None = field(default=None, init=False, repr=False, compare=False)
+    _peak_at: float | None = field(default=None, init=False, repr=False, compare=False)
 
-    def sample(self, rtt_s: float) -> None:
-        self.peak = max(rtt_s, self.peak * PEAK_DECAY)
+    def sample(self, rtt_s: float, now: float | None = None) -> None:
+        if self.half_life_s is None:
+            self.peak = max(rtt_s, self.peak * PEAK_DECAY)
+        else:
+            now = time.monotonic() if now is None else now
+            if self._peak_at is not None:
+                self.peak *= 0.5 ** (max(0.0, now - self._peak_at) / self.half_life_s)
+            self._peak_at = now
+            self.peak = max(rtt_s, self.peak)
         if self.srtt is None:
             self.srtt, self.rttvar = rtt_s, rtt_s / 2
         else:
@@ -73,11 +90,18 @@ Part = tuple[str, int]  # (kind of work, units of work)
 class WorkTimer:
     """Per-request first-try timeouts from measured round trips, scaled by work."""
 
-    def __init__(self, *, default_s: float = 5.0, min_s: float = 0.01) -> None:
+    def __init__(
+        self,
+        *,
+        default_s: float = 5.0,
+        min_s: float = 0.01,
+        peak_half_life_s: float | None = PEAK_HALF_LIFE_S,
+    ) -> None:
         if not default_s > 0 or not min_s > 0:
             raise ValueError(f"timeouts must be > 0, got default {default_s}, min {min_s}")
         self.default_s = default_s
         self.min_s = min_s
+        self.peak_half_life_s = peak_half_life_s  # None: per-sample decay (RtoEstimator)
         self._sizes: dict[str, dict[int, RtoEstimator]] = {}
         self._cache: dict[str, dict[int, float]] = {}  # kind -> units -> bound, until a sample
 
@@ -135,12 +159,20 @@ class WorkTimer:
         if retried:
             if est is None or est.srtt is None:
                 est = RtoEstimator(
-                    initial_s=RETRIED_MARGIN * rtt_s, min_s=self.min_s, max_s=math.inf
+                    initial_s=RETRIED_MARGIN * rtt_s,
+                    min_s=self.min_s,
+                    max_s=math.inf,
+                    half_life_s=self.peak_half_life_s,
                 )
             sizes[units] = est
         else:
             if est is None:
-                est = RtoEstimator(initial_s=self.default_s, min_s=self.min_s, max_s=math.inf)
+                est = RtoEstimator(
+                    initial_s=self.default_s,
+                    min_s=self.min_s,
+                    max_s=math.inf,
+                    half_life_s=self.peak_half_life_s,
+                )
             est.sample(rtt_s)
             sizes[units] = est  # most recently sampled last
         while len(sizes) > MAX_SIZES:
