@@ -293,11 +293,11 @@ def _pack(fields: list[tuple[str | tuple[str, ...], str]], width: int) -> Text:
     with its variants longest first; the first variant that fits is shown and a field none of
     whose variants fits is left out, so a narrow terminal keeps the first fields in a short
     form and the line never wraps."""
-    indent = "  " if width >= 60 else ""
+    indent, gap = ("  ", "  ") if width >= 60 else ("", " ")
     line = Text(indent, no_wrap=True, overflow="ellipsis")
     used = len(indent)
     for texts, style in fields:
-        sep = "  " if used > len(indent) else ""
+        sep = gap if used > len(indent) else ""
         for text in (texts,) if isinstance(texts, str) else texts:
             if text and used + len(sep) + len(text) <= width:
                 line.append(sep)

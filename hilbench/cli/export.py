@@ -91,7 +91,7 @@ def handle(args: argparse.Namespace) -> int:
         d = datasets.load(dataset)
         q = check.tensors[check.input].qparams
         x = datasets.quantize_inputs(d.x_test, float(q.scale[0]), int(q.zero_point[0]))
-        logits = check.run(x)
+        logits = check.run(x.reshape(len(x), *check.input_shape))
         accuracy = float(np.mean(logits.reshape(len(x), -1).argmax(-1) == d.y_test))
         tests = trace.evals[trace.evals["split"] == "test"]
         fp = trace.forward_passes

@@ -401,7 +401,7 @@ def _refuse_orphaning(path: Path) -> None:
     if info is None:
         return
     of = f" of {info.budget:,}" if info.budget else ""
-    run = "" if info.run_id == _run_ids(path)[-1] else f" --run {info.run_id}"
+    run = "" if info.run_id == _last_resumable(path) else f" --run {info.run_id}"
     raise HilbenchError(
         f"{path} holds run {info.run_id}, {info.status} after {info.steps:,} steps "
         f"({info.forward_passes:,}{of} forward passes); a new run would leave it unfinished",
@@ -436,7 +436,7 @@ def _interrupted(exc: KeyboardInterrupt, path: Path, ours: Callable[[RunInfo], b
         _say(f"hilbench: {signal_name}: stopped before the run started; nothing was written")
         return status
     info = mine[-1]
-    run = "" if info.run_id == infos[-1].run_id else f" --run {info.run_id}"
+    run = "" if info.run_id == _last_resumable(path) else f" --run {info.run_id}"
     of = f" of {info.budget:,}" if info.budget else ""
     _say(
         f"hilbench: {signal_name}: run {info.run_id} of {path} stopped after {info.steps:,} "

@@ -58,6 +58,11 @@ def open_error(path: Path, exc: OSError, *, writing: bool = False) -> TraceError
             f"{path} cannot be {verb}: permission denied",
             "fix the file permissions or choose another path",
         )
+    if errno == 2 and writing:  # e.g. /proc/x.h5: the directory exists, a file cannot
+        return TraceError(
+            f"cannot create trace {path}: the system refused a new file there",
+            "choose a writable location for the trace (--trace PATH)",
+        )
     if errno == 2:
         return TraceError(
             f"no trace file at {path} (or its directory does not exist)", "check the path"
