@@ -252,8 +252,9 @@ class PlainView:
             self._emit(self._line(progress))
 
     def finish(self) -> None:
-        if self._progress is not None:
+        if self._progress is not None:  # once: the session may call it again on its way out
             self._emit(self._line(self._progress))
+            self._progress = None
 
     def _line(self, p: Progress) -> str:
         t = self._tracker

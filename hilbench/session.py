@@ -366,140 +366,144 @@ def _run(
     }
     what = f"{config.model} on {config.dataset} · {schedule.name} · {config.backend}"
     view.start(f"hilbench · {what}{npu}")
-    # Events before the trace exists (HELLO retries) are kept and written once it does.
-    early: list[tuple[str, str]] = []
-    writer: TraceWriter | None = None
+    try:  # the view is finished however the run ends (a panel must not stay half drawn)
+        # Events before the trace exists (HELLO retries) are kept and written once it does.
+        early: list[tuple[str, str]] = []
+        writer: TraceWriter | None = None
 
-    def on_event(kind: str, detail: str) -> None:
-        view_event(view, kind, detail)
-        if writer is None:
-            early.append((kind, detail))
-        else:  # stamped with the step in progress (after a resume: the next step on disk)
-            writer.event(kind, detail)
+        def on_event(kind: str, detail: str) -> None:
+            view_event(view, kind, detail)
+            if writer is None:
+                early.append((kind, detail))
+            else:  # stamped with the step in progress (after a resume: the next step on disk)
+                writer.event(kind, detail)
 
-    owned = None
-    trainer = None
-    try:
-        if target is None:  # connect first: a wrong port leaves no failed run in the trace
-            owned = backend or make_backend(config)
-            view_status(view, _connecting(config))
-            target = owned.open()
-        inner = target
-        target = RecoveringTarget(
-            target,
-            on_event=on_event,
-            # The twin's semantics are what any device must compute: check a board or QEMU
-            # against them. The emulator is the twin itself, so there it would check nothing.
-            shadow=ModelState.from_blob if config.backend != "emulate" else None,
-        )
-        # where it ran: a farm board's place, exporter host, probe id, firmware hash
-        where = dict(getattr(inner, "location", None) or {})
-        if resumed is None:
-            writer = TraceWriter.create(
-                trace_path, {**run_attrs, **where}, config.to_dict(), model_blob=model.blob
-            )
-        else:
-            writer = TraceWriter.resume(trace_path, resumed.run_id or None)
-            if where:
-                writer.set_attrs(**where)
-    except BaseException:
-        if owned is not None:
-            owned.close()
-        elif target is not None and isinstance(target, RecoveringTarget):
-            target.detach()
-        raise
-    with writer as trace:
-        for kind, detail in early:
-            trace.event(kind, detail)
+        owned = None
+        trainer = None
         try:
-            info = target.info or target.hello()
-            trace.set_attrs(device_id=info.device_id, firmware=info.firmware)
-            if resumed is not None:  # the attributes of this hilbench and host
-                trace.set_attrs(npu_backend=npu_name, npu_isa=npu_isa)
-            view_title(view, f"hilbench · {what} · {info.device_id}{npu}")
-            view_status(
-                view,
-                f"connected to {info.device_id} (firmware {info.firmware}, "
-                f"protocol {info.protocol_version})",
-            )
-            x_train = datasets.quantize_inputs(
-                data.x_train, model.input_scale, model.input_zero_point
-            )
-            x_test = datasets.quantize_inputs(
-                data.x_test, model.input_scale, model.input_zero_point
-            )
-            uploads = _UploadStatus(view, inner)
-            if resumed is None:
-                uploads.expect("the model", len(model.blob))
-                target.load_model(model.blob)
-                uploads.expect(f"{len(data.y_train):,} training items", x_train.nbytes)
-                target.load_data(TRAIN_SLOT, x_train, data.y_train, data.n_classes)
-                uploads.expect(f"{len(data.y_test):,} test items", x_test.nbytes)
-                target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
-                initial_crc, _ = target.weights_crc()
-                trace.set_attrs(initial_weights_crc=initial_crc)
-                view_status(view, "evaluating the initial weights")
-            else:  # a fresh device: reload, then replay the updates the trace logged
-                slots = {
-                    TRAIN_SLOT: data_blob.encode(x_train, data.y_train, data.n_classes),
-                    TEST_SLOT: data_blob.encode(x_test, data.y_test, data.n_classes),
-                }
-                uploads.expect(
-                    f"the model and data, then replaying {len(resumed.updates):,} updates",
-                    len(model.blob) + sum(len(b) for b in slots.values()),
-                )
-                target.restore(model.blob, slots, UpdateLog(steps=list(resumed.updates)))
-            uploads.done()
-            trainer = Trainer(
+            if target is None:  # connect first: a wrong port leaves no failed run in the trace
+                owned = backend or make_backend(config)
+                view_status(view, _connecting(config))
+                target = owned.open()
+            inner = target
+            target = RecoveringTarget(
                 target,
-                schedule,
-                TrainSettings(
-                    budget=config.budget,
-                    lr=config.lr,
-                    eps=config.eps,
-                    batch_size=config.batch_size,
-                    eval_every=config.eval_every,
-                    seed=config.seed,
-                    estimator=config.estimator,
-                    lr_schedule=config.lr_schedule,
-                    eps_schedule=config.eps_schedule,
-                ),
-                trace,
-                n_test=len(data.y_test),
-                fresh_words=model.fresh_words,
-                fresh_numbers=model.fresh_numbers,
-                view=view,
+                on_event=on_event,
+                # The twin's semantics are what any device must compute: check a board or QEMU
+                # against them. The emulator is the twin itself, so there it would check nothing.
+                shadow=ModelState.from_blob if config.backend != "emulate" else None,
             )
-            try:
-                result = trainer.run(
-                    resume=resumed.steps if resumed else None,
-                    last_eval=resumed.last_eval if resumed else None,
+            # where it ran: a farm board's place, exporter host, probe id, firmware hash
+            where = dict(getattr(inner, "location", None) or {})
+            if resumed is None:
+                writer = TraceWriter.create(
+                    trace_path, {**run_attrs, **where}, config.to_dict(), model_blob=model.blob
                 )
-            finally:
-                view.finish()
-        finally:
-            target.detach()
+            else:
+                writer = TraceWriter.resume(trace_path, resumed.run_id or None)
+                if where:
+                    writer.set_attrs(**where)
+        except BaseException:
             if owned is not None:
                 owned.close()
-        trace.finish(
-            "complete",
+            elif target is not None and isinstance(target, RecoveringTarget):
+                target.detach()
+            raise
+        with writer as trace:
+            for kind, detail in early:
+                trace.event(kind, detail)
+            try:
+                info = target.info or target.hello()
+                trace.set_attrs(device_id=info.device_id, firmware=info.firmware)
+                if resumed is not None:  # the attributes of this hilbench and host
+                    trace.set_attrs(npu_backend=npu_name, npu_isa=npu_isa)
+                view_title(view, f"hilbench · {what} · {info.device_id}{npu}")
+                view_status(
+                    view,
+                    f"connected to {info.device_id} (firmware {info.firmware}, "
+                    f"protocol {info.protocol_version})",
+                )
+                x_train = datasets.quantize_inputs(
+                    data.x_train, model.input_scale, model.input_zero_point
+                )
+                x_test = datasets.quantize_inputs(
+                    data.x_test, model.input_scale, model.input_zero_point
+                )
+                uploads = _UploadStatus(view, inner)
+                if resumed is None:
+                    uploads.expect("the model", len(model.blob))
+                    target.load_model(model.blob)
+                    uploads.expect(f"{len(data.y_train):,} training items", x_train.nbytes)
+                    target.load_data(TRAIN_SLOT, x_train, data.y_train, data.n_classes)
+                    uploads.expect(f"{len(data.y_test):,} test items", x_test.nbytes)
+                    target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
+                    initial_crc, _ = target.weights_crc()
+                    trace.set_attrs(initial_weights_crc=initial_crc)
+                    view_status(view, "evaluating the initial weights")
+                else:  # a fresh device: reload, then replay the updates the trace logged
+                    slots = {
+                        TRAIN_SLOT: data_blob.encode(x_train, data.y_train, data.n_classes),
+                        TEST_SLOT: data_blob.encode(x_test, data.y_test, data.n_classes),
+                    }
+                    uploads.expect(
+                        f"the model and data, then replaying {len(resumed.updates):,} updates",
+                        len(model.blob) + sum(len(b) for b in slots.values()),
+                    )
+                    target.restore(model.blob, slots, UpdateLog(steps=list(resumed.updates)))
+                uploads.done()
+                trainer = Trainer(
+                    target,
+                    schedule,
+                    TrainSettings(
+                        budget=config.budget,
+                        lr=config.lr,
+                        eps=config.eps,
+                        batch_size=config.batch_size,
+                        eval_every=config.eval_every,
+                        seed=config.seed,
+                        estimator=config.estimator,
+                        lr_schedule=config.lr_schedule,
+                        eps_schedule=config.eps_schedule,
+                    ),
+                    trace,
+                    n_test=len(data.y_test),
+                    fresh_words=model.fresh_words,
+                    fresh_numbers=model.fresh_numbers,
+                    view=view,
+                )
+                try:
+                    result = trainer.run(
+                        resume=resumed.steps if resumed else None,
+                        last_eval=resumed.last_eval if resumed else None,
+                    )
+                finally:
+                    view.finish()
+            finally:
+                target.detach()
+                if owned is not None:
+                    owned.close()
+            trace.finish(
+                "complete",
+                final_accuracy=result.final_accuracy,
+                forward_passes=result.forward_passes,
+                steps=result.steps,
+                weights_crc=result.weights_crc,
+            )
+            run_id = trace.run_id
+        return RunResult(
+            trace_path=trace_path,
+            run_id=run_id,
+            backend=config.backend,
             final_accuracy=result.final_accuracy,
             forward_passes=result.forward_passes,
             steps=result.steps,
             weights_crc=result.weights_crc,
+            wall_s=time.perf_counter() - started,
+            events=Trace.open(trace_path, run_id).event_counts(),
         )
-        run_id = trace.run_id
-    return RunResult(
-        trace_path=trace_path,
-        run_id=run_id,
-        backend=config.backend,
-        final_accuracy=result.final_accuracy,
-        forward_passes=result.forward_passes,
-        steps=result.steps,
-        weights_crc=result.weights_crc,
-        wall_s=time.perf_counter() - started,
-        events=Trace.open(trace_path, run_id).event_counts(),
-    )
+
+    finally:
+        view.finish()
 
 
 def _connecting(config: RunConfig) -> str:

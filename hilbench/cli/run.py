@@ -467,7 +467,7 @@ def _print_summary(console, result) -> None:
     try:
         console.print(table)
         print(f"trace written to {result.trace_path} (run {result.run_id})", flush=True)
-    except OSError:  # the output is gone (a closed pipe): the run is complete all the same
-        from hilbench.console import detach_stdout
+    except (OSError, SystemExit):  # the output is gone (a closed pipe; rich exits on one):
+        from hilbench.console import detach_stdout  # the run is complete all the same
 
         detach_stdout()

@@ -128,3 +128,35 @@ def test_a_closed_pipe_silences_the_view_and_the_run_goes_on(monkeypatch):
 )
 def test_time_left_reads_naturally(seconds, text):
     assert fmt_duration(seconds) == text
+
+
+def test_a_run_that_fails_before_training_still_finishes_its_view():
+    """A live panel left half drawn would garble pytest's screen: finish() comes however the
+    run ends, here at a trace that cannot be created (after connecting)."""
+    from pathlib import Path
+
+    from hilbench import session
+    from hilbench.backends import EmulatorBackend
+    from hilbench.config import RunConfig
+    from hilbench.errors import TraceError
+
+    calls: list[str] = []
+
+    class Recorder:
+        def start(self, title: str) -> None:
+            calls.append("start")
+
+        def status(self, text: str) -> None:
+            calls.append("status")
+
+        def update(self, progress: Progress) -> None:
+            calls.append("update")
+
+        def finish(self) -> None:
+            calls.append("finish")
+
+    config = RunConfig(trace=Path("/proc/x.h5"), budget=80, live=False)
+    with pytest.raises(TraceError, match=r"cannot create trace /proc/x\.h5"):
+        session.run(config, backend=EmulatorBackend(link="memory"), view=Recorder())
+    assert calls[0] == "start" and calls[-1] == "finish" and calls.count("finish") == 1
+    assert "status" in calls  # "starting the emulator" was shown while it connected
