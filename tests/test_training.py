@@ -19,4 +19,4 @@ def test_zo_training_learns_digits(zo_session):
 
     assert trace.summary()["weights_crc"] == outcome.result.weights_crc
     sources = set(trace.timing["source"])
-    assert "host" in sources and sources <= {"host", "modeled", "device"}
+    assert "host" in sources and sources <= {"host", "modeled", "device", "instr"}

@@ -302,6 +302,12 @@ class QemuProcess:
         return True
 
     def _drain(self, stream) -> None:
+        with contextlib.suppress(OSError, ValueError), stream:  # ends at QEMU's end
+            self._drain_lines(stream)
+        with self._changed:
+            self._changed.notify_all()
+
+    def _drain_lines(self, stream) -> None:
         for raw in iter(stream.readline, b""):
             line = raw.decode(errors="replace").rstrip()
             with self._changed:
@@ -314,8 +320,6 @@ class QemuProcess:
                 if fault:
                     self._fault = fault
                 self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
 
     # --- state -------------------------------------------------------------------------------
     @property
@@ -418,9 +422,7 @@ def _kill(proc: subprocess.Popen) -> None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             proc.wait(STOP_TIMEOUT_S)
-    if proc.stderr is not None:
-        with contextlib.suppress(OSError):
-            proc.stderr.close()
+    # its stderr is closed by the thread that reads it, at the end of file
 
 
 # --------------------------------------------------------------------------- the link

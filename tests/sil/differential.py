@@ -14,6 +14,12 @@ and damaged frames, oversize frames, resets.
 After each action the host sends ``MARKER`` (an empty frame, answered BAD_FRAME "short" by
 both, touching nothing), so the end of every answer is known without timeouts.
 
+Another firmware can stand in for the SIL (``run(..., firmware=factory)``): anything with
+SilStdio's ``send``/``receive``/``exchange``/``close``. One that really reboots (QEMU) loses
+the bytes that follow a RESET in the same write, as a board would; it says so with
+``reboot_drops_input = True`` and ``after_reboot()`` (wait until it listens again), and then
+each write ends at the action that rebooted the twin.
+
     python -m tests.sil.differential --frames 1000000 --seed 7     # a longer run
 """
 
@@ -28,6 +34,7 @@ import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -498,6 +505,7 @@ def run(
     batch: int = 16,
     stop_after: int | None = None,
     sil_config: DeviceConfig | None = None,
+    firmware: Callable[[DeviceConfig], SilStdio] | None = None,
 ) -> Outcome:
     """Send random streams until ``frames`` request frames went to both; stop at a divergence.
 
@@ -505,12 +513,14 @@ def run(
     not dominate; a divergence is then located by a second run with ``batch=1`` (the streams
     depend on the seed only, never on the answers). ``stop_after``: at most that many actions.
     ``sil_config``: start the firmware otherwise than the twin (to test this tester).
+    ``firmware``: makes the firmware under test from its config (default: SilStdio(binary)).
     """
     rng = np.random.default_rng(seed)
     host = Host(rng, config.max_payload)
     device = config.twin()
     twin = FrameEndpoint(device)
-    sil = SilStdio(binary, sil_config or config)
+    sil = (firmware or (lambda c: SilStdio(binary, c)))(sil_config or config)
+    drops_input = getattr(sil, "reboot_drops_input", False)
     marker_answer = twin.feed(MARKER)
     if sil.exchange(MARKER, len(marker_answer)) != marker_answer:
         status = sil.close()
@@ -523,14 +533,21 @@ def run(
     try:
         while _frames(device, markers) < frames and actions < limit:
             n = min(batch, limit - actions)
-            data = b"".join(host.action() for _ in range(n))
             first = actions + 1
-            actions += n
             markers += 1
-            writer = sil.send(data + MARKER)
-            want = twin.feed(data + MARKER)
-            got = sil.receive(len(want))
-            writer.join(ANSWER_TIMEOUT_S)
+            if drops_input:  # the twin first, action by action: end the write at a reboot
+                data, want, rebooted = _until_reboot(host, twin, device, n)
+                actions += rebooted or n
+                marker = twin.feed(MARKER)
+                got = _exchange_rebooting(sil, data, len(want), len(marker), bool(rebooted))
+                want += marker
+            else:
+                data = b"".join(host.action() for _ in range(n))
+                actions += n
+                writer = sil.send(data + MARKER)
+                want = twin.feed(data + MARKER)
+                got = sil.receive(len(want))
+                writer.join(ANSWER_TIMEOUT_S)
             if got != want:
                 divergence = Divergence(first, actions, data, want, got, "")
                 break
@@ -543,16 +560,55 @@ def run(
     return Outcome(_frames(device, markers), actions, elapsed, answers, divergence)
 
 
+def _until_reboot(
+    host: Host, twin: FrameEndpoint, device: DeviceTwin, n: int
+) -> tuple[bytes, bytes, int]:
+    """Up to ``n`` actions, fed to the twin one by one: (bytes, the twin's answers, the count
+    of actions if the last one rebooted it, else 0)."""
+    data, want = [], []
+    for i in range(n):
+        boots = device.boots
+        action = host.action()
+        data.append(action)
+        want.append(twin.feed(action))
+        if device.boots != boots:
+            return b"".join(data), b"".join(want), i + 1
+    return b"".join(data), b"".join(want), 0
+
+
+def _exchange_rebooting(sil, data: bytes, n_want: int, n_marker: int, rebooted: bool) -> bytes:
+    """Send ``data`` and the marker to a firmware that drops input at a reboot, and take
+    ``n_want`` + ``n_marker`` answer bytes: after a rebooting write, wait until it listens
+    again before the marker."""
+    if not rebooted:
+        writer = sil.send(data + MARKER)
+        got = sil.receive(n_want + n_marker)
+        writer.join(ANSWER_TIMEOUT_S)
+        return got
+    sil.send(data).join(ANSWER_TIMEOUT_S)
+    got = sil.receive(n_want)
+    sil.after_reboot()
+    return got + sil.exchange(MARKER, n_marker)
+
+
 def locate(
     binary: Path,
     seed: int,
     config: DeviceConfig,
     divergence: Divergence,
     sil_config: DeviceConfig | None = None,
+    firmware: Callable[[DeviceConfig], SilStdio] | None = None,
 ) -> Divergence:
     """The first single action that diverges, by replaying the seed one action at a time."""
     again = run(
-        binary, seed, 2**62, config, batch=1, stop_after=divergence.last, sil_config=sil_config
+        binary,
+        seed,
+        2**62,
+        config,
+        batch=1,
+        stop_after=divergence.last,
+        sil_config=sil_config,
+        firmware=firmware,
     )
     return again.divergence or divergence
 
