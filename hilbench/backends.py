@@ -208,9 +208,16 @@ class QemuBackend(Backend):
             link = QemuPort(open_port(url), self.process)
             return self._attach(link, f"the firmware under QEMU ({url})")
         except HilbenchError as exc:
-            report = self.process.death_report(bytes(link.tail) if link else b"", wait=0.2)
+            cause = exc.cause
+            if "UART tail:" not in cause:  # QemuPort's errors carry the report already
+                tail = bytes(link.tail) if link else b""
+                cause += f" ({self.process.death_report(tail, wait=0.2)})"
             self.close()
-            raise LinkError(f"{exc.cause} ({report})", exc.fix) from None
+            raise LinkError(
+                cause,
+                f"check that {elf} is the hilbench an547 firmware (make -C device_fw an547 "
+                "builds it; leave --fw out to use that one)",
+            ) from None
 
     def close(self) -> None:
         super().close()

@@ -360,8 +360,8 @@ class QemuProcess:
         else:
             status = f"QEMU exited with code {code}{_EXIT_MEANING.get(code, '')}"
         time.sleep(0.05)  # let the drain thread collect the last lines
-        lines = [line for line in self.console() if line]
-        return f"{status}; its stderr: {' | '.join(lines[-8:]) or 'nothing'}"
+        lines = [line for line in self.console() if line and not _noise(line)]
+        return f"{status}; its stderr: {' | '.join(lines[-8:]) or 'nothing else'}"
 
     def death_report(self, uart_tail: bytes = b"", wait: float = 2.0) -> str:
         """Why the firmware stopped answering: exit code, fault report, UART tail, stderr."""
@@ -387,6 +387,11 @@ _EXIT_MEANING = {
     an547.EXIT_BAD_OPTION: " (the firmware refused an option)",
     1: " (QEMU's own error)",
 }
+
+
+def _noise(line: str) -> bool:
+    """QEMU's lines that every start prints: left out of reports."""
+    return "waiting for connection on" in line or "has no peer" in line
 
 
 def _env_port() -> int | None:

@@ -23,7 +23,7 @@ def _seed() -> int:
 
 
 def test_the_cortex_m55_firmware_answers_like_the_twin(an547_elf, capsys):
-    seed, config = _seed(), d.DeviceConfig(arena_bytes=256 * 1024, max_payload=1024)
+    seed, config = _seed(), d.DeviceConfig(arena_bytes=128 * 1024, max_payload=256)
     with capsys.disabled():
         print(f"\n[differential, QEMU] seed {seed}, {FRAMES:,} frames, {config}", flush=True)
     firmware = partial(QemuStream, an547_elf)
