@@ -105,9 +105,12 @@ def test_emulate_refuses_a_malformed_listen_address():
     assert_one_clear_line(hilbench("emulate", "--listen", "nonsense"), "HOST:PORT")
 
 
-def test_qemu_fails_clearly_until_the_firmware_lands(tmp_path):
-    proc = hilbench("run", "--qemu", "--trace", str(tmp_path / "t.h5"))
-    assert_one_clear_line(proc, "QEMU", "device_fw")
+def test_qemu_with_a_firmware_that_is_no_elf_is_one_clear_line(tmp_path):
+    (tmp_path / "fw.bin").write_bytes(b"not an image")
+    proc = hilbench(
+        "run", "--qemu", "--fw", str(tmp_path / "fw.bin"), "--trace", str(tmp_path / "t.h5")
+    )
+    assert_one_clear_line(proc, "is not an ELF file", "device_fw")
 
 
 def test_an_unknown_npu_backend_setting_is_the_users_mistake(tmp_path):

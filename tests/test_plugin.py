@@ -43,11 +43,12 @@ def test_emulate_is_the_default_and_traces_land_in_trace_dir(pytester, tmp_path)
     assert 'name="hilbench.forward_passes" value="200"' in junit
 
 
-def test_qemu_fails_with_a_clear_message_instead_of_passing(pytester):
+def test_qemu_with_a_bad_firmware_fails_with_a_clear_message_instead_of_passing(pytester):
     pytester.makepyfile(SAMPLE)
-    result = pytester.runpytest_subprocess("--qemu")
+    (pytester.path / "fw.bin").write_bytes(b"not an image")
+    result = pytester.runpytest_subprocess("--qemu", "--fw=fw.bin")
     assert result.ret != 0
-    result.stderr.fnmatch_lines(["*--qemu*device_fw*mps3-an547*"])
+    result.stdout.fnmatch_lines(["*--fw fw.bin is not an ELF file*device_fw*an547*"])
 
 
 def test_two_backends_at_once_are_refused(pytester):

@@ -1,7 +1,8 @@
 /* The MPS3 AN547 board as QEMU's `-M mps3-an547` models it (qemu-system-arm 7.2): memory map,
  * the CMSDK UART0, interrupt numbers and clocks. Sources: Arm Application Note AN547 (Corstone
  * SSE-300 with Cortex-M55 and Ethos-U55 on MPS3), Zephyr's boards/arm/mps3
- * (mps3_corstone300_an547.dts, mps3_common_soc_peripheral.dtsi), QEMU's hw/arm/mps2-tz.c. The core boots in the Secure state, so peripherals are used at their Secure alias
+ * (mps3_corstone300_an547.dts, mps3_common_soc_peripheral.dtsi), QEMU's hw/arm/mps2-tz.c.
+ * The core boots in the Secure state, so peripherals are used at their Secure alias
  * (Non-secure address + 0x10000000); the memories are used at the addresses the linker script
  * names (the boot vectors at ITCM 0x0, where QEMU's model takes the initial SP and PC). */
 #ifndef HB_AN547_BOARD_H

@@ -2,8 +2,8 @@
  * split): Reset_Handler, in assembly, enables the FPU and MVE (CP10/CP11) and sets the stack
  * limit before any compiled C runs, since the compiler may use FP and Helium registers
  * anywhere; hb_an547_prep_c then copies .data, zeroes .bss, points VTOR at the table, runs the
- * constructors (.init_array), reads the command line and runs main(argc, argv). Faults and unexpected interrupts go to the
- * fault handler (fault.c). */
+ * constructors (.init_array), reads the command line and runs main(argc, argv). Faults and
+ * unexpected interrupts go to the fault handler (fault.c). */
 #include <stdint.h>
 #include <string.h>
 
