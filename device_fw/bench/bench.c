@@ -8,6 +8,7 @@
 
 #include "hb_blob.h"
 #include "hb_bytes.h"
+#include "hb_device.h"
 #include "hb_graph.h"
 #include "hb_port.h"
 #include "hb_wire.h"
@@ -123,6 +124,7 @@ int hb_bench_forward(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena
 /* The ZOCF as the device reads it (core/model.c's view of the graph), so the PRNG's parts can
  * be timed with the same tensors; checked against hb_model's own list after loading. */
 static hb_zocf zocf;
+static hb_zo_tensor zocf_table[HB_MAX_TRAINED]; /* the device keeps its table in the arena */
 static uint16_t filters[HB_MAX_TRAINED];
 static int8_t r_buf[HB_ZO_CHUNK];
 static uint8_t m_buf[HB_ZO_CHUNK];
@@ -184,11 +186,14 @@ static void draw_chunks(const hb_zo_source *src, uint32_t seed) {
  * for rows (hb_zo_row_samples on the tensor's row stream for seed); a bias an element at a
  * time */
 static hb_zo_rowstream row_stream;
+static hb_zo_rowline row_lines[HB_ZO_ROW_CACHE_LINES];
 static void draw_rows(const hb_zo_source *src, uint32_t seed) {
     hb_zo_rowstream *s = &row_stream;
     for (uint16_t t = 0; t < zocf.n_trained; t++) {
         const hb_zo_tensor *tt = &zocf.trained[t];
-        hb_zo_rowstream_init(s, seed, t);
+        /* the block cache as core/model.c uses it: depthwise filters, fresh samples */
+        const int cached = tt->kind == HB_ZO_WEIGHT && tt->layout == HB_ROWS_TRAILING && !src->pool;
+        hb_zo_rowstream_init(s, seed, t, cached ? row_lines : NULL);
         for (uint32_t j = 0; j < tt->rows; j++) {
             if (tt->kind == HB_ZO_BIAS) {
                 hb_zo_row_samples(src, tt, s, j, 0, 1, r_buf);
@@ -256,6 +261,7 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
     }
     hb_zo_model_view mv = {hb_graph_n_tensors(g), view_info, list_filters(g), view_filter, g};
     if (hb_zocf_load(sec, sec_len, &mv, &zocf, st) < 0) return -1;
+    hb_zocf_table(&zocf, &mv, zocf_table);
     int same = zocf.n_trained == hb_model_n_trained(m);
     for (uint16_t t = 0; same && t < zocf.n_trained; t++)
         same = zocf.trained[t].tensor == hb_model_trained_tensor(m, t);
@@ -339,32 +345,34 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
     }
     stats_of(a->runs, 1, &r->draw_chunks);
 
-    /* PROBEs (the weights unchanged after each), then APPLYs */
-    static uint32_t seeds[HB_MAX_Q];
-    static int32_t lp[HB_MAX_Q], lm[HB_MAX_Q], coeffs[HB_MAX_Q];
+    /* PROBEs (the weights unchanged after each), then APPLYs; seeds, coefficients and losses
+     * little-endian as the wire carries them, APPLY's scratch as large as the device's
+     * response buffer, which it lends */
+    static uint8_t seeds[4 * HB_MAX_Q], lp[4 * HB_MAX_Q], lm[4 * HB_MAX_Q], coeffs[4 * HB_MAX_Q];
+    static uint8_t apply_scratch[HB_DEVICE_MAX_PAYLOAD];
     for (uint32_t i = 0; i < a->runs; i++) {
-        for (uint16_t k = 0; k < a->q; k++) seeds[k] = a->seed + i * a->q + k;
+        for (uint16_t k = 0; k < a->q; k++) hb_wr32(seeds + 4 * k, a->seed + i * a->q + k);
         uint64_t t0 = hb_port_ticks();
         hb_model_probe(m, slot, a->batch, a->seed + i, a->eps, seeds, a->q, lp, lm);
         samples[i] = since(t0);
         if (i == 0) {
             r->saved_q = a->q < HB_BENCH_MAX_SAVED_Q ? a->q : (uint16_t)HB_BENCH_MAX_SAVED_Q;
-            memcpy(r->lp, lp, sizeof lp[0] * r->saved_q);
-            memcpy(r->lm, lm, sizeof lm[0] * r->saved_q);
             for (uint16_t k = 0; k < a->q; k++) {
-                int64_t c = ((int64_t)lp[k] - lm[k]) * HB_BENCH_COEFF_GAIN;
-                coeffs[k] = c > HB_COEFF_LIMIT ? HB_COEFF_LIMIT
-                            : c < -HB_COEFF_LIMIT ? -HB_COEFF_LIMIT
-                                                  : (int32_t)c;
+                const int32_t p = hb_rdi32(lp + 4 * k), n = hb_rdi32(lm + 4 * k);
+                if (k < r->saved_q) r->lp[k] = p, r->lm[k] = n;
+                int64_t c = ((int64_t)p - n) * HB_BENCH_COEFF_GAIN;
+                c = c > HB_COEFF_LIMIT ? HB_COEFF_LIMIT : c < -HB_COEFF_LIMIT ? -HB_COEFF_LIMIT : c;
+                hb_wr32(coeffs + 4 * k, (uint32_t)(int32_t)c);
             }
         }
     }
     stats_of(a->runs, 1, &r->probe);
     r->crc_probed = hb_model_weights_crc(m);
-    for (uint16_t k = 0; k < a->q; k++) seeds[k] = a->seed + k;
+    for (uint16_t k = 0; k < a->q; k++) hb_wr32(seeds + 4 * k, a->seed + k);
     for (uint32_t i = 0; i < a->runs; i++) {
         uint64_t t0 = hb_port_ticks();
-        hb_model_apply(m, seeds, coeffs, a->q);
+        if (hb_model_apply(m, seeds, coeffs, a->q, apply_scratch, sizeof apply_scratch) < 0)
+            return HB_FAIL0(st, HB_ERR_INTERNAL, "APPLY refused the bench's scratch");
         samples[i] = since(t0);
     }
     stats_of(a->runs, 1, &r->apply);

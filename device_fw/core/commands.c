@@ -8,6 +8,7 @@
 #include "hb_bytes.h"
 #include "hb_commands.h"
 #include "hb_crc.h"
+#include "hb_device.h"
 #include "hb_graph.h"
 #include "hb_model.h"
 #include "hb_msg.h"
@@ -24,29 +25,27 @@ static struct {
     uint16_t probed_q;   /* q of the last PROBE since the model load, 0 if none */
 } cmd;
 
-/* q-sized scratch: the wire's arrays are unaligned little-endian bytes, the model takes words */
-static uint32_t probed_seeds[HB_MAX_Q];
-static uint32_t seeds[HB_MAX_Q];
-static int32_t coeffs[HB_MAX_Q];
-static int32_t loss_plus[HB_MAX_Q];
-static int32_t loss_minus[HB_MAX_Q];
+/* The largest q a request that computes can carry on this build: an APPLY record is at most a
+ * whole payload; an APPLY_PROBED or APPLY_PROBE applies the last PROBE's q, and a PROBE whose
+ * answer does not fit max_payload is refused before it runs (ANSWER_TOO_LARGE). */
+#define Q_BY_SIZE(size_of) ((HB_DEVICE_MAX_PAYLOAD - size_of(0)) / (size_of(1) - size_of(0)))
+#define MIN_Q(a, b) ((a) < (b) ? (a) : (b))
+#define PROBED_Q_CAP MIN_Q(HB_MAX_Q, Q_BY_SIZE(HB_SIZE_PROBE_R))
+#define APPLY_Q_CAP MIN_Q(HB_MAX_Q, Q_BY_SIZE(HB_SIZE_APPLY))
+
+/* The ZO commands hold nothing q-sized but the last PROBE's seeds, which APPLY_PROBED and
+ * APPLY_PROBE apply along later (little-endian, as the PROBE carried them). Seeds and
+ * coefficients are read where the request lies, losses written where the answer goes, and
+ * an APPLY works in the response buffer, empty until its 4-byte answer is written. */
+static uint8_t probed_seeds[4u * PROBED_Q_CAP];
+_Static_assert(HB_MODEL_APPLY_SCRATCH(APPLY_Q_CAP, 8) <= HB_DEVICE_MAX_PAYLOAD &&
+                   HB_MODEL_APPLY_SCRATCH(PROBED_Q_CAP, 8) <= HB_DEVICE_MAX_PAYLOAD,
+               "an APPLY's scratch (8 elements at a time at least) fits the response buffer");
 
 void hb_cmd_init(uint16_t max_payload, uint32_t boot_nonce) {
     memset(&cmd, 0, sizeof cmd);
     cmd.max_payload = max_payload;
     cmd.boot_nonce = boot_nonce;
-}
-
-static void read_u32s(uint32_t *dst, const uint8_t *src, uint16_t n) {
-    for (uint16_t i = 0; i < n; i++) dst[i] = hb_rd32(src + 4u * i);
-}
-
-static void read_i32s(int32_t *dst, const uint8_t *src, uint16_t n) {
-    for (uint16_t i = 0; i < n; i++) dst[i] = hb_rdi32(src + 4u * i);
-}
-
-static void write_i32s(uint8_t *dst, const int32_t *src, uint16_t n) {
-    for (uint16_t i = 0; i < n; i++) hb_wr32(dst + 4u * i, (uint32_t)src[i]);
 }
 
 /* nanoseconds of a tick span, from the port's Q16 ns-per-tick, in 64 bits without overflow of
@@ -222,18 +221,15 @@ static probe_args probe_fields(const uint8_t *p) {
 }
 
 /* run a checked PROBE; its answer (a PROBE response payload) at r. Its seeds become the ones
- * APPLY_PROBED / APPLY_PROBE apply along. */
+ * APPLY_PROBED / APPLY_PROBE apply along (fits() bounded q: 4 q <= sizeof probed_seeds). */
 static void run_probe(const probe_args *a, const hb_slot *s, uint8_t *r) {
-    read_u32s(seeds, a->seeds, a->q);
+    hb_msg_put(r, HB_F_PROBE_R_Q, a->q); /* the count first: the arrays' offsets follow from it */
     uint64_t t0 = hb_port_ticks();
-    hb_model_probe(hb_model_instance(), s, a->batch_size, a->batch_seed, a->eps, seeds, a->q,
-                   loss_plus, loss_minus);
+    hb_model_probe(hb_model_instance(), s, a->batch_size, a->batch_seed, a->eps, a->seeds, a->q,
+                   hb_msg_wptr(r, HB_F_PROBE_R_LOSS_PLUS), hb_msg_wptr(r, HB_F_PROBE_R_LOSS_MINUS));
     uint64_t ns = duration_ns(t0);
-    memcpy(probed_seeds, seeds, sizeof seeds[0] * a->q);
+    memcpy(probed_seeds, a->seeds, 4u * a->q);
     cmd.probed_q = a->q;
-    hb_msg_put(r, HB_F_PROBE_R_Q, a->q);
-    write_i32s(hb_msg_wptr(r, HB_F_PROBE_R_LOSS_PLUS), loss_plus, a->q);
-    write_i32s(hb_msg_wptr(r, HB_F_PROBE_R_LOSS_MINUS), loss_minus, a->q);
     hb_msg_put(r, HB_F_PROBE_R_DURATION_NS, ns);
     hb_msg_put(r, HB_F_PROBE_R_TIMING_SOURCE, hb_port_timing_source());
 }
@@ -248,19 +244,26 @@ static int probe(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
     return 0;
 }
 
-/* one APPLY record (an APPLY payload): read its seeds and coefficients, apply */
-static void run_apply(const uint8_t *rec) {
-    uint16_t q = hb_msg_u16(rec, HB_F_APPLY_Q);
-    read_u32s(seeds, hb_msg_ptr(rec, HB_F_APPLY_SEEDS), q);
-    read_i32s(coeffs, hb_msg_ptr(rec, HB_F_APPLY_COEFFS), q);
-    hb_model_apply(hb_model_instance(), seeds, coeffs, q);
+/* apply along q seeds with q coefficients (little-endian arrays, in place); the response
+ * buffer r is the scratch (its answer is written after) */
+static int run_apply(const uint8_t *seeds, const uint8_t *coeffs, uint16_t q, uint8_t *r,
+                     hb_status *st) {
+    if (hb_model_apply(hb_model_instance(), seeds, coeffs, q, r, HB_DEVICE_MAX_PAYLOAD) < 0)
+        return HB_FAIL(st, HB_MSG_INTERNAL_CODE, HB_MSG_INTERNAL,
+                       HB_S("APPLY's q outside the response buffer's scratch"));
+    return 0;
+}
+
+/* one APPLY record (an APPLY payload) */
+static int apply_record(const uint8_t *rec, uint8_t *r, hb_status *st) {
+    return run_apply(hb_msg_ptr(rec, HB_F_APPLY_SEEDS), hb_msg_ptr(rec, HB_F_APPLY_COEFFS),
+                     hb_msg_u16(rec, HB_F_APPLY_Q), r, st);
 }
 
 static uint32_t updates(void) { return hb_model_updates_applied(hb_model_instance()); }
 
 static int apply(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
-    if (need_model(st) < 0) return -1;
-    run_apply(p);
+    if (need_model(st) < 0 || apply_record(p, r, st) < 0) return -1;
     hb_msg_put(r, HB_F_APPLY_R_UPDATES_APPLIED, updates());
     *rlen = (uint16_t)hb_msg_size(r, HB_L_APPLY_R);
     return 0;
@@ -272,7 +275,7 @@ static int apply_batch(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *
     uint32_t steps = hb_msg_count(p, HB_F_APPLY_BATCH_STEPS);
     const uint8_t *rec = hb_msg_ptr(p, HB_F_APPLY_BATCH_STEPS);
     for (uint32_t i = 0; i < steps; i++) {
-        run_apply(rec);
+        if (apply_record(rec, r, st) < 0) return -1;
         rec += hb_msg_size(rec, HB_L_APPLY);
     }
     hb_msg_put(r, HB_F_APPLY_BATCH_R_UPDATES_APPLIED, updates());
@@ -282,9 +285,9 @@ static int apply_batch(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *
 
 static int apply_probed(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
     uint16_t q = hb_msg_u16(p, HB_F_APPLY_PROBED_Q);
-    if (need_model(st) < 0 || check_probed(HB_L_APPLY_PROBED, q, st) < 0) return -1;
-    read_i32s(coeffs, hb_msg_ptr(p, HB_F_APPLY_PROBED_COEFFS), q);
-    hb_model_apply(hb_model_instance(), probed_seeds, coeffs, q);
+    if (need_model(st) < 0 || check_probed(HB_L_APPLY_PROBED, q, st) < 0 ||
+        run_apply(probed_seeds, hb_msg_ptr(p, HB_F_APPLY_PROBED_COEFFS), q, r, st) < 0)
+        return -1;
     hb_msg_put(r, HB_F_APPLY_PROBED_R_UPDATES_APPLIED, updates());
     *rlen = (uint16_t)hb_msg_size(r, HB_L_APPLY_PROBED_R);
     return 0;
@@ -297,10 +300,9 @@ static int apply_probe(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *
     /* every check of both parts before anything runs */
     if (need_model(st) < 0 || check_probed(HB_L_APPLY_PROBE, qa, st) < 0 ||
         model_and_slot(a.slot, &s, st) < 0 ||
-        fits(HB_L_APPLY_PROBE, HB_SIZE_APPLY_PROBE_R(a.q), st) < 0)
+        fits(HB_L_APPLY_PROBE, HB_SIZE_APPLY_PROBE_R(a.q), st) < 0 ||
+        run_apply(probed_seeds, hb_msg_ptr(p, HB_F_APPLY_PROBE_COEFFS), qa, r, st) < 0)
         return -1;
-    read_i32s(coeffs, hb_msg_ptr(p, HB_F_APPLY_PROBE_COEFFS), qa);
-    hb_model_apply(hb_model_instance(), probed_seeds, coeffs, qa);
     hb_msg_put(r, HB_F_APPLY_PROBE_R_UPDATES_APPLIED, updates());
     run_probe(&a, &s, hb_msg_wptr(r, HB_F_APPLY_PROBE_R_PROBE));
     *rlen = (uint16_t)hb_msg_size(r, HB_L_APPLY_PROBE_R);

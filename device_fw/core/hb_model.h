@@ -28,15 +28,18 @@ typedef struct hb_model hb_model; /* core/model.c */
 int hb_model_load(hb_model *m, hb_graph *g, hb_status *st);
 
 /* Bytes of arena the ZO state needs (zo_bytes of docs/firmware.md, a multiple of 16; equal to
- * hilbench.zo.zocf.zo_work_bytes): the masters (q16, int16), the pool, the row buffer (the
- * longest trained weight row), each padded to 16. 64 bits: q16 masters are 4 bytes per int8
- * weight, so a blob over 1 GiB would need more than 2^32 (no arena holds it; the refusal
- * names the figure). */
+ * hilbench.zo.zocf.zo_work_bytes), everything the ZO code holds that grows with the model:
+ * the masters (q16, int16), the pool, the row buffer (the longest trained weight row), the
+ * delta table (4 bytes per value of the distribution), the depthwise row cache (with fresh
+ * samples on a trained depthwise filter), the table of trained tensors and their scales, each
+ * padded to 16. 64 bits: q16 masters are 4 bytes per int8 weight, so a blob over 1 GiB would
+ * need more than 2^32 (no arena holds it; the refusal names the figure). */
 uint64_t hb_model_work_bytes(const hb_model *m);
 
 /* Place the ZO state at work (16-byte aligned, hb_model_work_bytes bytes) once the graph is
- * bound: trained biases clamped to +-2^30 in the blob, masters (q16, int16) from the weights
- * (the int8 master is the weights themselves), the pool drawn; updates_applied = 0. */
+ * bound: the table of trained tensors, trained biases clamped to +-2^30 in the blob, masters
+ * (q16, int16) from the weights (the int8 master is the weights themselves), the pool drawn;
+ * updates_applied = 0. */
 void hb_model_bind(hb_model *m, uint8_t *work);
 
 /* The commands' math. Preconditions (the protocol layer checks them first, docs/protocol.md):
@@ -46,16 +49,30 @@ void hb_model_bind(hb_model *m, uint8_t *work);
  * 1..HB_MAX_Q, start + count <= n_items). Outside the ranges a call computes nothing and
  * never reads or writes out of bounds. */
 
-/* PROBE on slot s: q loss pairs (Q16) into lp/lm (two-point: at w + delta_k and w - delta_k;
- * one-sided: at w + delta_k and, in every lm[k], at w). PROBE never writes the weights: each
- * forward pass reads the trained rows perturbed, clamp(w +- delta, +-127) and
- * sat32(b +- delta), produced one output channel at a time into the row buffer of the ZO work
- * area (docs/zo-math.md section 3), so nothing is restored and the blob is untouched. */
+/* PROBE on slot s for the q seeds at `seeds` (q little-endian u32: a request's array, read in
+ * place): q loss pairs (Q16) written as little-endian int32 to lp and lm (q each: a response's
+ * arrays; two-point: at w + delta_k and w - delta_k; one-sided: at w + delta_k and, in every
+ * lm[k], at w). PROBE never writes the weights: each forward pass reads the trained rows
+ * perturbed, clamp(w +- delta, +-127) and sat32(b +- delta), produced one output channel at a
+ * time into the row buffer of the ZO work area (docs/zo-math.md section 3), so nothing is
+ * restored and the blob is untouched. The mini-batch's items are drawn again for every pass
+ * (docs/zo-math.md "Mini-batches"), not kept. */
 void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
-                    uint16_t eps, const uint32_t *seeds, uint16_t q, int32_t *lp, int32_t *lm);
+                    uint16_t eps, const uint8_t *seeds, uint16_t q, uint8_t *lp, uint8_t *lm);
 
-/* APPLY: m -= sum_k c_k u_k on every trained tensor; updates_applied += 1. */
-void hb_model_apply(hb_model *m, const uint32_t *seeds, const int32_t *coeffs, uint16_t q);
+/* Scratch bytes hb_model_apply needs for q samples, `chunk` elements at a time (at least 1;
+ * any alignment): the chunk's int64 sums, the q scales S, the chunk's raw samples and
+ * multipliers, and up to 7 bytes to align the sums. A longer scratch makes longer chunks
+ * (faster), up to HB_ZO_CHUNK elements. */
+#define HB_MODEL_APPLY_SCRATCH(q, chunk) (7u + 4u * (uint32_t)(q) + 10u * (uint32_t)(chunk))
+
+/* APPLY: m -= sum_k c_k u_k on every trained tensor for the q seeds and Q16 coefficients at
+ * seeds and coeffs (q little-endian u32 / int32 each: a request's arrays, read in place);
+ * updates_applied += 1. scratch: scratch_bytes >= HB_MODEL_APPLY_SCRATCH(q, 1) bytes the
+ * call may overwrite (the device lends it the response buffer, empty while an APPLY runs).
+ * Returns 0, or -1 (nothing changed) if q is outside 1..HB_MAX_Q or the scratch is short. */
+int hb_model_apply(hb_model *m, const uint8_t *seeds, const uint8_t *coeffs, uint16_t q,
+                   void *scratch, uint32_t scratch_bytes);
 
 /* EVAL on items start..start+count-1: arg-max hits and the summed Q16 loss. */
 void hb_model_eval(hb_model *m, const hb_slot *s, uint32_t start, uint32_t count,
@@ -66,12 +83,12 @@ uint32_t hb_model_weights_crc(const hb_model *m);
 uint32_t hb_model_updates_applied(const hb_model *m);
 
 /* The trained tensors, in ZOCF order (PRNG tensor t = entry t): their count and the blob
- * tensor index of entry t (t < hb_model_n_trained). */
+ * tensor index of entry t (t < hb_model_n_trained), once the model is loaded. */
 uint16_t hb_model_n_trained(const hb_model *m);
 uint16_t hb_model_trained_tensor(const hb_model *m, uint16_t t);
 
-/* The loaded ZO method as parsed (read-only; tests and tools) and the pool's P samples once
- * bound (NULL without a pool). */
+/* The loaded ZO method as parsed (read-only; tests and tools; its table of trained tensors
+ * once bound, NULL before) and the pool's P samples once bound (NULL without a pool). */
 const hb_zocf *hb_model_zocf(const hb_model *m);
 const int8_t *hb_model_pool(const hb_model *m);
 

@@ -3,9 +3,16 @@
  * there). A PROBE never writes them: its forward passes run with a row source (hb_graph_rows)
  * that produces each trained filter row as clamp(w + s delta, +-127) into the row buffer, and
  * each trained bias element as sat32(b + s delta), when the kernel asks for it; nothing needs
- * restoring. APPLY updates the masters and the weights together. Per-element work goes a chunk
- * of HB_ZO_CHUNK elements at a time; the only memory sized by the model is the ZO work area in
- * the arena (masters, the pool, the row buffer). */
+ * restoring. APPLY updates the masters and the weights together, a chunk of elements at a time
+ * in the caller's scratch.
+ *
+ * Memory: everything sized by the model is in the ZO work area of the arena (docs/firmware.md
+ * "ZO state"; hilbench.zo.zocf.zo_work_bytes keeps the twin's books): the masters, the pool,
+ * the row buffer, the delta table, the depthwise row cache, the table of trained tensors and
+ * their scales. Everything sized by a request is read or written where the request and its
+ * answer lie (seeds, coefficients, losses: little-endian, in place) or is the caller's
+ * scratch (APPLY's per-sample scales and chunk sums). What is static here is a fixed few
+ * hundred bytes: the model's header and one perturbed pass's state. */
 #include "hb_model.h"
 
 #include <stddef.h>
@@ -21,29 +28,26 @@
 #include "zo/update.h"
 #include "zo/zocf.h"
 
+_Static_assert(sizeof(hb_zo_tensor) <= HB_ZO_TENSOR_BYTES, "a trained tensor's record as booked");
+_Static_assert(_Alignof(hb_zo_tensor) <= 16 && _Alignof(int64_t) <= 16,
+               "the work area's parts start at multiples of 16");
+_Static_assert(HB_ZO_SCALE_BYTES == sizeof(uint32_t) && HB_ZO_DELTA_BYTES == sizeof(int32_t),
+               "the work area's scales and deltas as booked");
+
 struct hb_model {
     hb_graph *g;
     hb_loss_tables loss;
-    hb_zocf z;
-    uint32_t work_off[HB_MAX_TRAINED]; /* weights: their master (q16, int16) in work */
-    uint32_t pool_off, row_off;        /* the pool; the row buffer (the longest trained row) */
+    hb_zocf z; /* z.trained: the table in the work area, once bound */
+    /* the work area's parts (offsets into work; used only once bound: < work_bytes then) */
+    uint32_t pool_off, row_off, delta_off, cache_off, table_off, scale_off;
+    uint8_t has_cache; /* a depthwise filter trains with fresh samples: the row cache exists */
     uint64_t work_bytes;
-    int16_t claim[HB_MAX_TENSORS]; /* blob tensor -> its trained index, -1 if not trained */
     uint8_t *work; /* NULL until bound */
     uint32_t updates;
 };
 
 static hb_model the_model;
 hb_model *hb_model_instance(void) { return &the_model; }
-
-/* Static scratch, sized by the device limits (never by a tensor). */
-static uint32_t t_scale[HB_MAX_TRAINED]; /* PROBE: S of each trained tensor, current seed */
-static uint32_t k_scale[HB_MAX_Q];       /* APPLY: S of each sample, current tensor */
-static uint32_t batch_idx[HB_MAX_BATCH];
-static int64_t acc[HB_ZO_CHUNK];
-static int8_t r_buf[HB_ZO_CHUNK];
-static uint8_t m_buf[HB_ZO_CHUNK];
-static uint16_t default_weights[HB_MAX_TRAINED];
 
 /* ---- the model as the ZOCF check sees it ---------------------------------------------------- */
 static void view_info(const void *ctx, uint16_t t, hb_zo_tinfo *out) {
@@ -63,27 +67,37 @@ static void view_info(const void *ctx, uint16_t t, hb_zo_tinfo *out) {
     out->n = x->n;
 }
 
-static uint16_t view_weight(const void *ctx, uint32_t i) {
-    (void)ctx;
-    return default_weights[i];
-}
-
-/* the filter tensors in op order, each once (the default ZOCF entries); the count of all */
-static uint32_t list_weights(const hb_graph *g) {
+/* The filter tensors in op order, each once (the default ZOCF entries), found by a walk of the
+ * ops (the graph has at most HB_MAX_TENSORS tensors): entry `want` (its tensor index in *out),
+ * or with want >= the count, the count. */
+static uint32_t filter_walk(const hb_graph *g, uint32_t want, uint16_t *out) {
+    uint8_t seen[(HB_MAX_TENSORS + 7) / 8] = {0};
     uint32_t n = 0;
     for (uint16_t op = 0; op < hb_graph_n_ops(g); op++) {
         int32_t w, b;
-        if (hb_graph_op_weights(g, op, &w, &b) < 0 || w < 0) continue;
-        int seen = 0;
-        for (uint16_t k = 0; k < op && !seen; k++) {
-            int32_t w2, b2;
-            seen = hb_graph_op_weights(g, k, &w2, &b2) == 0 && w2 == w;
+        if (hb_graph_op_weights(g, op, &w, &b) < 0 || w < 0 || w >= HB_MAX_TENSORS) continue;
+        if (seen[w / 8] & (1u << (w % 8))) continue;
+        seen[w / 8] |= (uint8_t)(1u << (w % 8));
+        if (n == want) {
+            *out = (uint16_t)w;
+            return n;
         }
-        if (seen) continue;
-        if (n < HB_MAX_TRAINED) default_weights[n] = (uint16_t)w;
         n++;
     }
     return n;
+}
+
+static uint16_t view_weight(const void *ctx, uint32_t i) {
+    uint16_t w = 0;
+    filter_walk((const hb_graph *)ctx, i, &w);
+    return w;
+}
+
+static hb_zo_model_view model_view(const hb_graph *g) {
+    uint16_t unused;
+    hb_zo_model_view mv = {hb_graph_n_tensors(g), view_info, filter_walk(g, UINT32_MAX, &unused),
+                           view_weight, g};
+    return mv;
 }
 
 static uint32_t master_bytes(uint8_t master) {
@@ -105,26 +119,40 @@ int hb_model_load(hb_model *m, hb_graph *g, hb_status *st) {
         sec = NULL;
         len = 0;
     }
-    hb_zo_model_view mv = {hb_graph_n_tensors(g), view_info, list_weights(g), view_weight, g};
+    const hb_zo_model_view mv = model_view(g);
     if (hb_zocf_load(sec, len, &mv, &m->z, st) < 0) return -1;
-    /* the work area (hilbench.zo.zocf.zo_work_bytes): per trained weight tensor its master
-     * (q16, int16; the int8 master is the weights themselves), each pad16; then the pool,
-     * pad16; then the row buffer, pad16 of the longest trained weight row */
+    /* the work area (hilbench.zo.zocf.zo_work_bytes), each part pad16: per trained weight
+     * tensor its master (q16, int16; the int8 master is the weights themselves); the pool;
+     * if weights train, the row buffer (the longest trained weight row) and the delta table;
+     * the depthwise row cache if a depthwise filter trains with fresh samples; the table of
+     * trained tensors and their scales */
     uint64_t off = 0;
-    uint32_t per = master_bytes(m->z.master), longest = 0;
-    for (uint16_t t = 0; t < HB_MAX_TENSORS; t++) m->claim[t] = -1;
-    for (uint16_t t = 0; t < m->z.n_trained; t++) {
-        const hb_zo_tensor *tt = &m->z.trained[t];
-        m->claim[tt->tensor] = (int16_t)t;
-        if (tt->kind != HB_ZO_WEIGHT) continue;
-        m->work_off[t] = (uint32_t)off; /* used only once bound: off < work_bytes then */
-        off += hb_pad16((uint64_t)tt->n * per);
-        if (tt->len > longest) longest = tt->len;
+    const uint32_t per = master_bytes(m->z.master);
+    uint32_t longest = 0;
+    int weights = 0, depthwise = 0;
+    hb_zocf_iter it = HB_ZOCF_ITER_START;
+    hb_zo_tensor t;
+    while (hb_zocf_next(&m->z, &mv, &it, &t)) {
+        if (t.kind != HB_ZO_WEIGHT) continue;
+        weights = 1;
+        depthwise |= t.layout == HB_ROWS_TRAILING;
+        off += hb_pad16((uint64_t)t.n * per);
+        if (t.len > longest) longest = t.len;
     }
     m->pool_off = (uint32_t)off;
     off += hb_pad16(m->z.pool_size);
     m->row_off = (uint32_t)off;
-    m->work_bytes = off + hb_pad16(longest);
+    off += hb_pad16(longest);
+    m->delta_off = (uint32_t)off;
+    if (weights) off += hb_pad16((uint64_t)HB_ZO_DELTA_BYTES * hb_zo_n_values(m->z.dist));
+    m->cache_off = (uint32_t)off;
+    m->has_cache = depthwise && m->z.pool_size == 0;
+    if (m->has_cache) off += hb_pad16((uint64_t)HB_ZO_ROW_CACHE_LINES * HB_ZO_ROW_CACHE_LINE_BYTES);
+    m->table_off = (uint32_t)off;
+    off += hb_pad16((uint64_t)HB_ZO_TENSOR_BYTES * m->z.n_trained);
+    m->scale_off = (uint32_t)off;
+    off += hb_pad16((uint64_t)HB_ZO_SCALE_BYTES * m->z.n_trained);
+    m->work_bytes = off;
     m->g = g;
     return 0;
 }
@@ -135,22 +163,32 @@ static uint8_t *tensor_data(const hb_model *m, uint16_t t) {
     return hb_graph_data(m->g, m->z.trained[t].tensor);
 }
 
+/* the work area's parts, once bound (void *: each starts at a multiple of 16) */
+static void *work_at(const hb_model *m, uint32_t off) { return m->work + off; }
+
+static uint32_t *scales(const hb_model *m) { return work_at(m, m->scale_off); }
+
 void hb_model_bind(hb_model *m, uint8_t *work) {
     m->work = work;
     m->updates = 0;
+    const hb_zo_model_view mv = model_view(m->g);
+    hb_zocf_table(&m->z, &mv, work_at(m, m->table_off));
+    uint64_t mst_off = 0; /* the masters, in ZOCF order from the start of the work area */
+    const uint32_t per = master_bytes(m->z.master);
     for (uint16_t t = 0; t < m->z.n_trained; t++) {
         const hb_zo_tensor *tt = &m->z.trained[t];
         uint8_t *d = tensor_data(m, t);
         if (tt->kind == HB_ZO_BIAS) { /* the load-time clamp (docs/zo-math.md, Biases) */
             for (uint32_t e = 0; e < tt->n; e++) {
                 int64_t b = hb_rdi32(d + 4u * e);
-                if (b > HB_BIAS_LIMIT || b < -(int64_t)HB_BIAS_LIMIT)
-                    hb_wr32(d + 4u * e, (uint32_t)(b > 0 ? HB_BIAS_LIMIT : -(int64_t)HB_BIAS_LIMIT));
+                const int64_t lim = HB_BIAS_LIMIT;
+                if (b > lim || b < -lim) hb_wr32(d + 4u * e, (uint32_t)(b > 0 ? lim : -lim));
             }
             continue;
         }
         const int8_t *w = (const int8_t *)d;
-        void *mst = work + m->work_off[t];
+        void *mst = work_at(m, (uint32_t)mst_off);
+        mst_off += hb_pad16((uint64_t)tt->n * per);
         if (m->z.master == HB_MASTER_Q16) {
             int32_t *q = mst;
             for (uint32_t e = 0; e < tt->n; e++) q[e] = (int32_t)w[e] * (1 << HB_MASTER_Q16_FRAC);
@@ -161,19 +199,20 @@ void hb_model_bind(hb_model *m, uint8_t *work) {
         } /* the int8 master is the weights in the blob: nothing to place */
     }
     if (m->z.pool_size)
-        hb_zo_pool_draw(m->z.dist, m->z.pool_seed, (int8_t *)(work + m->pool_off), m->z.pool_size);
+        hb_zo_pool_draw(m->z.dist, m->z.pool_seed, work_at(m, m->pool_off), m->z.pool_size);
 }
 
 static hb_zo_source source(const hb_model *m) {
-    hb_zo_source src = {m->z.dist, m->z.pool_size ? (const int8_t *)(m->work + m->pool_off) : NULL,
+    hb_zo_source src = {m->z.dist,
+                        m->z.pool_size ? (const int8_t *)work_at(m, m->pool_off) : NULL,
                         m->z.pool_size};
     return src;
 }
 
-/* ---- PROBE ------------------------------------------------------------------------------------ */
+/* ---- PROBE ----------------------------------------------------------------------------------- */
 /* One perturbed forward pass's row source (hb_graph_rows): the trained tensors at
- * w + sign * delta_k for the perturbation of seed, with t_scale holding its scales. The
- * weights in the blob are only read. */
+ * w + sign * delta_k for the perturbation of seed, with the work area's scales holding its
+ * scales. The weights in the blob are only read. */
 typedef struct {
     const hb_model *m;
     hb_zo_source src;
@@ -182,12 +221,16 @@ typedef struct {
     int32_t w_tensor; /* the trained index w_stream is keyed to, -1: none yet */
     int32_t b_tensor; /* likewise for b_stream (an op reads a filter and a bias) */
     hb_zo_rowstream w_stream, b_stream;
-    int32_t tab_tensor, tab_em; /* dtab holds the deltas of this tensor and em, -1: none */
-    int32_t dtab[256];          /* signed delta by raw sample (hb_zo_delta_table) */
+    int32_t tab_tensor, tab_em; /* the delta table holds this tensor's and em's, -1: none */
 } probe_pass;
 
+/* the trained index of blob tensor t, -1 if it does not train (the table is short: at most
+ * HB_MAX_TRAINED entries, asked twice per op with weights and forward pass) */
 static int32_t pass_claim(void *ctx, uint16_t t) {
-    return ((const probe_pass *)ctx)->m->claim[t];
+    const hb_zocf *z = &((const probe_pass *)ctx)->m->z;
+    for (uint16_t i = 0; i < z->n_trained; i++)
+        if (z->trained[i].tensor == t) return i;
+    return -1;
 }
 
 /* stream (seed, 1, t) of the pass, its cached blocks kept while the tensor stays the same */
@@ -195,7 +238,11 @@ static hb_zo_rowstream *pass_stream(probe_pass *p, int32_t t, int bias) {
     int32_t *key = bias ? &p->b_tensor : &p->w_tensor;
     hb_zo_rowstream *s = bias ? &p->b_stream : &p->w_stream;
     if (*key != t) {
-        hb_zo_rowstream_init(s, p->seed, (uint32_t)t);
+        const hb_model *m = p->m;
+        /* only a trailing (depthwise) filter's rows use the block cache */
+        const int trailing = !bias && m->z.trained[t].layout == HB_ROWS_TRAILING;
+        hb_zo_rowline *lines = trailing && m->has_cache ? work_at(m, m->cache_off) : NULL;
+        hb_zo_rowstream_init(s, p->seed, (uint32_t)t, lines);
         *key = t;
     }
     return s;
@@ -210,40 +257,44 @@ static inline int8_t clamp_weight(int32_t v) {
 /* row j of trained filter t: clamp(w + sign * delta, +-127), entry by entry, into the row
  * buffer (the blob's row is read in place: contiguous, or strided by R for a depthwise row).
  * A row's deltas depend on its raw samples, the tensor's S and em = sign * eps * M only, so
- * they come from a table of the distribution's 2, 17 or 128 values, built once per tensor
- * and pass (with channel multipliers once per row, if the row has at least that many
- * entries; a shorter row computes its deltas directly). */
+ * they come from the delta table (the distribution's 2, 17 or 128 values), built once per
+ * tensor and pass (with channel multipliers once per row, if the row has at least that many
+ * entries; a shorter row computes its deltas directly). The raw samples of a piece of the row
+ * go through the first bytes of the row buffer's own piece, which the piece's results then
+ * overwrite. */
 static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
     probe_pass *p = ctx;
     const hb_model *m = p->m;
     const hb_zo_tensor *tt = &m->z.trained[t];
     const int8_t *w = (const int8_t *)tensor_data(m, (uint16_t)t);
-    int8_t *out = (int8_t *)(m->work + m->row_off);
+    int8_t *out = work_at(m, m->row_off);
     hb_zo_rowstream *s = pass_stream(p, t, 0);
     /* locals: out is a char pointer, which may alias anything the loop would reload */
-    const uint32_t scale = t_scale[t], len = tt->len, rows = tt->rows;
+    const uint32_t scale = scales(m)[t], len = tt->len, rows = tt->rows;
     const int32_t em = p->sign * (int32_t)(p->eps * hb_zo_row_mult(tt, j));
     const size_t step = tt->layout == HB_ROWS_TRAILING ? rows : 1;
     const int8_t *base = w + (step == 1 ? (size_t)j * len : j);
+    int32_t *dtab = work_at(m, m->delta_off);
     int table = p->tab_tensor == t && p->tab_em == em;
     if (!table && (tt->cm ? len : tt->n) >= hb_zo_n_values(p->src.dist)) { /* worth building */
-        hb_zo_delta_table(p->src.dist, scale, em, p->dtab);
+        hb_zo_delta_table(p->src.dist, scale, em, dtab);
         p->tab_tensor = t;
         p->tab_em = em;
         table = 1;
     }
-    const int32_t *dtab = p->dtab;
+    const int32_t voff = hb_zo_value_offset(p->src.dist);
+    const uint32_t vshift = hb_zo_value_shift(p->src.dist);
     for (uint32_t i0 = 0; i0 < len; i0 += HB_ZO_CHUNK) {
         const uint32_t cnt = len - i0 < HB_ZO_CHUNK ? len - i0 : HB_ZO_CHUNK;
         const int8_t *b = base + (size_t)i0 * step;
         int8_t *o = out + i0;
-        hb_zo_row_samples(&p->src, tt, s, j, i0, cnt, r_buf);
+        hb_zo_row_samples(&p->src, tt, s, j, i0, cnt, o); /* the raw samples, in place */
         if (table)
             for (uint32_t c = 0; c < cnt; c++)
-                o[c] = clamp_weight(b[(size_t)c * step] + dtab[(uint8_t)r_buf[c]]);
+                o[c] = clamp_weight(b[(size_t)c * step] + dtab[(uint32_t)(o[c] + voff) >> vshift]);
         else
             for (uint32_t c = 0; c < cnt; c++)
-                o[c] = clamp_weight(b[(size_t)c * step] + hb_zo_signed_delta(r_buf[c], scale, em));
+                o[c] = clamp_weight(b[(size_t)c * step] + hb_zo_signed_delta(o[c], scale, em));
     }
     return out;
 }
@@ -256,20 +307,23 @@ static int32_t pass_bias(void *ctx, int32_t t, uint32_t j) {
     const hb_zo_tensor *tt = &m->z.trained[t];
     int8_t r;
     hb_zo_row_samples(&p->src, tt, pass_stream(p, t, 1), j, 0, 1, &r);
-    const int32_t d = hb_zo_delta(hb_zo_unit(r, t_scale[t]), p->eps, hb_zo_row_mult(tt, j),
+    const int32_t d = hb_zo_delta(hb_zo_unit(r, scales(m)[t]), p->eps, hb_zo_row_mult(tt, j),
                                   tt->unit_shift);
     const int64_t b0 = hb_rdi32(tensor_data(m, (uint16_t)t) + 4u * j);
     const int64_t b = b0 + (int64_t)p->sign * d;
     return (int32_t)(b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : b);
 }
 
-/* the mean Q16 loss of the mini-batch; rows NULL: the weights as they are */
-static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size,
+/* the mean Q16 loss of the mini-batch of batch_seed (its items drawn again, in order, as the
+ * pass reads them); rows NULL: the weights as they are */
+static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
                           const hb_graph_rows *rows) {
     uint32_t classes = hb_graph_output_size(m->g);
+    hb_stream bs;
+    hb_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
     int64_t sum = 0;
     for (uint16_t i = 0; i < batch_size; i++) {
-        uint32_t item = batch_idx[i];
+        uint32_t item = hb_batch_index(&bs, s->n_items, i);
         const int8_t *out =
             hb_graph_forward_rows(m->g, s->inputs + (size_t)item * s->item_size, rows);
         sum += hb_loss_item(&m->loss, out, classes, s->labels[item]);
@@ -277,13 +331,13 @@ static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size,
     return hb_loss_mean(sum, batch_size);
 }
 
-/* the pass of perturbed_loss: static, like the other scratch (about 2.4 KB: two row streams
- * with their cached blocks and the delta table) */
+/* the pass of perturbed_loss: static (two row streams and a few words; the delta table and
+ * the row cache are in the work area) */
 static probe_pass the_pass;
 
-/* the loss of the mini-batch at w + sign * delta for seed (t_scale: its scales) */
-static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t seed,
-                              uint32_t eps, int32_t sign) {
+/* the loss of the mini-batch at w + sign * delta for seed (the work area's scales: its) */
+static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size,
+                              uint32_t batch_seed, uint32_t seed, uint32_t eps, int32_t sign) {
     probe_pass *p = &the_pass;
     p->m = m;
     p->src = source(m);
@@ -293,60 +347,81 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
     p->w_tensor = p->b_tensor = p->tab_tensor = -1;
     p->tab_em = 0;
     const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p};
-    return batch_loss(m, s, batch_size, &rows);
+    return batch_loss(m, s, batch_size, batch_seed, &rows);
 }
 
 void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
-                    uint16_t eps, const uint32_t *seeds, uint16_t q, int32_t *lp, int32_t *lm) {
+                    uint16_t eps, const uint8_t *seeds, uint16_t q, uint8_t *lp, uint8_t *lm) {
     if (batch_size == 0 || batch_size > HB_MAX_BATCH || q > HB_MAX_Q || s->n_items == 0)
         return; /* outside the request's checked ranges: nothing to compute */
-    hb_stream bs;
-    hb_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
-    for (uint16_t i = 0; i < batch_size; i++) batch_idx[i] = hb_batch_index(&bs, s->n_items, i);
     const int one_sided = m->z.estimator == HB_ESTIMATOR_ONE_SIDED;
-    const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, NULL) : 0;
+    const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, batch_seed, NULL) : 0;
     const hb_zo_source src = source(m);
+    uint32_t *sc = scales(m);
     for (uint16_t k = 0; k < q; k++) {
+        const uint32_t seed = hb_rd32(seeds + 4u * k);
         /* the scales of this perturbation, once, before its forward passes */
         for (uint16_t t = 0; t < m->z.n_trained; t++)
-            t_scale[t] = hb_zo_scale(&src, m->z.scaling, &m->z.trained[t], t, seeds[k]);
-        lp[k] = perturbed_loss(m, s, batch_size, seeds[k], eps, 1);
-        lm[k] = one_sided ? l0 : perturbed_loss(m, s, batch_size, seeds[k], eps, -1);
+            sc[t] = hb_zo_scale(&src, m->z.scaling, &m->z.trained[t], t, seed);
+        const int32_t plus = perturbed_loss(m, s, batch_size, batch_seed, seed, eps, 1);
+        const int32_t minus =
+            one_sided ? l0 : perturbed_loss(m, s, batch_size, batch_seed, seed, eps, -1);
+        hb_wr32(lp + 4u * k, (uint32_t)plus);
+        hb_wr32(lm + 4u * k, (uint32_t)minus);
     }
 }
 
-/* ---- APPLY ------------------------------------------------------------------------------------ */
-void hb_model_apply(hb_model *m, const uint32_t *seeds, const int32_t *coeffs, uint16_t q) {
-    if (q == 0 || q > HB_MAX_Q) return; /* outside the request's checked range */
+/* ---- APPLY ----------------------------------------------------------------------------------- */
+int hb_model_apply(hb_model *m, const uint8_t *seeds, const uint8_t *coeffs, uint16_t q,
+                   void *scratch, uint32_t scratch_bytes) {
+    if (q == 0 || q > HB_MAX_Q) return -1; /* outside the request's checked range */
+    /* the scratch: the chunk's int64 sums (8-byte aligned), the q scales, the chunk's raw
+     * samples and multipliers; the chunk as long as fits, up to HB_ZO_CHUNK elements */
+    const uintptr_t at = (uintptr_t)scratch, aligned = (at + 7u) & ~(uintptr_t)7u;
+    const uint32_t lead = (uint32_t)(aligned - at), fixed = lead + 4u * q;
+    if (scratch_bytes < HB_MODEL_APPLY_SCRATCH(q, 1)) return -1;
+    uint32_t chunk = (scratch_bytes - fixed) / (uint32_t)(sizeof(int64_t) + 2u);
+    if (chunk > HB_ZO_CHUNK) chunk = HB_ZO_CHUNK;
+    uint8_t *b = (uint8_t *)scratch + lead;
+    int64_t *acc = (void *)b;
+    uint32_t *k_scale = (void *)(b + sizeof(int64_t) * chunk);
+    int8_t *r_buf = (int8_t *)(k_scale + q);
+    uint8_t *m_buf = (uint8_t *)r_buf + chunk;
     const hb_zo_source src = source(m);
+    const uint32_t per = master_bytes(m->z.master);
+    uint64_t mst_off = 0; /* the masters, in ZOCF order from the start of the work area */
     for (uint16_t t = 0; t < m->z.n_trained; t++) {
         const hb_zo_tensor *tt = &m->z.trained[t];
-        for (uint16_t k = 0; k < q; k++) k_scale[k] = hb_zo_scale(&src, m->z.scaling, tt, t, seeds[k]);
+        for (uint16_t k = 0; k < q; k++)
+            k_scale[k] = hb_zo_scale(&src, m->z.scaling, tt, t, hb_rd32(seeds + 4u * k));
         hb_zo_target tg;
         tg.kind = tt->kind;
         tg.master = m->z.master;
         tg.rounding = m->z.rounding;
         uint32_t frac = tt->kind == HB_ZO_WEIGHT ? hb_zo_master_frac(m->z.master) : 0;
         tg.shift = hb_zo_shift(frac, tt->unit_shift);
-        tg.mst = tt->kind == HB_ZO_WEIGHT && m->z.master != HB_MASTER_INT8
-                     ? (void *)(m->work + m->work_off[t])
-                     : NULL;
+        tg.mst = NULL;
+        if (tt->kind == HB_ZO_WEIGHT) {
+            if (m->z.master != HB_MASTER_INT8) tg.mst = work_at(m, (uint32_t)mst_off);
+            mst_off += hb_pad16((uint64_t)tt->n * per);
+        }
         tg.data = tensor_data(m, t);
-        hb_stream_init(&tg.round, seeds[0], HB_STREAM_ROUNDING, t);
-        for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
-            uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
+        hb_stream_init(&tg.round, hb_rd32(seeds), HB_STREAM_ROUNDING, t);
+        for (uint32_t e0 = 0; e0 < tt->n; e0 += chunk) {
+            uint32_t cnt = tt->n - e0 < chunk ? tt->n - e0 : chunk;
             memset(acc, 0, sizeof acc[0] * cnt);
             for (uint16_t k = 0; k < q; k++) {
-                hb_zo_samples(&src, tt, t, seeds[k], e0, cnt, r_buf, m_buf);
-                hb_zo_accumulate(acc, r_buf, cnt, k_scale[k], coeffs[k]);
+                hb_zo_samples(&src, tt, t, hb_rd32(seeds + 4u * k), e0, cnt, r_buf, m_buf);
+                hb_zo_accumulate(acc, r_buf, cnt, k_scale[k], hb_rdi32(coeffs + 4u * k));
             }
             hb_zo_update_chunk(&tg, e0, cnt, acc, m_buf);
         }
     }
     m->updates++;
+    return 0;
 }
 
-/* ---- EVAL, WEIGHTS_CRC ------------------------------------------------------------------------ */
+/* ---- EVAL, WEIGHTS_CRC ----------------------------------------------------------------------- */
 void hb_model_eval(hb_model *m, const hb_slot *s, uint32_t start, uint32_t count,
                    uint32_t *correct, int64_t *loss_sum) {
     uint32_t classes = hb_graph_output_size(m->g);
@@ -375,7 +450,14 @@ uint32_t hb_model_updates_applied(const hb_model *m) { return m->updates; }
 uint16_t hb_model_n_trained(const hb_model *m) { return m->z.n_trained; }
 
 uint16_t hb_model_trained_tensor(const hb_model *m, uint16_t t) {
-    return t < m->z.n_trained ? m->z.trained[t].tensor : 0;
+    if (t >= m->z.n_trained) return 0;
+    if (m->z.trained) return m->z.trained[t].tensor;
+    /* loaded, not yet bound: the entry from the section */
+    const hb_zo_model_view mv = model_view(m->g);
+    hb_zocf_iter it = HB_ZOCF_ITER_START;
+    hb_zo_tensor e = {0};
+    while (it.i <= t && hb_zocf_next(&m->z, &mv, &it, &e)) continue;
+    return e.tensor;
 }
 
 const hb_zocf *hb_model_zocf(const hb_model *m) { return &m->z; }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hb_graph.h"
+#include "hb_bytes.h"
 #include "hb_model.h"
 #include "hb_status.h"
 #include "hb_wire.h"
@@ -83,13 +84,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     for (uint32_t i = 0; i < ITEMS; i++) labels[i] = (uint8_t)(i % out);
     hb_slot s = {inputs, labels, ITEMS, (uint16_t)in, (uint16_t)out};
-    uint32_t seeds[2] = {(uint32_t)size, 0xC0FFEEu};
-    int32_t coeffs[2] = {1000, -70000};
-    int32_t lp[2], lm[2];
+    uint8_t seeds[8], coeffs[8], lp[8], lm[8]; /* little-endian, as on the wire */
+    hb_wr32(seeds, (uint32_t)size);
+    hb_wr32(seeds + 4, 0xC0FFEEu);
+    hb_wr32(coeffs, 1000u);
+    hb_wr32(coeffs + 4, (uint32_t)-70000);
     uint32_t crc = hb_model_weights_crc(m);
     hb_model_probe(m, &s, 2, 7, 3, seeds, 2, lp, lm);
     REQUIRE(hb_model_weights_crc(m) == crc); /* the exact restore */
-    hb_model_apply(m, seeds, coeffs, 2);
+    uint8_t scratch[HB_MODEL_APPLY_SCRATCH(2, 16)]; /* chunks of 16 elements */
+    REQUIRE(hb_model_apply(m, seeds, coeffs, 2, scratch, sizeof scratch) == 0);
     REQUIRE(hb_model_updates_applied(m) == 1);
     uint32_t correct = 0;
     int64_t loss = 0;

@@ -91,8 +91,14 @@ static uint32_t probe_is_in_place(const char *file, int c, hb_model *m, hb_graph
     const uint32_t batch_seed = 0xBA7C4u + eps;
     uint8_t *keep = malloc(len);
     memcpy(keep, blob, len);
+    uint8_t wire_seeds[4 * Q], wire_lp[4 * Q], wire_lm[4 * Q]; /* as a request and its answer */
+    for (uint32_t k = 0; k < Q; k++) hb_wr32(wire_seeds + 4 * k, seeds[k]);
+    hb_model_probe(m, slot, B, batch_seed, (uint16_t)eps, wire_seeds, Q, wire_lp, wire_lm);
     int32_t lp[Q], lm[Q];
-    hb_model_probe(m, slot, B, batch_seed, (uint16_t)eps, seeds, Q, lp, lm);
+    for (uint32_t k = 0; k < Q; k++) {
+        lp[k] = hb_rdi32(wire_lp + 4 * k);
+        lm[k] = hb_rdi32(wire_lm + 4 * k);
+    }
     CHECK(memcmp(blob, keep, len) == 0, "%s c%d eps %u: PROBE wrote into the blob", file, c, eps);
     /* the batch as a slot of its own, in PROBE's order */
     int8_t *xs = malloc((size_t)B * slot->item_size);
@@ -143,7 +149,8 @@ static uint32_t probe_is_in_place(const char *file, int c, hb_model *m, hb_graph
 static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot *slot) {
     const hbgv_array *blob_a = get(f, "c%d.%s", c, -1, "blob");
     if (!blob_a) return 0;
-    const hbgv_array *name = get(f, "c%d.%s", c, -1, "name"), *info = get(f, "c%d.%s", c, -1, "info");
+    const hbgv_array *name = get(f, "c%d.%s", c, -1, "name"),
+                     *info = get(f, "c%d.%s", c, -1, "info");
     printf("  %s config %d: %.*s\n", file, c, (int)hbgv_elems(name), (const char *)name->data);
     uint32_t len = hbgv_elems(blob_a);
     uint8_t *blob = aligned(len);
@@ -181,16 +188,17 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
                              *lp = get(f, "c%d.s%d.%s", c, j, "lp"),
                              *lm = get(f, "c%d.s%d.%s", c, j, "lm");
             uint16_t q = (uint16_t)hbgv_elems(seeds);
-            uint32_t s[HB_MAX_Q];
-            int32_t gp[HB_MAX_Q], gm[HB_MAX_Q];
-            for (uint16_t k = 0; k < q; k++) s[k] = (uint32_t)hbgv_get(seeds, k);
+            uint8_t s[4 * HB_MAX_Q], gp[4 * HB_MAX_Q], gm[4 * HB_MAX_Q]; /* little-endian */
+            for (uint16_t k = 0; k < q; k++) hb_wr32(s + 4 * k, (uint32_t)hbgv_get(seeds, k));
             uint32_t before = hb_model_weights_crc(m);
             hb_model_probe(m, slot, (uint16_t)hbgv_get(args, 1), (uint32_t)hbgv_get(args, 0),
                            (uint16_t)hbgv_get(args, 2), s, q, gp, gm);
-            for (uint16_t k = 0; k < q; k++)
-                CHECK(gp[k] == hbgv_get(lp, k) && gm[k] == hbgv_get(lm, k),
-                      "%s c%d step %d seed %u: L+ %d L- %d, expected %lld %lld", file, c, j, k,
-                      gp[k], gm[k], (long long)hbgv_get(lp, k), (long long)hbgv_get(lm, k));
+            for (uint16_t k = 0; k < q; k++) {
+                const int32_t p = hb_rdi32(gp + 4 * k), n = hb_rdi32(gm + 4 * k);
+                CHECK(p == hbgv_get(lp, k) && n == hbgv_get(lm, k),
+                      "%s c%d step %d seed %u: L+ %d L- %d, expected %lld %lld", file, c, j, k, p,
+                      n, (long long)hbgv_get(lp, k), (long long)hbgv_get(lm, k));
+            }
             CHECK(hb_model_weights_crc(m) == before, "%s c%d step %d: PROBE changed the weights",
                   file, c, j);
         } else if (hbgv_get(op, 0) == 2) { /* APPLY */
@@ -199,13 +207,24 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
                              *after = get(f, "c%d.s%d.%s", c, j, "after"),
                              *w = get(f, "c%d.s%d.%s", c, j, "weights");
             uint16_t q = (uint16_t)hbgv_elems(seeds);
-            uint32_t s[HB_MAX_Q];
-            int32_t cf[HB_MAX_Q];
+            uint8_t s[4 * HB_MAX_Q], cf[4 * HB_MAX_Q]; /* little-endian, as a request has them */
             for (uint16_t k = 0; k < q; k++) {
-                s[k] = (uint32_t)hbgv_get(seeds, k);
-                cf[k] = (int32_t)hbgv_get(co, k);
+                hb_wr32(s + 4 * k, (uint32_t)hbgv_get(seeds, k));
+                hb_wr32(cf + 4 * k, (uint32_t)hbgv_get(co, k));
             }
-            hb_model_apply(m, s, cf, q);
+            /* the scratch's length and alignment change nothing: chunks of 1, 37 or
+             * HB_ZO_CHUNK elements at an odd address, in a block of exactly that size (ASan
+             * sees any byte past it); one byte short of a single element is refused first */
+            static const uint32_t chunks[3] = {1, 37, HB_ZO_CHUNK};
+            const uint32_t need = HB_MODEL_APPLY_SCRATCH(q, chunks[j % 3]), skew = 1 + j % 7;
+            uint8_t *scratch = malloc(need + skew);
+            const uint32_t crc0 = hb_model_weights_crc(m), n0 = hb_model_updates_applied(m);
+            rc = hb_model_apply(m, s, cf, q, scratch + skew, HB_MODEL_APPLY_SCRATCH(q, 1) - 1);
+            CHECK(rc == -1 && hb_model_weights_crc(m) == crc0 && hb_model_updates_applied(m) == n0,
+                  "%s c%d step %d: a short scratch must change nothing (%d)", file, c, j, rc);
+            rc = hb_model_apply(m, s, cf, q, scratch + skew, need);
+            CHECK(rc == 0, "%s c%d step %d: APPLY refused a scratch of %u bytes", file, c, j, need);
+            free(scratch);
             CHECK(hb_model_weights_crc(m) == (uint32_t)hbgv_get(after, 0) &&
                       hb_model_updates_applied(m) == hbgv_get(after, 1),
                   "%s c%d step %d: CRC %08x updates %u, expected %08llx %lld", file, c, j,

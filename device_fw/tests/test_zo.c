@@ -118,7 +118,8 @@ static void test_perturb(void) {
                     int32_t delta = hb_zo_delta(unit, eps, mm[i], t.unit_shift);
                     bad = rr[i] != at(r, k * n + e) || mm[i] != hb_zo_row_mult(&t, row) ||
                           unit != at(u, k * n + e) || delta != at(d, k * n + e);
-                    CHECK(!bad, "p%d seed %u element %u: r %d u %d delta %d, expected %lld %lld %lld",
+                    CHECK(!bad,
+                          "p%d seed %u element %u: r %d u %d delta %d, expected %lld %lld %lld",
                           c, k, e, rr[i], unit, delta, (long long)at(r, k * n + e),
                           (long long)at(u, k * n + e), (long long)at(d, k * n + e));
                 }
@@ -127,31 +128,35 @@ static void test_perturb(void) {
             /* the same samples row by row (a forward pass's order), in uneven pieces, through
              * one row stream whose cached blocks carry over from row to row */
             hb_zo_rowstream rs;
-            hb_zo_rowstream_init(&rs, seed, ti);
-            for (uint32_t j = 0; j < t.rows && !bad; j++) {
-                uint32_t step = 1 + j % 5;
-                for (uint32_t i0 = 0; i0 < t.len; i0 += step, step = step % 7 + 1) {
-                    uint32_t cnt = t.len - i0 < step ? t.len - i0 : step;
-                    hb_zo_row_samples(&src, &t, &rs, j, i0, cnt, rr);
-                    for (uint32_t i = 0; i < cnt && !bad; i++) {
-                        uint32_t e = t.layout == HB_ROWS_TRAILING ? (i0 + i) * t.rows + j
-                                                                  : j * t.len + i0 + i;
-                        bad = rr[i] != at(r, k * n + e);
-                        CHECK(!bad, "p%d seed %u row %u entry %u: r %d, expected %lld", c, k, j,
-                              i0 + i, rr[i], (long long)at(r, k * n + e));
+            hb_zo_rowline lines[HB_ZO_ROW_CACHE_LINES];
+            for (int cached = 0; cached < 2 && !bad; cached++) { /* with and without a cache */
+                hb_zo_rowstream_init(&rs, seed, ti, cached ? lines : NULL);
+                for (uint32_t j = 0; j < t.rows && !bad; j++) {
+                    uint32_t step = 1 + j % 5;
+                    for (uint32_t i0 = 0; i0 < t.len; i0 += step, step = step % 7 + 1) {
+                        uint32_t cnt = t.len - i0 < step ? t.len - i0 : step;
+                        hb_zo_row_samples(&src, &t, &rs, j, i0, cnt, rr);
+                        for (uint32_t i = 0; i < cnt && !bad; i++) {
+                            uint32_t e = t.layout == HB_ROWS_TRAILING ? (i0 + i) * t.rows + j
+                                                                      : j * t.len + i0 + i;
+                            bad = rr[i] != at(r, k * n + e);
+                            CHECK(!bad, "p%d seed %u cache %d row %u entry %u: r %d, expected %lld",
+                                  c, k, cached, j, i0 + i, rr[i], (long long)at(r, k * n + e));
+                        }
                     }
                 }
             }
             /* the signed deltas of a table equal hb_zo_delta's, for both signs */
-            int32_t tab[256];
+            int32_t tab[HB_ZO_VALUES_UNIFORM];
             for (int sign = -1; sign <= 1 && t.kind == HB_ZO_WEIGHT; sign += 2) {
                 const uint32_t mult = hb_zo_row_mult(&t, 0);
                 hb_zo_delta_table(dist, s, sign * (int32_t)(eps * mult), tab);
                 for (uint32_t e = 0; e < n && e < 64; e++) {
                     const int8_t v = (int8_t)at(r, k * n + e);
                     const int32_t want = sign * hb_zo_delta(hb_zo_unit(v, s), eps, mult, 0);
-                    CHECK(tab[(uint8_t)v] == want, "p%d seed %u: table delta of r %d is %d, not %d",
-                          c, k, v, tab[(uint8_t)v], want);
+                    const uint32_t ix = hb_zo_value_index(dist, v);
+                    CHECK(ix < hb_zo_n_values(dist) && tab[ix] == want,
+                          "p%d seed %u: table delta of r %d is %d, not %d", c, k, v, tab[ix], want);
                     CHECK(hb_zo_signed_delta(v, s, sign * (int32_t)(eps * mult)) == want,
                           "p%d: signed delta of r %d", c, v);
                 }
@@ -162,26 +167,32 @@ static void test_perturb(void) {
     /* every raw sample of each distribution is in its table, at the extremes of S and em */
     const uint8_t dists[3] = {HB_DIST_RADEMACHER, HB_DIST_GAUSSIAN, HB_DIST_UNIFORM};
     for (int di = 0; di < 3; di++) {
-        int32_t tab[256];
+        int32_t tab[HB_ZO_VALUES_UNIFORM]; /* the largest table */
         const uint32_t scales[3] = {516, 887, HB_SCALE_MAX};
         const int32_t ems[4] = {1, -1, 127 * 255, -127 * 255};
         for (int si = 0; si < 3; si++) {
             for (int ei = 0; ei < 4; ei++) {
-                for (int b = 0; b < 256; b++) tab[b] = INT32_MIN;
+                for (int b = 0; b < HB_ZO_VALUES_UNIFORM; b++) tab[b] = INT32_MIN;
                 hb_zo_delta_table(dists[di], scales[si], ems[ei], tab);
-                uint32_t filled = 0;
-                for (int b = 0; b < 256; b++) filled += tab[b] != INT32_MIN;
-                CHECK(filled == hb_zo_n_values(dists[di]), "dist %u: %u table entries", dists[di],
-                      filled);
+                uint32_t filled = 0, first = HB_ZO_VALUES_UNIFORM;
+                for (uint32_t b = HB_ZO_VALUES_UNIFORM; b-- > 0;)
+                    if (tab[b] != INT32_MIN) filled++, first = b;
+                CHECK(filled == hb_zo_n_values(dists[di]) && first == 0 &&
+                          tab[filled - 1] != INT32_MIN,
+                      "dist %u: %u table entries, not the first %u", dists[di], filled,
+                      hb_zo_n_values(dists[di]));
                 const int8_t top = dists[di] == HB_DIST_RADEMACHER ? 1
                                    : dists[di] == HB_DIST_GAUSSIAN ? 8
                                                                    : 127;
                 const uint32_t e = (uint32_t)(ems[ei] < 0 ? -ems[ei] : ems[ei]);
                 const int32_t u = hb_zo_unit(top, scales[si]);
                 const int32_t want = (ems[ei] < 0 ? -1 : 1) * hb_zo_delta(u, e, 1, 0);
-                CHECK(tab[(uint8_t)top] == want && tab[(uint8_t)(int8_t)-top] == -want,
+                const uint32_t hi = hb_zo_value_index(dists[di], top),
+                               lo = hb_zo_value_index(dists[di], (int8_t)-top);
+                CHECK(lo == 0 && hi == hb_zo_n_values(dists[di]) - 1 && tab[hi] == want &&
+                          tab[lo] == -want,
                       "dist %u S %u em %d: delta of %d is %d, not %d", dists[di], scales[si],
-                      ems[ei], top, tab[(uint8_t)top], want);
+                      ems[ei], top, tab[hi], want);
             }
         }
     }
@@ -231,7 +242,9 @@ static void test_update(void) {
         tg.master = master;
         tg.rounding = rounding;
         tg.shift = hb_zo_shift(kind == HB_ZO_BIAS ? 0 : hb_zo_master_frac(master), t.unit_shift);
-        tg.mst = master == HB_MASTER_Q16 ? (void *)m32 : master == HB_MASTER_INT16 ? (void *)m16 : NULL;
+        tg.mst = master == HB_MASTER_Q16     ? (void *)m32
+                 : master == HB_MASTER_INT16 ? (void *)m16
+                                             : NULL;
         if (kind == HB_ZO_BIAS) tg.mst = NULL;
         tg.data = blob;
         hb_stream_init(&tg.round, (uint32_t)at(seeds, 0), HB_STREAM_ROUNDING, ti);
@@ -259,7 +272,9 @@ static void test_update(void) {
                 got_m = got_d = hb_rdi32(blob + 4 * e);
             } else {
                 got_d = ((int8_t *)blob)[e];
-                got_m = master == HB_MASTER_Q16 ? m32[e] : master == HB_MASTER_INT16 ? m16[e] : got_d;
+                got_m = master == HB_MASTER_Q16     ? m32[e]
+                        : master == HB_MASTER_INT16 ? m16[e]
+                                                    : got_d;
             }
             CHECK(got_m == at(m1, e) && got_d == at(d1, e),
                   "u%d element %u: master %lld data %lld, expected %lld %lld", c, e,
@@ -282,7 +297,8 @@ static void test_loss(void) {
         const hbgv_array *sec = arr("loss%d.%s", c, "section");
         if (!sec) break;
         const hbgv_array *lg = arr("loss%d.%s", c, "logits"), *lb = arr("loss%d.%s", c, "labels"),
-                         *per = arr("loss%d.%s", c, "per_item"), *mean = arr("loss%d.%s", c, "mean"),
+                         *per = arr("loss%d.%s", c, "per_item"),
+                         *mean = arr("loss%d.%s", c, "mean"),
                          *am = arr("loss%d.%s", c, "argmax"), *ls = arr("loss%d.%s", c, "ln_s"),
                          *ln = arr("loss%d.%s", c, "ln");
         hb_loss_tables tb;
@@ -308,7 +324,8 @@ static void test_loss(void) {
     /* the floor division of the mean and its int32 wrap */
     CHECK(hb_loss_mean(-7, 2) == -3 && hb_loss_mean(-8, 3) == -3 && hb_loss_mean(7, 2) == 4,
           "mean rounding");
-    CHECK(hb_loss_mean(((int64_t)1 << 32) + 5, 1) == 5 && hb_loss_mean(INT32_MAX + (int64_t)1, 1) == INT32_MIN,
+    CHECK(hb_loss_mean(((int64_t)1 << 32) + 5, 1) == 5 &&
+              hb_loss_mean(INT32_MAX + (int64_t)1, 1) == INT32_MIN,
           "mean wrap");
     for (int c = 0;; c++) {
         const hbgv_array *msg = arr("lossbad%d.%s", c, "msg");
@@ -349,14 +366,16 @@ static uint16_t view_weight(const void *ctx, uint32_t i) {
     return (uint16_t)at(v->weights, i);
 }
 
-static hb_zocf Z; /* 4 KB: static, as on the device */
+static hb_zocf Z;
+static hb_zo_tensor Z_table[HB_MAX_TRAINED]; /* the device keeps it in its arena */
 
 static void test_zocf(void) {
     const hbgv_array *names = hbgv_need(&F, "view.names");
     char list[256] = {0}, *model[8];
     memcpy(list, names->data, hbgv_elems(names) < 255 ? hbgv_elems(names) : 255);
     int n_models = 0;
-    for (char *p = strtok(list, ","); p && n_models < 8; p = strtok(NULL, ",")) model[n_models++] = p;
+    for (char *p = strtok(list, ","); p && n_models < 8; p = strtok(NULL, ","))
+        model[n_models++] = p;
     int cases = 0, refused = 0;
     for (int c = 0;; c++, cases++) {
         const hbgv_array *mi = arr("z%d.%s", c, "model");
@@ -381,6 +400,7 @@ static void test_zocf(void) {
         }
         CHECK(rc == 0, "z%d refused: %.*s", c, st.len, st.msg);
         if (rc) continue;
+        hb_zocf_table(&Z, &mv, Z_table);
         const hbgv_array *h = arr("z%d.%s", c, "header"), *tr = arr("z%d.%s", c, "trained"),
                          *cm = arr("z%d.%s", c, "cm");
         CHECK(Z.dist == at(h, 0) && Z.scaling == at(h, 1) && Z.estimator == at(h, 2) &&

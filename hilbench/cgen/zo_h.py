@@ -46,6 +46,15 @@ def build() -> Header:
     h.define("HB_ROWS_LEADING", perturb.ROWS_LEADING, "axis 0: contiguous rows")
     h.define("HB_ROWS_TRAILING", perturb.ROWS_TRAILING, "last axis: depthwise filters")
 
+    h.comment('The ZO work area\'s parts besides masters and pool (docs/firmware.md "ZO state")')
+    h.define("HB_ZO_TENSOR_BYTES", zocf.TENSOR_BYTES, "a trained tensor's description")
+    h.define("HB_ZO_SCALE_BYTES", zocf.SCALE_BYTES, "a PROBE's scale S of a trained tensor")
+    h.define("HB_ZO_DELTA_BYTES", zocf.DELTA_BYTES, "a delta table entry (int32)")
+    for name, code in perturb.DISTRIBUTIONS.items():
+        h.define(f"HB_ZO_VALUES_{c_ident(name)}", zocf.DISTRIBUTION_VALUES[code])
+    h.define("HB_ZO_ROW_CACHE_LINES", zocf.ROW_CACHE_LINES, "the depthwise row stream's cache")
+    h.define("HB_ZO_ROW_CACHE_LINE_BYTES", zocf.ROW_CACHE_LINE_BYTES, "a tag and a block")
+
     h.comment("The ZOCF section (docs/zo-math.md section 7), little-endian")
     h.raw('#define HB_ZOCF_TAG "' + zocf.SECTION_TAG + '"')
     h.define("HB_ZOCF_VERSION", zocf.VERSION)

@@ -25,7 +25,6 @@ import numpy as np
 
 from hilbench.npu import ops as _ops
 from hilbench.npu.ops import depthwise_conv2d
-from hilbench.protocol.messages import MAX_Q
 from hilbench.zo import perturb, update
 
 DEPTHWISE_KIND = depthwise_conv2d.KIND
@@ -40,6 +39,16 @@ MAX_TRAINED = 128  # HB_MAX_TRAINED: trained tensors a device holds (MobileNetV2
 BIAS_UNIT_SHIFT = 8  # a bias LSB is s_in * s_w: one eps of a bias moves it 2^8 bias LSBs
 ONE = 1 << perturb.MULT_FRAC  # eps multiplier 1.0 in Q4
 MIN_MULT, MAX_MULT = 1, 255  # Q4 eps multipliers (tensor and channel)
+
+# The ZO work area's parts besides the masters and the pool (docs/firmware.md "ZO state";
+# device_fw/core/model.c places them, gen/hb_zo.h carries these numbers):
+TENSOR_BYTES = 32  # one trained tensor's description: the C's hb_zo_tensor, 24 B on a 32-bit
+#                    MCU, 32 B on a 64-bit host (model.c asserts it fits)
+SCALE_BYTES = 4  # a PROBE's scale S (u32) of each trained tensor, for the seed being probed
+DELTA_BYTES = 4  # the delta table of a perturbed pass: an int32 per distinct raw sample
+DISTRIBUTION_VALUES = {perturb.RADEMACHER: 2, perturb.GAUSSIAN: 17, perturb.UNIFORM: 128}
+ROW_CACHE_LINES = 32  # the depthwise row stream's block cache: lines of
+ROW_CACHE_LINE_BYTES = 4 + 4 * 4  # a tag and a 4-word Philox block
 
 # Byte layout, declared once (the C header's offsets and sizes come from these).
 HEADER_FIELDS = (
@@ -519,34 +528,48 @@ def pad16(n: int) -> int:
     return (n + 15) & ~15
 
 
-def zo_work_bytes(config: ZoConfig, trainables: list[Trainable]) -> int:
-    """Arena bytes of the ZO state (``zo_bytes``, docs/firmware.md "ZO state"), laid out as
-    device_fw/core/model.c places it: in ZOCF order, per trained int8 weight tensor of ``n``
-    elements its master ``pad16(n * 4)`` (q16) or ``pad16(n * 2)`` (int16), nothing for the
-    int8 master (the weights are their own master); then the pool, ``pad16(pool_size)``;
-    then the row buffer a PROBE produces perturbed weight rows into, ``pad16`` of the longest
-    trained weight row (docs/zo-math.md "Rows"; 0 without trained weights). Biases are their
-    own master (in the blob) and need no buffer."""
-    per = update.MASTER_BYTES[config.master_code]
+def memory_bytes(config: ZoConfig, trainables: list[Trainable]) -> dict[str, int]:
+    """The ZO work area by part, unpadded, in the order device_fw/core/model.c places them
+    (docs/zo-math.md "Device memory", docs/firmware.md "ZO state"). A part is 0 when the
+    model or method needs none of it:
+
+    - ``master``: per trained int8 weight ``4`` bytes (q16), ``2`` (int16), ``0`` (int8: the
+      weights are their own master); biases are their own master, in the blob;
+    - ``pool``: ``pool_size``;
+    - ``row_buffer``: the longest trained weight row, which a PROBE produces perturbed weights
+      into (docs/zo-math.md "Rows"), and ``delta_table``: 4 bytes per value of the
+      distribution (2, 17 or 128), both only if a weight tensor is trained;
+    - ``row_cache``: the depthwise row stream's blocks, if a depthwise filter is trained with
+      fresh samples;
+    - ``tensors`` and ``scales``: per trained tensor its description and a PROBE's scale.
+
+    The arena's books (:func:`zo_work_bytes`) pad each master and each other part to 16."""
     weights = [t for t in trainables if t.kind == "weight"]
-    masters = sum(pad16(t.size * per) for t in weights)
-    return masters + pad16(config.pool_size) + pad16(row_buffer_bytes(trainables))
+    depthwise = any(t.layout == perturb.ROWS_TRAILING for t in weights)
+    return {
+        "master": sum(t.size for t in weights) * update.MASTER_BYTES[config.master_code],
+        "pool": config.pool_size,
+        "row_buffer": row_buffer_bytes(trainables),
+        "delta_table": DELTA_BYTES * DISTRIBUTION_VALUES[config.dist_code] if weights else 0,
+        "row_cache": ROW_CACHE_LINES * ROW_CACHE_LINE_BYTES
+        if depthwise and config.pool_size == 0
+        else 0,
+        "tensors": TENSOR_BYTES * len(trainables),
+        "scales": SCALE_BYTES * len(trainables),
+    }
+
+
+def zo_work_bytes(config: ZoConfig, trainables: list[Trainable]) -> int:
+    """Arena bytes of the ZO state (``zo_bytes``, docs/firmware.md "ZO state"; equal to the
+    C's ``hb_model_work_bytes`` by the golden vectors): the parts of :func:`memory_bytes` in
+    their order, each trained weight tensor's master and every other part padded to 16."""
+    per = update.MASTER_BYTES[config.master_code]
+    masters = sum(pad16(t.size * per) for t in trainables if t.kind == "weight")
+    parts = memory_bytes(config, trainables)
+    return masters + sum(pad16(v) for k, v in parts.items() if k != "master")
 
 
 def row_buffer_bytes(trainables: list[Trainable]) -> int:
     """The longest trained weight row, ``L`` of docs/zo-math.md "Rows" (unpadded): the one
     row of perturbed int8 weights a PROBE's forward pass holds at a time."""
     return max((t.rows[1] for t in trainables if t.kind == "weight"), default=0)
-
-
-def memory_bytes(config: ZoConfig, trainables: list[Trainable]) -> dict[str, int]:
-    """Device RAM the ZO method needs beyond the model's constants, by part (docs/zo-math.md,
-    "Device memory"), unpadded; the arena's books use :func:`zo_work_bytes`."""
-    weights = sum(t.size for t in trainables if t.kind == "weight")
-    return {
-        "master": weights * update.MASTER_BYTES[config.master_code],
-        # a PROBE never writes the weights: it produces each perturbed row into this buffer
-        "row_buffer": row_buffer_bytes(trainables),
-        "pool": config.pool_size,
-        "apply_scratch": 12 * MAX_Q,  # seed, coefficient and scale S per sample (static)
-    }

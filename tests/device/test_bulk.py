@@ -32,7 +32,8 @@ def chunk(total: int, offset: int, blob: bytes, k: int, slot: int | None = None)
 def test_the_arena_books_of_a_loaded_model_and_data():
     wire = loaded()
     arena = wire.twin.arena
-    assert (ACT, ZO) == (96, 9472 + 64)  # the MLP's activation plan, q16 masters, row buffer
+    # the MLP's activation plan; q16 masters, the row buffer, 2 deltas, 2 tensors' records
+    assert (ACT, ZO) == (96, 9472 + 64 + 16 + 2 * 32 + 16)
     assert arena.model_region == pad16(len(BLOB)) + ACT + ZO
     assert arena.slot_bytes(0) == pad16(len(DATA))
     assert arena.slot_offset(0) == spec.DEFAULT_ARENA_BYTES - pad16(len(DATA))

@@ -215,30 +215,64 @@ def test_fresh_word_accounting(mlp):
     assert zocf.fresh_numbers_per_step(sr, tr, 1) == 2 * 2368 + 2368
     mem = zocf.memory_bytes(ZoConfig(master="int8", pool_size=256), tr)
     assert mem["master"] == 0 and mem["row_buffer"] == 64 and mem["pool"] == 256
+    assert mem["tensors"] == 2 * zocf.TENSOR_BYTES and mem["scales"] == 2 * zocf.SCALE_BYTES
 
 
-def test_zo_work_bytes_pads_each_master_the_pool_and_the_row_buffer_to_16(mlp):
+def test_zo_work_bytes_pads_each_master_and_each_part_to_16(mlp):
     """docs/firmware.md "ZO state": per trained weight tensor pad16(n * master bytes) (the
-    int8 master: nothing), then pad16(pool), then pad16(the longest trained weight row);
-    biases cost nothing."""
+    int8 master: nothing), then pad16 of the pool, of the longest trained weight row, of the
+    delta table (4 bytes per value of the distribution: 2, 17, 128), of the depthwise row
+    cache (none here), of 32 bytes per trained tensor (its description) and of 4 per trained
+    tensor (a PROBE's scale)."""
     cfg = zocf.build(mlp, layers="all")  # fc0_w 32 x 64, fc0_b 32, fc1_w 10 x 32, fc1_b 10
     tr = zocf.resolve(cfg, mlp)
     assert zocf.row_buffer_bytes(tr) == 64  # fc0_w's rows
-    assert zocf.zo_work_bytes(cfg, tr) == 4 * 2048 + 4 * 320 + 64
+    table = 4 * 32 + 16  # four trained tensors: descriptions, scales
+    assert zocf.zo_work_bytes(cfg, tr) == 4 * 2048 + 4 * 320 + 64 + 16 + table
     i16 = cfg.replace(master="int16", pool_size=100)
-    assert zocf.zo_work_bytes(i16, tr) == 2 * 2048 + 2 * 320 + 112 + 64
+    assert zocf.zo_work_bytes(i16, tr) == 2 * 2048 + 2 * 320 + 112 + 64 + 16 + table
     i8 = cfg.replace(master="int8", pool_size=1)
-    assert zocf.zo_work_bytes(i8, tr) == 16 + 64
+    assert zocf.zo_work_bytes(i8, tr) == 16 + 64 + 16 + table
+    gauss = cfg.replace(master="int8", distribution="gaussian")
+    assert zocf.zo_work_bytes(gauss, tr) == 64 + 80 + table  # 17 deltas: 68 -> 80
+    uni = cfg.replace(master="int8", distribution="uniform")
+    assert zocf.zo_work_bytes(uni, tr) == 64 + 512 + table
     odd = mlp.with_constants({})
     odd.tensors["fc1_w"].shape = (10, 33)  # 330 elements: int16 660 -> 672; rows of 33 -> 48
     odd.tensors["fc1_w"].data = np.zeros((10, 33), np.int8)
     tr = zocf.resolve(ZoConfig(), odd)
-    assert zocf.zo_work_bytes(ZoConfig(master="int16"), tr) == 2 * 2048 + 672 + 64
-    assert zocf.zo_work_bytes(ZoConfig(master="int8"), tr) == 64
+    two = 2 * 32 + 16  # two trained tensors
+    assert zocf.zo_work_bytes(ZoConfig(master="int16"), tr) == 2 * 2048 + 672 + 64 + 16 + two
+    assert zocf.zo_work_bytes(ZoConfig(master="int8"), tr) == 64 + 16 + two
     fc1 = ZoConfig(master="int8", tensors=(TensorZo(list(odd.tensors).index("fc1_w")),))
-    assert zocf.zo_work_bytes(fc1, zocf.resolve(fc1, odd)) == 48
+    assert zocf.zo_work_bytes(fc1, zocf.resolve(fc1, odd)) == 48 + 16 + 32 + 16
     biases = zocf.build(mlp, layers="biases", master="int8")
-    assert zocf.zo_work_bytes(biases, zocf.resolve(biases, mlp)) == 0  # no row buffer
+    # no row buffer and no delta table: a bias element's delta is computed as it is read
+    assert zocf.zo_work_bytes(biases, zocf.resolve(biases, mlp)) == 2 * 32 + 16
+    parts = zocf.memory_bytes(cfg.replace(master="int8"), zocf.resolve(cfg, mlp))
+    assert parts == {
+        "master": 0,
+        "pool": 0,
+        "row_buffer": 64,
+        "delta_table": 8,
+        "row_cache": 0,
+        "tensors": 128,
+        "scales": 16,
+    }
+
+
+def test_the_depthwise_row_cache_is_booked_only_for_fresh_samples(mobilenet):
+    """A depthwise filter trained with fresh samples reads its stream through a cache of 32
+    lines of 20 bytes (640); with a pool, or without depthwise filters, there is none."""
+    dw = zocf.build(mobilenet, layers="dwconv*_w", master="int8")
+    tr = zocf.resolve(dw, mobilenet)
+    assert zocf.memory_bytes(dw, tr)["row_cache"] == 640
+    pooled = dw.replace(pool_size=9, distribution="uniform")
+    assert zocf.memory_bytes(pooled, tr)["row_cache"] == 0
+    # the cache and 2 deltas (16) against a pool of 9 (16) and 128 deltas (512)
+    assert zocf.zo_work_bytes(dw, tr) - zocf.zo_work_bytes(pooled, tr) == 640 + 16 - 16 - 512
+    pw = zocf.build(mobilenet, layers="conv*_w", master="int8")
+    assert zocf.memory_bytes(pw, zocf.resolve(pw, mobilenet))["row_cache"] == 0
 
 
 @pytest.fixture(scope="module")

@@ -46,6 +46,16 @@
 #define HB_ROWS_LEADING 0  /* axis 0: contiguous rows */
 #define HB_ROWS_TRAILING 1  /* last axis: depthwise filters */
 
+/* The ZO work area's parts besides masters and pool (docs/firmware.md "ZO state") */
+#define HB_ZO_TENSOR_BYTES 32  /* a trained tensor's description */
+#define HB_ZO_SCALE_BYTES 4  /* a PROBE's scale S of a trained tensor */
+#define HB_ZO_DELTA_BYTES 4  /* a delta table entry (int32) */
+#define HB_ZO_VALUES_RADEMACHER 2
+#define HB_ZO_VALUES_GAUSSIAN 17
+#define HB_ZO_VALUES_UNIFORM 128
+#define HB_ZO_ROW_CACHE_LINES 32  /* the depthwise row stream's cache */
+#define HB_ZO_ROW_CACHE_LINE_BYTES 20  /* a tag and a block */
+
 /* The ZOCF section (docs/zo-math.md section 7), little-endian */
 #define HB_ZOCF_TAG "ZOCF"
 #define HB_ZOCF_VERSION 1

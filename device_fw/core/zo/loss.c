@@ -34,7 +34,8 @@ int64_t hb_ln_q16(const hb_loss_tables *t, uint32_t s) {
     uint32_t rem = frac & ((1u << (31 - HB_LN_BITS)) - 1u);
     int64_t lo = hb_rdi32(t->ln + 4u * idx), hi = hb_rdi32(t->ln + 4u * (idx + 1));
     /* (hi - lo) * rem < 2^33 * 2^21: int64; >> floors like Python's */
-    int64_t interp = ((hi - lo) * (int64_t)rem + ((int64_t)1 << (30 - HB_LN_BITS))) >> (31 - HB_LN_BITS);
+    const int64_t half = (int64_t)1 << (30 - HB_LN_BITS);
+    int64_t interp = ((hi - lo) * (int64_t)rem + half) >> (31 - HB_LN_BITS);
     return ((int64_t)b - 16) * HB_LN2_Q16 + lo + interp;
 }
 

@@ -16,7 +16,9 @@ static const uint8_t POPCOUNT8[256] = {
 #undef B6
 };
 
-static uint32_t popcount16(uint32_t h) { return (uint32_t)POPCOUNT8[h & 0xFFu] + POPCOUNT8[h >> 8]; }
+static uint32_t popcount16(uint32_t h) {
+    return (uint32_t)POPCOUNT8[h & 0xFFu] + POPCOUNT8[h >> 8];
+}
 
 /* fresh samples e0 .. e0+count-1 of a stream: a word is read when its first lane is needed
  * (one loop per distribution, so the lanes per word are constants: shifts, not divisions) */
@@ -98,20 +100,24 @@ void hb_zo_samples(const hb_zo_source *src, const hb_zo_tensor *t, uint32_t ti, 
     }
 }
 
-void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti) {
+void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti, hb_zo_rowline *lines) {
     hb_stream_init(&rs->s, seed, HB_STREAM_PERTURB, ti);
-    memset(rs->tag, 0, sizeof rs->tag);
+    rs->lines = lines;
+    if (lines)
+        for (uint32_t l = 0; l < HB_ZO_ROW_CACHE_LINES; l++) lines[l].tag = 0;
 }
 
-/* word `word` of the stream through the block cache */
+/* word `word` of the stream through the block cache (without one: the stream's own block) */
 static uint32_t row_word(hb_zo_rowstream *rs, uint32_t word) {
-    const uint32_t block = word >> 2, line = block % HB_ZO_ROW_BLOCKS;
-    if (rs->tag[line] != block + 1) {
+    if (!rs->lines) return hb_stream_word(&rs->s, word);
+    const uint32_t block = word >> 2;
+    hb_zo_rowline *line = &rs->lines[block % HB_ZO_ROW_CACHE_LINES];
+    if (line->tag != block + 1) {
         hb_stream_fill(&rs->s, block);
-        memcpy(rs->w[line], rs->s.w, sizeof rs->w[line]);
-        rs->tag[line] = block + 1; /* block < 2^24 (n <= 2^26): no wrap */
+        memcpy(line->w, rs->s.w, sizeof line->w);
+        line->tag = block + 1; /* block < 2^24 (n <= 2^26): no wrap */
     }
-    return rs->w[line][word & 3u];
+    return line->w[word & 3u];
 }
 
 /* the fresh sample of element e (a lane of a word) */
@@ -146,15 +152,17 @@ void hb_zo_row_samples(const hb_zo_source *src, const hb_zo_tensor *t, hb_zo_row
 }
 
 uint32_t hb_zo_n_values(uint8_t dist) {
-    return dist == HB_DIST_RADEMACHER ? 2u : dist == HB_DIST_GAUSSIAN ? 17u : 128u;
+    return dist == HB_DIST_RADEMACHER ? HB_ZO_VALUES_RADEMACHER
+           : dist == HB_DIST_GAUSSIAN ? HB_ZO_VALUES_GAUSSIAN
+                                      : HB_ZO_VALUES_UNIFORM;
 }
 
-void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t tab[256]) {
+void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab) {
     /* the raw samples: Rademacher -1, 1; Gaussian -8..8; uniform the odd -127..127 */
-    const int32_t lo = dist == HB_DIST_RADEMACHER ? -1 : dist == HB_DIST_GAUSSIAN ? -8 : -127;
-    const int32_t stride = dist == HB_DIST_GAUSSIAN ? 1 : 2;
+    const int32_t lo = -hb_zo_value_offset(dist);
+    const int32_t stride = 1 << hb_zo_value_shift(dist);
     for (int32_t r = lo; r <= -lo; r += stride)
-        tab[(uint8_t)(int8_t)r] = hb_zo_signed_delta((int8_t)r, scale, em);
+        tab[hb_zo_value_index(dist, (int8_t)r)] = hb_zo_signed_delta((int8_t)r, scale, em);
 }
 
 uint32_t hb_isqrt_u64(uint64_t x) {

@@ -31,18 +31,26 @@ void hb_zo_samples(const hb_zo_source *src, const hb_zo_tensor *t, uint32_t ti, 
                    uint32_t e0, uint32_t count, int8_t *r, uint8_t *mult);
 
 /* The perturbation stream (seed, 1, ti) of one trained tensor as a forward pass reads it, row
- * by row: besides the stream's own block, HB_ZO_ROW_BLOCKS blocks of 4 words cached by block
- * index (direct-mapped). A depthwise (trailing) row's L entries are R elements apart, each in
- * another block; the next row's entries are the next elements, mostly in the same blocks, so
- * with L <= HB_ZO_ROW_BLOCKS a block is computed about once per tensor, not once per entry. */
-#define HB_ZO_ROW_BLOCKS 32u
+ * by row: besides the stream's own block, an optional cache of HB_ZO_ROW_CACHE_LINES blocks of
+ * 4 words by block index (direct-mapped). A depthwise (trailing) row's L entries are R
+ * elements apart, each in another block; the next row's entries are the next elements, mostly
+ * in the same blocks, so with L <= HB_ZO_ROW_CACHE_LINES a block is computed about once per
+ * tensor, not once per entry. Without the cache (lines NULL) the numbers are the same, each
+ * entry of a trailing row costs a Philox call. Leading rows are runs of consecutive elements:
+ * they never use the cache. */
+typedef struct {
+    uint32_t tag;  /* block index + 1 held by the line, 0: none */
+    uint32_t w[4]; /* the block */
+} hb_zo_rowline;
+_Static_assert(sizeof(hb_zo_rowline) == HB_ZO_ROW_CACHE_LINE_BYTES, "a cache line as declared");
 typedef struct {
     hb_stream s;
-    uint32_t tag[HB_ZO_ROW_BLOCKS]; /* block index + 1 held by each line, 0: none */
-    uint32_t w[HB_ZO_ROW_BLOCKS][4];
+    hb_zo_rowline *lines; /* HB_ZO_ROW_CACHE_LINES lines, or NULL */
 } hb_zo_rowstream;
 
-void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti);
+/* lines: HB_ZO_ROW_CACHE_LINES lines the stream may use as its block cache (emptied here), or
+ * NULL. */
+void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti, hb_zo_rowline *lines);
 
 /* Raw samples r[0..count) of entries i0.. of row j of trained tensor t (docs/zo-math.md
  * "Rows"; i0 + count <= t->len): the numbers hb_zo_samples gives those elements. rs is the
@@ -51,13 +59,26 @@ void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti);
 void hb_zo_row_samples(const hb_zo_source *src, const hb_zo_tensor *t, hb_zo_rowstream *rs,
                        uint32_t j, uint32_t i0, uint32_t count, int8_t *r);
 
-/* The number of distinct raw samples of a distribution (HB_DIST_*): 2, 17 or 128. */
+/* The number of distinct raw samples of a distribution (HB_DIST_*): 2, 17 or 128
+ * (HB_ZO_VALUES_*), the entries of its delta table. */
 uint32_t hb_zo_n_values(uint8_t dist);
 
-/* tab[(uint8_t)r] = rsym(rsym(r S, 8) em, 12) for every raw sample r of the distribution (the
- * others are left alone): the signed delta sign * hb_zo_delta(hb_zo_unit(r, S), eps, M, 0) of
- * an int8 weight when em = sign * eps * M (rsym is odd). */
-void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t tab[256]);
+/* The entry of raw sample r in its distribution's delta table, its rank among the
+ * distribution's values (Rademacher -1, 1; Gaussian -8..8; uniform the odd -127..127):
+ * (r + offset) >> shift. */
+static inline int32_t hb_zo_value_offset(uint8_t dist) {
+    return dist == HB_DIST_RADEMACHER ? 1 : dist == HB_DIST_GAUSSIAN ? 8 : 127;
+}
+static inline uint32_t hb_zo_value_shift(uint8_t dist) { return dist != HB_DIST_GAUSSIAN; }
+static inline uint32_t hb_zo_value_index(uint8_t dist, int8_t r) {
+    return (uint32_t)(r + hb_zo_value_offset(dist)) >> hb_zo_value_shift(dist);
+}
+
+/* tab[hb_zo_value_index(dist, r)] = rsym(rsym(r S, 8) em, 12) for every raw sample r of the
+ * distribution (hb_zo_n_values(dist) entries): the signed delta
+ * sign * hb_zo_delta(hb_zo_unit(r, S), eps, M, 0) of an int8 weight when em = sign * eps * M
+ * (rsym is odd). */
+void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab);
 
 /* One signed delta as hb_zo_delta_table computes it (|r S| < 2^23, |u em| < 2^30). */
 static inline int32_t hb_zo_signed_delta(int8_t r, uint32_t scale, int32_t em);
@@ -80,7 +101,8 @@ static inline int64_t hb_rsym(int64_t x, unsigned s) {
 /* u = rsym(r * S, 8): Q8, |u| <= 32512 (|r S| < 2^23: int32) */
 static inline int32_t hb_zo_unit(int8_t r, uint32_t scale) {
     int32_t x = (int32_t)r * (int32_t)scale;
-    return (x + (1 << (HB_SCALE_FRAC - HB_UNIT_FRAC - 1)) - (x < 0)) >> (HB_SCALE_FRAC - HB_UNIT_FRAC);
+    const int sh = HB_SCALE_FRAC - HB_UNIT_FRAC;
+    return (x + (1 << (sh - 1)) - (x < 0)) >> sh;
 }
 
 /* delta = rsym(eps * M * u, 12) << U, written as a product (<< of a negative is undefined

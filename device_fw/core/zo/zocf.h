@@ -50,17 +50,38 @@ typedef struct {
     const uint8_t *cm;   /* R per-row multipliers (Q4) in the section, or NULL */
 } hb_zo_tensor;
 
+/* A ZOCF section as hb_zocf_load checked it: the method (header, or the defaults) and the
+ * number of trained tensors. Their table is not part of it: hb_zocf_table decodes the entries
+ * into storage the caller sizes by n_trained (the device: its arena's ZO work area). */
 typedef struct {
     uint8_t dist, scaling, estimator, rounding, master;
     uint32_t pool_size, pool_seed;
     uint16_t n_trained;
-    hb_zo_tensor trained[HB_MAX_TRAINED];
+    const uint8_t *sec; /* the section (NULL: none, the default entries) */
+    uint32_t sec_len;
+    const hb_zo_tensor *trained; /* the table hb_zocf_table filled, NULL until then */
 } hb_zocf;
 
-/* Parse and check a ZOCF section (sec NULL: the blob has none, defaults) against the model.
+/* Parse and check a ZOCF section (sec NULL: the blob has none, defaults) against the model,
+ * every entry in the device's order. Stores no entry: z->trained is NULL afterwards.
  * 0, or -1 with st = (BAD_MODEL, the declared message). */
 int hb_zocf_load(const uint8_t *sec, uint32_t len, const hb_zo_model_view *mv, hb_zocf *z,
                  hb_status *st);
+
+/* The entries of a checked ZOCF (hb_zocf_load returned 0 for z and the same mv) one at a
+ * time, in order: start with it = HB_ZOCF_ITER_START; each call fills *t (entry it.i) and
+ * returns 1, then 0 after the last. Nothing is stored: a caller that needs the figures before
+ * it has a table (the arena's books) walks them. */
+typedef struct {
+    uint16_t i;   /* the next entry */
+    uint32_t pos; /* its offset in the section */
+} hb_zocf_iter;
+#define HB_ZOCF_ITER_START {0, HB_ZOCF_HEADER_SIZE}
+int hb_zocf_next(const hb_zocf *z, const hb_zo_model_view *mv, hb_zocf_iter *it, hb_zo_tensor *t);
+
+/* Decode every entry of a checked ZOCF into table[0 .. z->n_trained) and point z->trained at
+ * it. */
+void hb_zocf_table(hb_zocf *z, const hb_zo_model_view *mv, hb_zo_tensor *table);
 
 /* Q4 multiplier of row j of a trained tensor. */
 static inline uint32_t hb_zo_row_mult(const hb_zo_tensor *t, uint32_t j) {
