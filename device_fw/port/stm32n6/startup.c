@@ -1,0 +1,93 @@
+/* Reset, the vector table and the C runtime's start on the STM32N6 (development boot: the
+ * debugger wrote the image into AXISRAM, pointed VTOR at this table and started the core with
+ * a core reset, which loads SP and PC from it).
+ *
+ * Reset_Handler, in assembly, turns the FPU and MVE on (CPACR CP10/CP11; a debugger's emulated
+ * reset writes CPACR = 0) and sets the stack limit before any compiled C runs, since the
+ * compiler may use FP and Helium registers anywhere. hb_n6_prep_c then zeroes .bss (the image
+ * is loaded where it runs: .data needs no copy), points VTOR here and runs main(). */
+#include <stdint.h>
+#include <string.h>
+
+#include "stm32n6.h"
+
+extern uint32_t __stack_top[], __bss_start[], __bss_end[];
+extern void (*const __init_array_start[])(void), (*const __init_array_end[])(void);
+
+int main(void);
+void Reset_Handler(void);
+void hb_n6_prep_c(void);
+void SysTick_Handler(void);
+
+typedef void (*hb_vector)(void);
+
+typedef struct {
+    uint32_t *initial_sp;
+    hb_vector system[15];
+    hb_vector irq[STM32N6_N_IRQ];
+} hb_vector_table;
+
+#define FAULT hb_n6_fault_entry
+__attribute__((section(".vectors"), used)) const hb_vector_table hb_n6_vectors = {
+    .initial_sp = __stack_top,
+    .system =
+        {
+            Reset_Handler, /* 1 Reset */
+            FAULT,         /* 2 NMI */
+            FAULT,         /* 3 HardFault */
+            FAULT,         /* 4 MemManage */
+            FAULT,         /* 5 BusFault */
+            FAULT,         /* 6 UsageFault */
+            FAULT,         /* 7 SecureFault */
+            0,             /* 8-10 reserved */
+            0,
+            0,
+            FAULT,           /* 11 SVCall */
+            FAULT,           /* 12 DebugMonitor: never enabled */
+            0,               /* 13 reserved */
+            FAULT,           /* 14 PendSV */
+            SysTick_Handler, /* 15 SysTick: the cycle counter's wraps */
+        },
+    .irq =
+        {
+            [0 ... USART1_IRQ - 1] = FAULT,
+            [USART1_IRQ] = hb_n6_uart_isr,
+        },
+};
+_Static_assert(sizeof(hb_vector_table) <= 1024, "VTOR at 0x34000400 needs a table <= 1 KiB");
+
+__attribute__((naked, noreturn)) void Reset_Handler(void) {
+    __asm volatile(
+        "cpsid i\n"
+        "ldr r0, =0xE000ED88\n" /* CPACR */
+        "ldr r1, [r0]\n"
+        "orr r1, r1, #0x00F00000\n" /* CP10, CP11: full access (FPU and MVE) */
+        "str r1, [r0]\n"
+        "dsb\n"
+        "isb\n"
+        "ldr r0, =__stack_top\n"
+        "msr msp, r0\n"
+        "ldr r0, =__stack_limit\n"
+        "msr msplim, r0\n"
+        "ldr r0, =0xE000EF3C\n" /* FPDSCR: LTPSIZE = 4 for every new FP context */
+        "ldr r1, [r0]\n"
+        "bic r1, r1, #0x00070000\n"
+        "orr r1, r1, #0x00040000\n"
+        "str r1, [r0]\n"
+        "vmrs r1, fpscr\n"
+        "bic r1, r1, #0x00070000\n"
+        "orr r1, r1, #0x00040000\n"
+        "vmsr fpscr, r1\n"
+        "b hb_n6_prep_c\n"
+        ".ltorg\n");
+}
+
+__attribute__((noreturn, used)) void hb_n6_prep_c(void) {
+    memset(__bss_start, 0, (size_t)((uint8_t *)__bss_end - (uint8_t *)__bss_start));
+    SCS_VTOR = (uint32_t)(uintptr_t)&hb_n6_vectors;
+    n6_dsb();
+    n6_isb();
+    for (void (*const *ctor)(void) = __init_array_start; ctor < __init_array_end; ctor++) (*ctor)();
+    main();
+    for (;;) n6_wfi(); /* main() never returns */
+}
