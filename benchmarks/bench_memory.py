@@ -14,15 +14,20 @@ Memory, every figure as the C firmware places it (docs/firmware.md "Memory: one 
   constants' bytes are printed beside it); activations: the planner's region
   (``hilbench.device.plan.act_bytes``, the mirror of device_fw/core/plan.c);
 - ZO work area (``hilbench.zo.zocf.zo_work_bytes``, equal to the C's ``hb_model_work_bytes``
-  by the golden vectors): per trained weight tensor its master, ``pad16`` each (q16: 4 B per
-  weight, int16: 2 B, int8: none -- the weights are their own master); the pool, ``pad16(P)``;
-  the row buffer, ``pad16`` of the longest trained row. The ZO method is the default one
-  (every weight tensor, Rademacher, fresh samples); "+pool" adds a pool of P = the longest
-  trained row, the smallest pool that serves every layer;
+  by the golden vectors; its parts: ``zocf.memory_bytes``): per trained weight tensor its
+  master, ``pad16`` each (q16: 4 B per weight, int16: 2 B, int8: none -- the weights are
+  their own master); the pool, ``pad16(P)``; the row buffer, ``pad16`` of the longest
+  trained row; the delta table; the depthwise row cache (fresh samples on a depthwise
+  filter); the trained tensors' records and scales -- everything of the ZO code that grows
+  with the model. The ZO method is the default one (every weight tensor, Rademacher, fresh
+  samples); "+pool" adds a pool of P = the longest trained row, the smallest pool that
+  serves every layer;
 - static RAM of the core, measured: every core/*.c, nn/*.c, zo/*.c compiled for the
   Cortex-M55 with arm-none-eabi-gcc -O2, .data + .bss per object (arm-none-eabi-size): the
-  protocol's buffers and the graph's tables count for inference, the ZO code's scratch
-  (model.c, zo/, and the q-sized arrays of commands.c) only for a ZO step. The core's image
+  protocol's buffers and the graph's tables count for inference, the ZO code's statics
+  (model.c, zo/, commands.c: the last PROBE's seeds, a perturbed pass's state) only for a ZO
+  step. Seeds, coefficients and losses stay in the request and response buffers, which
+  inference has too, and APPLY's chunk sums use the response buffer. The core's image
   (.text with .rodata, and .data) is taken off the on-chip SRAM before fitting;
 - backpropagation, for comparison, under these assumptions: every activation is kept for the
   backward pass (each its own int8 buffer: the sum of all activations, not the plan's shared
@@ -83,8 +88,8 @@ MODELS = [
 SMALL = 3  # --only small: the first three (the models the SIL tests train)
 M55_CC = "arm-none-eabi-gcc"
 M55_FLAGS = ("-std=c11", "-O2", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard")
-# which core sources a ZO step needs beyond inference (commands.c: the q-sized arrays of the
-# ZO commands -- seeds, coefficients, both loss arrays, the last PROBE's seeds)
+# which core sources a ZO step needs beyond inference (commands.c: the last PROBE's seeds,
+# which APPLY_PROBED and APPLY_PROBE apply along)
 ZO_SOURCES = ("model.c", "commands.c")
 ZO_DIRS = ("zo",)
 PROTOCOL_SOURCES = ("device.c", "frame.c", "store.c", "crc32.c", "hb_status.c", "msg.c")
@@ -107,7 +112,7 @@ class CoreStatic:
 
     protocol: int  # .data + .bss of the protocol's sources
     graph: int  # the graph's tables (graph.c, blob.c, plan.c, nn/)
-    zo: int  # the ZO scratch (model.c, zo/, commands.c)
+    zo: int  # the ZO code's statics (model.c, zo/, commands.c)
     image: int  # .text (with .rodata) + .data of every core object
     compiler: str
 
@@ -170,6 +175,7 @@ class ModelMemory:
     trained: int  # trained weights (the default method: every weight tensor)
     row: int  # the longest trained row (L)
     work: dict[str, int]  # master -> zo_work_bytes (fresh samples)
+    parts: dict[str, int]  # the int8 master's work area by part (zocf.memory_bytes)
     pool: int  # pad16(P) of a pool of P = the longest row
 
     def inference(self, st: CoreStatic) -> int:
@@ -190,6 +196,7 @@ def model_memory(label: str, name: str, kw: dict) -> ModelMemory:
     blob = to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()})
     row = zocf.row_buffer_bytes(trained)
     work = {m: zocf.zo_work_bytes(cfg.replace(master=m), trained) for m in ("int8", "int16", "q16")}
+    parts = zocf.memory_bytes(cfg.replace(master="int8"), trained)
     consts = sum(t.data.nbytes for t in g.tensors.values() if t.data is not None)
     return ModelMemory(
         label=label,
@@ -200,6 +207,7 @@ def model_memory(label: str, name: str, kw: dict) -> ModelMemory:
         trained=sum(t.size for t in trained if t.kind == "weight"),
         row=row,
         work=work,
+        parts=parts,
         pool=pad16(row),
     )
 
@@ -218,7 +226,7 @@ def print_memory(rows: list[ModelMemory], st: CoreStatic) -> list[str]:
     )
     print(
         f"  protocol buffers {kib(st.protocol)} KiB, graph tables {kib(st.graph)} KiB "
-        f"(inference: {kib(st.inference)} KiB); ZO scratch {kib(st.zo)} KiB (a step only); "
+        f"(inference: {kib(st.inference)} KiB); ZO code {kib(st.zo)} KiB (a step only); "
         f"core image (.text + .rodata + .data) {kib(st.image)} KiB, a port adds its own"
     )
     budget = cost.SRAM_BYTES - st.image
@@ -258,8 +266,8 @@ def print_memory(rows: list[ModelMemory], st: CoreStatic) -> list[str]:
         if i8 > 1.1 * inf:
             missed.append(
                 f"{r.label}: the int8 step is {i8 / inf:.2f}x inference ({kib(i8 - inf)} KiB more, "
-                f"of which {kib(st.zo)} KiB the ZO code's fixed static scratch and "
-                f"{kib(r.work['int8'])} KiB the row buffer; model parts alone {arena:.3f}x)"
+                f"of which {kib(st.zo)} KiB the ZO code's statics and "
+                f"{kib(r.work['int8'])} KiB its work area; model parts alone {arena:.3f}x)"
             )
     print(
         "row = the row buffer (the longest trained row, bytes); +pool = a pool of P = that row "
@@ -271,7 +279,20 @@ def print_memory(rows: list[ModelMemory], st: CoreStatic) -> list[str]:
         "gradient per trained weight; int32 and fp32 gradients are both 4 bytes: the two "
         "columns are equal"
     )
+    print_parts(rows)
     return missed
+
+
+def print_parts(rows: list[ModelMemory]) -> None:
+    """The int8 master's ZO work area by part (bytes, unpadded; the arena pads each to 16)."""
+    names = list(rows[0].parts)
+    print("int8 ZO work area by part (bytes, unpadded; zocf.memory_bytes), and its arena bytes:")
+    head = f"{'model':<24}" + "".join(f" {n:>11}" for n in names) + f" {'arena':>8}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        cells = "".join(f" {r.parts[n]:>11,}" for n in names)
+        print(f"{r.label:<24}{cells} {r.work['int8']:>8,}")
 
 
 # ------------------------------------------------------------------------ PROBE time
