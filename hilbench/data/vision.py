@@ -1,0 +1,84 @@
+"""The colour image data sets as :class:`hilbench.datasets.Dataset` at a resolution: the
+Fashion-MNIST tasks (deterministic split, cached on disk) and the user's EuroSAT / STL-10."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from hilbench.data import cache, eurosat, fashion, images, stl10
+from hilbench.errors import ConfigError
+
+TEST_FRACTION = 0.2  # EuroSAT has no published split
+SPLIT_SEED = 20261201
+MIN_RESOLUTION, MAX_RESOLUTION = 8, 224
+
+
+def check_resolution(resolution: int) -> None:
+    if not isinstance(resolution, int) or not MIN_RESOLUTION <= resolution <= MAX_RESOLUTION:
+        raise ConfigError(
+            f"resolution {resolution!r} is out of range",
+            f"use an image side in {MIN_RESOLUTION}..{MAX_RESOLUTION}, e.g. 24 or 32",
+        )
+
+
+def load(name: str, resolution: int):
+    from hilbench.datasets import Dataset
+
+    check_resolution(resolution)
+    kind, _, arg = name.partition(":")
+    if kind in ("eurosat", "stl10"):
+        if not arg:
+            raise ConfigError(
+                f"dataset '{name}' names no folder", f"write {kind}:DIR, e.g. {kind}:~/data/{kind}"
+            )
+        folder = Path(arg).expanduser()
+        parts = _eurosat(folder) if kind == "eurosat" else _stl10(folder)
+        x_tr, y_tr, x_te, y_te = parts
+        return Dataset(
+            name,
+            images.to_float_rgb(x_tr, resolution),
+            y_tr,
+            images.to_float_rgb(x_te, resolution),
+            y_te,
+            10,
+        )
+    arrays = cache.cached("data", f"{name}|{resolution}", lambda: _fashion(name, resolution))
+    return Dataset(
+        name, arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"], 10
+    )
+
+
+def _eurosat(folder: Path):
+    x, y, _ = eurosat.load(folder)
+    order = np.random.default_rng(SPLIT_SEED).permutation(len(y))
+    n_test = max(1, round(len(y) * TEST_FRACTION)) if len(y) > 1 else 0
+    test, train = order[:n_test], order[n_test:]
+    return x[train], y[train], x[test], y[test]
+
+
+def _stl10(folder: Path):
+    if not Path(folder).is_dir():
+        raise ConfigError(
+            f"STL-10: {folder} is not a folder",
+            "point at stl10_binary/ (train_X.bin, train_y.bin, test_X.bin, test_y.bin)",
+        )
+    x_tr, y_tr = stl10.load_split(folder, "train")
+    x_te, y_te = stl10.load_split(folder, "test")
+    return x_tr, y_tr, x_te, y_te
+
+
+def _fashion(name: str, resolution: int) -> dict[str, np.ndarray]:
+    ix = fashion.indices()
+    x_train_all, y_train_all = fashion.load_split("train")
+    x_test_all, y_test_all = fashion.load_split("test")
+    test = images.to_float_rgb(x_test_all[ix["target_test"]], resolution)
+    y_test = y_test_all[ix["target_test"]]
+    part = "source" if name == "fashion-mnist-source" else "target_train"
+    train = images.to_float_rgb(x_train_all[ix[part]], resolution)
+    y_train = y_train_all[ix[part]]
+    if name == "fashion-mnist-shift":
+        train = fashion.shift(train, ix["target_train"])
+        test = fashion.shift(test, ix["target_test"] + 60_000)  # other draws than training's
+    return {"x_train": train, "y_train": y_train, "x_test": test, "y_test": y_test}
