@@ -9,13 +9,13 @@ import difflib
 import sys
 from typing import NoReturn
 
-from hilbench.cli import compare, emulate, export, infer, replay, report, run, watch
+from hilbench.cli import board, compare, emulate, export, infer, replay, report, run, watch
 from hilbench.errors import HilbenchError
 
 EXIT_USAGE = 2
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
-SUBCOMMANDS = (run, report, watch, compare, replay, export, emulate, infer)
+SUBCOMMANDS = (run, report, watch, compare, replay, export, emulate, infer, board)
 
 
 class Parser(argparse.ArgumentParser):

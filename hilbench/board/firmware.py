@@ -1,0 +1,56 @@
+"""The stm32n6 firmware ELF: the one given, or the checkout's, built with make."""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import subprocess
+from pathlib import Path
+
+from hilbench.errors import HilbenchError
+from hilbench.target.process import repo_dir
+
+ELF_RELATIVE = Path("device_fw/build/stm32n6/hilbench-stm32n6.elf")
+CROSS_CC = "arm-none-eabi-gcc"
+BUILD_TIMEOUT_S = 600
+
+
+def firmware_elf(fw: str | Path | None = None, baud: int | None = None) -> Path:
+    """``fw`` if given, else device_fw/build/stm32n6/hilbench-stm32n6.elf built with make
+    (at ``baud``, when it is not the firmware's default)."""
+    if fw is not None:
+        return Path(fw)
+    root = repo_dir()
+    if root is None:
+        raise HilbenchError(
+            "no firmware given, and this hilbench is installed without the device_fw sources "
+            "to build one",
+            "pass --fw PATH to a built hilbench-stm32n6.elf",
+        )
+    _build(root, baud)
+    return root / ELF_RELATIVE
+
+
+def _build(root: Path, baud: int | None) -> None:
+    if shutil.which("make") is None or shutil.which(CROSS_CC) is None:
+        raise HilbenchError(
+            f"building the stm32n6 firmware needs make and {CROSS_CC}",
+            "apt install make gcc-arm-none-eabi libnewlib-arm-none-eabi, or pass --fw PATH",
+        )
+    argv = ["make", "-s", "-C", str(root / "device_fw"), "stm32n6"]
+    if baud is not None:
+        argv.append(f"STM32N6_BAUD={baud}")
+    lock_path = root / "device_fw" / "build" / ".lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    if done.returncode != 0:
+        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
+        raise HilbenchError(
+            f"building the stm32n6 firmware failed ({' '.join(argv[3:])}): {tail}",
+            "fix the compile error, or pass --fw PATH to a built hilbench-stm32n6.elf",
+        )

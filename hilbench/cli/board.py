@@ -1,0 +1,209 @@
+"""``hilbench ports``, ``hilbench probe list``, ``hilbench load [ELF]``: finding a board and
+putting the firmware on it (docs/board.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hilbench.errors import HilbenchError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ports",
+        help="serial ports and what they are (ST-LINKs by USB id, their probe serials)",
+        description="List the serial ports with what each is: an ST-LINK's virtual COM port is "
+        "recognised by its USB id (0483:3754 on the STM32N6570-DK) and shown with its serial "
+        "number, which is also its debug probe's id (--board SERIAL names the board by it).",
+    )
+    p.set_defaults(handler=handle_ports)
+
+    p = sub.add_parser("probe", help="debug probes (pyOCD)", description="Debug probes.")
+    probe_sub = p.add_subparsers(dest="probe_command", metavar="ACTION", required=True)
+    pl = probe_sub.add_parser("list", help="the debug probes pyOCD finds, with their ids")
+    pl.set_defaults(handler=handle_probe_list)
+
+    p = sub.add_parser(
+        "load",
+        help="load the firmware into a board's RAM and start it (development boot)",
+        description="Load a firmware ELF into the board's RAM through its debug probe and "
+        "start it: halt, write the segments, VTOR, a core reset (never a system reset: it "
+        "would erase the RAM), open the serial port, resume, wait for HELLO. Nothing is "
+        "loaded when HELLO says the board already runs this build (--force loads anyway). "
+        "Without ELF: device_fw/build/stm32n6/hilbench-stm32n6.elf, built with make.",
+    )
+    p.add_argument("elf", nargs="?", metavar="ELF", help="the firmware (default: build it)")
+    p.add_argument(
+        "--board",
+        default="auto",
+        help="a serial port (/dev/ttyACM0), the probe's serial number, or auto (the one "
+        "board attached; the default)",
+    )
+    p.add_argument("--probe", metavar="UID", help="the debug probe's id (default: the board's)")
+    p.add_argument("--baud", help="the console's baud rate (default 921600)")
+    p.add_argument("--force", action="store_true", help="load even if the build already runs")
+    p.add_argument(
+        "--gdb",
+        metavar="HOST:PORT",
+        help="load through a GDB remote stub instead of pyOCD (OpenOCD, pyocd gdbserver, "
+        "QEMU -gdb); --board is then the console's port or URL",
+    )
+    p.add_argument(
+        "--machine",
+        choices=("stm32n6", "an547"),
+        default="stm32n6",
+        help="the memory map the ELF must fit (an547: QEMU's MPS3 AN547)",
+    )
+    p.set_defaults(handler=handle_load)
+
+
+def handle_ports(args: argparse.Namespace) -> int:
+    from hilbench.board.ports import list_ports
+
+    ports = list_ports()
+    if not ports:
+        print("no serial ports")
+        return 0
+    rows = [("PORT", "WHAT", "USB", "SERIAL / PROBE ID", "LOCATION")]
+    for p in ports:
+        rows.append(
+            (p.device, p.stlink or p.description, p.usb_id, p.serial_number or "", p.location or "")
+        )
+    _table(rows)
+    return 0
+
+
+def handle_probe_list(args: argparse.Namespace) -> int:
+    from hilbench.board.ports import list_ports
+    from hilbench.board.pyocd_target import list_probes
+
+    probes = list_probes()
+    if not probes:
+        print("no debug probes found (plug the board's ST-LINK in; `hilbench ports` lists ports)")
+        return 0
+    by_serial = {(p.serial_number or "").lower(): p.device for p in list_ports()}
+    rows = [("PROBE ID", "DESCRIPTION", "PORT")]
+    for p in probes:
+        rows.append((p.unique_id, p.description, by_serial.get(p.unique_id.lower(), "")))
+    _table(rows)
+    return 0
+
+
+def handle_load(args: argparse.Namespace) -> int:
+    from hilbench.board import elfimage
+    from hilbench.board.firmware import firmware_elf
+    from hilbench.board.loader import load
+    from hilbench.board.ports import open_board_port, resolve_board
+    from hilbench.board.stm32n6 import DEFAULT_BAUD
+    from hilbench.config import parse_baud
+
+    baud = parse_baud(args.baud) if args.baud is not None else DEFAULT_BAUD
+    profile = elfimage.AN547 if args.machine == "an547" else elfimage.STM32N6
+    elf = firmware_elf(args.elf, baud if args.baud is not None else None)
+    image = elfimage.read_image(elf, profile)
+    board = resolve_board(args.board, args.probe)
+    if args.gdb:
+        connect = _gdb_connector(args.gdb)
+        frequencies: tuple[int, ...] = (0,)
+    else:
+        if not board.probe_id:
+            raise HilbenchError(
+                f"--board {board.port} is no ST-LINK port, so its probe is unknown",
+                "name the probe: --probe UID (`hilbench probe list`)",
+            )
+        connect = _pyocd_connector(board.probe_id)
+        frequencies = ()
+    port = open_board_port(board.port, baud)
+    with _Progress(f"loading {elf.name}") as bar:
+        try:
+            from hilbench.board.loader import FREQUENCIES
+
+            result = load(
+                image,
+                connect,
+                port,
+                board=str(board),
+                frequencies=frequencies or FREQUENCIES,
+                force=args.force,
+                progress=bar.update,
+            )
+        except BaseException:
+            port.close()
+            raise
+    info = result.info
+    if result.skipped:
+        print(f"{board}: already runs build {image.image_id} ({info.firmware}); nothing loaded "
+              "(--force loads anyway)")  # fmt: skip
+    else:
+        seconds = sum(t for _, t in result.steps)
+        speed = f" at {result.frequency / 1e6:g} MHz SWD" if result.frequency else ""
+        hello = f"{info.device_id}, {info.firmware}, boot nonce {info.boot_nonce:#010x}"
+        print(f"{board}: loaded {result.bytes_written} bytes{speed} in {seconds:.1f} s; "
+              f"HELLO: {hello}")  # fmt: skip
+    result.target.close()
+    return 0
+
+
+def _pyocd_connector(probe_id: str):
+    from hilbench.board.pyocd_target import PyocdTarget
+
+    return lambda frequency: PyocdTarget.connect(probe_id, frequency)
+
+
+def _gdb_connector(address: str):
+    from hilbench.board.gdbremote import GdbRemoteTarget
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise HilbenchError(
+            f"--gdb {address!r} is not HOST:PORT", "write e.g. --gdb localhost:3333"
+        )
+    return lambda frequency: GdbRemoteTarget(host or "127.0.0.1", int(port))
+
+
+class _Progress:
+    """A progress bar on a terminal (rich), a line per quarter otherwise."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._bar = None
+        self._task = None
+        self._quarter = -1
+
+    def __enter__(self) -> _Progress:
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+            self._bar = Progress(
+                "{task.description}",
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._bar.start()
+        return self
+
+    def update(self, done: int, total: int) -> None:
+        if self._bar is not None:
+            if self._task is None:
+                self._task = self._bar.add_task(self.what, total=total)
+            self._bar.update(self._task, completed=done)
+            return
+        quarter = 4 * done // max(total, 1)
+        if quarter != self._quarter:
+            self._quarter = quarter
+            print(f"{self.what}: {done}/{total} bytes", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
