@@ -203,9 +203,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+_prctl = None  # libc's prctl, looked up in the parent (no dlopen between fork and exec)
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class QemuProcess:
@@ -280,6 +283,9 @@ class QemuProcess:
         self._listening.clear()
         argv = self.argv(port)
         argv[0] = qemu
+        global _prctl
+        if _prctl is None:
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
         try:
             self._proc = subprocess.Popen(
                 argv,

@@ -1,9 +1,48 @@
 /* CONV_2D, int8: TFLM reference_integer_ops::ConvPerChannel (docs/model-blob.md, opcode 2).
  * Padded taps contribute nothing; per-tensor requantization is the per-channel kernel with
  * one multiplier for every channel. Output channels outermost: each filter row is asked for
- * once (hb_nn_rows) and used for every output pixel. */
+ * once (hb_nn_rows) and used for every output pixel.
+ *
+ * Helium, im2col-free: a pixel's taps inside the input are a rectangle [ky0, ky1) x [kx0, kx1);
+ * with dilation_w 1 the taps of one filter row ky are contiguous in the filter row and in the
+ * input (kx1 - kx0 pixels of C channels), so each ky is one tail-predicated dot product. Pixels
+ * whose kx taps are all inside (the interior columns) go four at a time through
+ * hb_nn_dot4_mve, each weight vector loaded once for the four; the others one at a time. The
+ * accumulator is sum w*x + input_offset * sum w (mod 2^32, the sums over the pixel's taps
+ * inside) + bias, requantized four lanes at a time and stored at the pixels' channel offset. */
 #include "hb_nn.h"
 
+#if HB_NN_MVE
+/* The taps t < k at o + t * d (dilation d >= 1) that fall inside [0, size): [*lo, *hi). */
+static void taps_inside(int32_t o, uint32_t d, uint32_t k, uint32_t size, uint32_t *lo,
+                        uint32_t *hi) {
+    uint32_t a = 0, b = 0;
+    if (o < (int32_t)size) {
+        const uint32_t room = (uint32_t)((int32_t)size - 1 - o); /* >= 0: taps up to room / d */
+        b = d == 1 ? room + 1 : room / d + 1;
+        if (b > k) b = k;
+        if (o < 0) a = d == 1 ? (uint32_t)-o : ((uint32_t)-o + d - 1) / d;
+        if (a > b) a = b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+/* the output columns [*a, *b) whose kx taps are all inside the input */
+static void interior_columns(const hb_nn_conv_params *p, uint32_t in_w, uint32_t kw, uint32_t *a,
+                             uint32_t *b) {
+    const uint32_t span = (kw - 1) * p->dilation_w; /* the window's width - 1 */
+    uint32_t first = (p->pad_left + p->stride_w - 1) / p->stride_w, end = 0;
+    if ((uint64_t)span + 1 <= (uint64_t)in_w + p->pad_left) /* last ox: ox*sw <= in_w-1-span+pl */
+        end = (in_w - 1 - span + p->pad_left) / p->stride_w + 1;
+    if (end > p->out_w) end = p->out_w;
+    if (first > end) first = end;
+    *a = first;
+    *b = end;
+}
+#endif
+
+#if !HB_NN_MVE
 /* the accumulator of one output pixel and channel: the taps inside the input; f is the
  * channel's filter [kh][kw][in->c] */
 static uint32_t conv_pixel(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
@@ -22,9 +61,70 @@ static uint32_t conv_pixel(const hb_nn_conv_params *p, const hb_nn_dims *in, con
     }
     return acc;
 }
+#endif
 
 void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
                      const hb_nn_rows *f, uint32_t kh, uint32_t kw, uint32_t out_c, int8_t *y) {
+#if HB_NN_MVE
+    const uint32_t c = in->c, dw = p->dilation_w;
+    const size_t row_bytes = (size_t)in->w * c; /* one input row */
+    uint32_t int_a, int_b;
+    interior_columns(p, in->w, kw, &int_a, &int_b);
+    const uint32x4_t lanes = vidupq_n_u32(0, 1);                /* 0, 1, 2, 3 */
+    const uint32x4_t out_offsets = vmulq_n_u32(lanes, out_c);   /* the pixels' outputs */
+    for (uint32_t oc = 0; oc < out_c; oc++) {
+        const int8_t *row = f->row(f, oc);
+        const uint32_t bias = (uint32_t)f->bias(f, oc);
+        const uint32_t q = p->rq.n == 1 ? 0 : oc;
+        const int32x4_t mult = vdupq_n_s32(hb_rdi32(p->rq.mult + 4u * q));
+        const int32x4_t shift = vdupq_n_s32(p->rq.shift[q]);
+        for (uint32_t oy = 0; oy < p->out_h; oy++) {
+            const int32_t iy0 = (int32_t)(oy * p->stride_h) - (int32_t)p->pad_top;
+            uint32_t ky0, ky1;
+            taps_inside(iy0, p->dilation_h, kh, in->h, &ky0, &ky1);
+            int8_t *out = y + (size_t)oy * p->out_w * out_c + oc;
+            for (uint32_t ox = 0; ox < p->out_w;) {
+                /* n pixels ox.. that share their kx taps [kx0, kx1) */
+                const int32_t ix0 = (int32_t)(ox * p->stride_w) - (int32_t)p->pad_left;
+                uint32_t n = 1, kx0 = 0, kx1 = kw;
+                if (ox >= int_a && ox < int_b)
+                    n = int_b - ox < 4 ? int_b - ox : 4;
+                else
+                    taps_inside(ix0, dw, kw, in->w, &kx0, &kx1);
+                /* pixel q's taps start at x + ix0 + q * stride_w; lanes past n repeat pixel 0 */
+                const size_t step = n > 1 ? (size_t)p->stride_w * c : 0;
+                int32_t acc[4] = {0, 0, 0, 0}, sumw = 0;
+                for (uint32_t ky = ky0; ky < ky1; ky++) {
+                    const int8_t *xr = x + (size_t)(iy0 + (int32_t)(ky * p->dilation_h)) *
+                                               row_bytes;
+                    /* dilation_w 1: taps kx0..kx1 of this row are one run of (kx1-kx0)*c */
+                    const uint32_t runs = dw == 1 ? 1 : kx1 - kx0;
+                    const uint32_t len = dw == 1 ? (kx1 - kx0) * c : c;
+                    for (uint32_t r = 0; r < runs; r++) {
+                        const uint32_t kx = kx0 + r;
+                        const int8_t *ws = row + ((size_t)ky * kw + kx) * c;
+                        const int32_t ix = ix0 + (int32_t)(kx * dw);
+                        const int8_t *x0 = xr + (ptrdiff_t)ix * (ptrdiff_t)c;
+                        if (n == 1) {
+                            hb_nn_dot_mve(ws, x0, len, &acc[0], &sumw);
+                        } else {
+                            const int8_t *x1 = x0 + step, *x2 = n > 2 ? x1 + step : x0,
+                                         *x3 = n > 3 ? x2 + step : x0;
+                            hb_nn_dot4_mve(ws, x0, x1, x2, x3, len, acc, &sumw);
+                        }
+                    }
+                }
+                const uint32_t base = (uint32_t)p->input_offset * (uint32_t)sumw + bias;
+                const int32x4_t a = vreinterpretq_s32_u32(
+                    vaddq_n_u32(vreinterpretq_u32_s32(vld1q_s32(acc)), base));
+                const int32x4_t v =
+                    hb_nn_requant_mve(a, mult, shift, p->output_offset, p->act_min, p->act_max);
+                vstrbq_scatter_offset_p_s32(out + (size_t)ox * out_c, out_offsets, v, vctp32q(n));
+                ox += n;
+            }
+        }
+    }
+#else
     for (uint32_t oc = 0; oc < out_c; oc++) {
         const int8_t *row = f->row(f, oc);
         const int32_t bias = f->bias(f, oc);
@@ -39,4 +139,5 @@ void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int
             }
         }
     }
+#endif
 }

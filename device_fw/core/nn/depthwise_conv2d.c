@@ -1,9 +1,84 @@
 /* DEPTHWISE_CONV_2D, int8: TFLM reference_integer_ops::DepthwiseConvPerChannel
  * (docs/model-blob.md, opcode 3). Output channel oc = ic * D + m reads input channel ic.
  * Output channels outermost: each filter row (the channel's kh*kw taps) is asked for once
- * (hb_nn_rows) and used for every output pixel. */
+ * (hb_nn_rows) and used for every output pixel.
+ *
+ * Helium: channels in the lanes, CMSIS-NN's arm_depthwise_conv_s8_opt layout. A block of up
+ * to 16 output channels takes its rows one after another, as the row contract says, copying
+ * each row's taps into a tap-major buffer (tap t of block channel l at taps[t][l]; only the
+ * taps some output pixel uses); then, pixel by pixel, four channels per vector: for each tap
+ * inside the input, the four channels' inputs (contiguous when D = 1, gathered otherwise)
+ * times their weights, added to int32 lanes. The input offset: interior pixels (every tap
+ * inside) start from bias + input_offset * sum w; the others add sum w over their own taps.
+ * Filters of more than HB_NN_DW_MAX_TAPS taps go one channel at a time, read in place. */
 #include "hb_nn.h"
 
+#if HB_NN_MVE
+#define HB_NN_DW_MAX_TAPS 64u /* taps per channel the copy buffer holds (16 x 64 bytes) */
+#define HB_NN_DW_BLOCK 16u    /* channels per block: four vectors */
+
+/* The taps t < k at o + t * d (dilation d >= 1) that fall inside [0, size): [*lo, *hi). */
+static void taps_inside(int32_t o, uint32_t d, uint32_t k, uint32_t size, uint32_t *lo,
+                        uint32_t *hi) {
+    uint32_t a = 0, b = 0;
+    if (o < (int32_t)size) {
+        const uint32_t room = (uint32_t)((int32_t)size - 1 - o); /* >= 0: taps up to room / d */
+        b = d == 1 ? room + 1 : room / d + 1;
+        if (b > k) b = k;
+        if (o < 0) a = d == 1 ? (uint32_t)-o : ((uint32_t)-o + d - 1) / d;
+        if (a > b) a = b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+/* The taps [*lo, *hi) that some output position 0..out-1 uses (origin o = pos * s - pad). */
+static void taps_used(uint32_t out, uint32_t s, uint32_t pad, uint32_t d, uint32_t k,
+                      uint32_t size, uint32_t *lo, uint32_t *hi) {
+    uint32_t a = k, b = 0;
+    for (uint32_t i = 0; i < out; i++) {
+        uint32_t l, h;
+        taps_inside((int32_t)(i * s) - (int32_t)pad, d, k, size, &l, &h);
+        if (l < h && l < a) a = l;
+        if (l < h && h > b) b = h;
+    }
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
+}
+
+/* One output pixel of four channels (the group's lanes under pred): acc + the sum over its
+ * taps [ky0,ky1) x [kx0,kx1) of x * w, and *sumw + the sum of their w. xp: the input of tap
+ * (ky0, kx0) (lanes contiguous when D = 1, else gathered at xo), the next tap x_col bytes on,
+ * the next tap row x_row bytes on; wp: the weights of tap (ky0, kx0), tap (ky, kx) at
+ * ((ky - ky0) * kw + kx - kx0) * wts from it. */
+static inline int32x4_t dw_taps(const int8_t *xp, uint32x4_t xo, int contiguous,
+                                const int8_t *wp, uint32_t wts, uint32_t kw, uint32_t rows,
+                                uint32_t cols, size_t x_row, size_t x_col, mve_pred16_t pred,
+                                int32x4_t acc, int32x4_t *sumw) {
+    int32x4_t s = *sumw;
+    for (uint32_t ky = 0; ky < rows; ky++) {
+        const int8_t *xs = xp, *ws = wp;
+        for (uint32_t kx = 0; kx < cols; kx++) {
+            const int32x4_t xv = contiguous ? vldrbq_z_s32(xs, pred)
+                                            : vldrbq_gather_offset_z_s32(xs, xo, pred);
+            const int32x4_t wv = vldrbq_z_s32(ws, pred);
+            acc = vaddq_s32(acc, vmulq_s32(xv, wv));
+            s = vaddq_s32(s, wv);
+            xs += x_col;
+            ws += wts;
+        }
+        if (ky + 1 < rows) { /* no pointer past the input after the last row */
+            xp += x_row;
+            wp += (size_t)kw * wts;
+        }
+    }
+    *sumw = s;
+    return acc;
+}
+#endif
+
+#if !HB_NN_MVE
 /* the accumulator of one output pixel of input channel ic: the taps inside the input; tap
  * (ky, kx) of the channel's filter is f[(ky * kw + kx) * step] */
 static uint32_t dw_pixel(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
@@ -23,10 +98,100 @@ static uint32_t dw_pixel(const hb_nn_conv_params *p, const hb_nn_dims *in, const
     }
     return acc;
 }
+#endif
 
 void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
                                const int8_t *x, const hb_nn_rows *f, uint32_t kh, uint32_t kw,
                                int8_t *y) {
+#if HB_NN_MVE
+    const uint32_t d = p->depth_multiplier, c = in->c, out_c = c * d, taps = kh * kw;
+    const size_t x_col = (size_t)c * p->dilation_w, x_row = (size_t)in->w * c * p->dilation_h;
+    /* the taps any output pixel uses: only those are copied */
+    uint32_t uy0, uy1, ux0, ux1;
+    taps_used(p->out_h, p->stride_h, p->pad_top, p->dilation_h, kh, in->h, &uy0, &uy1);
+    taps_used(p->out_w, p->stride_w, p->pad_left, p->dilation_w, kw, in->w, &ux0, &ux1);
+    const int copy = taps <= HB_NN_DW_MAX_TAPS;
+    int8_t buf[HB_NN_DW_MAX_TAPS * HB_NN_DW_BLOCK];
+    const uint32x4_t lanes = vidupq_n_u32(0, 1); /* 0, 1, 2, 3 */
+    for (uint32_t oc0 = 0; oc0 < out_c;) {
+        /* the block: n channels oc0.., in ceil(n / 4) groups of four lanes */
+        const uint32_t n = !copy ? 1 : out_c - oc0 < HB_NN_DW_BLOCK ? out_c - oc0 : HB_NN_DW_BLOCK;
+        const uint32_t groups = (n + 3) / 4;
+        int32_t bias[HB_NN_DW_BLOCK] = {0}, wsum[HB_NN_DW_BLOCK] = {0};
+        const int8_t *wb; /* tap t of block channel l at wb[t * wts + l] */
+        uint32_t wts;
+        if (copy) {
+            for (uint32_t l = 0; l < n; l++) {
+                const int8_t *r = f->row(f, oc0 + l);
+                for (uint32_t ky = uy0; ky < uy1; ky++)
+                    for (uint32_t kx = ux0; kx < ux1; kx++) {
+                        const uint32_t t = ky * kw + kx;
+                        const int8_t v = r[(size_t)t * f->step];
+                        buf[t * HB_NN_DW_BLOCK + l] = v;
+                        wsum[l] += v;
+                    }
+                bias[l] = f->bias(f, oc0 + l);
+            }
+            wb = buf;
+            wts = HB_NN_DW_BLOCK;
+        } else {
+            wb = f->row(f, oc0);
+            wts = f->step;
+            bias[0] = f->bias(f, oc0);
+            for (uint32_t ky = uy0; ky < uy1; ky++)
+                for (uint32_t kx = ux0; kx < ux1; kx++) wsum[0] += wb[(size_t)(ky * kw + kx) * wts];
+        }
+        /* per group: lanes, requantization, the interior start (bias + offset * sum w), the
+         * inputs' lane offsets from input channel ic0 (D = 1: contiguous) */
+        const uint32_t ic0 = oc0 / d;
+        mve_pred16_t pred[4];
+        hb_nn_rq_mve rq[4];
+        int32x4_t start[4];
+        uint32x4_t xo[4];
+        for (uint32_t g = 0; g < groups; g++) {
+            const uint32_t first = oc0 + 4 * g, active = n - 4 * g < 4 ? n - 4 * g : 4;
+            pred[g] = vctp32q(active);
+            rq[g] = hb_nn_rq_lanes_mve(p->rq.mult, p->rq.shift, p->rq.n, first, active);
+            const int32x4_t b = vld1q_s32(bias + 4 * g), s = vld1q_s32(wsum + 4 * g);
+            start[g] = vmlaq_n_s32(b, s, p->input_offset);
+            uint32_t o[4];
+            for (uint32_t l = 0; l < 4; l++) o[l] = l < active ? (first + l) / d - ic0 : 0;
+            xo[g] = d == 1 ? vaddq_n_u32(lanes, 4 * g) : vld1q_u32(o);
+        }
+        for (uint32_t oy = 0; oy < p->out_h; oy++) {
+            const int32_t iy0 = (int32_t)(oy * p->stride_h) - (int32_t)p->pad_top;
+            uint32_t ky0, ky1;
+            taps_inside(iy0, p->dilation_h, kh, in->h, &ky0, &ky1);
+            int8_t *out = y + (size_t)oy * p->out_w * out_c + oc0;
+            for (uint32_t ox = 0; ox < p->out_w; ox++) {
+                const int32_t ix0 = (int32_t)(ox * p->stride_w) - (int32_t)p->pad_left;
+                uint32_t kx0, kx1;
+                taps_inside(ix0, p->dilation_w, kw, in->w, &kx0, &kx1);
+                const int interior = ky0 == uy0 && ky1 == uy1 && kx0 == ux0 && kx1 == ux1;
+                const uint32_t rows = ky1 - ky0, cols = kx1 - kx0;
+                /* tap (ky0, kx0) of the pixel, channel ic0 (no taps inside: no address) */
+                const int8_t *xp = x;
+                if (rows && cols)
+                    xp += ((size_t)(iy0 + (int32_t)(ky0 * p->dilation_h)) * in->w +
+                           (size_t)(ix0 + (int32_t)(kx0 * p->dilation_w))) * c + ic0;
+                const int8_t *wp = wb + (size_t)(ky0 * kw + kx0) * wts;
+                for (uint32_t g = 0; g < groups; g++) {
+                    int32x4_t sumw = vdupq_n_s32(0);
+                    int32x4_t acc = dw_taps(d == 1 ? xp + 4 * g : xp, xo[g], d == 1, wp + 4 * g,
+                                            wts, kw, rows, cols, x_row, x_col, pred[g],
+                                            interior ? start[g] : vld1q_s32(bias + 4 * g),
+                                            &sumw);
+                    if (!interior) acc = vmlaq_n_s32(acc, sumw, p->input_offset);
+                    const int32x4_t v = hb_nn_requant_mve(acc, rq[g].mult, rq[g].shift,
+                                                          p->output_offset, p->act_min,
+                                                          p->act_max);
+                    vstrbq_p_s32(out + (size_t)ox * out_c + 4 * g, v, pred[g]);
+                }
+            }
+        }
+        oc0 += n;
+    }
+#else
     const uint32_t d = p->depth_multiplier;
     const uint32_t out_c = in->c * d;
     for (uint32_t oc = 0; oc < out_c; oc++) {
@@ -44,4 +209,5 @@ void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
             }
         }
     }
+#endif
 }

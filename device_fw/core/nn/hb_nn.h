@@ -13,9 +13,11 @@
  * (docs/zo-math.md section 3, core/graph.c and core/model.c). Any loop order gives the same
  * bytes: each output element is one accumulator.
  *
- * Each kernel's innermost work is a small function (a dot product, a requantized row) so a
- * Helium (MVE) variant can replace it beside the scalar one; the scalar one is the reference
- * every variant is tested against. */
+ * Scalar and Helium (MVE) in one function: FC, CONV_2D and DEPTHWISE_CONV_2D open with an
+ * `#if HB_NN_MVE` block (tail-predicated vector loops, hb_nn_mve.h) and keep the scalar C in
+ * `#else`; both give the same bytes on every input (docs/firmware.md "Helium"). The scalar
+ * pieces below (hb_nn_dot_s8, hb_nn_requant_one) are the reference every variant is tested
+ * against, and are defined in every build. */
 #ifndef HB_NN_H
 #define HB_NN_H
 
@@ -24,6 +26,21 @@
 
 #include "fixedpoint.h"
 #include "hb_bytes.h"
+
+/* HB_NN_MVE: 1 when the kernels use Helium. Derived here and nowhere else, from the
+ * compiler's __ARM_FEATURE_MVE (bit 0: integer MVE, e.g. -mcpu=cortex-m55); building with
+ * -DHB_NN_SCALAR keeps the scalar C on an MVE target (make an547 AN547_NN=scalar). */
+#if defined(HB_NN_SCALAR)
+#define HB_NN_MVE 0
+#elif defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define HB_NN_MVE 1
+#else
+#define HB_NN_MVE 0
+#endif
+
+#if HB_NN_MVE
+#include "hb_nn_mve.h"
+#endif
 
 /* Requantization of an accumulator: multiplier/shift per output channel, or one for all. */
 typedef struct {
