@@ -96,9 +96,9 @@ class GdbRemoteTarget:
             try:
                 while True:
                     while self._buf[:1] not in (b"+", b"-"):
-                        if self._buf[:1] == b"$":
-                            raise DebugLinkError(f"the {self.name} answered without an ack")
-                        if self._buf:
+                        if self._buf[:1] == b"$":  # a stop notice sent on its own: drop it
+                            self._read_packet(max(deadline - time.monotonic(), 0.01))
+                        elif self._buf:
                             del self._buf[:1]
                         else:
                             self._buf += self._recv(deadline)
