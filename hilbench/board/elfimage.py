@@ -217,8 +217,12 @@ def _check_core(elf: ELFFile, path: Path, fix: str) -> str:
     profile = tags.get("TAG_CPU_ARCH_PROFILE")
     name = str(tags.get("TAG_CPU_NAME", "") or "").strip()
     if profile not in (None, 0, ord("M")) or (arch is not None and arch not in M_PROFILE_ARCHS):
-        built = name or _ARCH_NAMES.get(arch, f"architecture {arch}")  # type: ignore[arg-type]
-        raise _fail(path, f"was built for {built}, not for a Cortex-M core (M profile)", fix)
+        arch_name = _ARCH_NAMES.get(arch, f"architecture {arch}")  # type: ignore[arg-type]
+        kind = (
+            f"an {chr(profile)}-profile core" if isinstance(profile, int) and profile else arch_name
+        )
+        detail = f" ({name}, Arm{arch_name})" if name else f" (Arm{arch_name})"
+        raise _fail(path, f"was built for {kind}{detail}, not for a Cortex-M (M profile)", fix)
     arch_name = M_PROFILE_ARCHS.get(arch, "unknown architecture")  # type: ignore[arg-type]
     return f"{name or 'Cortex-M'} ({arch_name})"
 
