@@ -3,16 +3,24 @@
  * one multiplier for every channel. Output channels outermost: each filter row is asked for
  * once (hb_nn_rows) and used for every output pixel.
  *
- * Helium, im2col-free: a pixel's taps inside the input are a rectangle [ky0, ky1) x [kx0, kx1);
- * with dilation_w 1 the taps of one filter row ky are contiguous in the filter row and in the
- * input (kx1 - kx0 pixels of C channels), so each ky is one tail-predicated dot product. Pixels
- * whose kx taps are all inside (the interior columns) go four at a time through
- * hb_nn_dot4_mve, each weight vector loaded once for the four; the others one at a time. The
- * accumulator is sum w*x + input_offset * sum w (mod 2^32, the sums over the pixel's taps
- * inside) + bias, requantized four lanes at a time and stored at the pixels' channel offset. */
+ * Helium: the accumulator of a pixel is sum w*x + input_offset * sum w (mod 2^32, both sums
+ * over the taps inside the input) + bias, the dot products tail-predicated (hb_nn_mve.h), four
+ * pixels per weight vector load (hb_nn_dot4_mve), requantized four lanes at a time. Three
+ * ways to find a pixel's taps, the first that applies:
+ *  - one output pixel: the op is a FULLY_CONNECTED over its taps (a 1x1 output of a window
+ *    inside the input: x itself; otherwise gathered as below), four channels per requantization;
+ *  - pointwise (1x1 filter, stride 1, no pad): the input is already a matrix of pixels x C;
+ *  - im2col: every pixel's kh*kw*C taps gathered once per op into a static buffer of
+ *    HB_NN_COLS_BYTES (a padded tap holds -input_offset: x + input_offset = 0 there, as
+ *    TFLM's skipped tap), when they fit and -input_offset is an int8;
+ *  - otherwise in place: a pixel's taps inside are a rectangle [ky0, ky1) x [kx0, kx1); with
+ *    dilation_w 1 each ky is one run of (kx1 - kx0) * C bytes, pixels whose kx taps are all
+ *    inside (the interior columns) four at a time. */
 #include "hb_nn.h"
 
 #if HB_NN_MVE
+#include <string.h>
+
 /* The taps t < k at o + t * d (dilation d >= 1) that fall inside [0, size): [*lo, *hi). */
 static void taps_inside(int32_t o, uint32_t d, uint32_t k, uint32_t size, uint32_t *lo,
                         uint32_t *hi) {
@@ -40,6 +48,65 @@ static void interior_columns(const hb_nn_conv_params *p, uint32_t in_w, uint32_t
     *a = first;
     *b = end;
 }
+
+#define HB_NN_COLS_BYTES 2048u /* the im2col buffer (static: no heap, off the stack) */
+static _Alignas(16) int8_t cols_buf[HB_NN_COLS_BYTES];
+
+/* Gather every output pixel's taps into cols (pixel-major, K = kh*kw*C each): the input's
+ * bytes, pad (-input_offset) where a tap falls outside. */
+static void im2col(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
+                   uint32_t kh, uint32_t kw, int8_t pad, int8_t *cols) {
+    const uint32_t c = in->c;
+    for (uint32_t oy = 0; oy < p->out_h; oy++)
+        for (uint32_t ox = 0; ox < p->out_w; ox++)
+            for (uint32_t ky = 0; ky < kh; ky++) {
+                const int32_t iy = (int32_t)(oy * p->stride_h + ky * p->dilation_h) -
+                                   (int32_t)p->pad_top;
+                for (uint32_t kx = 0; kx < kw; kx++, cols += c) {
+                    const int32_t ix = (int32_t)(ox * p->stride_w + kx * p->dilation_w) -
+                                       (int32_t)p->pad_left;
+                    if (iy < 0 || iy >= (int32_t)in->h || ix < 0 || ix >= (int32_t)in->w)
+                        memset(cols, pad, c);
+                    else
+                        memcpy(cols, x + ((size_t)iy * in->w + (size_t)ix) * c, c);
+                }
+            }
+}
+
+/* The conv over a matrix of n_px pixels of k taps each (pixel i at cols + i * k, every tap
+ * counted): four pixels per dot product, their outputs out_c apart. */
+static void conv_matrix(const hb_nn_conv_params *p, const int8_t *cols, uint32_t k,
+                        uint32_t n_px, const hb_nn_rows *f, uint32_t out_c, int8_t *y) {
+    const int32_t in_off = p->input_offset, out_off = p->output_offset;
+    const int32_t lo = p->act_min, hi = p->act_max;
+    const uint32x4_t out_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), out_c);
+    for (uint32_t oc = 0; oc < out_c; oc++) {
+        const int8_t *row = f->row(f, oc);
+        const uint32_t bias = (uint32_t)f->bias(f, oc);
+        const uint32_t q = p->rq.n == 1 ? 0 : oc;
+        const hb_nn_rq_mve rq = hb_nn_rq_lanes_mve(p->rq.mult + 4u * q, p->rq.shift + q, 1, 0, 1);
+        for (uint32_t i = 0; i < n_px; i += 4) {
+            const uint32_t n = n_px - i < 4 ? n_px - i : 4;
+            const int8_t *x0 = cols + (size_t)i * k; /* lanes past n repeat pixel i */
+            const int8_t *x1 = n > 1 ? x0 + k : x0, *x2 = n > 2 ? x1 + k : x0,
+                         *x3 = n > 3 ? x2 + k : x0;
+            int32_t acc[4] = {0, 0, 0, 0}, sumw = 0;
+            hb_nn_dot4_mve(row, x0, x1, x2, x3, k, acc, &sumw);
+            const uint32_t base = (uint32_t)in_off * (uint32_t)sumw + bias;
+            const int32x4_t a =
+                vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(vld1q_s32(acc)), base));
+            const int32x4_t v = hb_nn_requant_mve(a, rq.mult, rq.shift, out_off, lo, hi);
+            vstrbq_scatter_offset_p_s32(y + (size_t)i * out_c + oc, out_offsets, v, vctp32q(n));
+        }
+    }
+}
+
+/* One output pixel whose taps are k contiguous bytes at x (all inside): a FULLY_CONNECTED. */
+static void conv_one_pixel(const hb_nn_conv_params *p, const int8_t *x, uint32_t k,
+                           const hb_nn_rows *f, uint32_t out_c, int8_t *y) {
+    const hb_nn_fc_params fc = {p->input_offset, p->output_offset, p->act_min, p->act_max, p->rq};
+    hb_nn_fully_connected_s8(&fc, x, k, f, out_c, y);
+}
 #endif
 
 #if !HB_NN_MVE
@@ -66,7 +133,33 @@ static uint32_t conv_pixel(const hb_nn_conv_params *p, const hb_nn_dims *in, con
 void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
                      const hb_nn_rows *f, uint32_t kh, uint32_t kw, uint32_t out_c, int8_t *y) {
 #if HB_NN_MVE
-    const uint32_t c = in->c, dw = p->dilation_w;
+    const uint32_t c = in->c, n_px = p->out_h * p->out_w, k = kh * kw * c;
+    const int pointwise = kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                          p->pad_top == 0 && p->pad_left == 0 && p->out_h == in->h &&
+                          p->out_w == in->w;
+    const int whole = kh == in->h && kw == in->w && p->pad_top == 0 && p->pad_left == 0 &&
+                      p->dilation_h == 1 && p->dilation_w == 1; /* the window is the input */
+    const int pad_ok = p->input_offset >= -127 && p->input_offset <= 128;
+    if (n_px == 1 && whole) {
+        conv_one_pixel(p, x, k, f, out_c, y);
+        return;
+    }
+    if (pointwise) {
+        if (n_px == 1)
+            conv_one_pixel(p, x, k, f, out_c, y);
+        else
+            conv_matrix(p, x, c, n_px, f, out_c, y);
+        return;
+    }
+    if (pad_ok && (uint64_t)n_px * k <= HB_NN_COLS_BYTES) {
+        im2col(p, in, x, kh, kw, (int8_t)-p->input_offset, cols_buf);
+        if (n_px == 1)
+            conv_one_pixel(p, cols_buf, k, f, out_c, y);
+        else
+            conv_matrix(p, cols_buf, k, n_px, f, out_c, y);
+        return;
+    }
+    const uint32_t dw = p->dilation_w;
     const size_t row_bytes = (size_t)in->w * c; /* one input row */
     uint32_t int_a, int_b;
     interior_columns(p, in->w, kw, &int_a, &int_b);
