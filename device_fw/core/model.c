@@ -248,20 +248,15 @@ static hb_zo_rowstream *pass_stream(probe_pass *p, int32_t t, int bias) {
     return s;
 }
 
-static inline int8_t clamp_weight(int32_t v) {
-    return (int8_t)(v > HB_WEIGHT_LIMIT    ? HB_WEIGHT_LIMIT
-                    : v < -HB_WEIGHT_LIMIT ? -HB_WEIGHT_LIMIT
-                                           : v);
-}
-
 /* row j of trained filter t: clamp(w + sign * delta, +-127), entry by entry, into the row
  * buffer (the blob's row is read in place: contiguous, or strided by R for a depthwise row).
  * A row's deltas depend on its raw samples, the tensor's S and em = sign * eps * M only, so
  * they come from the delta table (the distribution's 2, 17 or 128 values), built once per
  * tensor and pass (with channel multipliers once per row, if the row has at least that many
- * entries; a shorter row computes its deltas directly). The raw samples of a piece of the row
- * go through the first bytes of the row buffer's own piece, which the piece's results then
- * overwrite. */
+ * entries; a shorter row computes its deltas directly). A leading row with fresh samples and
+ * a table goes word by word from the stream to the weights (hb_zo_perturb_run); otherwise the
+ * raw samples of a piece of the row go through the first bytes of the row buffer's own piece,
+ * which the piece's results then overwrite. */
 static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
     probe_pass *p = ctx;
     const hb_model *m = p->m;
@@ -282,6 +277,10 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
         p->tab_em = em;
         table = 1;
     }
+    if (table && step == 1 && !p->src.pool) { /* a leading row of fresh samples: fused */
+        hb_zo_perturb_run(p->src.dist, &s->s, j * len, len, base, dtab, out);
+        return out;
+    }
     const int32_t voff = hb_zo_value_offset(p->src.dist);
     const uint32_t vshift = hb_zo_value_shift(p->src.dist);
     for (uint32_t i0 = 0; i0 < len; i0 += HB_ZO_CHUNK) {
@@ -290,11 +289,15 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
         int8_t *o = out + i0;
         hb_zo_row_samples(&p->src, tt, s, j, i0, cnt, o); /* the raw samples, in place */
         if (table)
-            for (uint32_t c = 0; c < cnt; c++)
-                o[c] = clamp_weight(b[(size_t)c * step] + dtab[(uint32_t)(o[c] + voff) >> vshift]);
+            for (uint32_t c = 0; c < cnt; c++) {
+                const int32_t d = dtab[(uint32_t)(o[c] + voff) >> vshift];
+                o[c] = hb_zo_clamp_weight(b[(size_t)c * step] + d);
+            }
         else
-            for (uint32_t c = 0; c < cnt; c++)
-                o[c] = clamp_weight(b[(size_t)c * step] + hb_zo_signed_delta(o[c], scale, em));
+            for (uint32_t c = 0; c < cnt; c++) {
+                const int32_t d = hb_zo_signed_delta(o[c], scale, em);
+                o[c] = hb_zo_clamp_weight(b[(size_t)c * step] + d);
+            }
     }
     return out;
 }

@@ -85,7 +85,7 @@ static hb_zo_source source_of(uint8_t dist, const hbgv_array *pool) {
 }
 
 static void test_perturb(void) {
-    int cases = 0;
+    int cases = 0, fused = 0;
     for (int c = 0;; c++, cases++) {
         const hbgv_array *cfg = arr("p%d.%s", c, "cfg");
         if (!cfg) break;
@@ -160,10 +160,32 @@ static void test_perturb(void) {
                     CHECK(hb_zo_signed_delta(v, s, sign * (int32_t)(eps * mult)) == want,
                           "p%d: signed delta of r %d", c, v);
                 }
+                /* fused runs (fresh samples): uneven runs of the stream, weights across the
+                 * int8 range so that both clamps are hit, equal clamp(w + tab[rank(r)]) */
+                if (pool) continue;
+                hb_stream st;
+                hb_stream_init(&st, seed, HB_STREAM_PERTURB, ti);
+                int8_t wv[HB_ZO_CHUNK], out[HB_ZO_CHUNK];
+                for (uint32_t e0 = 0, len = 1; e0 < n && !bad; e0 += len, len = len % 41 + 3) {
+                    const uint32_t cnt = n - e0 < len ? n - e0 : len;
+                    for (uint32_t i = 0; i < cnt; i++)
+                        wv[i] = (int8_t)((int32_t)((e0 + i) * 37u % 255u) - 127);
+                    hb_zo_perturb_run(dist, &st, e0, cnt, wv, tab, out);
+                    for (uint32_t i = 0; i < cnt && !bad; i++) {
+                        const int8_t v = (int8_t)at(r, k * n + e0 + i);
+                        const int32_t dv = tab[hb_zo_value_index(dist, v)];
+                        const int8_t want = hb_zo_clamp_weight(wv[i] + dv);
+                        bad = out[i] != want;
+                        CHECK(!bad, "p%d seed %u sign %d element %u: fused %d, expected %d", c, k,
+                              sign, e0 + i, out[i], want);
+                    }
+                }
+                fused += !bad;
             }
         }
     }
     CHECK(cases >= 16, "only %d perturbation cases", cases);
+    CHECK(fused >= 8, "only %d fused runs checked", fused);
     /* every raw sample of each distribution is in its table, at the extremes of S and em */
     const uint8_t dists[3] = {HB_DIST_RADEMACHER, HB_DIST_GAUSSIAN, HB_DIST_UNIFORM};
     for (int di = 0; di < 3; di++) {

@@ -151,6 +151,31 @@ void hb_zo_row_samples(const hb_zo_source *src, const hb_zo_tensor *t, hb_zo_row
     }
 }
 
+void hb_zo_perturb_run(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count, const int8_t *w,
+                       const int32_t *tab, int8_t *out) {
+    /* per word: its lanes from the run's first to the word's last (or the run's end) */
+    const uint32_t per = dist == HB_DIST_RADEMACHER ? HB_PER_WORD_RADEMACHER
+                         : dist == HB_DIST_GAUSSIAN ? HB_PER_WORD_GAUSSIAN
+                                                    : HB_PER_WORD_UNIFORM;
+    const uint32_t bits = 32u / per;
+    for (uint32_t e = e0, end = e0 + count; e < end;) {
+        const uint32_t lane = e % per, n = per - lane < end - e ? per - lane : end - e;
+        uint32_t word = hb_stream_word(s, e / per) >> (bits * lane);
+        if (dist == HB_DIST_RADEMACHER) /* rank: the bit (r = 2 bit - 1) */
+            for (uint32_t c = 0; c < n; c++, word >>= 1)
+                out[c] = hb_zo_clamp_weight(w[c] + tab[word & 1u]);
+        else if (dist == HB_DIST_GAUSSIAN) /* rank: the popcount (r = popcount - 8) */
+            for (uint32_t c = 0; c < n; c++, word >>= 16)
+                out[c] = hb_zo_clamp_weight(w[c] + tab[popcount16(word & 0xFFFFu)]);
+        else /* rank: the low 7 bits (r = 2 u - 127) */
+            for (uint32_t c = 0; c < n; c++, word >>= 8)
+                out[c] = hb_zo_clamp_weight(w[c] + tab[word & 0x7Fu]);
+        w += n;
+        out += n;
+        e += n;
+    }
+}
+
 uint32_t hb_zo_n_values(uint8_t dist) {
     return dist == HB_DIST_RADEMACHER ? HB_ZO_VALUES_RADEMACHER
            : dist == HB_DIST_GAUSSIAN ? HB_ZO_VALUES_GAUSSIAN

@@ -59,6 +59,22 @@ void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti, hb_zo
 void hb_zo_row_samples(const hb_zo_source *src, const hb_zo_tensor *t, hb_zo_rowstream *rs,
                        uint32_t j, uint32_t i0, uint32_t count, int8_t *r);
 
+/* An int8 weight plus a delta, clamped to +-HB_WEIGHT_LIMIT (a perturbed weight's value) */
+static inline int8_t hb_zo_clamp_weight(int32_t v) {
+    return (int8_t)(v > HB_WEIGHT_LIMIT    ? HB_WEIGHT_LIMIT
+                    : v < -HB_WEIGHT_LIMIT ? -HB_WEIGHT_LIMIT
+                                           : v);
+}
+
+/* A run of fresh samples turned into perturbed weights, with no samples in between: out[c] =
+ * clamp(w[c] + tab[hb_zo_value_index(dist, r_c)], +-HB_WEIGHT_LIMIT) for c < count, where r_c
+ * is the fresh sample of element e0 + c of stream s (hb_zo_row_samples' numbers for a leading
+ * row's run) and tab a delta table (hb_zo_delta_table). A PROBE's row of a leading filter with
+ * fresh samples: each word's lanes are read as table indices directly (the Rademacher bit,
+ * the Gaussian popcount, the uniform 7 bits), a word at a time. */
+void hb_zo_perturb_run(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count, const int8_t *w,
+                       const int32_t *tab, int8_t *out);
+
 /* The number of distinct raw samples of a distribution (HB_DIST_*): 2, 17 or 128
  * (HB_ZO_VALUES_*), the entries of its delta table. */
 uint32_t hb_zo_n_values(uint8_t dist);
