@@ -1,0 +1,298 @@
+"""Executed instructions of the firmware on the Cortex-M55 (QEMU mps3-an547, ``-icount``): the
+scalar C kernels against the Helium (MVE) kernels, side by side in one run.
+
+    python benchmarks/bench_an547.py [--models mlp,cnn,mobilenet] [--q 2] [--batch 4]
+
+It builds the benchmark image twice (``make -C device_fw an547-bench AN547_NN=scalar`` and
+``AN547_NN=mve``: bench/bench.c and bench/an547_main.c with the core, the kernels' variant the
+only difference) and runs each under ``qemu-system-arm -M mps3-an547 -icount shift=S``, where
+the firmware's tick counter follows executed instructions (one tick ~ one instruction at the
+default S=5). The unit is instructions, never seconds: QEMU does not model the M55's timing, so
+these are not cycles either (an MVE instruction takes one to four beats on the silicon).
+
+Per op: one model blob per op *shape* of the zoo models (MLP, CNN, MobileNetV2 alpha 0.35 at
+32x32), the same blobs as benchmarks/bench_firmware.py. Per model: the sum of its op rows
+weighted by their counts, and the whole model's blob (the difference is the interpreter).
+Every figure is the fewest instructions of ``--runs`` forward passes (they differ by a few
+instructions at most: the tick counter's rounding). Both images' outputs must equal the
+emulator's (hilbench.npu, bit-exact with TFLM) byte for byte; a row that differs says MISMATCH
+and the run exits 1.
+
+ZO step (``hilbench-bench zo``): the model with its LOSS section and the default ZO method,
+a random data set, ``--q`` seeds, a mini-batch of ``--batch``. PROBE = forward passes (2 q B,
+each at the cost of an unperturbed one) + loss + PRNG (the scales, and the samples each
+perturbed forward pass draws row by row) + perturbation (the rest: the row provider's deltas
+and clamps into the row buffer, the batch); APPLY = PRNG (samples in chunks) + update (the
+rest). Both images' losses and weights CRCs must be equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_firmware import BenchError, Report, cpu, op_rows, parse_report, source_state
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = {"scalar": "an547-scalar", "mve": "an547"}  # AN547_NN -> its build directory
+ELF = "hilbench-bench-an547.elf"
+MODELS = {
+    "mlp": ("MLP", "mlp", {}),
+    "cnn": ("CNN", "cnn", {}),
+    "mobilenet": ("MobileNetV2 a0.35 32x32", "mobilenet_v2", {"alpha": 0.35, "resolution": 32}),
+}
+TARGET = 4.0  # scalar / Helium instructions the conv and FC rows must reach (issue 12)
+TARGET_OPS = ("conv", "fc")  # the rows' labels start with these
+QEMU = "qemu-system-arm"
+TIMEOUT_S = 1800
+
+
+def build_images(root: Path = ROOT) -> dict[str, Path]:
+    """Both benchmark images (make decides what changed), one build at a time."""
+    lock_path = root / "device_fw" / "build" / ".lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for nn, sub in VARIANTS.items():
+        cmd = ["make", "-s", "-C", str(root / "device_fw"), "an547-bench", f"AN547_NN={nn}"]
+        with open(lock_path, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+        if done.returncode != 0:
+            tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
+            raise BenchError(f"{' '.join(cmd[2:])} failed: {tail}; fix the build and run again")
+        out[nn] = root / "device_fw" / "build" / sub / ELF
+    return out
+
+
+def qemu_version() -> str:
+    path = shutil.which(QEMU)
+    if path is None:
+        raise BenchError(f"{QEMU} is not installed: apt install qemu-system-arm")
+    return subprocess.run([path, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+
+
+def run_image(elf: Path, args: list[str], shift: int) -> Report:
+    """The benchmark image under QEMU with ``args`` (paths absolute); its report."""
+    sh = ",".join(f"arg={a}" for a in ["hilbench-bench", *args, "--icount-shift", str(shift)])
+    cmd = [
+        QEMU, "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
+        "-icount", f"shift={shift}", "-semihosting-config", f"enable=on,target=native,{sh}",
+        "-kernel", str(elf),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+    if done.returncode not in (0, 1) or (done.returncode == 1 and "error" not in done.stdout):
+        tail = (done.stderr or done.stdout).strip()[-400:]
+        raise BenchError(f"{elf.parent.name}/{elf.name} {args[0]} exited {done.returncode}: {tail}")
+    return parse_report(done.stdout)
+
+
+@dataclass
+class Forward:
+    instr: int
+    output: bytes
+    stable: bool
+
+
+def forward(elf: Path, blob: Path, x: Path, runs: int, shift: int) -> Forward:
+    rep = run_image(elf, ["forward", str(blob), str(x), "--runs", str(runs)], shift)
+    f = rep.get("forward")
+    return Forward(int(f["min"]), bytes.fromhex(rep.get("output")["hex"]), f["stable"] == "1")
+
+
+@dataclass
+class Row:
+    label: str
+    graph: object
+    counts: dict[str, int] = field(default_factory=dict)
+    instr: dict[str, int] = field(default_factory=dict)  # variant -> instructions
+    same: bool = True
+
+
+def measure(row, images: dict[str, Path], work: Path, runs: int, shift: int, seed: int) -> None:
+    """Both images on the row's graph and one random input; outputs checked against the
+    emulator."""
+    from hilbench.npu.blob import to_blob
+
+    g = row.graph
+    x = np.random.default_rng(seed).integers(-128, 128, (1, *g.input_shape)).astype(np.int8)
+    bp, xp = work / "model.blob", work / "input.bin"
+    bp.write_bytes(to_blob(g))
+    xp.write_bytes(x.tobytes())
+    want = np.asarray(g.run(x), np.int8).reshape(-1).tobytes()
+    for nn, elf in images.items():
+        f = forward(elf, bp, xp, runs, shift)
+        row.instr[nn] = f.instr
+        row.same = row.same and f.stable and f.output == want
+
+
+def fmt(n: float) -> str:
+    return f"{n:14,.0f}"
+
+
+HEAD = (
+    f"  {'op (in>out)':36s} {'count':>5s} {'scalar instr':>14s} {'Helium instr':>14s} {'ratio':>7s}"
+)
+
+
+def print_row(label: str, count: str, scalar: float, mve: float, note: str = "") -> None:
+    print(f"  {label[:36]:36s} {count:>5s} {fmt(scalar)} {fmt(mve)} {scalar / mve:6.2f}x{note}")
+
+
+def target_note(r: Row) -> str:
+    if not r.same:
+        return "   MISMATCH (outputs differ)"
+    if r.label.split()[0] in TARGET_OPS:
+        ok = r.instr["scalar"] >= TARGET * r.instr["mve"]
+        return "" if ok else f"   below {TARGET:.0f}x"
+    return ""
+
+
+def zo_step(images, title: str, g, q: int, batch: int, runs: int, shift: int, work: Path) -> bool:
+    """Both images' ZO step split, side by side; True if their losses and CRCs agree."""
+    from hilbench.npu.blob import to_blob
+    from hilbench.zo import loss
+
+    tables = loss.LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
+    r = np.random.default_rng(7)
+    n_items, item = 16, int(np.prod(g.input_shape))
+    files = {
+        "zo.blob": to_blob(g, {"LOSS": tables.to_bytes()}),
+        "zo.x": r.integers(-128, 128, (n_items, item)).astype(np.int8).tobytes(),
+        "zo.y": r.integers(0, int(np.prod(g.output_shape)), n_items).astype(np.uint8).tobytes(),
+    }
+    for name, data in files.items():
+        (work / name).write_bytes(data)
+    args = ["zo", *(str(work / n) for n in files), "--q", str(q), "--batch", str(batch)]
+    args += ["--runs", str(runs), "--item-runs", str(runs), "--seed", "1"]
+    reps = {nn: run_image(elf, args, shift) for nn, elf in images.items()}
+    same = all(
+        reps[nn].get(rec) == reps["scalar"].get(rec)
+        for nn in reps
+        for rec in ("zo_check", "zo_losses")
+    ) and all(rep.get("zo_check")["restored"] == "1" for rep in reps.values())
+    zo = reps["mve"].get("zo")
+    print(
+        f"\n{title}: {zo['trained']} trained tensors, {int(zo['weight_elems']):,} weights; "
+        f"q={q}, batch {batch}: {zo['n_forward']} forward passes per PROBE; fewest of {runs} runs"
+    )
+    print(f"  {'part':36s} {'':>5s} {'scalar instr':>14s} {'Helium instr':>14s} {'ratio':>7s}")
+    parts = [("probe", "total", "PROBE"), ("probe", "forward", "  forward passes"),
+             ("probe", "loss", "  loss"), ("probe", "prng", "  PRNG (scales, row samples)"),
+             ("probe", "perturb", "  perturbation (row provider)"),
+             ("apply", "total", "APPLY"), ("apply", "prng", "  PRNG (chunk samples)"),
+             ("apply", "update", "  update")]  # fmt: skip
+    for step, key, name in parts:
+        v = {nn: int(rep.get("zo_split", step=step)[key]) for nn, rep in reps.items()}
+        share = {nn: v[nn] / int(reps[nn].get("zo_split", step=step)["total"]) for nn in v}
+        note = f"   {share['scalar']:5.1%} / {share['mve']:5.1%} of {step.upper()}"
+        print_row(name, "", v["scalar"], max(v["mve"], 1), "" if key == "total" else note)
+    fwd = {nn: int(rep.get("zo_time", part="forward")["min"]) for nn, rep in reps.items()}
+    step = {nn: sum(int(rep.get("zo_split", step=s)["total"]) for s in ("probe", "apply"))
+            for nn, rep in reps.items()}  # fmt: skip
+    beyond = {nn: step[nn] / (int(zo["n_forward"]) * fwd[nn]) for nn in reps}
+    print_row("one forward pass", "", fwd["scalar"], fwd["mve"])
+    print(
+        f"  ZO step (PROBE + APPLY) / its forward passes: scalar {beyond['scalar']:.3f}x, "
+        f"Helium {beyond['mve']:.3f}x; losses and weights CRCs "
+        + ("equal in both images" if same else "DIFFER between the images")
+    )
+    return same
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="mlp,cnn,mobilenet", help="of mlp, cnn, mobilenet")
+    ap.add_argument("--runs", type=int, default=2, help="forward passes per figure (fewest)")
+    ap.add_argument("--q", type=int, default=2, help="seeds per ZO step (0: no ZO step)")
+    ap.add_argument("--batch", type=int, default=4, help="PROBE's mini-batch")
+    ap.add_argument("--zo-runs", type=int, default=1, help="PROBEs and APPLYs per image")
+    ap.add_argument("--icount-shift", type=int, default=5, help="QEMU -icount shift (0..10)")
+    args = ap.parse_args(argv)
+    names = [m for m in args.models.split(",") if m]
+    bad = [m for m in names if m not in MODELS]
+    if bad or not names:
+        ap.error(f"--models takes a comma list of {', '.join(MODELS)} (got {args.models!r})")
+    if not 1 <= args.runs <= 4096 or not 1 <= args.zo_runs <= 4096:
+        ap.error("--runs and --zo-runs must be in 1..4096")
+    if not 0 <= args.q <= 510 or not 1 <= args.batch <= 256:
+        ap.error("--q must be in 0..510 and --batch in 1..256 (the device's ranges)")
+    if not 0 <= args.icount_shift <= 10:
+        ap.error("--icount-shift must be in 0..10")
+    from hilbench.npu import zoo
+
+    try:
+        version = qemu_version()
+        images = build_images()
+    except BenchError as exc:
+        print(f"bench_an547: {exc}", file=sys.stderr)
+        return 2
+    build = run_image(images["mve"], ["info"], args.icount_shift).build
+    print(f"host CPU (runs QEMU; the figures do not depend on it): {cpu()}")
+    print(f"target: Cortex-M55 (QEMU mps3-an547), {version}, -icount shift={args.icount_shift}")
+    print(
+        f"firmware: device_fw core ({source_state()}), {build['compiler']}, "
+        f"{build['flags'].replace(' -DHB_NN_SCALAR', '')}; scalar: AN547_NN=scalar "
+        f"(-DHB_NN_SCALAR), Helium: AN547_NN=mve"
+    )
+    print(
+        f"unit: {build['clock']} per forward pass, the fewest of {args.runs} runs; ratio = "
+        f"scalar / Helium (higher: Helium needs fewer); outputs checked against the emulator"
+    )
+    graphs = [(MODELS[m][0], zoo.build(MODELS[m][1], seed=0, **MODELS[m][2])) for m in names]
+    rows = [Row(r.label, r.graph, r.counts) for r in op_rows(graphs, None)]
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="bench_an547_") as tmp:
+        work = Path(tmp)
+        for i, r in enumerate(rows):
+            measure(r, images, work, args.runs, args.icount_shift, seed=i)
+        for i, (title, g) in enumerate(graphs):
+            whole = Row(title, g, {title: 1})
+            measure(whole, images, work, args.runs, args.icount_shift, seed=1000 + i)
+            mine = [r for r in rows if r.counts.get(title)]
+            print(f"\n{title}: {len(g.ops)} ops, {len(mine)} op shapes")
+            print(HEAD)
+            for r in mine:
+                print_row(r.label, str(r.counts[title]), r.instr["scalar"], r.instr["mve"],
+                          target_note(r))  # fmt: skip
+            tot = {nn: sum(r.instr[nn] * r.counts[title] for r in mine) for nn in VARIANTS}
+            print_row("sum of its ops (x count)", str(len(g.ops)), tot["scalar"], tot["mve"])
+            for kinds, name in ((("conv", "depthwise", "fc"), "of which conv, depthwise, FC"),):
+                part = {nn: sum(r.instr[nn] * r.counts[title] for r in mine
+                                if r.label.split()[0] in kinds) for nn in VARIANTS}  # fmt: skip
+                print_row(f"  {name}", "", part["scalar"], max(part["mve"], 1))
+            print_row("whole model, one blob", str(len(g.ops)), whole.instr["scalar"],
+                      whole.instr["mve"], target_note(whole))  # fmt: skip
+            ok = ok and whole.same and all(r.same for r in mine)
+        missed = [r for r in rows if target_note(r).strip().startswith("below")]
+        print(
+            f"\ntarget: conv and FC rows at least {TARGET:.0f}x fewer instructions with Helium: "
+            + ("met by every row" if not missed else f"missed by {len(missed)} rows (marked)")
+        )
+        if args.q:
+            print(
+                "\nZO step, scalar against Helium (instructions; the parts timed alone with the "
+                "core's functions, the last part of each step the rest)"
+            )
+            for title, g in graphs:
+                ok = zo_step(images, title, g, args.q, args.batch, args.zo_runs,
+                             args.icount_shift, work) and ok  # fmt: skip
+    if not ok:
+        print("\nMISMATCH: an image's output, losses or weights differ; see the rows above")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
