@@ -245,5 +245,11 @@ def make_backend(config: RunConfig) -> Backend:
             from hilbench.farm import backend_for
 
             return backend_for(config.port or "", faults, firmware=config.firmware)
+        from hilbench.board.backend import BoardBackend, wants_board_backend
+
+        if wants_board_backend(config.port or "", config.firmware):  # auto, a probe, an ST-LINK
+            return BoardBackend(
+                config.port or "", faults, baud=config.baud, firmware=config.firmware
+            )
         return SerialBackend(config.port or "", faults=faults, baud=config.baud)
     return EmulatorBackend(faults=faults)

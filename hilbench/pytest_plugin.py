@@ -49,7 +49,8 @@ BACKEND_OPTIONS = (
     BackendOption(
         "--board",
         "board",
-        "use a board or any pyserial URL, e.g. /dev/ttyACM0, socket://HOST:PORT",
+        "use a board: its port (/dev/ttyACM0), its ST-LINK's serial, auto (the one attached), "
+        "or any pyserial URL such as socket://HOST:PORT",
         metavar="PORT",
         field="port",
     ),
@@ -72,8 +73,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--fw",
         metavar="PATH",
-        help="the firmware to run with --sil (the SIL program) or --qemu (an ELF); default: "
-        "build device_fw with make",
+        help="the firmware to run with --sil (the SIL program), --qemu (an ELF) or --board (the "
+        "stm32n6 ELF loaded when the board runs another build); default: build device_fw with make",
     )
     group.addoption(
         "--baud",
@@ -146,9 +147,10 @@ def backend_config(config: pytest.Config) -> RunConfig:
     fields = {option.field: value} if option.field else {}
     firmware = config.getoption("--fw")
     if firmware is not None:
-        if option.backend not in ("sil", "qemu"):
+        if option.backend not in ("sil", "qemu", "board"):
             raise pytest.UsageError(
-                f"hilbench: --fw names the firmware of --sil or --qemu, not of {option.flag}"
+                f"hilbench: --fw names the firmware of --sil, --qemu or --board, not of "
+                f"{option.flag}"
             )
         fields["firmware"] = firmware
     baud = config.getoption("--baud")

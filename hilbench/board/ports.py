@@ -132,8 +132,7 @@ def resolve_board(
             raise LinkError(
                 "--board auto: no board attached (no ST-LINK virtual COM port, USB "
                 f"0483:3754; serial ports present: {_names(ports)})",
-                "plug the board's ST-LINK USB connector in, or name "
-                "the port: --board /dev/ttyACM0",
+                "plug the board's ST-LINK USB connector in, or name the port: --board /dev/ttyACM0",
             )
         if len(boards) > 1:
             raise LinkError(

@@ -1,0 +1,93 @@
+"""The physical board as a backend: ``--board`` names it by port, probe serial or ``auto``; the
+firmware (``--fw ELF``, default the checkout's stm32n6 build) is loaded when the board does not
+already run that build, then the session goes on over the ST-LINK's virtual COM port.
+
+Each step of the board's way from absent to ready (find it, open its port, check the running
+build, connect the probe, halt, write, reset, resume, HELLO) is timed and logged on the
+``hilbench.board`` logger, which pytest shows with a failing test; every error names the board
+(port and probe id).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from hilbench.backends import Backend
+from hilbench.board.ports import BoardRef, is_port_spec, list_ports, open_board_port, resolve_board
+from hilbench.errors import HilbenchError
+from hilbench.link.faults import FaultSpec
+from hilbench.link.serial_port import DEFAULT_BAUD
+from hilbench.target.client import Target
+
+log = logging.getLogger("hilbench.board")
+
+
+def wants_board_backend(spec: str, firmware: str | None = None) -> bool:
+    """Whether ``--board spec`` is a physical board to load (auto, a probe serial, an ST-LINK's
+    port, or any port with --fw) rather than a plain serial link (a pty, socket://)."""
+    spec = spec.strip()
+    if not spec:
+        return False
+    if spec == "auto" or not is_port_spec(spec):
+        return True
+    if "://" in spec:
+        return False
+    if firmware is not None:
+        return True
+    import os
+
+    real = os.path.realpath(spec)
+    return any(p.stlink and os.path.realpath(p.device) == real for p in list_ports())
+
+
+class BoardBackend(Backend):
+    """A board reached through its ST-LINK: port found, firmware loaded if needed, HELLO."""
+
+    kind = "board"
+
+    def __init__(
+        self,
+        spec: str,
+        faults: FaultSpec | None = None,
+        *,
+        baud: int = DEFAULT_BAUD,
+        firmware: str | None = None,
+        probe: str | None = None,
+    ) -> None:
+        super().__init__(faults)
+        self.spec = spec
+        self.baud = baud
+        self.firmware = firmware
+        self.probe = probe
+        self.board: BoardRef | None = None
+        self.steps: list[tuple[str, float]] = []
+        self.loaded: bool | None = None  # None: nothing to load with (no probe)
+
+    def _step(self, name: str, seconds: float) -> None:
+        self.steps.append((name, seconds))
+        log.info("%s: %s (%.3f s)", self.board or self.spec, name, seconds)
+
+    def open(self) -> Target:
+        from hilbench.board.elfimage import read_image
+        from hilbench.board.firmware import firmware_elf
+        from hilbench.board.loader import load
+        from hilbench.board.pyocd_target import PyocdTarget
+
+        self.board = board = resolve_board(self.spec, self.probe)
+        port = open_board_port(board.port, self.baud)
+        try:
+            if board.probe_id is not None:
+                image = read_image(firmware_elf(self.firmware))
+                probe_id = board.probe_id
+                result = load(
+                    image,
+                    lambda hz: PyocdTarget.connect(probe_id, hz),
+                    port,
+                    board=str(board),
+                    on_step=self._step,
+                )
+                self.loaded = not result.skipped
+            return self._attach(port, name=str(board))
+        except HilbenchError:
+            port.close()
+            raise

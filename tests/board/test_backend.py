@@ -1,0 +1,55 @@
+"""--board as the backends and the pytest plugin take it: a physical board (auto, a probe serial,
+an ST-LINK's port, any port with --fw) goes to the loader's backend; a pty or a socket:// URL
+stays a plain serial link. Without a board here: the refusals, one line, and the plain path on
+a pty with the twin behind it."""
+
+from __future__ import annotations
+
+from hilbench.backends import SerialBackend, make_backend
+from hilbench.board.backend import BoardBackend, wants_board_backend
+from hilbench.config import RunConfig
+from hilbench.errors import LinkError
+
+SAMPLE = """
+def test_device_answers(device):
+    assert device.hello().device_id
+"""
+
+
+def test_which_board_specs_go_to_the_loader(twin_board):
+    assert wants_board_backend("auto") and wants_board_backend("003A00293433510F37363934")
+    assert not wants_board_backend("socket://127.0.0.1:5555")
+    assert not wants_board_backend(twin_board.path)  # a pty: no ST-LINK behind it
+    assert wants_board_backend(twin_board.path, firmware="fw.elf")
+    assert not wants_board_backend("  ")
+    assert isinstance(make_backend(RunConfig(backend="board", port="auto")), BoardBackend)
+    plain = make_backend(RunConfig(backend="board", port=twin_board.path))
+    assert isinstance(plain, SerialBackend)
+
+
+def test_auto_without_a_board_is_one_line():
+    backend = BoardBackend("auto")
+    try:
+        backend.open()
+    except LinkError as exc:
+        assert "no board attached" in str(exc) and "\n" not in str(exc)
+    else:
+        raise AssertionError("opened a board that is not there")
+
+
+def test_a_port_without_a_probe_is_a_plain_link(twin_board):
+    twin_board.start("hilbench-twin standing in")
+    backend = BoardBackend(twin_board.path, firmware="never-read.elf")
+    try:
+        target = backend.open()
+        assert target.info.firmware == "hilbench-twin standing in"
+        assert backend.loaded is None and backend.board.probe_id is None
+    finally:
+        backend.close()
+
+
+def test_pytest_board_auto_without_a_board_fails_in_one_line(pytester):
+    pytester.makepyfile(SAMPLE)
+    result = pytester.runpytest_subprocess("--board=auto", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*hilbench: --board auto: no board attached*0483:3754*"])
