@@ -35,6 +35,10 @@ class RunConfig:
     firmware: str | None = None  # SIL program / firmware image to run (None: build it)
     model: str = "mlp"
     dataset: str = "digits"
+    # the vision models' size (0: the model's default): MobileNetV2's alpha or ResNet18's
+    # channel width multiplier, and the image side the data are resized to
+    width: float = 0.0
+    resolution: int = 0
     scheduler: str = "fixed:4"
     budget: int = 30_000  # forward passes (one forward of one perturbed model on one batch)
     seed: int = 0
@@ -66,6 +70,7 @@ class RunConfig:
         if self.backend == "board" and not (self.port or "").strip():
             raise ConfigError("the board backend needs a port", "pass --board PORT")
         _check_range("baud", self.baud, *BAUD_RANGE)
+        _check_vision_size(self.model, self.width, self.resolution)
         _check_range("budget", self.budget, 2, 10**9)
         _check_range("seed", self.seed, 0, 2**32 - 1)
         _check_range("eps", self.eps, 1, 127)
@@ -106,6 +111,21 @@ class RunConfig:
         d = dataclasses.asdict(self)
         d["trace"] = str(self.trace) if self.trace else None
         return d
+
+
+VISION_MODELS = ("mobilenet_v2", "resnet18")
+
+
+def _check_vision_size(model: str, width: float, resolution: int) -> None:
+    if (width or resolution) and model not in VISION_MODELS:
+        raise ConfigError(
+            f"--width / --resolution size a vision model; {model} has neither",
+            f"leave them out, or train one of {', '.join(VISION_MODELS)}",
+        )
+    if not (isinstance(width, int | float) and (width == 0 or 0.05 <= width <= 4.0)):
+        raise ConfigError(f"width {width!r} is out of range", "use 0.05..4 (e.g. 0.35)")
+    if resolution != 0:
+        _check_range("resolution", resolution, 8, 224)
 
 
 def _check_range(name: str, value: int, lo: int, hi: int) -> None:

@@ -109,9 +109,51 @@ def pretrained_float_weights(model: str, seed: int) -> list:
     return _PRETRAINED[key]
 
 
+VISION_DEFAULTS = {"mobilenet_v2": ("alpha", 0.35), "resnet18": ("width", 0.25)}
+
+
+def arch_kwargs(config: RunConfig) -> dict:
+    """The architecture's size for a vision model (alpha or width, resolution), else {}."""
+    if config.model not in VISION_DEFAULTS:
+        return {}
+    key, default = VISION_DEFAULTS[config.model]
+    return {key: config.width or default, "resolution": data_resolution(config)}
+
+
+def data_resolution(config: RunConfig) -> int | None:
+    """The side images are resized to (vision models), None for the digits' models."""
+    if config.model not in VISION_DEFAULTS:
+        return None
+    return config.resolution or datasets.VISION_RESOLUTION
+
+
+def load_data(config: RunConfig) -> datasets.Dataset:
+    """The run's data set, at the vision model's resolution when it is an image data set."""
+    res = data_resolution(config) if datasets.is_image_dataset(config.dataset) else None
+    return datasets.load(config.dataset, res)
+
+
 def build_graph(config: RunConfig, data: datasets.Dataset) -> Graph:
     """The int8 model: random init calibrated on the run's data, or (``init=pretrained``)
-    pre-trained in float on the clean digits and quantized with clean calibration data."""
+    pre-trained in float on the clean digits and quantized with clean calibration data (a
+    vision model: on the Fashion-MNIST source task, hilbench.data.pretrained)."""
+    arch = arch_kwargs(config)
+    if arch:
+        arch["classes"] = data.n_classes
+        if config.init == "pretrained":
+            from hilbench.data import pretrained
+
+            weights, source = pretrained.vision_weights(config.model, arch)
+            return zoo.build(
+                config.model,
+                seed=config.seed,
+                calibration=source.x_train[:CALIBRATION_ITEMS],
+                float_weights=weights,
+                **arch,
+            )
+        return zoo.build(
+            config.model, seed=config.seed, calibration=data.x_train[:CALIBRATION_ITEMS], **arch
+        )
     if config.init == "pretrained":
         clean = datasets.load(PRETRAIN_DATASET)
         return zoo.build(
@@ -156,6 +198,22 @@ def check_model_fits(config: RunConfig, data: datasets.Dataset) -> None:
 
     if config.model not in nets.ARCHITECTURES:
         return  # zoo.build names the known models
+    if config.model in VISION_DEFAULTS and not datasets.is_image_dataset(config.dataset):
+        items = "x".join(map(str, data.input_shape))
+        raise ConfigError(
+            f"model {config.model} takes colour images and the items of {config.dataset} are "
+            f"{items} grey values",
+            "train it on an image data set: --dataset fashion-mnist-shift (or fashion-mnist, "
+            "eurosat:DIR, stl10:DIR)",
+        )
+    if config.model in VISION_DEFAULTS:
+        return  # the images are resized to the model's resolution
+    if datasets.is_image_dataset(config.dataset):
+        raise ConfigError(
+            f"model {config.model} takes the digits' 8x8 values, not the colour images of "
+            f"{config.dataset}",
+            f"train mobilenet_v2 or resnet18 on {config.dataset} (--model mobilenet_v2)",
+        )
     size = int(np.prod(data.input_shape))
 
     def takes(name: str) -> tuple[int, ...]:
@@ -337,7 +395,7 @@ def _run(
     started = time.perf_counter()
     npu_backend.check_env()  # a user's setting: say so now, not as a device failure later
     view = view or NullView()
-    data = datasets.load(config.dataset)
+    data = load_data(config)
     model = prepare_model(config, data)
     if resumed is not None and resumed.model_blob != model.blob:
         raise HilbenchError(

@@ -27,9 +27,12 @@ if TYPE_CHECKING:
 #: Exit statuses after a signal ended the run (128 + the signal's number, as shells report).
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
-#: Models ``run`` trains (the others in the zoo take images no shipped data set has).
-TRAINABLE = ("mlp", "cnn")
-DATASETS = ("digits", "digits-rot20")
+#: Models ``run`` trains; the vision models train on the colour image data sets.
+TRAINABLE = ("mlp", "cnn", "mobilenet_v2", "resnet18")
+DATASETS = ("digits", "digits-rot20", "fashion-mnist", "fashion-mnist-shift")
+#: A vision model's defaults where the digits' would not do: its fine-tuning task, from the
+#: weights pre-trained on the source task, the last blocks only (a step fits an MCU's SRAM).
+VISION_DEFAULTS = {"dataset": "fashion-mnist-shift", "init": "pretrained", "layers": "last:1"}
 
 DESCRIPTION = """\
 Train a model on a device with zeroth-order (ZO) steps: the host picks perturbation seeds and
@@ -56,6 +59,9 @@ examples:
   hilbench run                                       the default MLP on the emulator
   hilbench run --board /dev/ttyACM0 --budget 12000   a board at 921600 baud
   hilbench run --model cnn --scheduler qscheduler --trace cnn.h5
+  hilbench run --model mobilenet_v2 --width 0.35 --resolution 24 --budget 3000
+                                  fine-tune a pre-trained MobileNetV2 on fashion-mnist-shift
+  hilbench run --model resnet18 --dataset stl10:~/data/stl10_binary --resolution 32
   hilbench run --link-faults drop=0.01,reset=0.001,seed=1
   hilbench run --resume cnn.h5
 """
@@ -115,27 +121,43 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--model",
         default=d.model,
         metavar="{" + ",".join(TRAINABLE) + "}",
-        help=f"mlp: a 64-32-10 MLP; cnn: a small 8x8 CNN (default {d.model})",
+        help="mlp: a 64-32-10 MLP; cnn: a small 8x8 CNN; mobilenet_v2, resnet18: int8 vision "
+        f"models sized by --width and --resolution (default {d.model})",
+    )
+    what.add_argument(
+        "--width",
+        type=float,
+        default=d.width,
+        metavar="W",
+        help="MobileNetV2's alpha (default 0.35) or ResNet18's channel width (default 0.25)",
+    )
+    what.add_argument(
+        "--resolution",
+        type=int,
+        default=d.resolution,
+        metavar="PIXELS",
+        help="a vision model's image side; the data are resized to it (default 24)",
     )
     what.add_argument(
         "--dataset",
-        default=d.dataset,
-        metavar="{" + ",".join(DATASETS) + "}",
-        help="scikit-learn's 8x8 digits, or the same rotated by up to 20 degrees "
-        f"(default {d.dataset})",
+        metavar="{" + ",".join(DATASETS) + ",eurosat:DIR,stl10:DIR}",
+        help="scikit-learn's 8x8 digits, or the same rotated by up to 20 degrees (default "
+        f"{d.dataset}); for a vision model: Fashion-MNIST (Debian's dataset-fashion-mnist) "
+        "as published or recoloured on textured backgrounds (the default, "
+        f"{VISION_DEFAULTS['dataset']}), EuroSAT RGB or STL-10 from a folder",
     )
     what.add_argument(
         "--init",
-        default=d.init,
         metavar="{" + ",".join(INITS) + "}",
-        help="random int8 weights, or float pre-training on the clean digits, then quantized "
-        f"(default {d.init})",
+        help="random int8 weights, or float pre-training (the digits' models: on the clean "
+        "digits; the vision models: on Fashion-MNIST's source items, cached), then quantized "
+        f"(default {d.init}; a vision model: {VISION_DEFAULTS['init']})",
     )
     what.add_argument(
         "--layers",
-        default=d.layers,
         help="what trains: weights, biases, all, last:K (the last K layers) or a GLOB over "
-        f"tensor names, comma-separated (default {d.layers})",
+        f"tensor names, comma-separated (default {d.layers}; a vision model: "
+        f"{VISION_DEFAULTS['layers']})",
     )
 
     how = p.add_argument_group("how long and how fast")
@@ -267,6 +289,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _model_default(args: argparse.Namespace, name: str) -> str:
+    """An option left out: the vision default for a vision model, else RunConfig's."""
+    given = getattr(args, name)
+    if given is not None:
+        return given
+    if args.model in VISION_DEFAULTS_FOR:
+        return VISION_DEFAULTS[name]
+    return getattr(RunConfig(), name)
+
+
+VISION_DEFAULTS_FOR = ("mobilenet_v2", "resnet18")
+
+
 def config_from(args: argparse.Namespace) -> RunConfig:
     backend, port, baud = _device(args)
     return RunConfig(
@@ -275,7 +310,9 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         baud=baud,
         firmware=args.fw,
         model=args.model,
-        dataset=args.dataset,
+        dataset=_model_default(args, "dataset"),
+        width=args.width,
+        resolution=args.resolution,
         scheduler=args.scheduler,
         budget=args.budget,
         seed=args.seed,
@@ -285,14 +322,14 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         eval_every=args.eval_every,
         trace=args.trace,
         live=not args.no_live,
-        init=args.init,
+        init=_model_default(args, "init"),
         perturbation=args.perturbation,
         pool=args.pool,
         scaling=args.scaling,
         estimator=args.estimator,
         rounding=args.rounding,
         master=args.master,
-        layers=args.layers,
+        layers=_model_default(args, "layers"),
         eps_mult=args.eps_mult,
         eps_per_channel=args.eps_per_channel,
         lr_schedule=args.lr_schedule,
@@ -304,7 +341,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
 def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from hilbench import datasets, session
+    from hilbench import session
     from hilbench.console import make_view
     from hilbench.npu import zoo
 
@@ -328,7 +365,7 @@ def handle(args: argparse.Namespace) -> int:
     config = config_from(args)
     if config.model not in zoo.MODELS:
         raise ConfigError(f"unknown model '{config.model}'", f"use one of: {', '.join(TRAINABLE)}")
-    data = datasets.load(config.dataset)  # fail on an unknown name before any device is touched
+    data = session.load_data(config)  # fail on an unknown name before any device is touched
     session.prepare_model(config, data)  # and on a layer selection or pool that does not fit
     config = config.replace(trace=config.trace or session.default_trace_path(config))
     _refuse_orphaning(config.trace)
@@ -451,6 +488,26 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+def _device_time(result) -> str:
+    """The device's time for the run's commands, per source (the emulator's is modeled by the
+    STM32N6 cost model; QEMU's instructions are a count, not time), or ""."""
+    from hilbench.trace import Trace
+
+    try:
+        t = Trace.open(result.trace_path, result.run_id).timing
+    except (HilbenchError, OSError):
+        return ""
+    parts = []
+    for src in dict.fromkeys(t["source"].tolist()):
+        name = src.decode() if isinstance(src, bytes) else str(src)
+        total = float(t["duration_s"][t["source"] == src].sum())
+        if name in ("modeled", "device"):
+            parts.append(f"{total:.3f} s ({name})")
+        elif name == "instr":
+            parts.append(f"{total:,.0f} instructions (QEMU)")
+    return ", ".join(parts)
+
+
 def _print_summary(console, result) -> None:
     from rich.table import Table
 
@@ -464,6 +521,9 @@ def _print_summary(console, result) -> None:
     table.add_row("weights CRC-32", f"0x{result.weights_crc:08x}")
     table.add_row("events", format_events(result.events))
     table.add_row("wall time", f"{result.wall_s:.1f} s (host)")
+    device = _device_time(result)
+    if device:
+        table.add_row("device time", device)
     try:
         console.print(table)
         print(f"trace written to {result.trace_path} (run {result.run_id})", flush=True)

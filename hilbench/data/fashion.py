@@ -33,6 +33,8 @@ SOURCE_ITEMS = 6000
 TARGET_TRAIN = 768
 TARGET_TEST = 512
 SHIFT_SEED = 0x5348  # "SH"
+GARMENT_MIN = 0.5  # each garment colour channel in [GARMENT_MIN, 1]
+BACKGROUND_MAX = 0.25  # background texture channels in [0, BACKGROUND_MAX]
 
 
 def folder() -> Path:
@@ -87,13 +89,13 @@ def _smooth_noise(rng: np.random.Generator, side: int, cells: int = 4) -> np.nda
 def shift(images: np.ndarray, items: np.ndarray) -> np.ndarray:
     """Recolour float RGB images (N, R, R, 3) in [0, 1] of grey garments on black: garment
     intensity g keeps its shape; the garment takes a colour, the background a textured
-    colour at up to half brightness, both from ``default_rng((SHIFT_SEED, item))``."""
+    colour of at most ``BACKGROUND_MAX``, both from ``default_rng((SHIFT_SEED, item))``."""
     out = np.empty_like(images)
     side = images.shape[1]
     for i, (img, item) in enumerate(zip(images, items, strict=True)):
         rng = np.random.default_rng((SHIFT_SEED, int(item)))
         g = img.mean(axis=-1, keepdims=True)
-        colour = 0.35 + 0.65 * rng.random(3)
-        background = 0.5 * _smooth_noise(rng, side)
+        colour = GARMENT_MIN + (1.0 - GARMENT_MIN) * rng.random(3)
+        background = BACKGROUND_MAX * _smooth_noise(rng, side)
         out[i] = g * colour + (1.0 - g) * background
     return np.clip(out, 0.0, 1.0).astype(np.float32)

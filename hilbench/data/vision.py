@@ -44,7 +44,9 @@ def load(name: str, resolution: int):
             y_te,
             10,
         )
-    arrays = cache.cached("data", f"{name}|{resolution}", lambda: _fashion(name, resolution))
+    shift = (fashion.GARMENT_MIN, fashion.BACKGROUND_MAX, fashion.SHIFT_SEED)
+    key = f"{name}|{resolution}|{fashion.SOURCE_ITEMS}|{fashion.TARGET_TRAIN}|{shift}"
+    arrays = cache.cached("data", key, lambda: _fashion(name, resolution))
     return Dataset(
         name, arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"], 10
     )

@@ -141,7 +141,7 @@ def backward(
     model: FloatModel, env: dict[str, np.ndarray], grad_out: np.ndarray
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Gradients ``(dw, db)`` of every weight layer given d(loss)/d(logits). Supports the
-    layers pre-training uses: conv, fc, flatten, mean, add."""
+    layers pre-training uses: conv, dwconv (multiplier 1), fc, maxpool, flatten, mean, add."""
     grads: dict[str, np.ndarray] = {model.layers[-1].output: grad_out}
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for ly in reversed(model.layers):
@@ -167,6 +167,10 @@ def backward(
             )
             dcols = g @ ly.w.reshape(o, -1)
             dx = _col2im(ly, dcols, x.shape, p)
+        elif ly.kind == "dwconv":
+            out[ly.name], dx = _dwconv_backward(ly, x, g)
+        elif ly.kind == "maxpool":
+            dx = _maxpool_backward(ly, x, g)
         elif ly.kind == "flatten":
             dx = g.reshape(x.shape)
         elif ly.kind == "mean":
@@ -177,7 +181,7 @@ def backward(
         else:
             raise ModelError(
                 f"pre-training does not support layer kind {ly.kind!r}",
-                "pre-train models built from conv, fc, flatten, mean, add",
+                "pre-train models built from conv, dwconv, fc, maxpool, flatten, mean, add",
             )
         _accumulate(grads, ly.inputs[0], dx)
     return [out[ly.name] for ly in model.weight_layers()]
@@ -199,3 +203,42 @@ def _col2im(ly: Layer, dcols: np.ndarray, xshape: tuple[int, ...], p: dict[str, 
     for i, (_, _, view) in enumerate(c.taps(dxp, p, (k, k))):
         view += dcols[..., i * cin : (i + 1) * cin]
     return dxp[:, p["pad_top"] : p["pad_top"] + h, p["pad_left"] : p["pad_left"] + w]
+
+
+def _crop(ly: Layer, dxp: np.ndarray, xshape: tuple[int, ...], p: dict[str, int]) -> np.ndarray:
+    h, w = xshape[1:3]
+    return dxp[:, p["pad_top"] : p["pad_top"] + h, p["pad_left"] : p["pad_left"] + w]
+
+
+def _dwconv_backward(
+    ly: Layer, x: np.ndarray, g: np.ndarray
+) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """((dw, db), dx) of a depthwise convolution with channel multiplier 1."""
+    if ly.multiplier != 1:
+        raise ModelError(
+            f"pre-training supports depthwise multiplier 1, not {ly.multiplier} ({ly.name})",
+            "use multiplier 1",
+        )
+    p = ly.geometry(x.shape[1:3])
+    k = (ly.kernel, ly.kernel)
+    xp = c.padded(x, p, k, 0.0)
+    dxp = np.zeros_like(xp)
+    dw = np.zeros_like(ly.w)
+    dx_views = dict(((ky, kx), v) for ky, kx, v in c.taps(dxp, p, k))
+    for ky, kx, v in c.taps(xp, p, k):
+        dw[0, ky, kx] = (g * v).sum(axis=(0, 1, 2))
+        dx_views[(ky, kx)] += g * ly.w[0, ky, kx]
+    return (dw, g.sum(axis=(0, 1, 2))), _crop(ly, dxp, x.shape, p)
+
+
+def _maxpool_backward(ly: Layer, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """dx of a max pool: each output's gradient goes to its first largest input."""
+    p = ly.geometry(x.shape[1:3])
+    k = (ly.kernel, ly.kernel)
+    xp = c.padded(x, p, k, -np.inf)
+    views = [v for _, _, v in c.taps(xp, p, k)]
+    winner = np.argmax(np.stack(views), axis=0)
+    dxp = np.zeros(xp.shape, np.float32)
+    for i, (_, _, v) in enumerate(c.taps(dxp, p, k)):
+        v += g * (winner == i)
+    return _crop(ly, dxp, x.shape, p)

@@ -20,6 +20,8 @@ FloatLayers = list[tuple[np.ndarray, np.ndarray]]
 DEFAULTS: dict[str, dict[str, float]] = {
     "mlp": {"epochs": 30, "lr": 3e-3, "batch_size": 32},
     "cnn": {"epochs": 20, "lr": 1e-2, "batch_size": 32},
+    "mobilenet_v2": {"epochs": 6, "lr": 1e-3, "batch_size": 32},
+    "resnet18": {"epochs": 6, "lr": 1e-3, "batch_size": 32},
 }
 
 
@@ -104,7 +106,7 @@ def pretrain(
     if name not in DEFAULTS:
         raise ModelError(
             f"pre-training supports {sorted(DEFAULTS)}, not {name!r}",
-            "pre-train mlp or cnn; the larger models use random init",
+            f"pre-train one of {', '.join(DEFAULTS)}",
         )
     rng = np.random.default_rng(seed)
     model = nets.float_model(name, rng, **arch)

@@ -188,8 +188,8 @@ def test_a_silent_serial_port_names_the_baud_rate_and_the_option(tmp_path):
     [
         (["--trace", "/proc/x.h5"], ["cannot", "/proc/x.h5", "writable"], "no trace file"),
         (
-            ["--model", "resnet18"],
-            ["resnet18 takes 64x64x3 images", "train mlp or cnn (--model mlp)"],
+            ["--model", "resnet18", "--dataset", "digits"],
+            ["resnet18 takes colour images", "--dataset fashion-mnist-shift"],
             "calibration",
         ),
         (["--baud", "115200"], ["--baud sets a board's serial speed", "--board PORT"], ""),
