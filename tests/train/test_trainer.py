@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from hilbench import session
-from hilbench.backends import EmulatorBackend
 from hilbench.config import RunConfig
+from hilbench.link.pty_pair import PtyPair
 from hilbench.trace import Trace
 from hilbench.train.schedule import Scheduler
 
@@ -150,7 +150,21 @@ def test_training_learns_with_every_distribution_and_master(tmp_path):
         assert acc[-1] > acc[0] + 0.05, (kw, acc[0], acc[-1])
 
 
-def test_pty_backend_still_works_without_a_target(tmp_path):
-    with EmulatorBackend() as target:
-        r, _ = run(tmp_path, "be", direct=False, budget=40)
-        assert r.forward_passes == 40 and target is not None
+def test_pty_backend_still_works_without_a_target(tmp_path, monkeypatch):
+    """Without a target the session opens the emulator behind a real pty (pyserial on the
+    slave side) and ends with the weights of the same run on the in-process link."""
+    opened: list[PtyPair] = []
+
+    class RecordedPty(PtyPair):
+        def __init__(self) -> None:
+            super().__init__()
+            opened.append(self)
+
+    monkeypatch.setattr("hilbench.backends.PtyPair", RecordedPty)
+    r, tr = run(tmp_path, "be", direct=False, budget=40)
+    assert len(opened) == 1 and opened[0].path.startswith("/dev/")
+    same, _ = run(tmp_path, "in", direct=True, budget=40)
+    assert len(opened) == 1  # the in-process run opens no pty
+    assert r.forward_passes == same.forward_passes == 40 and r.steps == same.steps
+    assert r.weights_crc == same.weights_crc != tr.attrs["initial_weights_crc"]
+    assert tr.attrs["backend"] == "emulate" and tr.attrs["device_id"] == "hilbench-twin"

@@ -129,11 +129,42 @@ def test_biases_train_in_their_own_lsbs_and_stay_bounded():
 
 
 def test_pool_and_channel_multipliers_reach_the_probe():
-    s = make_state(distribution="uniform", pool_size=128, pool_seed=5, per_channel=True)
+    """PROBE's losses equal a reference that reads the pool and multiplies each row by its own
+    channel multiplier, written out here (row j of a [out, in] weight is w[j, :]; entry i of
+    row j is pool[(o_j + i) mod P]); without the pool or the multipliers they differ."""
+    build = dict(distribution="uniform", pool_size=128, pool_seed=5, per_channel=True)
+    s = make_state(**build)
+    cfg = zocf.build(zoo.build("mlp", seed=1), **build)
     assert s.pool is not None and s.pool.size == 128
-    assert isinstance(s.trained[0].eps_mult, np.ndarray)
-    lp, lm = s.probe(X, Y, SEEDS, 2)
-    assert lp.shape == (3,) and not np.array_equal(lp, lm)
+    pool = perturb.Pool.generate(5, 128, perturb.UNIFORM).values.astype(np.int64)
+    np.testing.assert_array_equal(s.pool.values, pool)
+    eps = 2
+    plus, minus = {}, {}
+    for i, t in enumerate(s.trained):
+        rows, length = t.shape
+        cm = np.array(cfg.tensors[i].channel_mult, np.int64)
+        assert len(set(cm.tolist())) > 1
+        off = perturb.pool_offsets(SEEDS, i, rows, 128)
+        r = np.empty((len(SEEDS), rows, length), np.int64)
+        for k in range(len(SEEDS)):
+            for j in range(rows):
+                r[k, j] = pool[(off[k, j] + np.arange(length)) % 128]
+        scale = perturb.scales(r, perturb.UNIFORM, perturb.ADAPTIVE)
+        u = perturb.rsym(r * scale[:, None, None], 8)
+        d = perturb.rsym(eps * cm[None, :, None] * u, 12)
+        w = s.weights(i).astype(np.int64)
+        plus[t.name] = np.clip(w + d, -127, 127).astype(np.int8)
+        minus[t.name] = np.clip(w - d, -127, 127).astype(np.int8)
+    want = []
+    for side in (plus, minus):
+        for k in range(len(SEEDS)):
+            logits = s.graph.run(X, {n: v[k] for n, v in side.items()})
+            want.append(loss.mean_q16(logits[None], Y, s.tables)[0])
+    lp, lm = s.probe(X, Y, SEEDS, eps)
+    assert lp.tolist() + lm.tolist() == [int(v) for v in want]
+    for other in ({**build, "pool_size": 0}, {**build, "per_channel": False}):
+        olp, olm = make_state(**other).probe(X, Y, SEEDS, eps)
+        assert not (np.array_equal(olp, lp) and np.array_equal(olm, lm)), other
 
 
 def test_a_depthwise_filter_is_perturbed_and_updated_by_channel_rows():
