@@ -11,9 +11,13 @@ build, connect the probe, halt, write, reset, resume, HELLO) is timed and logged
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 
 from hilbench.backends import Backend
+from hilbench.board.debug import DebugTarget
 from hilbench.board.ports import BoardRef, is_port_spec, list_ports, open_board_port, resolve_board
+from hilbench.board.stm32n6 import build_id_in
 from hilbench.errors import HilbenchError
 from hilbench.link.faults import FaultSpec
 from hilbench.link.serial_port import DEFAULT_BAUD
@@ -53,12 +57,14 @@ class BoardBackend(Backend):
         baud: int = DEFAULT_BAUD,
         firmware: str | None = None,
         probe: str | None = None,
+        connect: Callable[[str, int], DebugTarget] | None = None,
     ) -> None:
         super().__init__(faults)
         self.spec = spec
         self.baud = baud
         self.firmware = firmware
         self.probe = probe
+        self.connect = connect  # (probe id, SWD Hz) -> DebugTarget; default pyOCD
         self.board: BoardRef | None = None
         self.steps: list[tuple[str, float]] = []
         self.loaded: bool | None = None  # None: nothing to load with (no probe)
@@ -73,21 +79,35 @@ class BoardBackend(Backend):
         from hilbench.board.loader import load
         from hilbench.board.pyocd_target import PyocdTarget
 
+        t0 = time.monotonic()
         self.board = board = resolve_board(self.spec, self.probe)
+        self._step("find the board", time.monotonic() - t0)
+        t0 = time.monotonic()
         port = open_board_port(board.port, self.baud)
+        self._step("open its port", time.monotonic() - t0)
         try:
             if board.probe_id is not None:
                 image = read_image(firmware_elf(self.firmware))
                 probe_id = board.probe_id
+                connect = self.connect or PyocdTarget.connect
                 result = load(
                     image,
-                    lambda hz: PyocdTarget.connect(probe_id, hz),
+                    lambda hz: connect(probe_id, hz),
                     port,
                     board=str(board),
                     on_step=self._step,
                 )
                 self.loaded = not result.skipped
-            return self._attach(port, name=str(board))
+            target = self._attach(port, name=str(board))
         except HilbenchError:
             port.close()
             raise
+        # the board's identity, which session.run writes into the trace (as a farm board's)
+        info = target.info
+        build = build_id_in(info.firmware) if info else None
+        target.location = {  # type: ignore[attr-defined]
+            "probe_id": board.probe_id or "",
+            "firmware_hash": f"build-id:{build}" if build else "",
+            "serial_url": board.port,
+        }
+        return target

@@ -44,6 +44,11 @@ def test_a_port_without_a_probe_is_a_plain_link(twin_board):
         target = backend.open()
         assert target.info.firmware == "hilbench-twin standing in"
         assert backend.loaded is None and backend.board.probe_id is None
+        assert target.location == {
+            "probe_id": "",
+            "firmware_hash": "",
+            "serial_url": twin_board.path,
+        }
     finally:
         backend.close()
 
@@ -53,3 +58,42 @@ def test_pytest_board_auto_without_a_board_fails_in_one_line(pytester):
     result = pytester.runpytest_subprocess("--board=auto", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*hilbench: --board auto: no board attached*0483:3754*"])
+
+
+def test_a_run_loads_the_board_and_names_it_in_the_trace(stm32n6_elf, twin_board, tmp_path, caplog):
+    """The whole way from absent to training: the pty is the board's port, the recording
+    stand-in of pyOCD's target its probe, the twin the firmware once the core resumes."""
+    import logging
+
+    from hilbench import session
+    from hilbench.board import elfimage
+    from hilbench.board.pyocd_target import PyocdTarget
+    from hilbench.protocol.spec import PROTOCOL_VERSION
+    from hilbench.trace import Trace
+    from tests.board.standin import RecordingCortexM
+
+    image = elfimage.read_image(stm32n6_elf)
+    standins: list[RecordingCortexM] = []
+
+    def connect(probe_id: str, hz: int) -> PyocdTarget:
+        cortex = RecordingCortexM((0x34000000, 0x34200000))
+        firmware = f"hilbench-stm32n6 protocol {PROTOCOL_VERSION} build {image.image_id}"
+        cortex.resume = lambda: twin_board.start(firmware)  # the core runs: the firmware answers
+        standins.append(cortex)
+        return PyocdTarget(cortex, name=probe_id)
+
+    backend = BoardBackend(
+        twin_board.path, firmware=str(stm32n6_elf), probe="STANDIN0042", connect=connect
+    )
+    config = RunConfig(backend="board", port=twin_board.path, budget=200, trace=tmp_path / "t.h5")
+    with caplog.at_level(logging.INFO, logger="hilbench.board"):
+        result = session.run(config.replace(live=False), backend=backend)
+    attrs = Trace.open(result.trace_path, result.run_id).attrs
+    assert attrs["probe_id"] == "STANDIN0042" and attrs["serial_url"] == twin_board.path
+    assert attrs["firmware_hash"] == f"build-id:{image.image_id}"
+    assert backend.loaded is True and len(standins) == 1
+    steps = [name for name, _ in backend.steps]
+    assert steps[:3] == ["find the board", "open its port", "check running firmware"]
+    assert steps[-3:] == ["set VTOR, core reset", "resume", "wait for HELLO"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "hilbench.board"]
+    assert len(logged) == len(steps) and all("probe STANDIN0042" in line for line in logged[1:])
