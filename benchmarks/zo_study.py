@@ -250,7 +250,7 @@ def run_spec(spec: Spec) -> Outcome:
     changes = [(0, int(q[0]))] + [
         (int(fp[i - 1]), int(q[i])) for i in range(1, len(q)) if q[i] != q[i - 1]
     ]
-    data = session.datasets.load(cfg.dataset)
+    data = session.load_data(cfg)
     prepared = session.prepare_model(cfg, data)
     numbers = zocf.fresh_numbers_per_seed(prepared.zo, prepared.trained)
     out = Outcome(

@@ -1,0 +1,410 @@
+"""The ZO study of issue 18: fixed q against the QScheduler on int8 MobileNetV2 and ResNet18,
+fine-tuned on the emulator (the seeds' own kind of experiment, on the data we have).
+
+Each network is pre-trained in float on Fashion-MNIST's source items (grey), quantized, then
+fine-tuned head-only (``--layers last:1``) on the shifted target task (``fashion-mnist-shift``:
+the same kind of photographs recoloured on textured backgrounds, a shift made by us;
+hilbench/data/fashion.py). Every run is an ordinary ``hilbench run`` (the table prints each
+command line) on an in-process twin, through benchmarks/zo_study.py's machinery (its Spec,
+run_all, lr grids, caching of one JSON summary per run: resumable). Equal forward-pass
+budgets; fixed q in {1, 2, 4, 8, 16} each at its own rate, tuned on seed 100 by the final
+*training* loss; the QScheduler from the rate tuned for q = 1 and from 3x that rate; fresh
+evaluation seeds 0, 1, 2. The memory a step needs on the device comes from the firmware's
+layout and the cost model (benchmarks/bench_memory.py), beside backpropagation's.
+
+    OPENBLAS_NUM_THREADS=1 nice -n 19 python benchmarks/zo_study_vision.py --workers 2
+    python benchmarks/zo_study_vision.py --stage report    # docs/results-vision.md only
+
+Traces and summaries land in traces/zo_study_vision/ (git-ignored; ZO_STUDY_OUT moves it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("ZO_STUDY_OUT", str(ROOT / "traces" / "zo_study_vision"))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import zo_study as zs  # noqa: E402
+
+QS = (1, 2, 4, 8, 16)
+zs.QS = QS  # the grid the issue names (the digits study also ran q = 32)
+LAYERS = "last:1"  # the classifier head: what a step trains
+BUDGET = 3000
+DOC = ROOT / "docs" / "results-vision.md"
+PLOTS = ROOT / "docs" / "results"
+DATA_LABEL = (
+    "Fashion-MNIST (real photographs, Debian's dataset-fashion-mnist) → the same recoloured on "
+    "textured backgrounds (a shift made by us, not EuroSAT or STL-10)"
+)
+
+TASKS = {
+    t.name: t
+    for t in (
+        zs.Task("mbv2-ft", "mobilenet_v2", "fashion-mnist-shift", "pretrained", BUDGET, 300.0, ()),
+        zs.Task("r18-ft", "resnet18", "fashion-mnist-shift", "pretrained", BUDGET, 100.0, ()),
+    )
+}
+zs.TASKS.update(TASKS)
+ARCH = {"mbv2-ft": "MobileNetV2 α 0.35, 24×24", "r18-ft": "ResNet18 width 0.25, 24×24"}
+
+
+def spec(task: str, scheduler: str, lr: float, seed: int, tag: str = "") -> zs.Spec:
+    return zs.Spec(task, scheduler, lr, seed, layers=LAYERS, tag=tag)
+
+
+def run_one(s: zs.Spec) -> zs.Outcome:
+    """zo_study.run_spec in a worker that has imported this module (and so knows TASKS)."""
+    return zs.run_spec(s)
+
+
+def run_all(specs: list[zs.Spec], workers: int) -> list[zs.Outcome]:
+    """zo_study.run_all's loop: cached runs are read, the rest run one fresh process each."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    specs = list(dict.fromkeys(specs))
+    todo = [s for s in specs if zs.load_outcome(s) is None]
+    print(f"[zo_study_vision] {len(specs)} runs, {len(todo)} to do, {workers} workers", flush=True)
+    started = time.perf_counter()
+    if todo:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx, max_tasks_per_child=1) as pool:
+            futures = {pool.submit(run_one, s): s for s in todo}
+            for i, fut in enumerate(as_completed(futures), 1):
+                o = fut.result()
+                print(
+                    f"[zo_study_vision] {i}/{len(todo)} {futures[fut].key}: acc "
+                    f"{o.final_accuracy:.3f} train loss {o.final_train_loss:.3f} ({o.wall_s:.0f} s,"
+                    f" {time.perf_counter() - started:.0f} s elapsed)",
+                    flush=True,
+                )
+    return [zs.load_outcome(s) for s in specs]
+
+
+# --- stages ------------------------------------------------------------------------------------
+def tune(tasks: list[zs.Task], workers: int) -> dict[str, dict[int, float]]:
+    """Best lr per (task, q) on zo_study.TUNE_SEED by final training loss; a grid (0.5, 1, 2)
+    x lr1 q^0.9 that grows by a factor 2 past a winning edge (at most 3 times)."""
+    grids = {(t.name, q): zs.lr_grid(t, q) for t in tasks for q in QS}
+
+    def specs() -> list[zs.Spec]:
+        return [
+            spec(t, f"fixed:{q}", lr, zs.TUNE_SEED, "tune")
+            for (t, q), g in grids.items()
+            for lr in g
+        ]
+
+    for _ in range(4):
+        outs = {(o.spec.task, o.spec.scheduler, o.spec.lr): o for o in run_all(specs(), workers)}
+        if not zs._grow(
+            grids, lambda k, lr, o=outs: o[(k[0], f"fixed:{k[1]}", lr)].final_train_loss
+        ):
+            break
+    best: dict[str, dict[int, float]] = {}
+    for (t, q), g in grids.items():
+        losses = [outs[(t, f"fixed:{q}", lr)].final_train_loss for lr in g]
+        best.setdefault(t, {})[q] = g[int(np.argmin(losses))]
+    path = zs.OUT / "tuned_lr.json"
+    old = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**old, **best}, indent=1))
+    return best
+
+
+def rows(task: str, best_lr: dict[str, dict[int, float]]) -> list[tuple[str, str, float]]:
+    """(label, scheduler, lr) of the table's configurations."""
+    lrs = best_lr[task]
+    lr3 = zs._round_lr(3 * lrs[1])
+    out = [(f"fixed q={q}, own tuned lr", f"fixed:{q}", lrs[q]) for q in QS]
+    out += [
+        ("QScheduler, lr tuned for q=1", "qscheduler", lrs[1]),
+        ("fixed q=1, lr 3× too large", "fixed:1", lr3),
+        ("QScheduler, lr 3× too large", "qscheduler", lr3),
+    ]
+    return out
+
+
+def main_specs(tasks: list[zs.Task], best_lr) -> list[zs.Spec]:
+    return [
+        spec(t.name, sched, lr, s, "main")
+        for t in tasks
+        for _, sched, lr in rows(t.name, best_lr)
+        for s in zs.SEEDS
+    ]
+
+
+# --- memory ------------------------------------------------------------------------------------
+def step_memory(task: zs.Task) -> dict[str, int]:
+    """Device bytes (the firmware's layout: blob, activation plan, ZO work area, the core's
+    static RAM measured on the Cortex-M55 build) of inference, a ZO step (head only and every
+    weight tensor, q16 master), and backpropagation (every activation kept, a 4-byte gradient
+    per trained weight; head only: the head's input and gradients)."""
+    import bench_memory as bm
+
+    from hilbench import session
+    from hilbench.config import RunConfig
+    from hilbench.device import plan
+    from hilbench.zo import zocf
+
+    cfg = RunConfig(model=task.model, dataset=task.dataset, init=task.init, layers=LAYERS)
+    prepared = session.prepare_model(cfg, session.load_data(cfg))
+    g = prepared.graph
+    st = bm.core_static()
+    blob = bm.pad16(len(prepared.blob))
+    act = plan.act_bytes(g)
+    inference = blob + act + st.inference
+    head_work = zocf.zo_work_bytes(prepared.zo, prepared.trained)
+    every = zocf.build(g)
+    every_trained = zocf.resolve(every, g)
+    every_work = zocf.zo_work_bytes(every, every_trained)
+    lives = plan.lives(g)
+    act_all = sum(bm.pad16(size) for _, size, _, _ in lives)
+    n_head = sum(t.size for t in prepared.trained)
+    n_all = sum(t.size for t in every_trained)
+    head_in = g.tensors[g.ops[-1].inputs[0]]
+    head_act = bm.pad16(int(np.prod(head_in.shape))) + bm.pad16(
+        int(np.prod(g.tensors[g.output].shape))
+    )
+    return {
+        "inference": inference,
+        "zo_head": inference + head_work + st.zo,
+        "zo_all": inference + every_work + st.zo,
+        "bp_head": inference + head_act + bm.GRAD_BYTES * n_head,
+        "bp_all": blob + act_all + bm.GRAD_BYTES * n_all + st.inference,
+        "trained_head": n_head,
+        "trained_all": n_all,
+        "blob": blob,
+        "act": act,
+        "zo_static": st.zo,
+        "sram": bm.cost.SRAM_BYTES - st.image,
+    }
+
+
+# --- report ------------------------------------------------------------------------------------
+def _group(task: str, sched: str, lr: float) -> list[zs.Outcome]:
+    outs = [zs.load_outcome(spec(task, sched, lr, s)) for s in zs.SEEDS]
+    return [o for o in outs if o is not None]
+
+
+def device_seconds(o: zs.Outcome) -> float:
+    """Modeled device seconds of a run's training commands (PROBE/APPLY), from its trace."""
+    from hilbench.trace import Trace
+
+    path = zs.OUT / f"{o.spec.key}.h5"
+    if not path.exists():
+        return math.nan
+    t = Trace.open(path).timing
+    src = (
+        np.char.decode(t["source"].astype("S"), "ascii")
+        if t["source"].dtype.kind == "S"
+        else t["source"]
+    )
+    cmd = t["command"]
+    cmd = np.char.decode(cmd.astype("S"), "ascii") if cmd.dtype.kind == "S" else cmd
+    keep = (src == "modeled") & np.isin(cmd, ["PROBE", "APPLY", "APPLY_PROBE", "APPLY_PROBED"])
+    return float(t["duration_s"][keep].sum())
+
+
+def report(tasks: list[zs.Task], best_lr) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    lines: list[str] = []
+    verdicts: list[str] = []
+    mem_lines: list[str] = []
+    walls: list[float] = []
+    for p in zs.OUT.glob("*.json"):
+        d = json.loads(p.read_text())
+        if isinstance(d, dict) and "wall_s" in d and d.get("spec", {}).get("task") in TASKS:
+            walls.append(float(d["wall_s"]))
+    for t in tasks:
+        lrs = best_lr[t.name]
+        lines += [
+            f"### {t.name}: {ARCH[t.name]}, head only ({LAYERS}), {t.budget:,} forward passes",
+            "",
+            f"Data: {DATA_LABEL}.",
+            "",
+            "| configuration | lr | final test accuracy % (mean ± sd, seeds 0-2) | best of the "
+            "curve % | steps | device time / run (modeled) | command (seed 0) |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        summary: dict[str, float] = {}
+        start = None
+        for label, sched, lr in rows(t.name, best_lr):
+            g = _group(t.name, sched, lr)
+            if not g:
+                lines.append(f"| {label} | {lr:g} | not run yet | | | | |")
+                continue
+            start = start if start is not None else g[0].curve[0][1]
+            accs = [o.final_accuracy for o in g]
+            if len(g) == len(zs.SEEDS):
+                summary[label] = float(np.mean(accs))
+            peak = [max(a for _, a in o.curve) for o in g]
+            dev = device_seconds(g[0])
+            lines.append(
+                f"| {label} | {lr:g} | {zs._fmt(accs)}{'' if len(g) == 3 else f' ({len(g)} seeds)'}"
+                f" | {zs._fmt(peak)} | {int(np.mean([o.steps for o in g])):,} | "
+                f"{dev * 1e3:.1f} ms | `{g[0].spec.command()}` |"
+            )
+        lines.append("")
+        if start is not None:
+            lines.append(
+                f"Before fine-tuning (the quantized pre-trained model on the shifted test items): "
+                f"{100 * start:.1f}%.  "
+            )
+        for label, lr in (
+            ("lr tuned for q=1", lrs[1]),
+            ("lr 3× too large", zs._round_lr(3 * lrs[1])),
+        ):
+            g = _group(t.name, "qscheduler", lr)
+            if g:
+                path = ", ".join(f"q={q} from {fp:,}" for fp, q in g[0].q_changes)
+                lines.append(f"QScheduler ({label}), seed 0: {path}.  ")
+        lines.append("")
+        tuned = {q: summary.get(f"fixed q={q}, own tuned lr") for q in QS}
+        tuned = {q: v for q, v in tuned.items() if v is not None}
+        if tuned:
+            best_q = max(tuned, key=tuned.get)
+            best = tuned[best_q]
+            for key, allowed, what in (
+                ("QScheduler, lr tuned for q=1", 1.0, "from the rate tuned for q=1"),
+                ("QScheduler, lr 3× too large", 2.0, "from 3× that rate"),
+            ):
+                qs = summary.get(key)
+                if qs is None:
+                    continue
+                gap = 100 * (best - qs)
+                verdicts.append(
+                    f"- {t.name} ({ARCH[t.name]}): QScheduler {what} {100 * qs:.1f}% vs the best "
+                    f"tuned fixed q={best_q} {100 * best:.1f}%: gap {gap:+.1f} points (target ≤ "
+                    f"{allowed:g}) — **{'met' if gap <= allowed else 'missed'}**"
+                )
+            f13 = summary.get("fixed q=1, lr 3× too large")
+            if f13 is not None:
+                verdicts.append(
+                    f"- {t.name}: for scale, fixed q=1 at 3× its rate: {100 * f13:.1f}% "
+                    f"({100 * (best - f13):+.1f} points from the best)"
+                )
+        # plot
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        cmap = plt.get_cmap("viridis")
+        for i, q in enumerate(QS):
+            zs._plot(ax, _group(t.name, f"fixed:{q}", lrs[q]), f"fixed q={q}", color=cmap(i / 4))
+        zs._plot(ax, _group(t.name, "qscheduler", lrs[1]), "QScheduler", color="crimson", lw=2.2)
+        lr3 = zs._round_lr(3 * lrs[1])
+        zs._plot(ax, _group(t.name, "fixed:1", lr3), "fixed q=1, 3× lr", color="gray", ls="--")
+        zs._plot(
+            ax, _group(t.name, "qscheduler", lr3), "QScheduler, 3× lr", color="crimson", ls="--"
+        )
+        ax.set_title(f"{t.name}: {ARCH[t.name]}, head only (mean of 3 seeds)", fontsize=10)
+        ax.set_xlabel("forward passes")
+        ax.set_ylabel("test accuracy %")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+        fig.tight_layout()
+        fig.savefig(PLOTS / f"{t.name}.png", dpi=110)
+        plt.close(fig)
+        lines += [f"![{t.name}](results/{t.name}.png)", ""]
+        # memory
+        try:
+            m = step_memory(t)
+        except Exception as exc:  # the M55 compiler is missing: say so, keep the report
+            mem_lines.append(f"| {ARCH[t.name]} | memory not measured: {exc} | | | | | |")
+            continue
+
+        def k(n: int) -> str:
+            return f"{n / 1024:,.1f}"
+
+        inf = m["inference"]
+        mem_lines.append(
+            f"| {ARCH[t.name]} | {k(inf)} | {k(m['zo_head'])} ({m['zo_head'] / inf:.2f}×) | "
+            f"{k(m['bp_head'])} ({m['bp_head'] / inf:.2f}×) | {k(m['zo_all'])} "
+            f"({m['zo_all'] / inf:.2f}×) | {k(m['bp_all'])} ({m['bp_all'] / inf:.2f}×) | "
+            f"{m['trained_head']:,} / {m['trained_all']:,} |"
+        )
+    hours = sum(walls) / 3600
+    text = [
+        "# ZO study on the vision models (issue 18)",
+        "",
+        f"Generated by `OPENBLAS_NUM_THREADS=1 nice -n 19 python benchmarks/zo_study_vision.py "
+        f"--workers 2` ({len(walls)} runs, tuning included: {60 * hours:.0f} min of run time in "
+        f"all, on {platform.processor() or platform.machine()} with {os.cpu_count()} CPUs shared "
+        "with other jobs). Emulator (bit-exact twin, in-process), batch 32, eps 2 LSB, equal "
+        f"forward-pass budgets ({BUDGET:,}); every rate tuned on seed {zs.TUNE_SEED} by the "
+        "final training loss (never test accuracy), reported on seeds 0, 1, 2. Tuned rates: "
+        + "; ".join(
+            f"{n}: " + ", ".join(f"q{q} {v:g}" for q, v in sorted(d.items()))
+            for n, d in best_lr.items()
+            if n in TASKS
+        )
+        + ".",
+        "",
+        f"**Data in every table: {DATA_LABEL}.**",
+        "",
+        "## Verdicts",
+        "",
+        *verdicts,
+        "",
+        NOTES.read_text() if NOTES.exists() else "",
+        "## Fixed q against the QScheduler",
+        "",
+        *lines,
+        "## Device memory of a step (KiB)",
+        "",
+        "The firmware's layout (benchmarks/bench_memory.py): model blob, activation plan, ZO "
+        "work area (q16 master copies of the trained tensors and the row buffer), the core's "
+        "static RAM measured on the Cortex-M55 build. Backpropagation, a lower bound: every "
+        "activation kept (each its own int8 buffer) and a 4-byte gradient per trained weight; "
+        "head only, the head's input and output beside inference.",
+        "",
+        "| network | inference | ZO step, head | backprop, head | ZO step, every weight | "
+        "backprop, every weight | weights trained (head / every) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        *mem_lines,
+        "",
+    ]
+    return "\n".join(text) + "\n"
+
+
+NOTES = PLOTS / "vision-notes.md"  # hand-written reading of the numbers (update after a re-run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--stage", choices=("all", "tune", "main", "report"), default="all")
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--workers", type=int, default=1)
+    args = ap.parse_args(argv)
+    tasks = [TASKS[n] for n in args.tasks.split(",")]
+    started = time.perf_counter()
+    tuned = zs.OUT / "tuned_lr.json"
+    if args.stage in ("all", "tune"):
+        best_lr = tune(tasks, args.workers)
+    else:
+        best_lr = {
+            t: {int(q): v for q, v in d.items()} for t, d in json.loads(tuned.read_text()).items()
+        }
+    if args.stage in ("all", "main"):
+        run_all(main_specs(tasks, best_lr), args.workers)
+    if args.stage in ("all", "report"):
+        DOC.write_text(report(tasks, best_lr))
+        print(f"[zo_study_vision] wrote {DOC}", flush=True)
+    print(f"[zo_study_vision] wall time {time.perf_counter() - started:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
