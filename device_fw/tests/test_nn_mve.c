@@ -308,11 +308,14 @@ static void test_depthwise(int cases) {
         random_quant(&quant, out_c, &p.rq, &spread);
         for (uint32_t o = 0; o < out_c; o++) quant.bias[o] = random_bias(spread);
         fill(x_buf, (size_t)w.in.h * w.in.w * w.in.c);
-        fill(w_buf, (size_t)taps * out_c); /* [kh][kw][out_c]: row j = column j */
+        /* [kh][kw][out_c]: row j = column j; or every other column of a filter twice as wide
+         * (rows in place but not consecutive) */
+        const uint32_t apart = chance(25) ? 2u : 1u;
+        fill(w_buf, (size_t)taps * out_c * apart);
         const int produced = chance(50);
         const int32_t *b = chance(80) ? quant.bias : NULL;
-        rows_init(&rows_a, produced, w_buf, b, 1, taps, out_c, row_buf);
-        rows_init(&rows_b, produced, w_buf, b, 1, taps, out_c, row_buf);
+        rows_init(&rows_a, produced, w_buf, b, apart, taps, out_c * apart, row_buf);
+        rows_init(&rows_b, produced, w_buf, b, apart, taps, out_c * apart, row_buf);
         const size_t out_n = (size_t)p.out_h * p.out_w * out_c;
         prepare_outputs(out_n);
         ref_depthwise_conv2d_s8(&p, &w.in, x_buf, &rows_a.r, w.kh, w.kw, y_ref);

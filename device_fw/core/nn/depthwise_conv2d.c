@@ -47,6 +47,24 @@ static void taps_used(uint32_t out, uint32_t s, uint32_t pad, uint32_t d, uint32
     *hi = b;
 }
 
+/* the taps [y0, y1) x [x0, x1) some output pixel uses */
+typedef struct {
+    uint32_t y0, y1, x0, x1;
+} tap_box;
+
+/* Copy the used taps of block channel l's row r (entries step apart) into buf (tap t at
+ * buf[t * HB_NN_DW_BLOCK + l]) and add them to wsum[l]. */
+static void copy_taps(const int8_t *r, uint32_t step, uint32_t l, const tap_box *u, uint32_t kw,
+                      int8_t *buf, int32_t *wsum) {
+    for (uint32_t ky = u->y0; ky < u->y1; ky++)
+        for (uint32_t kx = u->x0; kx < u->x1; kx++) {
+            const uint32_t t = ky * kw + kx;
+            const int8_t v = r[(size_t)t * step];
+            buf[t * HB_NN_DW_BLOCK + l] = v;
+            wsum[l] += v;
+        }
+}
+
 /* One output pixel of four channels (the group's lanes under pred): acc + the sum over its
  * taps [ky0,ky1) x [kx0,kx1) of x * w, and *sumw + the sum of their w. xp: the input of tap
  * (ky0, kx0) (lanes contiguous when D = 1, else gathered at xo), the next tap x_col bytes on,
@@ -110,6 +128,7 @@ void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
     uint32_t uy0, uy1, ux0, ux1;
     taps_used(p->out_h, p->stride_h, p->pad_top, p->dilation_h, kh, in->h, &uy0, &uy1);
     taps_used(p->out_w, p->stride_w, p->pad_left, p->dilation_w, kw, in->w, &ux0, &ux1);
+    const tap_box used = {uy0, uy1, ux0, ux1};
     const int copy = taps <= HB_NN_DW_MAX_TAPS;
     int8_t buf[HB_NN_DW_MAX_TAPS * HB_NN_DW_BLOCK];
     const uint32x4_t lanes = vidupq_n_u32(0, 1); /* 0, 1, 2, 3 */
@@ -120,20 +139,25 @@ void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
         int32_t bias[HB_NN_DW_BLOCK] = {0}, wsum[HB_NN_DW_BLOCK] = {0};
         const int8_t *wb; /* tap t of block channel l at wb[t * wts + l] */
         uint32_t wts;
+        int in_place = 0; /* wb is the filter itself: sum w per group below */
         if (copy) {
+            /* rows read in place (step > 1) stay valid: when they are the filter's consecutive
+             * columns, the block's taps are read where they are; else copied into buf */
+            const int8_t *r0 = NULL;
+            in_place = f->step > 1;
             for (uint32_t l = 0; l < n; l++) {
                 const int8_t *r = f->row(f, oc0 + l);
-                for (uint32_t ky = uy0; ky < uy1; ky++)
-                    for (uint32_t kx = ux0; kx < ux1; kx++) {
-                        const uint32_t t = ky * kw + kx;
-                        const int8_t v = r[(size_t)t * f->step];
-                        buf[t * HB_NN_DW_BLOCK + l] = v;
-                        wsum[l] += v;
-                    }
+                if (l == 0) r0 = r;
+                if (in_place && r != r0 + l) {
+                    in_place = 0;
+                    for (uint32_t j = 0; j < l; j++)
+                        copy_taps(r0 + j, f->step, j, &used, kw, buf, wsum);
+                }
+                if (!in_place) copy_taps(r, f->step, l, &used, kw, buf, wsum);
                 bias[l] = f->bias(f, oc0 + l);
             }
-            wb = buf;
-            wts = HB_NN_DW_BLOCK;
+            wb = in_place ? r0 : buf;
+            wts = in_place ? f->step : HB_NN_DW_BLOCK;
         } else {
             wb = f->row(f, oc0);
             wts = f->step;
@@ -152,11 +176,19 @@ void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
             const uint32_t first = oc0 + 4 * g, active = n - 4 * g < 4 ? n - 4 * g : 4;
             pred[g] = vctp32q(active);
             rq[g] = hb_nn_rq_lanes_mve(p->rq.mult, p->rq.shift, p->rq.n, first, active);
-            const int32x4_t b = vld1q_s32(bias + 4 * g), s = vld1q_s32(wsum + 4 * g);
+            const int32x4_t b = vld1q_s32(bias + 4 * g);
+            int32x4_t s = vld1q_s32(wsum + 4 * g);
+            for (uint32_t ky = uy0; in_place && ky < uy1; ky++)
+                for (uint32_t kx = ux0; kx < ux1; kx++)
+                    s = vaddq_s32(s, vldrbq_z_s32(wb + (size_t)(ky * kw + kx) * wts + 4 * g,
+                                                  pred[g]));
             start[g] = vmlaq_n_s32(b, s, p->input_offset);
-            uint32_t o[4];
-            for (uint32_t l = 0; l < 4; l++) o[l] = l < active ? (first + l) / d - ic0 : 0;
-            xo[g] = d == 1 ? vaddq_n_u32(lanes, 4 * g) : vld1q_u32(o);
+            xo[g] = vaddq_n_u32(lanes, 4 * g);
+            if (d != 1) {
+                uint32_t o[4];
+                for (uint32_t l = 0; l < 4; l++) o[l] = l < active ? (first + l) / d - ic0 : 0;
+                xo[g] = vld1q_u32(o);
+            }
         }
         for (uint32_t oy = 0; oy < p->out_h; oy++) {
             const int32_t iy0 = (int32_t)(oy * p->stride_h) - (int32_t)p->pad_top;
