@@ -57,6 +57,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(handler=handle_load)
 
+    p = sub.add_parser(
+        "flash",
+        help="write a boot image to the board's external flash (STM32CubeProgrammer / OpenOCD)",
+        description="Write a boot image (signed for the STM32N6's boot ROM) to the board's "
+        "external flash through STM32CubeProgrammer's CLI or OpenOCD, found on PATH or through "
+        "$HILBENCH_CUBEPROG / $HILBENCH_OPENOCD, and verify it. Our firmware is linked for RAM "
+        "(development boot) and is refused: `hilbench load` starts it.",
+    )
+    p.add_argument("image", metavar="IMAGE", help="the boot image (.bin, .hex or ELF)")
+    p.add_argument("--board", help="the board (port, probe serial or auto); default: the tool's")
+    p.add_argument("--probe", metavar="UID", help="the probe's serial number")
+    p.add_argument("--tool", choices=("cubeprog", "openocd"), help="default: the one found")
+    p.add_argument("--loader", metavar="STLDR", help="STM32CubeProgrammer's external loader")
+    p.set_defaults(handler=handle_flash)
+
 
 def handle_ports(args: argparse.Namespace) -> int:
     from hilbench.board.ports import list_ports
@@ -142,6 +157,20 @@ def handle_load(args: argparse.Namespace) -> int:
         print(f"{board}: loaded {result.bytes_written} bytes{speed} in {seconds:.1f} s; "
               f"HELLO: {hello}")  # fmt: skip
     result.target.close()
+    return 0
+
+
+def handle_flash(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from hilbench.board.flash import flash
+    from hilbench.board.ports import resolve_board
+
+    probe = args.probe
+    if args.board:
+        probe = resolve_board(args.board, args.probe).probe_id
+    last = flash(Path(args.image), probe, kind=args.tool, loader=args.loader)
+    print(f"external flash written and verified: {last}")
     return 0
 
 
