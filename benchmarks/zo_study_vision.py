@@ -179,6 +179,9 @@ def step_memory(task: zs.Task) -> dict[str, int]:
         "inference": inference,
         "zo_head": inference + head_work + st.zo,
         "zo_all": inference + every_work + st.zo,
+        "zo_all_int8": inference
+        + zocf.zo_work_bytes(every.replace(master="int8"), every_trained)
+        + st.zo,
         "bp_head": inference + head_act + bm.GRAD_BYTES * n_head,
         "bp_all": blob + act_all + bm.GRAD_BYTES * n_all + st.inference,
         "trained_head": n_head,
@@ -322,7 +325,7 @@ def report(tasks: list[zs.Task], best_lr) -> str:
         try:
             m = step_memory(t)
         except Exception as exc:  # the M55 compiler is missing: say so, keep the report
-            mem_lines.append(f"| {ARCH[t.name]} | memory not measured: {exc} | | | | | |")
+            mem_lines.append(f"| {ARCH[t.name]} | memory not measured: {exc} | | | | | | |")
             continue
 
         def k(n: int) -> str:
@@ -332,7 +335,8 @@ def report(tasks: list[zs.Task], best_lr) -> str:
         mem_lines.append(
             f"| {ARCH[t.name]} | {k(inf)} | {k(m['zo_head'])} ({m['zo_head'] / inf:.2f}×) | "
             f"{k(m['bp_head'])} ({m['bp_head'] / inf:.2f}×) | {k(m['zo_all'])} "
-            f"({m['zo_all'] / inf:.2f}×) | {k(m['bp_all'])} ({m['bp_all'] / inf:.2f}×) | "
+            f"({m['zo_all'] / inf:.2f}×) | {k(m['zo_all_int8'])} ({m['zo_all_int8'] / inf:.2f}×) | "
+            f"{k(m['bp_all'])} ({m['bp_all'] / inf:.2f}×) | "
             f"{m['trained_head']:,} / {m['trained_all']:,} |"
         )
     hours = sum(walls) / 3600
@@ -370,9 +374,10 @@ def report(tasks: list[zs.Task], best_lr) -> str:
         "activation kept (each its own int8 buffer) and a 4-byte gradient per trained weight; "
         "head only, the head's input and output beside inference.",
         "",
-        "| network | inference | ZO step, head | backprop, head | ZO step, every weight | "
-        "backprop, every weight | weights trained (head / every) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| network | inference | ZO step, head (q16 master) | backprop, head | ZO step, every "
+        "weight (q16 master) | ZO step, every weight (int8: no master) | backprop, every weight "
+        "| weights trained (head / every) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
         *mem_lines,
         "",
     ]
