@@ -2,6 +2,10 @@
  * debugger wrote the image into AXISRAM, pointed VTOR at this table and started the core with
  * a core reset, which loads SP and PC from it).
  *
+ * The debugger's emulated core reset writes CPACR, FPCCR and CCR to 0 and leaves the NVIC as
+ * the previous program left it; the startup puts back what the firmware needs (FPU and MVE
+ * access, automatic FP context saving, the loop cache) and quiets every interrupt line.
+ *
  * Reset_Handler, in assembly, turns the FPU and MVE on (CPACR CP10/CP11; a debugger's emulated
  * reset writes CPACR = 0) and sets the stack limit before any compiled C runs, since the
  * compiler may use FP and Helium registers anywhere. hb_n6_prep_c then zeroes .bss (the image
@@ -78,11 +82,35 @@ __attribute__((naked, noreturn)) void Reset_Handler(void) {
         "bic r1, r1, #0x00070000\n"
         "orr r1, r1, #0x00040000\n"
         "vmsr fpscr, r1\n"
+        "ldr r0, =0xE000EF34\n" /* FPCCR: ASPEN, LSPEN (an emulated reset wrote 0) */
+        "ldr r1, [r0]\n"
+        "orr r1, r1, #0xC0000000\n"
+        "str r1, [r0]\n"
+        "ldr r0, =0xE000ED14\n" /* CCR: LOB, the loop and branch info cache (written 0) */
+        "ldr r1, [r0]\n"
+        "orr r1, r1, #0x00080000\n"
+        "str r1, [r0]\n"
+        "dsb\n"
+        "isb\n"
         "b hb_n6_prep_c\n"
         ".ltorg\n");
 }
 
+/* A core reset leaves the NVIC and SysTick as the previous program left them (only a system
+ * reset clears them, and that would erase the image): disable and unpend every interrupt. */
+static void quiet_interrupts(void) {
+    SYST_CSR = 0;
+    SCS_ICSR = ICSR_PENDSTCLR | ICSR_PENDSVCLR;
+    for (uint32_t i = 0; i < (STM32N6_NVIC_LINES + 31u) / 32u; i++) {
+        NVIC_ICER(i) = 0xFFFFFFFFu;
+        NVIC_ICPR(i) = 0xFFFFFFFFu;
+    }
+    n6_dsb();
+    n6_isb();
+}
+
 __attribute__((noreturn, used)) void hb_n6_prep_c(void) {
+    quiet_interrupts();
     memset(__bss_start, 0, (size_t)((uint8_t *)__bss_end - (uint8_t *)__bss_start));
     SCS_VTOR = (uint32_t)(uintptr_t)&hb_n6_vectors;
     n6_dsb();

@@ -88,7 +88,13 @@
 #define SYST_CSR_CLKSOURCE (1u << 2)
 
 #define NVIC_ISER(n) REG32(0xE000E100u + 4u * (n))
+#define NVIC_ICER(n) REG32(0xE000E180u + 4u * (n))
 #define NVIC_ISPR(n) REG32(0xE000E200u + 4u * (n))
+#define NVIC_ICPR(n) REG32(0xE000E280u + 4u * (n))
+#define ICSR_PENDSTCLR (1u << 25)
+#define ICSR_PENDSVCLR (1u << 27)
+/* interrupt lines the NVIC may have (the N6 has under 200; the core's maximum is 480) */
+#define STM32N6_NVIC_LINES 480u
 
 /* external interrupts in the vector table: USART1 (159) and every line below it; the table
  * (16 + 160 words) stays under the 1 KiB alignment VTOR needs at 0x34000400 */
