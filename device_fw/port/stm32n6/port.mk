@@ -14,7 +14,8 @@ STM32N6_PCLK2_HZ ?= 0
 N6_FLAGS     = $(CSTD) $(WARN) $(N6_OPT) $(N6_ARCH) $(INC) -Iport/stm32n6 \
                -ffunction-sections -fdata-sections -DSTM32N6_BAUD=$(STM32N6_BAUD)u \
                -DSTM32N6_PCLK2_HZ=$(STM32N6_PCLK2_HZ)u $(EXTRA_CFLAGS)
-N6_LD       := -nostartfiles -Wl,--gc-sections -Wl,--no-warn-rwx-segments -Wl,--build-id=sha1 -Wl,--nmagic \
+N6_LD       := -nostartfiles -Wl,--gc-sections -Wl,--no-warn-rwx-segments -Wl,--build-id=sha1 \
+               -Wl,--nmagic \
                -Lport/stm32n6 -Tstm32n6.ld
 N6_PORT     := $(sort $(wildcard port/stm32n6/*.c))
 N6_HDRS     := $(HEADERS) $(wildcard port/stm32n6/*.h) port/stm32n6/stm32n6.ld \

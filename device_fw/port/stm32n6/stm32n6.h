@@ -28,6 +28,9 @@
 
 #define RCC_BASE 0x56028000u
 #define RCC_CFGR2 REG32(RCC_BASE + 0x024u)      /* HPRE [22:20], PPRE2 [6:4] */
+#define RCC_BUSENR REG32(RCC_BASE + 0x244u)     /* bus clocks: AHB4 [6], APB2 [9] */
+#define RCC_BUSENR_AHB4 (1u << 6)
+#define RCC_BUSENR_APB2 (1u << 9)
 #define RCC_AHB4ENSR REG32(RCC_BASE + 0xA5Cu)   /* set-only enables */
 #define RCC_APB2ENSR REG32(RCC_BASE + 0xA6Cu)
 #define RCC_AHB4ENSR_GPIOE (1u << 4)

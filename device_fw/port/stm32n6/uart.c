@@ -25,6 +25,7 @@ static uint32_t pclk2_hz(void) {
 
 void hb_n6_uart_init(void) {
     head = tail = dropped = 0;
+    RCC_BUSENR |= RCC_BUSENR_AHB4 | RCC_BUSENR_APB2; /* on after a boot ROM, but make sure */
     RCC_AHB4ENSR = RCC_AHB4ENSR_GPIOE;
     RCC_APB2ENSR = RCC_APB2ENSR_USART1;
     n6_dsb();
