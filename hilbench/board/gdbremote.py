@@ -49,8 +49,9 @@ class GdbRemoteTarget:
         self.features = self._command(b"qSupported:multiprocess-;xmlRegisters=arm")
         size = re.search(rb"PacketSize=([0-9a-fA-F]+)", self.features)
         self.chunk = max(16, (int(size.group(1), 16) if size else 1024) - 32) // 2 // 4 * 4
+        self.registers = dict(REGISTERS)
         if b"qXfer:features:read+" in self.features:
-            self._command(b"qXfer:features:read:target.xml:0,fff")
+            self.registers.update(self._described_registers())
 
     # --- packets --------------------------------------------------------------------------
     def _recv(self, deadline: float) -> bytes:
@@ -114,6 +115,44 @@ class GdbRemoteTarget:
                     raise DebugLinkError(f"the {self.name} did not answer a packet") from None
         raise DebugLinkError(f"the {self.name} rejected a packet three times")
 
+    def _annex(self, name: str) -> str:
+        """One target-description file (qXfer:features:read, in pieces)."""
+        out = bytearray()
+        while True:
+            answer = self._command(
+                b"qXfer:features:read:%s:%x,%x" % (name.encode(), len(out), 0xFFF)
+            )
+            if answer[:1] not in (b"m", b"l"):
+                return out.decode(errors="replace")
+            out += answer[1:]
+            if answer[:1] == b"l":
+                return out.decode(errors="replace")
+
+    def _described_registers(self) -> dict[str, int]:
+        """Register numbers by name from the stub's description (QEMU numbers xPSR 25, as
+        GDB's arm-m-profile feature does; OpenOCD numbers its registers in order)."""
+        numbers: dict[str, int] = {}
+        following = 0
+
+        def walk(name: str, depth: int) -> None:
+            nonlocal following
+            text = self._annex(name)
+            for match in re.finditer(r"<reg\s[^>]*>|<xi:include\s[^>]*>", text):
+                tag = match.group(0)
+                href = re.search(r'href="([^"]+)"', tag)
+                if tag.startswith("<xi:include") and href and depth < 3:
+                    walk(href.group(1), depth + 1)
+                    continue
+                reg = re.search(r'name="([^"]+)"', tag)
+                num = re.search(r'regnum="(\d+)"', tag)
+                if reg:
+                    following = int(num.group(1)) if num else following
+                    numbers[reg.group(1).lower()] = following
+                    following += 1
+
+        walk("target.xml", 0)
+        return {n: numbers[n] for n in REGISTERS if n in numbers}
+
     def _ok(self, body: bytes, what: str) -> None:
         answer = self._command(body)
         if answer != b"OK":
@@ -158,12 +197,12 @@ class GdbRemoteTarget:
     def write_register(self, name: str, value: int) -> None:
         self._ok(
             b"P%x=%s"
-            % (REGISTERS[name], (value & 0xFFFFFFFF).to_bytes(4, "little").hex().encode()),
+            % (self.registers[name], (value & 0xFFFFFFFF).to_bytes(4, "little").hex().encode()),
             f"a write of {name}",
         )
 
     def read_register(self, name: str) -> int:
-        answer = self._command(b"p%x" % REGISTERS[name])
+        answer = self._command(b"p%x" % self.registers[name])
         if len(answer) != 8:
             raise DebugLinkError(f"the {self.name} cannot read {name} ({answer[:8]!r})")
         return int.from_bytes(bytes.fromhex(answer.decode()), "little")
