@@ -6,4 +6,5 @@ from threadpoolctl import threadpool_limits
 # contention with the device thread) on the 2-core CI machines.
 threadpool_limits(1)
 
-pytest_plugins = ["pytester"]
+# tests.needs: no silent skips (a missing tool fails naming its install; see the module)
+pytest_plugins = ["pytester", "tests.needs"]

@@ -17,6 +17,7 @@ from hilbench.config import RunConfig
 from hilbench.console import NullView
 from hilbench.trace import Trace
 from hilbench.trace.replay import replay_state
+from tests.needs import need_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,7 +51,7 @@ def tflm_outputs(model: bytes, x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("model", ["mlp", "cnn"])
 def test_the_exported_model_runs_in_tflm_as_the_device_ran_it(tmp_path, model):
-    pytest.importorskip("tflite_micro")
+    need_module("tflite_micro")
     trace_path, out = tmp_path / "run.h5", tmp_path / "trained.tflite"
     train(trace_path, model)
     proc = hilbench("export", str(trace_path), "-o", str(out))

@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.needs import need_module
+
 if TYPE_CHECKING:
     from hilbench.farm.lab import LocalFarm
 
 
 @pytest.fixture(scope="module")  # stopped after the module, not at the suite's end
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalFarm]:
-    pytest.importorskip(
-        "labgrid", reason="the farm extra is not installed: pip install -e '.[farm]'"
-    )
+    need_module("labgrid", "pip install -e '.[farm]' (the dev extra includes it)")
     from hilbench.farm.lab import LocalFarm
 
     farm = LocalFarm.simple(tmp_path_factory.mktemp("farm"), sil=2, twin=2, exporters=2)

@@ -17,17 +17,19 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("labgrid", reason="the farm extra is not installed: pip install -e '.[farm]'")
+from tests.needs import need_module
 
-from hilbench import session
-from hilbench.config import RunConfig
-from hilbench.errors import LinkError
-from hilbench.farm.backend import LabgridBackend
-from hilbench.farm.loaders import file_hash
-from hilbench.target.sil import sil_binary
-from hilbench.trace import Trace
-from tests.cli_helpers import ROOT
-from tests.farm.conftest import held, wait_all_free
+need_module("labgrid", "pip install -e '.[farm]' (the dev extra includes it)")
+
+from hilbench import session  # noqa: E402
+from hilbench.config import RunConfig  # noqa: E402
+from hilbench.errors import LinkError  # noqa: E402
+from hilbench.farm.backend import LabgridBackend  # noqa: E402
+from hilbench.farm.loaders import file_hash  # noqa: E402
+from hilbench.target.sil import sil_binary  # noqa: E402
+from hilbench.trace import Trace  # noqa: E402
+from tests.cli_helpers import ROOT  # noqa: E402
+from tests.farm.conftest import held, wait_all_free  # noqa: E402
 
 
 def _run(board: str, trace: Path, budget: int = 400) -> tuple[session.RunResult, Trace]:

@@ -8,6 +8,7 @@ from hilbench.backends import SerialBackend, make_backend
 from hilbench.config import RunConfig
 from hilbench.errors import ConfigError
 from hilbench.farm.spec import Selector, coordinator_address, parse_board, wait_seconds
+from tests.needs import need_module
 
 
 def test_places_tags_and_maps_parse():
@@ -57,7 +58,7 @@ def test_make_backend_routes_farm_boards_and_leaves_others(tmp_path):
     assert isinstance(make_backend(RunConfig(backend="board", port="socket://h:1")), SerialBackend)
     board_map = tmp_path / "b.toml"
     assert isinstance(make_backend(RunConfig(backend="board", port=f"map:{board_map}")), MapBackend)
-    pytest.importorskip("labgrid")
+    need_module("labgrid", "pip install -e '.[farm]' (the dev extra includes it)")
     from hilbench.farm.backend import LabgridBackend
 
     backend = make_backend(RunConfig(backend="board", port="labgrid:board=x"))

@@ -11,7 +11,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+from tests.needs import need_module
+
+runtime = need_module("tflite_micro.python.tflite_micro.runtime")
 
 from hilbench.npu import native  # noqa: E402
 from hilbench.npu.graph import Graph  # noqa: E402

@@ -11,10 +11,11 @@ import pytest
 from hilbench import golden
 from hilbench.device import blobcheck
 from hilbench.npu import ops
+from tests.needs import need_module
 
 from .test_blobcheck import load_generator
 
-pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+need_module("tflite_micro.python.tflite_micro.runtime")
 
 gen = load_generator()
 FIX = "run `python fixtures/golden/make_nn_vectors.py` and commit fixtures/golden/nn_*.hbgv"

@@ -8,9 +8,10 @@ import pytest
 from hilbench.errors import ModelError
 from hilbench.npu import zoo
 from hilbench.npu.tflite import export_tflite, import_tflite, load_tflite
+from tests.needs import need_module
 
-me = pytest.importorskip("tflite_micro.tensorflow.lite.micro.compression.model_editor")
-tfl = pytest.importorskip("tflite_micro.tensorflow.lite.micro.python.schema_py_generated")
+me = need_module("tflite_micro.tensorflow.lite.micro.compression.model_editor")
+tfl = need_module("tflite_micro.tensorflow.lite.micro.python.schema_py_generated")
 
 MODELS = [
     ("mlp", {}),

@@ -8,11 +8,12 @@ the same run with --no-live: names on the progress lines, every F, the summaries
 from __future__ import annotations
 
 import re
-import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
 from plugin_terminal import PANEL_MARK, SAMPLE, normalized, project, run_in_terminal, tmux_screen
+
+from tests.needs import need_module, need_tool
 
 #: Option sets a user runs, and what the progress part of the screen must show for each.
 PROGRESS = {
@@ -91,7 +92,7 @@ def test_no_room_below_the_line_means_no_panel(tmp_path):
 
 
 def test_xdist_workers_draw_nothing_and_the_report_arrives(tmp_path):
-    pytest.importorskip("xdist")
+    need_module("xdist")
     where = project(tmp_path / "p")
     screen = run_in_terminal(where, "-p", "no:cacheprovider", "-n", "2", "-v")
 
@@ -131,10 +132,10 @@ def test_junit_xml_is_whole_with_the_panel_on(tmp_path):
     assert props["hilbench.trace"].endswith("test_sample.py_test_reaches_99.h5")
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 @pytest.mark.parametrize("columns", [100, 37])
 def test_tmux_shows_the_same_screen_with_and_without_the_panel(tmp_path, columns):
     """tmux is a terminal emulator of its own: the check does not rest on pyte alone."""
+    need_tool("tmux", "apt-get install tmux")
     where = project(tmp_path / "p")
     args = ["-p", "no:cacheprovider", "-v", "--tb=no"]
     live, raw = tmux_screen(where, *args, columns=columns)

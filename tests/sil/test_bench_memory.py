@@ -7,7 +7,6 @@ static RAM comes from the Cortex-M55 build."""
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -24,8 +23,16 @@ from hilbench.npu.blob import to_blob
 from hilbench.protocol import spec
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
+from tests.needs import need_tool
 
-needs_m55 = pytest.mark.skipif(shutil.which(bm.M55_CC) is None, reason=f"{bm.M55_CC} missing")
+
+@pytest.fixture
+def m55_cc() -> str:
+    """The Cortex-M55 cross compiler: missing, the test fails saying what to install."""
+    return need_tool(bm.M55_CC, "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi")
+
+
+needs_m55 = pytest.mark.usefixtures("m55_cc")
 
 
 def _blob(name: str, kw: dict, master: str) -> bytes:

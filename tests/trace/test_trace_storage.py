@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from trace_helpers import CONFIG, RUN_ATTRS, write_known_run
 
 from hilbench.trace import Trace, TraceWriter, list_runs
 from hilbench.trace import writer as W
+from tests.needs import need_tool
 
 
 def _write_steps(path: Path, n: int, **kw: object) -> None:
@@ -121,13 +121,10 @@ def test_nothing_is_pickled_only_numbers_and_strings(known_trace: Path) -> None:
     assert dtypes and all(plain(dt) for dt in dtypes)
 
 
-H5DUMP = shutil.which("h5dump")
-
-
-@pytest.mark.skipif(H5DUMP is None, reason="h5dump not installed (apt package hdf5-tools)")
 def test_h5dump_reads_a_trace(known_trace: Path) -> None:
+    h5dump = need_tool("h5dump", "apt-get install hdf5-tools")
     out = subprocess.run(
-        [H5DUMP, "-p", str(known_trace)], capture_output=True, text=True, timeout=60
+        [h5dump, "-p", str(known_trace)], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
     assert '"hilbench-trace"' in out.stdout
@@ -135,7 +132,7 @@ def test_h5dump_reads_a_trace(known_trace: Path) -> None:
     assert "timeout after 200 ms" in out.stdout  # vlen UTF-8 event detail
     assert "4294967295" in out.stdout  # the u32 seed, unmangled
     attrs = subprocess.run(
-        [H5DUMP, "-a", "/runs/0000/status", str(known_trace)],
+        [h5dump, "-a", "/runs/0000/status", str(known_trace)],
         capture_output=True,
         text=True,
         timeout=60,
