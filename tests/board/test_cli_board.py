@@ -70,3 +70,16 @@ def test_load_mistakes_are_one_line_each(stm32n6_elf, an547_elf, console):
 def test_an_unknown_probe_id_through_pyocd(stm32n6_elf, console):
     err = refused("load", str(stm32n6_elf), "--board", console, "--probe", "0000DEADBEEF")
     assert "no debug probe with id '0000DEADBEEF'" in err and "hilbench probe list" in err
+
+
+def test_a_probe_without_permission_gets_the_udev_advice():
+    """pyOCD reports libusb's refusal as text; hilbench turns it into the udev rule's line."""
+    from hilbench.board.pyocd_target import _probe_error
+
+    exc = _probe_error(
+        OSError("LIBUSB_ERROR_ACCESS: Access denied (insufficient permissions)"), "x"
+    )
+    assert "no permission to use the debug probe" in str(exc) and "49-stlink.rules" in exc.fix
+    other = _probe_error(RuntimeError("No ACK received"), "connecting to probe 42")
+    assert "the debug probe failed while connecting to probe 42" in str(other)
+    assert "replug" in other.fix
