@@ -2,6 +2,10 @@
 firmware (``--fw ELF``, default the checkout's stm32n6 build) is loaded when the board does not
 already run that build, then the session goes on over the ST-LINK's virtual COM port.
 
+``$HILBENCH_BOARD_PRE`` and ``$HILBENCH_BOARD_POST`` are shell commands run before the board
+is opened (a power cycle through a USB hub or a relay: ``uhubctl -a cycle -p 2``) and after it
+is closed, with ``{port}`` and ``{probe}`` replaced; a failing hook is one line.
+
 Each step of the board's way from absent to ready (find it, open its port, check the running
 build, connect the probe, halt, write, reset, resume, HELLO) is timed and logged on the
 ``hilbench.board`` logger, which pytest shows with a failing test; every error names the board
@@ -11,6 +15,9 @@ build, connect the probe, halt, write, reset, resume, HELLO) is timed and logged
 from __future__ import annotations
 
 import logging
+import os
+import shlex
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -24,6 +31,35 @@ from hilbench.link.serial_port import DEFAULT_BAUD
 from hilbench.target.client import Target
 
 log = logging.getLogger("hilbench.board")
+HOOKS = {"pre": "HILBENCH_BOARD_PRE", "post": "HILBENCH_BOARD_POST"}
+HOOK_TIMEOUT_S = 120
+
+
+def run_hook(which: str, board: BoardRef) -> float | None:
+    """Run the ``pre`` or ``post`` hook if one is set; its duration, or None."""
+    command = os.environ.get(HOOKS[which], "").strip()
+    if not command:
+        return None
+    line = command.replace("{port}", shlex.quote(board.port))
+    line = line.replace("{probe}", shlex.quote(board.probe_id or ""))
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(
+            line, shell=True, capture_output=True, text=True, timeout=HOOK_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        raise HilbenchError(
+            f"{HOOKS[which]} did not finish in {HOOK_TIMEOUT_S} s: {line}",
+            f"fix the command, or unset {HOOKS[which]}",
+        ) from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()
+        raise HilbenchError(
+            f"{HOOKS[which]} failed (exit {done.returncode}) for {board}: "
+            f"{tail[-1] if tail else 'no output'}",
+            f"fix the command ({line}), or unset {HOOKS[which]}",
+        )
+    return time.monotonic() - t0
 
 
 def wants_board_backend(spec: str, firmware: str | None = None) -> bool:
@@ -82,6 +118,9 @@ class BoardBackend(Backend):
         t0 = time.monotonic()
         self.board = board = resolve_board(self.spec, self.probe)
         self._step("find the board", time.monotonic() - t0)
+        hook = run_hook("pre", board)
+        if hook is not None:
+            self._step(f"{HOOKS['pre']} hook", hook)
         t0 = time.monotonic()
         port = open_board_port(board.port, self.baud)
         self._step("open its port", time.monotonic() - t0)
@@ -111,3 +150,11 @@ class BoardBackend(Backend):
             "serial_url": board.port,
         }
         return target
+
+    def close(self) -> None:
+        super().close()
+        if self.board is not None:
+            board, self.board = self.board, None
+            hook = run_hook("post", board)
+            if hook is not None:
+                self._step(f"{HOOKS['post']} hook", hook)

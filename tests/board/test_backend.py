@@ -8,7 +8,7 @@ from __future__ import annotations
 from hilbench.backends import SerialBackend, make_backend
 from hilbench.board.backend import BoardBackend, wants_board_backend
 from hilbench.config import RunConfig
-from hilbench.errors import LinkError
+from hilbench.errors import HilbenchError, LinkError
 
 SAMPLE = """
 def test_device_answers(device):
@@ -97,3 +97,29 @@ def test_a_run_loads_the_board_and_names_it_in_the_trace(stm32n6_elf, twin_board
     assert steps[-3:] == ["set VTOR, core reset", "resume", "wait for HELLO"]
     logged = [r.getMessage() for r in caplog.records if r.name == "hilbench.board"]
     assert len(logged) == len(steps) and all("probe STANDIN0042" in line for line in logged[1:])
+
+
+def test_pre_and_post_hooks_run_around_the_board(twin_board, tmp_path, monkeypatch):
+    log = tmp_path / "hooks.txt"
+    monkeypatch.setenv("HILBENCH_BOARD_PRE", f"echo pre {{port}} >> {log}")
+    monkeypatch.setenv("HILBENCH_BOARD_POST", f"echo post {{port}} >> {log}")
+    twin_board.start("hilbench-twin standing in")
+    backend = BoardBackend(twin_board.path, firmware="never-read.elf")
+    backend.open()
+    assert log.read_text() == f"pre {twin_board.path}\n"
+    backend.close()
+    assert log.read_text() == f"pre {twin_board.path}\npost {twin_board.path}\n"
+    assert [n for n, _ in backend.steps][:2] == ["find the board", "HILBENCH_BOARD_PRE hook"]
+
+
+def test_a_failing_hook_is_one_line_and_the_port_stays_closed(twin_board, monkeypatch):
+    monkeypatch.setenv("HILBENCH_BOARD_PRE", "echo 'relay 2: no such port' >&2; exit 3")
+    backend = BoardBackend(twin_board.path, firmware="never-read.elf")
+    try:
+        backend.open()
+    except HilbenchError as exc:
+        text = str(exc)
+    else:
+        raise AssertionError("a failing hook was ignored")
+    assert "HILBENCH_BOARD_PRE failed (exit 3)" in text and "relay 2: no such port" in text
+    assert "\n" not in text and backend.target is None
