@@ -164,3 +164,26 @@ def test_firmware_that_does_not_answer_shows_the_uart_tail(image, twin_board):
     text = str(err.value)
     assert "did not answer HELLO" in text and "boot ROM: no image" in text and "\n" not in text
     assert "--baud" in text
+
+
+def test_the_standin_has_pyocds_method_names_and_parameters():
+    """Every method the stand-in offers exists on pyOCD's SoCTarget (what session.target is)
+    with the parameters PyocdTarget passes, so the recorded sequence is one pyOCD can run."""
+    import inspect
+
+    from pyocd.core.soc_target import SoCTarget
+
+    for name, params in {
+        "halt": [],
+        "write_memory_block8": ["addr", "data"],
+        "read_memory_block8": ["addr", "size"],
+        "write32": ["addr", "value"],
+        "read32": ["addr"],
+        "reset_and_halt": ["reset_type"],
+        "read_core_register": ["id"],
+        "resume": [],
+        "reset": ["reset_type"],
+    }.items():
+        real = list(inspect.signature(getattr(SoCTarget, name)).parameters)[1:]
+        assert real[: len(params)] == params, (name, real)
+        assert callable(getattr(RecordingCortexM, name))
