@@ -6,11 +6,21 @@ semihosting command line as with hilbench/target/qemu.py."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import signal
 import socket
 import subprocess
 import time
 
 from hilbench.target import an547
+
+
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # in the child, between fork and exec: QEMU ends with pytest
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def free_port() -> int:
@@ -51,7 +61,7 @@ class HaltedQemu:
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, start_new_session=True,
+            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_die_with_parent,
         )  # fmt: skip
         deadline = time.monotonic() + 20
         while not (listening(self.gdb_port) and listening(self.uart_port)):
