@@ -14,7 +14,6 @@ import time
 
 from hilbench.target import an547
 
-
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork
 _PR_SET_PDEATHSIG = 1
 
