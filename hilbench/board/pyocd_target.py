@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -37,10 +38,20 @@ class ProbeInfo:
     product: str = ""
 
 
+def quiet_pyocd() -> None:
+    """pyOCD's warnings (logging's last-resort handler prints them to stderr) would break the
+    one-line errors; hilbench says what went wrong itself. A user who configured logging for
+    pyOCD (a level already set) keeps it."""
+    logger = logging.getLogger("pyocd")
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.ERROR)
+
+
 def list_probes() -> list[ProbeInfo]:
     """The debug probes pyOCD finds (none is not an error here)."""
     from pyocd.core.helpers import ConnectHelper
 
+    quiet_pyocd()
     try:
         probes = ConnectHelper.get_all_connected_probes(blocking=False, print_wait_message=False)
     except Exception as exc:  # pyOCD's USB back ends raise their own errors
@@ -101,6 +112,7 @@ class PyocdTarget:
         """Open a pyOCD session on the probe ``unique_id`` (attach, no reset)."""
         from pyocd.core.helpers import ConnectHelper
 
+        quiet_pyocd()
         options: dict[str, Any] = {"connect_mode": "attach", "resume_on_disconnect": True}
         if frequency:
             options["frequency"] = frequency
