@@ -162,9 +162,11 @@ class GdbRemoteTarget:
 
     # --- DebugTarget ------------------------------------------------------------------------
     def halt(self) -> None:
-        self._sock.sendall(b"\x03")  # an interrupt; a stopped stub ignores it or reports again
-        with contextlib.suppress(TimeoutError, DebugLinkError):
-            self._read_packet(0.3)
+        """A stub halts the core when GDB attaches (QEMU, OpenOCD, pyOCD), and this client
+        never sends "c": "?" confirms the stop. Only a core this client resumed is
+        interrupted first."""
+        if self._detached:
+            raise DebugLinkError(f"the {self.name}: this connection already resumed the core")
         answer = self._command(b"?")
         if answer[:1] not in (b"S", b"T"):
             raise DebugLinkError(f"the {self.name} does not report a halted core ({answer!r})")
@@ -208,7 +210,6 @@ class GdbRemoteTarget:
         return int.from_bytes(bytes.fromhex(answer.decode()), "little")
 
     def core_reset(self, vector_table: int) -> None:
-        self.halt()
         initial_sp = self.read_word(vector_table)
         reset_pc = self.read_word(vector_table + 4)
         for i in range(13):
