@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import socket
-import subprocess
 import time
 
 import numpy as np
@@ -24,25 +23,6 @@ from hilbench.target import an547
 from hilbench.target.qemu import QemuProcess, firmware_args
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
-from tests.cli_helpers import ROOT
-
-
-def test_the_build_is_warning_free_and_the_c_tests_pass_on_the_m55(tmp_path):
-    """A fresh build of the firmware and of every C unit test for the Cortex-M55, then the
-    tests under QEMU (golden vectors read through semihosting)."""
-    done = subprocess.run(
-        ["make", "-C", str(ROOT / "device_fw"), f"BUILD={tmp_path}", "an547", "an547-test"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    out = done.stdout + done.stderr
-    assert done.returncode == 0, out[-3000:]
-    warnings = [ln for ln in out.splitlines() if "warning:" in ln.lower()]
-    assert not warnings, warnings
-    assert (tmp_path / "an547" / "hilbench-an547.elf").is_file()
-    assert "C test programs passed on the Cortex-M55 (QEMU)" in out
-    assert out.count("0 failed") >= 10
 
 
 def _mlp_blob() -> tuple[bytes, bytes]:
