@@ -3,7 +3,9 @@
 A view hears five things from the session and the trainer: ``start(title)``, ``status(text)``
 (what is happening before the first step: connecting, uploading, evaluating),
 ``event(kind, detail)`` (retries, resets, injected faults... as the trace records them),
-``update(progress)`` after every step, and ``finish()``. Both views show the same figures:
+``update(progress)`` after every step, and ``finish()``; during setup also
+``transfer(what, done, total)`` (bytes of an upload the device acknowledged: a bar on the panel,
+a line every ``period`` seconds in plain output). Both views show the same figures:
 step, q, loss, test accuracy, forward passes of the budget, steps per second and the time
 left, the step's host and device time, a loss sparkline and the event counts.
 
@@ -91,6 +93,16 @@ def view_title(view: object, title: str) -> None:
         retitle(title)
 
 
+def view_transfer(view: object, what: str, done: int, total: int) -> None:
+    """``view.transfer(what, done, total)`` for views that have it; a status line with the
+    share done for those that only have ``status``."""
+    transfer = getattr(view, "transfer", None)
+    if transfer is not None:
+        transfer(what, done, total)
+    else:
+        view_status(view, f"{what}: {fmt_bytes(done)} of {fmt_bytes(total)}")
+
+
 def view_event(view: object, kind: str, detail: str) -> None:
     """``view.event(kind, detail)`` for views that have it."""
     event = getattr(view, "event", None)
@@ -121,6 +133,61 @@ def fmt_duration(seconds: float | None) -> str:
     if s < 3600:
         return f"{s // 60} min {s % 60:02d} s"
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def fmt_bytes(n: float) -> str:
+    """``812 B``, ``9.7 KiB``, ``1.25 MiB``."""
+    if n < 1024:
+        return f"{n:,.0f} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:,.1f} KiB"
+    return f"{n / 1024 / 1024:,.2f} MiB"
+
+
+class Transfer:
+    """One upload as a view shows it: bytes done of the total, the rate since it began and
+    the time left at that rate."""
+
+    def __init__(self, what: str, total: int, now: float) -> None:
+        self.what = what
+        self.total = max(1, total)
+        self.done = 0
+        self.started = now
+        self.now = now
+
+    def update(self, done: int, total: int, now: float) -> None:
+        self.done, self.total, self.now = done, max(1, total, done), now
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total)
+
+    @property
+    def rate(self) -> float | None:
+        """Bytes a second, once there is something to measure it on."""
+        elapsed = self.now - self.started
+        return self.done / elapsed if elapsed > 0.2 and self.done else None
+
+    def time_left(self) -> float | None:
+        rate = self.rate
+        return (self.total - self.done) / rate if rate else None
+
+    def describe(self) -> str:
+        """``4.0 KiB of 9.7 KiB (41%), 88.0 KiB/s, 1 s left``."""
+        text = f"{fmt_bytes(self.done)} of {fmt_bytes(self.total)} ({self.fraction:.0%})"
+        if self.rate:
+            text += f", {fmt_bytes(self.rate)}/s, {fmt_duration(self.time_left())} left"
+        return text
+
+
+def _transfer_of(
+    current: Transfer | None, what: str, done: int, total: int, now: float
+) -> Transfer:
+    """``current`` brought up to date, or a new Transfer when another one began."""
+    if current is None or current.what != what or done < current.done:
+        current = Transfer(what, total, now)
+    current.update(done, total, now)
+    return current
 
 
 def _accuracy(progress: Progress) -> str:
@@ -205,9 +272,15 @@ class Tracker:
 class PlainView:
     """One line every ``period`` seconds (for CI logs and pipes); setup steps as they come."""
 
-    def __init__(self, write: Callable[[str], None] | None = None, period: float = 2.0) -> None:
+    def __init__(
+        self,
+        write: Callable[[str], None] | None = None,
+        period: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.write = write or (lambda line: print(line, flush=True))
         self.period = period
+        self.clock = clock
         self._last = 0.0
         self._title = ""
         self._progress: Progress | None = None
@@ -215,6 +288,7 @@ class PlainView:
         self._silent = False  # the output is gone: keep training, stop writing
         self._status_key = ""
         self._status_at = 0.0
+        self._transfer: Transfer | None = None
 
     def _emit(self, line: str) -> None:
         if self._silent:
@@ -232,10 +306,18 @@ class PlainView:
     def status(self, text: str) -> None:
         # one line per phase ("uploading the model"), then at most one per period
         key = text.split(":", 1)[0]
-        now = time.monotonic()
+        now = self.clock()
         if key != self._status_key or now - self._status_at >= self.period:
             self._status_key, self._status_at = key, now
             self._emit(f"[hilbench] {text}")
+
+    def transfer(self, what: str, done: int, total: int) -> None:
+        # the phase's status line said it began; then a line a period, none at the end
+        now = self.clock()
+        self._transfer = t = _transfer_of(self._transfer, what, done, total, now)
+        if done < t.total and now - self._status_at >= self.period:
+            self._status_key, self._status_at = what, now
+            self._emit(f"[hilbench] {what}: {t.describe()}")
 
     def retitle(self, title: str) -> None:
         self._title = title  # the status line that named the device was printed
@@ -346,6 +428,7 @@ class LiveView:
         self._status = ""
         self._since = time.monotonic()
         self._tracker = Tracker()
+        self._transfer: Transfer | None = None  # an upload during setup: its bar
         self._back: Control | None = None  # what puts the cursor back after a transient panel
         self._gone = False  # the terminal went away: keep training, stop drawing
 
@@ -390,7 +473,13 @@ class LiveView:
 
     def status(self, text: str) -> None:
         self._status = text
+        self._transfer = None  # a new phase: the bar comes back with its first bytes
         self._refresh(force=True)
+
+    def transfer(self, what: str, done: int, total: int) -> None:
+        self._transfer = t = _transfer_of(self._transfer, what, done, total, time.monotonic())
+        self._status = what
+        self._refresh(force=done >= t.total)
 
     def retitle(self, title: str) -> None:
         self._title = title
@@ -438,6 +527,10 @@ class LiveView:
             self._live = None
             self._back = None
 
+    def _bar(self, fraction: float) -> str:
+        filled = min(self.BAR_WIDTH, int(fraction * self.BAR_WIDTH))
+        return "█" * filled + "░" * (self.BAR_WIDTH - filled)
+
     def _render(self) -> Text:
         p, t = self._progress, self._tracker
         width = max(20, self.console.size.width)
@@ -463,28 +556,35 @@ class LiveView:
                 ],
                 width,
             )
-        frac = p.forward_passes / p.budget if p.budget else 0.0
-        filled = min(self.BAR_WIDTH, int(frac * self.BAR_WIDTH))
-        of = f"{p.forward_passes:,}/{p.budget:,}"
-        line3 = _pack(
-            [
-                (f"{frac:.0%}", "bold"),
-                ((f"{of} forward passes", f"{of} fwd"), ""),
-                ("█" * filled + "░" * (self.BAR_WIDTH - filled), "cyan"),
-            ],
-            width,
-        )
-        rate = "-" if t.steps_per_s is None else f"{t.steps_per_s:,.0f} steps/s"
-        device = f"{_fmt_time(p.step_device_s)} {p.device_source}" if p.device_source else ""
-        line4 = _pack(
-            [
-                (f"{fmt_duration(t.time_left(p))} left", "bold"),
-                (rate, ""),
-                (f"step {_fmt_time(p.step_host_s)} host" if self._started else "", ""),
-                (device, "dim"),
-            ],
-            width,
-        )
+        up = self._transfer if not self._started else None
+        if up is not None:  # setting up: the upload's bar where the budget's will be
+            frac = up.fraction
+            of = f"{fmt_bytes(up.done)} of {fmt_bytes(up.total)}"
+            line3 = _pack([(f"{frac:.0%}", "bold"), (of, ""), (self._bar(frac), "cyan")], width)
+            rate = "-" if up.rate is None else f"{fmt_bytes(up.rate)}/s"
+            line4 = _pack([(f"{fmt_duration(up.time_left())} left", "bold"), (rate, "")], width)
+        else:
+            frac = p.forward_passes / p.budget if p.budget else 0.0
+            of = f"{p.forward_passes:,}/{p.budget:,}"
+            line3 = _pack(
+                [
+                    (f"{frac:.0%}", "bold"),
+                    ((f"{of} forward passes", f"{of} fwd"), ""),
+                    (self._bar(frac), "cyan"),
+                ],
+                width,
+            )
+            rate = "-" if t.steps_per_s is None else f"{t.steps_per_s:,.0f} steps/s"
+            device = f"{_fmt_time(p.step_device_s)} {p.device_source}" if p.device_source else ""
+            line4 = _pack(
+                [
+                    (f"{fmt_duration(t.time_left(p))} left", "bold"),
+                    (rate, ""),
+                    (f"step {_fmt_time(p.step_host_s)} host" if self._started else "", ""),
+                    (device, "dim"),
+                ],
+                width,
+            )
         spark = t.sparkline(min(SPARK_POINTS, max(0, width - 40)))
         line5 = _pack(
             [

@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,8 +15,17 @@ from threadpoolctl import threadpool_limits
 
 from hilbench import __version__, datasets, version
 from hilbench.backends import Backend, EmulatorBackend, make_backend
+from hilbench.board.lifecycle import Lifecycle, Stage
 from hilbench.config import RunConfig, parse_eps_mult
-from hilbench.console import NullView, RunView, view_event, view_status, view_title
+from hilbench.console import (
+    NullView,
+    RunView,
+    fmt_bytes,
+    view_event,
+    view_status,
+    view_title,
+    view_transfer,
+)
 from hilbench.device.server import FrameEndpoint
 from hilbench.device.state import ModelState
 from hilbench.device.twin import DeviceTwin
@@ -27,7 +37,7 @@ from hilbench.npu.graph import Graph
 from hilbench.npu.ops import _backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
-from hilbench.target.client import FRAME_OVERHEAD, Target
+from hilbench.target.client import Target
 from hilbench.target.recovery import RecoveringTarget, UpdateLog
 from hilbench.trace import Trace, TraceWriter
 from hilbench.trace.reader import RunInfo, run_infos
@@ -442,6 +452,10 @@ def _run(
             if target is None:  # connect first: a wrong port leaves no failed run in the trace
                 owned = backend or make_backend(config)
                 view_status(view, _connecting(config))
+                if hasattr(owned, "load_progress"):  # a board: the firmware's bar
+                    owned.load_progress = lambda done, total: view_transfer(
+                        view, "loading the firmware", done, total
+                    )
                 target = owned.open()
             inner = target
             target = RecoveringTarget(
@@ -488,27 +502,31 @@ def _run(
                     data.x_test, model.input_scale, model.input_zero_point
                 )
                 uploads = _UploadStatus(view, inner)
-                if resumed is None:
-                    uploads.expect("the model", len(model.blob))
-                    target.load_model(model.blob)
-                    uploads.expect(f"{len(data.y_train):,} training items", x_train.nbytes)
-                    target.load_data(TRAIN_SLOT, x_train, data.y_train, data.n_classes)
-                    uploads.expect(f"{len(data.y_test):,} test items", x_test.nbytes)
-                    target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
-                    initial_crc, _ = target.weights_crc()
-                    trace.set_attrs(initial_weights_crc=initial_crc)
-                    view_status(view, "evaluating the initial weights")
-                else:  # a fresh device: reload, then replay the updates the trace logged
-                    slots = {
-                        TRAIN_SLOT: data_blob.encode(x_train, data.y_train, data.n_classes),
-                        TEST_SLOT: data_blob.encode(x_test, data.y_test, data.n_classes),
-                    }
-                    uploads.expect(
-                        f"the model and data, then replaying {len(resumed.updates):,} updates",
-                        len(model.blob) + sum(len(b) for b in slots.values()),
-                    )
-                    target.restore(model.blob, slots, UpdateLog(steps=list(resumed.updates)))
+                life = getattr(inner, "lifecycle", None)  # a board's stages, timed and logged
+                with _moving(life, Stage.MODEL_LOADED):
+                    if resumed is None:
+                        uploads.expect("the model", len(model.blob))
+                        target.load_model(model.blob)
+                        uploads.expect(f"{len(data.y_train):,} training items", x_train.nbytes)
+                        target.load_data(TRAIN_SLOT, x_train, data.y_train, data.n_classes)
+                        uploads.expect(f"{len(data.y_test):,} test items", x_test.nbytes)
+                        target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
+                        initial_crc, _ = target.weights_crc()
+                        trace.set_attrs(initial_weights_crc=initial_crc)
+                        view_status(view, "evaluating the initial weights")
+                    else:  # a fresh device: reload, then replay the updates the trace logged
+                        slots = {
+                            TRAIN_SLOT: data_blob.encode(x_train, data.y_train, data.n_classes),
+                            TEST_SLOT: data_blob.encode(x_test, data.y_test, data.n_classes),
+                        }
+                        uploads.expect(
+                            f"the model and data, then replaying {len(resumed.updates):,} updates",
+                            len(model.blob) + sum(len(b) for b in slots.values()),
+                        )
+                        target.restore(model.blob, slots, UpdateLog(steps=list(resumed.updates)))
                 uploads.done()
+                if life is not None:
+                    life.enter(Stage.TRAINING, detail=f"{config.model} on {config.dataset}")
                 trainer = Trainer(
                     target,
                     schedule,
@@ -530,10 +548,11 @@ def _run(
                     view=view,
                 )
                 try:
-                    result = trainer.run(
-                        resume=resumed.steps if resumed else None,
-                        last_eval=resumed.last_eval if resumed else None,
-                    )
+                    with _moving(life, Stage.MODEL_LOADED, "the run ended"):
+                        result = trainer.run(
+                            resume=resumed.steps if resumed else None,
+                            last_eval=resumed.last_eval if resumed else None,
+                        )
                 finally:
                     view.finish()
             finally:
@@ -575,36 +594,35 @@ def _connecting(config: RunConfig) -> str:
 
 
 class _UploadStatus:
-    """Says on the view what the device is being sent, with the share of it sent so far
-    (counted from the LOAD_MODEL / LOAD_DATA round trips the client reports)."""
+    """Says on the view what the device is being sent and how much of it the device has
+    acknowledged (the client's ``on_upload``); a phase of several blobs (a resume: model and
+    data) counts as one."""
 
     def __init__(self, view: RunView, target: Target) -> None:
         self.view = view
         self.target = target
         self.what = ""
-        self.total = 0
-        self.sent = 0
-        self._before = target.on_command
-        target.on_command = self._command
+        self.size = 0
+        self._base = 0  # bytes of the phase's blobs already sent
+        self._blob_done = 0
+        self._before = target.on_upload
+        target.on_upload = self._progress
 
-    def expect(self, what: str, total: int) -> None:
-        self.what, self.total, self.sent = what, max(1, total), 0
-        view_status(self.view, f"uploading {what} ({_kib(total)})")
+    def expect(self, what: str, size: int) -> None:
+        self.what, self.size, self._base, self._blob_done = what, size, 0, 0
+        view_status(self.view, f"uploading {what} ({fmt_bytes(size)})")
 
-    def _command(self, timing: object) -> None:
-        if getattr(timing, "command", "") in ("LOAD_MODEL", "LOAD_DATA") and self.what:
-            info = self.target.info
-            chunk = max(64, (info.max_payload if info else 512) - FRAME_OVERHEAD)
-            self.sent = min(self.total, self.sent + chunk)
-            view_status(
-                self.view,
-                f"uploading {self.what}: {_kib(self.sent)} of {_kib(self.total)} "
-                f"({self.sent / self.total:.0%})",
-            )
+    def _progress(self, done: int, total: int) -> None:
+        if done == 0 and self._blob_done:  # the phase's next blob
+            self._base += self._blob_done
+        self._blob_done = done
+        whole = max(self.size, self._base + total)
+        view_transfer(self.view, f"uploading {self.what}", self._base + done, whole)
 
     def done(self) -> None:
-        self.target.on_command = self._before
+        self.target.on_upload = self._before
 
 
-def _kib(n: int) -> str:
-    return f"{n / 1024:,.1f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:,.2f} MiB"
+def _moving(life: Lifecycle | None, stage: Stage, detail: str = "") -> AbstractContextManager:
+    """The block timed as the board's move to ``stage`` (nothing without a lifecycle)."""
+    return nullcontext() if life is None else life.moving_to(stage, detail)

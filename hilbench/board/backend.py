@@ -9,7 +9,9 @@ is closed, with ``{port}`` and ``{probe}`` replaced; a failing hook is one line.
 Each step of the board's way from absent to ready (find it, open its port, check the running
 build, connect the probe, halt, write, reset, resume, HELLO) is timed and logged on the
 ``hilbench.board`` logger, which pytest shows with a failing test; every error names the board
-(port and probe id).
+(port and probe id). The board's stage (hilbench/board/lifecycle.py) goes absent -> loaded ->
+ready here, and back to absent on close; the target carries it (``target.lifecycle``) so a run
+moves it on, with the last bytes the board's UART sent for a failure's report.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from collections.abc import Callable
 
 from hilbench.backends import Backend
 from hilbench.board.debug import DebugTarget
+from hilbench.board.lifecycle import Lifecycle, Stage
+from hilbench.board.loader import TailPort
 from hilbench.board.ports import BoardRef, is_port_spec, list_ports, open_board_port, resolve_board
 from hilbench.board.stm32n6 import build_id_in
 from hilbench.errors import HilbenchError
 from hilbench.link.faults import FaultSpec
 from hilbench.link.serial_port import DEFAULT_BAUD
-from hilbench.target.client import Target
+from hilbench.target.client import Target, UploadProgress
 
 log = logging.getLogger("hilbench.board")
 HOOKS = {"pre": "HILBENCH_BOARD_PRE", "post": "HILBENCH_BOARD_POST"}
@@ -104,12 +108,41 @@ class BoardBackend(Backend):
         self.board: BoardRef | None = None
         self.steps: list[tuple[str, float]] = []
         self.loaded: bool | None = None  # None: nothing to load with (no probe)
+        self.load_progress: UploadProgress | None = None  # (bytes written, total) of a load
+        self.lifecycle = Lifecycle(spec, tail=self._tail)
+        self._port: TailPort | None = None
+
+    def _tail(self) -> bytes:
+        return bytes(self._port.tail) if self._port is not None else b""
 
     def _step(self, name: str, seconds: float) -> None:
         self.steps.append((name, seconds))
         log.info("%s: %s (%.3f s)", self.board or self.spec, name, seconds)
 
     def open(self) -> Target:
+        life = self.lifecycle
+        with life.moving_to(Stage.LOADED) as move:
+            move.detail = self._find_and_load()
+        assert self._port is not None and self.board is not None
+        try:
+            with life.moving_to(Stage.READY, "HELLO"):
+                target = self._attach(self._port, name=str(self.board))
+        except HilbenchError:
+            self._port.close()
+            raise
+        # the board's identity, which session.run writes into the trace (as a farm board's)
+        info = target.info
+        build = build_id_in(info.firmware) if info else None
+        target.location = {  # type: ignore[attr-defined]
+            "probe_id": self.board.probe_id or "",
+            "firmware_hash": f"build-id:{build}" if build else "",
+            "serial_url": self.board.port,
+        }
+        target.lifecycle = life  # type: ignore[attr-defined]
+        return target
+
+    def _find_and_load(self) -> str:
+        """Find the board, open its port, load the firmware unless it runs it: what was done."""
         from hilbench.board.elfimage import read_image
         from hilbench.board.firmware import firmware_elf
         from hilbench.board.loader import load
@@ -117,6 +150,7 @@ class BoardBackend(Backend):
 
         t0 = time.monotonic()
         self.board = board = resolve_board(self.spec, self.probe)
+        self.lifecycle.board = str(board)
         self._step("find the board", time.monotonic() - t0)
         hook = run_hook("pre", board)
         if hook is not None:
@@ -124,35 +158,36 @@ class BoardBackend(Backend):
         t0 = time.monotonic()
         port = open_board_port(board.port, self.baud)
         self._step("open its port", time.monotonic() - t0)
+        if board.probe_id is None:
+            self._port = TailPort(port)
+            return "no probe: the firmware already there"
         try:
-            if board.probe_id is not None:
-                image = read_image(firmware_elf(self.firmware))
-                probe_id = board.probe_id
-                connect = self.connect or PyocdTarget.connect
-                result = load(
-                    image,
-                    lambda hz: connect(probe_id, hz),
-                    port,
-                    board=str(board),
-                    on_step=self._step,
-                )
-                self.loaded = not result.skipped
-            target = self._attach(port, name=str(board))
+            image = read_image(firmware_elf(self.firmware))
+            probe_id = board.probe_id
+            connect = self.connect or PyocdTarget.connect
+            result = load(
+                image,
+                lambda hz: connect(probe_id, hz),
+                port,
+                board=str(board),
+                progress=self.load_progress,
+                on_step=self._step,
+            )
         except HilbenchError:
             port.close()
             raise
-        # the board's identity, which session.run writes into the trace (as a farm board's)
-        info = target.info
-        build = build_id_in(info.firmware) if info else None
-        target.location = {  # type: ignore[attr-defined]
-            "probe_id": board.probe_id or "",
-            "firmware_hash": f"build-id:{build}" if build else "",
-            "serial_url": board.port,
-        }
-        return target
+        self.loaded = not result.skipped
+        self._port = TailPort(port)
+        self._port.tail += result.target.port.tail  # what the firmware said while loading
+        if result.skipped:
+            return f"already runs build {image.image_id}"
+        return f"build {image.image_id}, {result.bytes_written} bytes"
 
     def close(self) -> None:
+        t0 = time.monotonic()
         super().close()
+        if self.lifecycle.stage is not Stage.ABSENT:
+            self.lifecycle.enter(Stage.ABSENT, time.monotonic() - t0, "closed")
         if self.board is not None:
             board, self.board = self.board, None
             hook = run_hook("post", board)

@@ -25,6 +25,7 @@ import serial
 
 from hilbench.board.debug import VTOR, DebugLinkError, DebugTarget
 from hilbench.board.elfimage import FirmwareImage
+from hilbench.board.lifecycle import describe_tail
 from hilbench.board.stm32n6 import build_id_in
 from hilbench.errors import HilbenchError, LinkError
 from hilbench.link.wrapper import PortWrapper
@@ -61,17 +62,6 @@ class TailPort(PortWrapper):
             while self.port.in_waiting:
                 self.port.read(self.port.in_waiting)
         self.tail.clear()
-
-
-def describe_tail(tail: bytes) -> str:
-    """The UART tail as text when it is text, else hex."""
-    if not tail:
-        return "nothing"
-    text = tail.decode("ascii", errors="replace")
-    printable = sum(ch.isprintable() or ch in "\r\n\t" for ch in text)
-    if printable >= 0.9 * len(text):
-        return repr(text[-120:])
-    return tail[-64:].hex(" ")
 
 
 @dataclass

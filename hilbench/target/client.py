@@ -21,6 +21,7 @@ import numpy as np
 import serial
 
 from hilbench.errors import DeviceError, LinkError
+from hilbench.link.wrapper import PortWrapper
 from hilbench.protocol import data_blob
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
@@ -35,6 +36,9 @@ _PROBE, _APPLY_PROBED, _APPLY_PROBE = (  # plain ints: compared and packed on ev
     int(m.MessageType.APPLY_PROBE),
 )
 FRAME_OVERHEAD = 16  # header, CRC, COBS and delimiter bytes a chunk must leave room for
+#: ``on_upload(acknowledged, total)``: bytes of a model or data blob the device has
+#: acknowledged, called with 0 before the first chunk and once after each chunk's answer.
+UploadProgress = Callable[[int, int], None]
 
 
 class CommandTiming(NamedTuple):  # a tuple: built on every round trip
@@ -111,7 +115,8 @@ class Target:
     Every request is retried on silence (adaptive timeout, exponential backoff) or when the
     device reports a damaged frame; retries re-send the identical frame, which the device
     answers from its cache, so nothing is applied twice. ``on_event(kind, detail)`` hears about
-    each retry, resync and reset.
+    each retry, resync and reset; ``on_upload(acknowledged, total)`` about each chunk of a model
+    or data upload (LOAD_MODEL / LOAD_DATA) the device acknowledged.
     """
 
     def __init__(
@@ -124,6 +129,7 @@ class Target:
         min_rto: float = 0.01,
         on_command: Callable[[CommandTiming], None] | None = None,
         on_event: Callable[[str, str], None] | None = None,
+        on_upload: UploadProgress | None = None,
     ) -> None:
         self.port = port
         self.name = name
@@ -132,6 +138,7 @@ class Target:
         self.min_rto = min_rto
         self.on_command = on_command
         self.on_event = on_event
+        self.on_upload = on_upload
         self.info: DeviceInfo | None = None
         self.stats: Counter[str] = Counter()
         self._seq = secrets.randbelow(0x10000)
@@ -304,8 +311,11 @@ class Target:
                 "(another firmware, a console); flash the hilbench firmware, or pick the "
                 "board's port (python -m serial.tools.list_ports)"
             )
-        baud = getattr(self.port, "baudrate", None)
-        if isinstance(self.port, serial.Serial) and isinstance(baud, int):
+        port = self.port
+        while isinstance(port, PortWrapper):  # a board's port behind its UART-tail recorder
+            port = port.port
+        baud = getattr(port, "baudrate", None)
+        if isinstance(port, serial.Serial) and isinstance(baud, int):
             return (
                 "check that the hilbench firmware is running, that this is its port and that "
                 f"it talks at {baud:,} baud (--baud sets another speed)"
@@ -413,6 +423,27 @@ class Target:
         limit = self.info.max_payload if self.info else 512
         return max(64, limit - FRAME_OVERHEAD)
 
+    def _upload(
+        self,
+        blob: bytes,
+        request: Callable[[int, bytes], object],
+        *,
+        empty_sends_one: bool = False,
+    ) -> object | None:
+        """Send ``blob`` in chunks, ``request(offset, chunk)`` each; the last answer (None when
+        nothing was sent). ``on_upload`` hears the bytes acknowledged after each answer."""
+        size, total = self._chunk_size(), len(blob)
+        progress = self.on_upload
+        if progress is not None:
+            progress(0, total)
+        resp = None
+        for offset in range(0, max(total, 1) if empty_sends_one else total, size):
+            chunk = blob[offset : offset + size]
+            resp = self._exchange(request(offset, chunk))
+            if progress is not None:
+                progress(offset + len(chunk), total)
+        return resp
+
     def load_model(self, blob: bytes, *, macs: int | None = None) -> int:
         """Send a model blob in chunks; returns the model_crc32 the device confirmed (CRC-32
         of the blob without its 4-byte CRC trailer). ``macs`` (MACs of one forward pass) sets
@@ -422,13 +453,13 @@ class Target:
         if self._work_blob is None or self._work_blob[:2] != key or macs is not None:
             self._work_blob = (*key, ModelWork.from_blob(blob, macs))
         self.work = self._work_blob[2]
-        size = self._chunk_size()
-        resp = None
-        for offset in range(0, max(len(blob), 1), size):
-            chunk = blob[offset : offset + size]
-            resp = self._exchange(
-                m.LoadModelRequest(total_len=len(blob), offset=offset, chunk=chunk)
-            )
+        resp = self._upload(
+            blob,
+            lambda offset, chunk: m.LoadModelRequest(
+                total_len=len(blob), offset=offset, chunk=chunk
+            ),
+            empty_sends_one=True,
+        )
         if not resp or not resp.complete:
             raise DeviceError(
                 f"{self.name} did not confirm the model ({len(blob)} bytes)",
@@ -451,13 +482,12 @@ class Target:
     def load_data_blob(self, slot: int, blob: bytes) -> int:
         """Upload an encoded data blob (docs/protocol.md, "Data blob") to a slot."""
         n_labels = int(np.frombuffer(blob[:4], "<u4")[0]) if len(blob) >= 4 else -1
-        size = self._chunk_size()
-        resp = None
-        for offset in range(0, len(blob), size):
-            chunk = blob[offset : offset + size]
-            resp = self._exchange(
-                m.LoadDataRequest(slot=slot, total_len=len(blob), offset=offset, chunk=chunk)
-            )
+        resp = self._upload(
+            blob,
+            lambda offset, chunk: m.LoadDataRequest(
+                slot=slot, total_len=len(blob), offset=offset, chunk=chunk
+            ),
+        )
         if not resp or not resp.complete or resp.n_items != n_labels:
             raise DeviceError(f"{self.name} did not confirm data slot {slot}", "retry the run")
         return resp.n_items

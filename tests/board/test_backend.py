@@ -95,8 +95,23 @@ def test_a_run_loads_the_board_and_names_it_in_the_trace(stm32n6_elf, twin_board
     steps = [name for name, _ in backend.steps]
     assert steps[:3] == ["find the board", "open its port", "check running firmware"]
     assert steps[-3:] == ["set VTOR, core reset", "resume", "wait for HELLO"]
+    moves = backend.lifecycle.transitions
+    assert [(m.before.value, m.after.value) for m in moves] == [
+        ("absent", "loaded"),
+        ("loaded", "ready"),
+        ("ready", "model loaded"),
+        ("model loaded", "training"),
+        ("training", "model loaded"),
+        ("model loaded", "absent"),
+    ]
+    # "loaded" times the whole way there: every step the loader logged happened inside it
+    assert moves[0].seconds >= sum(seconds for _, seconds in backend.steps)
+    assert moves[0].detail == f"build {image.image_id}, {image.load_bytes} bytes"
+    assert 0 < moves[2].seconds + moves[4].seconds < result.wall_s  # uploads; training
     logged = [r.getMessage() for r in caplog.records if r.name == "hilbench.board"]
-    assert len(logged) == len(steps) and all("probe STANDIN0042" in line for line in logged[1:])
+    assert len(logged) == len(steps) + len(moves)
+    assert all("probe STANDIN0042" in line for line in logged[1:])
+    assert [line.split(": ", 1)[1] for line in logged[len(steps) :]] == [str(m) for m in moves]
 
 
 def test_pre_and_post_hooks_run_around_the_board(twin_board, tmp_path, monkeypatch):
