@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import os
 import re
 import shlex
@@ -168,10 +169,19 @@ def backend_config(config: pytest.Config) -> RunConfig:
     raise pytest.UsageError(f"hilbench: {refused}")  # not chained to the error above
 
 
+_BACKEND = pytest.StashKey[Backend]()
+
+
 @pytest.fixture(scope="session")
 def hil_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
-    """The opened backend, shared by the whole session (one device, one connection)."""
+    """The opened backend, shared by the whole session (one device, one connection). A
+    board's moves from absent to training are logged (INFO, ``hilbench.board``) into the
+    tests' captured log."""
     backend = make_backend(backend_config(pytestconfig))
+    pytestconfig.stash[_BACKEND] = backend
+    board_log = logging.getLogger("hilbench.board")
+    if getattr(backend, "lifecycle", None) is not None and board_log.level == logging.NOTSET:
+        board_log.setLevel(logging.INFO)
     try:
         backend.open()
     except HilbenchError as exc:
@@ -431,7 +441,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         text = failure_section(runs)
         if text:
             report.sections.append(("hilbench", text))
+    if report.failed and call.when in ("setup", "call"):
+        text = board_section(item)
+        if text:
+            report.sections.append(("hilbench board", text))
     return report
+
+
+def board_section(item: pytest.Item) -> str:
+    """The board a failing test used: its port and probe id, the stage it reached, its last
+    moves and the last bytes its UART sent; "" for a test without a board."""
+    if "hil_backend" not in getattr(item, "fixturenames", ()):
+        return ""
+    backend = item.config.stash.get(_BACKEND, None)
+    life = getattr(backend, "lifecycle", None)
+    if life is None:
+        return ""
+    return "\n".join(_row(label, text) for label, text in life.report())
 
 
 def failure_section(runs: list[_Run]) -> str:

@@ -156,10 +156,10 @@ class BoardBackend(Backend):
         if hook is not None:
             self._step(f"{HOOKS['pre']} hook", hook)
         t0 = time.monotonic()
-        port = open_board_port(board.port, self.baud)
+        # kept from here on: what the board says while loading and while tests run
+        self._port = port = TailPort(open_board_port(board.port, self.baud))
         self._step("open its port", time.monotonic() - t0)
         if board.probe_id is None:
-            self._port = TailPort(port)
             return "no probe: the firmware already there"
         try:
             image = read_image(firmware_elf(self.firmware))
@@ -177,8 +177,6 @@ class BoardBackend(Backend):
             port.close()
             raise
         self.loaded = not result.skipped
-        self._port = TailPort(port)
-        self._port.tail += result.target.port.tail  # what the firmware said while loading
         if result.skipped:
             return f"already runs build {image.image_id}"
         return f"build {image.image_id}, {result.bytes_written} bytes"

@@ -55,6 +55,9 @@ class TailPort(PortWrapper):
             del self.tail[:-TAIL_BYTES]
         return data
 
+    def reset_input_buffer(self) -> None:
+        self.port.reset_input_buffer()
+
     def drop_input(self) -> None:
         with contextlib.suppress(Exception):
             self.port.reset_input_buffer()
