@@ -83,13 +83,19 @@ class Score:
 
 
 def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, list[dict[str, str]]]:
-    """Reviewed equivalent mutants by module: each has ``function``, ``line`` and ``why``."""
+    """Reviewed equivalent mutants by module: each has ``function``, ``why`` and either
+    ``line`` (the mutated line) or ``pattern`` (a regular expression a mutated line matches:
+    a reviewed class, e.g. a dtype argument whose default gives the same integers)."""
     data = tomllib.loads(path.read_text("utf-8")) if path.exists() else {}
     for module, entries in data.items():
         for entry in entries:
-            missing = {"function", "line", "why"} - set(entry)
-            if missing:
-                raise SystemExit(f"{path}: an entry of [{module}] lacks {sorted(missing)}")
+            missing = {"function", "why"} - set(entry)
+            if missing or not ({"line", "pattern"} & set(entry)):
+                raise SystemExit(
+                    f"{path}: an entry of [{module}] lacks {sorted(missing) or 'line or pattern'}"
+                )
+            if "pattern" in entry:
+                re.compile(entry["pattern"])
     return data
 
 
@@ -200,10 +206,18 @@ def message_only(diff: str) -> bool:
 
 
 def is_equivalent(mutant: str, diff: str, reviewed: list[dict[str, str]]) -> bool:
-    """True when a reviewed entry names this mutant's function and its mutated line."""
+    """True when a reviewed entry names this mutant's function (or ``*``) and its mutated
+    line (or a pattern every mutated line matches)."""
     _, new = changed_lines(diff)
     func = function_of(mutant)
-    return any(e["function"] == func and e["line"].strip() in new for e in reviewed)
+    for e in reviewed:
+        if e["function"] not in (func, "*") or not new:
+            continue
+        if "line" in e and e["line"].strip() in new:
+            return True
+        if "pattern" in e and all(re.search(e["pattern"], line) for line in new):
+            return True
+    return False
 
 
 def verdicts_of(work: Path, source: str) -> dict[str, int | None]:

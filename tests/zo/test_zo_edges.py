@@ -57,6 +57,15 @@ def test_several_tensors_in_one_call_equal_one_by_one() -> None:
         np.testing.assert_array_equal(words, rng.stream_words_many(seeds, 4, tensor, n))
 
 
+def test_seeds_may_come_as_a_list_or_a_column() -> None:
+    want = rng.stream_words_many(np.array([1, 2**32 - 1], np.uint32), 2, 0, 6)
+    for seeds in ([1, 2**32 - 1], np.array([[1], [2**32 - 1]], np.uint64)):
+        np.testing.assert_array_equal(rng.stream_words_many(seeds, 2, 0, 6), want)
+        (got,) = rng.stream_words_tensors(seeds, 2, [(0, 6)])
+        np.testing.assert_array_equal(got, want)
+    assert int(want[1, 5]) == word(2**32 - 1, 2, 0, 5)
+
+
 def test_batch_indices_are_the_high_bits_of_word_times_n() -> None:
     idx = rng.batch_indices(77, 1000, 9)
     words = rng.stream_words(77, rng.STREAM_BATCH, 0, 9)
