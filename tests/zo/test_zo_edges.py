@@ -5,6 +5,7 @@ clamp, saturating biases, stochastic rounding offsets word by word, and the per-
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -272,3 +273,56 @@ def test_per_channel_golden_vectors_follow_the_integer_rule(case: int) -> None:
         step = (int(acc[e]) * int(cm[j]) + add) >> shift
         got.append(min(limit, max(-limit, int(m0[e]) - step)))
     assert got == g[f"u{case}.master_after"].tolist()
+
+
+# --- perturbation arithmetic --------------------------------------------------------------------
+def test_isqrt_is_exact_at_squares_and_their_neighbours() -> None:
+    xs = [0, 1, 2, 3, 4, 15, 16, 17, 2**32 - 1, 2**32, (2**31 - 1) ** 2 - 1, (2**31 - 1) ** 2]
+    xs += [2**62 - 1, 2**62, 2**63 - 1, (3037000499**2) - 1, 3037000499**2]
+    got = perturb.isqrt_u64(np.array(xs, np.int64))
+    assert got.dtype == np.int64 and got.tolist() == [math.isqrt(x) for x in xs]
+
+
+def test_rounding_helpers() -> None:
+    assert perturb.rshr(np.array([5, -5, 6, -6, 7]), 1).tolist() == [3, -2, 3, -3, 4]
+    assert perturb.rshr(np.array([5, -5]), 2).tolist() == [1, -1]
+    assert perturb.rshr(np.array([5, -5]), 0).tolist() == [5, -5]
+    assert perturb.rsym(np.array([6, -6, 5, -5, 0, 1, -1]), 2).tolist() == [2, -2, 1, -1, 0, 0, 0]
+
+
+def test_adaptive_scales_are_sqrt_n_over_q_in_q16() -> None:
+    r = np.zeros((4, 3), np.int8)
+    r[1, 0] = 1  # Q = 1
+    r[2] = [127, -127, 127]  # Q = 3 * 127^2: needs more than 8 bits to add up
+    r[3] = [5, 0, -3]
+    s = perturb.scales(r, perturb.UNIFORM, perturb.ADAPTIVE)
+    want = [perturb.SCALE_MAX, perturb.SCALE_MAX]
+    want += [math.isqrt((3 << 32) // q) for q in (3 * 127**2, 34)]
+    assert s.dtype == np.int64 and s.tolist() == [min(w, perturb.SCALE_MAX) for w in want]
+    one = perturb.scales(np.ones((1, 1), np.int8), perturb.UNIFORM, perturb.ADAPTIVE)
+    assert one.tolist() == [65536]  # Q = 1, n = 1: S = 2^16 exactly
+    fixed = perturb.scales(r, perturb.GAUSSIAN, perturb.FIXED)
+    assert fixed.tolist() == [perturb.FIXED_SCALE[perturb.GAUSSIAN]] * 4
+
+
+def test_pool_sizes_and_row_multipliers() -> None:
+    tiny = perturb.Pool.generate(3, 1, perturb.GAUSSIAN)
+    assert tiny.size == 1 and tiny.distribution == perturb.GAUSSIAN and tiny.seed == 3
+    for bad in (0, perturb.MAX_POOL + 1):
+        with pytest.raises(ValueError) as e:
+            perturb.Pool.generate(3, bad, perturb.UNIFORM)
+        assert str(e.value) == f"pool size {bad} outside 1..65536"
+    assert perturb.row_mults(24, (4, 3), perturb.ROWS_LEADING) == 24
+    cm = (16, 17, 18, 19)
+    lead = perturb.row_mults(np.array(cm), (4, 3), perturb.ROWS_LEADING)
+    assert lead.shape == (4, 1) and lead.ravel().tolist() == list(cm)
+    trail = perturb.row_mults(np.array(cm), (1, 3, 3, 4), perturb.ROWS_TRAILING)
+    assert trail.shape == (1, 1, 1, 4) and trail.ravel().tolist() == list(cm)
+
+
+def test_draw_all_with_a_pool_and_default_layouts() -> None:
+    pool = perturb.Pool.generate(2, 16, perturb.UNIFORM)
+    seeds = np.array([1, 2], np.uint32)
+    got = perturb.draw_all(seeds, [(3, 4), (2, 5)], perturb.UNIFORM, pool)
+    for t, (shape, r) in enumerate(zip([(3, 4), (2, 5)], got, strict=True)):
+        np.testing.assert_array_equal(r, perturb.draw(seeds, t, shape, perturb.UNIFORM, pool))
