@@ -76,6 +76,11 @@ class HostileTwin(DeviceTwin):
         self._update(model, self._check_probed(req.NAME, len(req.coeffs)), req.coeffs)
         return m.ApplyProbedResponse(updates_applied=model.updates_applied)
 
+    def _apply_probe(self, req):
+        if self.count_twice and self._probed is not None and self.model is not None:
+            self.model.apply(self._probed, req.coeffs)
+        return super()._apply_probe(req)
+
     def _apply_batch(self, req):
         model = self._need_model()
         steps = req.steps[:-1] if self.drop_in_batch and self.boots > 1 else req.steps
@@ -364,3 +369,54 @@ def test_the_wrapper_passes_the_inner_targets_properties_through():
     dev.detach()
     assert inner.on_command is None and inner.on_event is None
     dev.close()
+
+
+def test_every_recovery_is_counted():
+    want_crc, _ = reference(4)
+    twin = HostileTwin()
+    dev, events = device(twin, crc_every=0)
+    start(dev)
+    train(dev, range(2))
+    twin.reset()
+    train(dev, range(2, 3))
+    twin.reset()
+    train(dev, range(3, 4))
+    assert dev.recoveries == 2 and sum(k == "recovered" for k, _ in events) == 2
+    assert dev.weights_crc() == (want_crc, 4)
+
+
+@pytest.mark.parametrize(("steps", "crc_every"), [(1, 1), (6, 3)])
+def test_a_drift_is_caught_at_a_checkpoint_of_one_and_at_the_last_step(steps, crc_every):
+    twin = HostileTwin()
+    twin.drift = True
+    dev, _ = device(twin, crc_every=crc_every)
+    start(dev)
+    train(dev, range(steps))
+    assert dev.log.last_checkpoint()[0] == steps == len(dev.log.steps)
+    twin.reset()
+    with pytest.raises(DeviceError, match=f"replaying {steps} updates gave weights CRC"):
+        dev.weights_crc()
+
+
+def test_count_errors_name_the_command_and_the_fix():
+    twin = HostileTwin()
+    dev, _ = device(twin)
+    start(dev)
+    train(dev, range(1))
+    dev.probe(slot=0, batch_size=8, batch_seed=1, eps=2, seeds=seeds_of(1))
+    twin.count_twice = True
+    with pytest.raises(DeviceError) as e:
+        dev.apply_probe(
+            seeds_of(1), COEFFS, slot=0, batch_size=8, batch_seed=2, eps=2, seeds=seeds_of(2)
+        )
+    assert "reports 3 updates applied after APPLY_PROBE, the host acknowledged 2" in str(e.value)
+    assert (
+        e.value.fix == "the device applied an update twice or lost one: report this with the trace"
+    )
+    twin2 = HostileTwin()
+    dev2, _ = device(twin2)
+    start(dev2)
+    twin2.resets_before = 2
+    with pytest.raises(DeviceError) as e2:
+        RecoveringTarget(dev2.target, max_in_a_row=1).weights_crc()
+    assert e2.value.fix == "check the board's power supply and watchdog; the trace is valid so far"
