@@ -285,3 +285,48 @@ def test_custom_measures_are_floats_and_nan_is_unmeasured(spread: Trace) -> None
     assert r.value == 7.0 and isinstance(r.value, float) and r.units == "items"
     nan = evaluate(spread, Limit("n", low=0, measure=lambda t: math.nan))
     assert nan.value is None and nan.outcome == FAIL
+
+
+def test_two_limits_one_failed_counts_both(spread: Trace) -> None:
+    with pytest.raises(LimitFailure) as e:
+        check(spread, Limit("steps", low=1), Limit("steps", high=1))
+    assert str(e.value).startswith("1 of 2 limits failed:\n")
+
+
+@pytest.mark.parametrize(
+    ("make", "fix"),
+    [
+        (lambda: Limit("x"), "give low and/or high (and optionally marginal_low/marginal_high)"),
+        (lambda: Limit("x", low="a"), "give numbers in the measurement's units"),
+        (lambda: Limit("x", low=2, high=1), "use low <= marginal_low <= marginal_high <= high"),
+    ],
+)
+def test_refusals_say_how_to_fix_them(make, fix: str) -> None:
+    with pytest.raises(LimitError) as e:
+        make()
+    assert e.value.fix == fix
+
+
+def test_measurement_refusals_say_how_to_fix_them(spread: Trace) -> None:
+    cases = {
+        "accuracy@x": "write e.g. accuracy@10000",
+        "timing.PROBE": "write e.g. timing.PROBE.p99@device",
+        "timing.PROBE.avg@device": "use p50, p90, p99 (any pNN), mean, min or max",
+        "nope": "use one of final_accuracy, final_loss, train_loss, forward_passes, steps, "
+        "accuracy@N, timing.COMMAND.STAT@SOURCE, events.KIND, or pass measure=callable",
+    }
+    for name, fix in cases.items():
+        with pytest.raises(LimitError) as e:
+            measure(spread, name)
+        assert e.value.fix == fix, name
+    with pytest.raises(LimitError) as e:
+        evaluate(spread, Limit("steps", low=1, units="s"))
+    assert e.value.fix == "give the bounds in count"
+
+
+def test_repr_of_a_callable_object_measure() -> None:
+    class P99:
+        def __call__(self, trace: Trace) -> float:
+            return 0.0
+
+    assert repr(Limit("x", high=1, measure=P99())) == "Limit('x', high=1, measure=P99)"
