@@ -4,8 +4,8 @@ putting the firmware on it (docs/board.md)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
+from hilbench.cli.progress import TransferBar
 from hilbench.errors import HilbenchError
 
 
@@ -130,7 +130,7 @@ def handle_load(args: argparse.Namespace) -> int:
         connect = _pyocd_connector(board.probe_id)
         frequencies = ()
     port = open_board_port(board.port, baud)
-    with _Progress(f"loading {elf.name}") as bar:
+    with TransferBar() as bar:
         try:
             from hilbench.board.loader import FREQUENCIES
 
@@ -141,7 +141,7 @@ def handle_load(args: argparse.Namespace) -> int:
                 board=str(board),
                 frequencies=frequencies or FREQUENCIES,
                 force=args.force,
-                progress=bar.update,
+                progress=bar.to(f"loading {elf.name}"),
             )
         except BaseException:
             port.close()
@@ -189,47 +189,6 @@ def _gdb_connector(address: str):
             f"--gdb {address!r} is not HOST:PORT", "write e.g. --gdb localhost:3333"
         )
     return lambda frequency: GdbRemoteTarget(host or "127.0.0.1", int(port))
-
-
-class _Progress:
-    """A progress bar on a terminal (rich), a line per quarter otherwise."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self._bar = None
-        self._task = None
-        self._quarter = -1
-
-    def __enter__(self) -> _Progress:
-        if sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
-            self._bar = Progress(
-                "{task.description}",
-                BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self._bar.start()
-        return self
-
-    def update(self, done: int, total: int) -> None:
-        if self._bar is not None:
-            if self._task is None:
-                self._task = self._bar.add_task(self.what, total=total)
-            self._bar.update(self._task, completed=done)
-            return
-        quarter = 4 * done // max(total, 1)
-        if quarter != self._quarter:
-            self._quarter = quarter
-            print(f"{self.what}: {done}/{total} bytes", file=sys.stderr, flush=True)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 def _table(rows: list[tuple[str, ...]]) -> None:

@@ -112,6 +112,7 @@ def infer_on_device(
 ) -> np.ndarray:
     """Outputs (N, *output_shape) int8 of ``graph`` on ``x`` as a device computes them."""
     from hilbench.backends import make_backend
+    from hilbench.cli.progress import TransferBar
     from hilbench.config import RunConfig
     from hilbench.npu.blob import to_blob
     from hilbench.protocol import data_blob, spec
@@ -134,8 +135,14 @@ def infer_on_device(
     flat = x.reshape(len(x), -1)
     config = RunConfig(backend=backend, port=port, firmware=firmware, live=False)
     ys = []
-    with make_backend(config) as target:
+    device = make_backend(config)
+    bar = TransferBar()  # on stderr: stdout is the outputs
+    if hasattr(device, "load_progress"):  # a board: loading its firmware
+        device.load_progress = bar.to("loading the firmware")
+    with bar, device as target:
+        target.on_upload = bar.to("uploading the model")
         target.load_model(blob)
+        target.on_upload = bar.to("uploading the inputs")
         item = flat.shape[1]
         per_slot = max(1, min(CHUNK, (spec.DEFAULT_ARENA_BYTES // 4) // (item + 1)))
         for start in range(0, len(flat), per_slot):
