@@ -9,7 +9,7 @@
   study's fine-tuning task, a shift made by us; :mod:`hilbench.data.fashion`), with
   ``fashion-mnist-source`` the disjoint items a vision model is pre-trained on;
   ``eurosat:DIR`` (EuroSAT RGB) and ``stl10:DIR`` (STL-10's binary files) from a folder the
-  user has.
+  user has (``DIR@N``: at most N items of each split, picked by a fixed permutation).
 """
 
 from __future__ import annotations

@@ -52,6 +52,19 @@ def test_stl10_folder_loads_with_labels_from_zero(tmp_path):
     assert d.x_train.min() >= 0.0 and d.x_train.max() <= 1.0
 
 
+def test_a_folder_data_set_takes_at_most_n_items_of_each_split(tmp_path):
+    _stl10_folder(tmp_path, n_train=6, n_test=5)
+    whole = datasets.load(f"stl10:{tmp_path}", resolution=8)
+    some = datasets.load(f"stl10:{tmp_path}@3", resolution=8)
+    assert len(some.y_train) == 3 and len(some.y_test) == 3
+    for part, full in ((some.x_train, whole.x_train), (some.x_test, whole.x_test)):
+        assert all(any(np.array_equal(x, y) for y in full) for x in part)  # a subset
+    again = datasets.load(f"stl10:{tmp_path}@3", resolution=16)
+    assert again.y_train.tolist() == some.y_train.tolist()  # the same items every time
+    with pytest.raises(ConfigError, match="'@x' is not a number of items"):
+        datasets.load(f"stl10:{tmp_path}@x", resolution=8)
+
+
 @pytest.mark.parametrize(
     ("damage", "words"),
     [

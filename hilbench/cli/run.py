@@ -144,7 +144,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="scikit-learn's 8x8 digits, or the same rotated by up to 20 degrees (default "
         f"{d.dataset}); for a vision model: Fashion-MNIST (Debian's dataset-fashion-mnist) "
         "as published or recoloured on textured backgrounds (the default, "
-        f"{VISION_DEFAULTS['dataset']}), EuroSAT RGB or STL-10 from a folder",
+        f"{VISION_DEFAULTS['dataset']}), EuroSAT RGB or STL-10 from a folder (DIR@N: at most "
+        "N items of each split, so that they fit the device's memory)",
     )
     what.add_argument(
         "--init",

@@ -29,13 +29,14 @@ def load(name: str, resolution: int):
     check_resolution(resolution)
     kind, _, arg = name.partition(":")
     if kind in ("eurosat", "stl10"):
+        arg, limit = _limit(name, arg)
         if not arg:
             raise ConfigError(
                 f"dataset '{name}' names no folder", f"write {kind}:DIR, e.g. {kind}:~/data/{kind}"
             )
         folder = Path(arg).expanduser()
         parts = _eurosat(folder) if kind == "eurosat" else _stl10(folder)
-        x_tr, y_tr, x_te, y_te = parts
+        x_tr, y_tr, x_te, y_te = _subset(parts, limit)
         return Dataset(
             name,
             images.to_float_rgb(x_tr, resolution),
@@ -50,6 +51,30 @@ def load(name: str, resolution: int):
     return Dataset(
         name, arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"], 10
     )
+
+
+def _limit(name: str, arg: str) -> tuple[str, int | None]:
+    """``DIR@N`` -> (DIR, N): at most N items of each split (a device's memory holds them)."""
+    folder, at, n = arg.rpartition("@")
+    if not at:
+        return arg, None
+    if not n.isdigit() or int(n) < 1:
+        raise ConfigError(
+            f"dataset '{name}': '@{n}' is not a number of items",
+            "write KIND:DIR@N with N >= 1, e.g. stl10:~/stl10_binary@1000",
+        )
+    return folder, int(n)
+
+
+def _subset(parts, limit: int | None):
+    """At most ``limit`` items of each split, picked by a fixed permutation."""
+    if limit is None:
+        return parts
+    x_tr, y_tr, x_te, y_te = parts
+    rng = np.random.default_rng(SPLIT_SEED)
+    tr = np.sort(rng.permutation(len(y_tr))[:limit])
+    te = np.sort(rng.permutation(len(y_te))[:limit])
+    return x_tr[tr], y_tr[tr], x_te[te], y_te[te]
 
 
 def _eurosat(folder: Path):
