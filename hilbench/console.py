@@ -312,12 +312,17 @@ class PlainView:
             self._emit(f"[hilbench] {text}")
 
     def transfer(self, what: str, done: int, total: int) -> None:
-        # the phase's status line said it began; then a line a period, none at the end
+        # a line when it begins, then one a period; none at the end (the next phase says it)
         now = self.clock()
         self._transfer = t = _transfer_of(self._transfer, what, done, total, now)
-        if done < t.total and now - self._status_at >= self.period:
-            self._status_key, self._status_at = what, now
-            self._emit(f"[hilbench] {what}: {t.describe()}")
+        if what != self._status_key:
+            line = f"{what} ({fmt_bytes(t.total)})"
+        elif done < t.total and now - self._status_at >= self.period:
+            line = f"{what}: {t.describe()}"
+        else:
+            return
+        self._status_key, self._status_at = what, now
+        self._emit(f"[hilbench] {line}")
 
     def retitle(self, title: str) -> None:
         self._title = title  # the status line that named the device was printed

@@ -20,7 +20,6 @@ from hilbench.config import RunConfig, parse_eps_mult
 from hilbench.console import (
     NullView,
     RunView,
-    fmt_bytes,
     view_event,
     view_status,
     view_title,
@@ -609,8 +608,9 @@ class _UploadStatus:
         target.on_upload = self._progress
 
     def expect(self, what: str, size: int) -> None:
+        """The next upload: ``what`` (the view says it as its first bytes go), ``size`` bytes
+        or more (a phase of several blobs: all of them)."""
         self.what, self.size, self._base, self._blob_done = what, size, 0, 0
-        view_status(self.view, f"uploading {what} ({fmt_bytes(size)})")
 
     def _progress(self, done: int, total: int) -> None:
         if done == 0 and self._blob_done:  # the phase's next blob

@@ -130,14 +130,15 @@ def test_plain_output_gets_a_line_a_period_and_none_at_the_end():
     out: list[str] = []
     clock = Clock()
     view = PlainView(write=out.append, period=2.0, clock=clock)
-    view.status("uploading the model (97.7 KiB)")
+    view.status("connecting")
     total = 100_000
     for done in range(0, total + 1, 500):  # 201 callbacks over 10 s
         clock.t = done / 10_000
         view.transfer("uploading the model", done, total)
     view.status("evaluating the initial weights")
-    assert out[0] == "[hilbench] uploading the model (97.7 KiB)"
-    shares = out[1:-1]
+    assert out[0] == "[hilbench] connecting"
+    assert out[1] == "[hilbench] uploading the model (97.7 KiB)"  # at once: it begins
+    shares = out[2:-1]
     assert len(shares) == 4  # at 2, 4, 6 and 8 s; the end (10 s) is the next phase's line
     assert (
         shares[0]
