@@ -67,7 +67,9 @@ def test_a_run_loads_the_board_and_names_it_in_the_trace(stm32n6_elf, twin_board
 
     from hilbench import session
     from hilbench.board import elfimage
+    from hilbench.board.loader import CHUNK_BYTES
     from hilbench.board.pyocd_target import PyocdTarget
+    from hilbench.console import PlainView, fmt_bytes
     from hilbench.protocol.spec import PROTOCOL_VERSION
     from hilbench.trace import Trace
     from tests.board.standin import RecordingCortexM
@@ -86,8 +88,16 @@ def test_a_run_loads_the_board_and_names_it_in_the_trace(stm32n6_elf, twin_board
         twin_board.path, firmware=str(stm32n6_elf), probe="STANDIN0042", connect=connect
     )
     config = RunConfig(backend="board", port=twin_board.path, budget=200, trace=tmp_path / "t.h5")
+    out: list[str] = []
+    view = PlainView(write=out.append, period=0.0)
     with caplog.at_level(logging.INFO, logger="hilbench.board"):
-        result = session.run(config.replace(live=False), backend=backend)
+        result = session.run(config.replace(live=False), backend=backend, view=view)
+    # the firmware's load shows as a transfer, before the model's upload
+    loading = [line for line in out if "loading the firmware" in line]
+    assert loading[0] == f"[hilbench] loading the firmware ({fmt_bytes(image.load_bytes)})"
+    assert len(loading) == -(-image.load_bytes // CHUNK_BYTES)  # a line a 4 KiB write, but the last
+    model = next(i for i, line in enumerate(out) if line.startswith("[hilbench] uploading the"))
+    assert out.index(loading[-1]) < model
     attrs = Trace.open(result.trace_path, result.run_id).attrs
     assert attrs["probe_id"] == "STANDIN0042" and attrs["serial_url"] == twin_board.path
     assert attrs["firmware_hash"] == f"build-id:{image.image_id}"
