@@ -169,7 +169,7 @@ def test_a_run_that_died_says_how_it_ended(pytester):
         (
             "zo_session(budgte=200)",
             "hilbench: zo_session() has no setting 'budgte' (did you mean 'budget'?). "
-            "use one of: model, dataset, scheduler, budget, *",
+            "use one of: model, dataset, *, budget, *",
         ),
         ("zo_session(budget=1)", "hilbench: zo_session(): budget 1 is out of range*"),
         (
