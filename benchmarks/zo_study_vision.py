@@ -14,6 +14,7 @@ layout and the cost model (benchmarks/bench_memory.py), beside backpropagation's
 
     OPENBLAS_NUM_THREADS=1 nice -n 19 python benchmarks/zo_study_vision.py --workers 2
     python benchmarks/zo_study_vision.py --stage report    # docs/results-vision.md only
+    python benchmarks/zo_study_vision.py --stage long      # MobileNetV2 at 2x the budget
 
 Traces and summaries land in traces/zo_study_vision/ (git-ignored; ZO_STUDY_OUT moves it).
 """
@@ -41,6 +42,10 @@ QS = (1, 2, 4, 8, 16)
 zs.QS = QS  # the grid the issue names (the digits study also ran q = 32)
 LAYERS = "last:1"  # the classifier head: what a step trains
 BUDGET = 3000
+# --stage long (not part of "all"): the same configurations at twice the budget with the rates
+# tuned for BUDGET, on the network whose curves still rise at BUDGET
+LONG_BUDGET = 6000
+LONG_TASKS = ("mbv2-ft",)
 DOC = ROOT / "docs" / "results-vision.md"
 PLOTS = ROOT / "docs" / "results"
 DATA_LABEL = (
@@ -59,8 +64,10 @@ zs.TASKS.update(TASKS)
 ARCH = {"mbv2-ft": "MobileNetV2 α 0.35, 24×24", "r18-ft": "ResNet18 width 0.25, 24×24"}
 
 
-def spec(task: str, scheduler: str, lr: float, seed: int, tag: str = "") -> zs.Spec:
-    return zs.Spec(task, scheduler, lr, seed, layers=LAYERS, tag=tag)
+def spec(
+    task: str, scheduler: str, lr: float, seed: int, tag: str = "", budget: int = 0
+) -> zs.Spec:
+    return zs.Spec(task, scheduler, lr, seed, layers=LAYERS, tag=tag, budget=budget)
 
 
 def run_one(s: zs.Spec) -> zs.Outcome:
@@ -134,6 +141,16 @@ def rows(task: str, best_lr: dict[str, dict[int, float]]) -> list[tuple[str, str
     return out
 
 
+def long_specs(tasks: list[zs.Task], best_lr) -> list[zs.Spec]:
+    return [
+        spec(t.name, sched, lr, s, "long", budget=LONG_BUDGET)
+        for t in tasks
+        if t.name in LONG_TASKS
+        for _, sched, lr in rows(t.name, best_lr)
+        for s in zs.SEEDS
+    ]
+
+
 def main_specs(tasks: list[zs.Task], best_lr) -> list[zs.Spec]:
     return [
         spec(t.name, sched, lr, s, "main")
@@ -194,8 +211,8 @@ def step_memory(task: zs.Task) -> dict[str, int]:
 
 
 # --- report ------------------------------------------------------------------------------------
-def _group(task: str, sched: str, lr: float) -> list[zs.Outcome]:
-    outs = [zs.load_outcome(spec(task, sched, lr, s)) for s in zs.SEEDS]
+def _group(task: str, sched: str, lr: float, budget: int = 0) -> list[zs.Outcome]:
+    outs = [zs.load_outcome(spec(task, sched, lr, s, budget=budget)) for s in zs.SEEDS]
     return [o for o in outs if o is not None]
 
 
@@ -340,6 +357,7 @@ def report(tasks: list[zs.Task], best_lr) -> str:
             f"{k(m['bp_all'])} ({m['bp_all'] / inf:.2f}×) | "
             f"{m['trained_head']:,} / {m['trained_all']:,} |"
         )
+    long_lines = long_section(tasks, best_lr)
     hours = sum(walls) / 3600
     text = [
         "# ZO study on the vision models (issue 18)",
@@ -367,6 +385,7 @@ def report(tasks: list[zs.Task], best_lr) -> str:
         "## Fixed q against the QScheduler",
         "",
         *lines,
+        *long_lines,
         "## Device memory of a step (KiB)",
         "",
         "The firmware's layout (benchmarks/bench_memory.py): model blob, activation plan, ZO "
@@ -385,6 +404,54 @@ def report(tasks: list[zs.Task], best_lr) -> str:
     return "\n".join(text) + "\n"
 
 
+def long_section(tasks: list[zs.Task], best_lr) -> list[str]:
+    """The --stage long table: twice the budget at the rates tuned for BUDGET (not re-tuned)."""
+    out: list[str] = []
+    for t in tasks:
+        if t.name not in LONG_TASKS:
+            continue
+        found = {}
+        body = []
+        for label, sched, lr in rows(t.name, best_lr):
+            g = _group(t.name, sched, lr, LONG_BUDGET)
+            if not g:
+                continue
+            accs = [o.final_accuracy for o in g]
+            if len(g) == len(zs.SEEDS):
+                found[label] = float(np.mean(accs))
+            n = "" if len(g) == len(zs.SEEDS) else f" ({len(g)} seeds)"
+            body.append(
+                f"| {label} | {lr:g} | {zs._fmt(accs)}{n} | {int(np.mean([o.steps for o in g])):,}"
+                f" | `{g[0].spec.command()}` |"
+            )
+        if not body:
+            continue
+        out += [
+            f"### {t.name} at {LONG_BUDGET:,} forward passes (rates tuned for {BUDGET:,}, not "
+            "re-tuned; `--stage long`)",
+            "",
+            f"Data: {DATA_LABEL}.",
+            "",
+            "| configuration | lr | final test accuracy % (mean ± sd, seeds 0-2) | steps | "
+            "command (seed 0) |",
+            "| --- | --- | --- | --- | --- |",
+            *body,
+            "",
+        ]
+        tuned = {k: v for k, v in found.items() if k.endswith("own tuned lr")}
+        if tuned:
+            best_label = max(tuned, key=tuned.get)
+            for key in ("QScheduler, lr tuned for q=1", "QScheduler, lr 3× too large"):
+                if key in found:
+                    out.append(
+                        f"{key}: {100 * found[key]:.1f}% vs {best_label} "
+                        f"{100 * tuned[best_label]:.1f}%: gap "
+                        f"{100 * (tuned[best_label] - found[key]):+.1f} points.  "
+                    )
+            out.append("")
+    return out
+
+
 def cpu_name() -> str:
     """The CPU's model name (/proc/cpuinfo), else what platform says."""
     try:
@@ -401,7 +468,7 @@ NOTES = PLOTS / "vision-notes.md"  # hand-written reading of the numbers (update
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--stage", choices=("all", "tune", "main", "report"), default="all")
+    ap.add_argument("--stage", choices=("all", "tune", "main", "long", "report"), default="all")
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--workers", type=int, default=1)
     args = ap.parse_args(argv)
@@ -416,7 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         }
     if args.stage in ("all", "main"):
         run_all(main_specs(tasks, best_lr), args.workers)
-    if args.stage in ("all", "report"):
+    if args.stage == "long":
+        run_all(long_specs(tasks, best_lr), args.workers)
+    if args.stage in ("all", "long", "report"):
         DOC.write_text(report(tasks, best_lr))
         print(f"[zo_study_vision] wrote {DOC}", flush=True)
     print(f"[zo_study_vision] wall time {time.perf_counter() - started:.0f} s", flush=True)
