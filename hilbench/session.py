@@ -500,9 +500,8 @@ def _run(
                 x_test = datasets.quantize_inputs(
                     data.x_test, model.input_scale, model.input_zero_point
                 )
-                uploads = _UploadStatus(view, inner)
                 life = getattr(inner, "lifecycle", None)  # a board's stages, timed and logged
-                with _moving(life, Stage.MODEL_LOADED):
+                with _UploadStatus(view, inner) as uploads, _moving(life, Stage.MODEL_LOADED):
                     if resumed is None:
                         uploads.expect("the model", len(model.blob))
                         target.load_model(model.blob)
@@ -523,7 +522,6 @@ def _run(
                             len(model.blob) + sum(len(b) for b in slots.values()),
                         )
                         target.restore(model.blob, slots, UpdateLog(steps=list(resumed.updates)))
-                uploads.done()
                 if life is not None:
                     life.enter(Stage.TRAINING, detail=f"{config.model} on {config.dataset}")
                 trainer = Trainer(
@@ -594,8 +592,8 @@ def _connecting(config: RunConfig) -> str:
 
 class _UploadStatus:
     """Says on the view what the device is being sent and how much of it the device has
-    acknowledged (the client's ``on_upload``); a phase of several blobs (a resume: model and
-    data) counts as one."""
+    acknowledged (the client's ``on_upload``, given back when the ``with`` block ends,
+    however it ends); a phase of several blobs (a resume: model and data) counts as one."""
 
     def __init__(self, view: RunView, target: Target) -> None:
         self.view = view
@@ -619,7 +617,10 @@ class _UploadStatus:
         whole = max(self.size, self._base + total)
         view_transfer(self.view, f"uploading {self.what}", self._base + done, whole)
 
-    def done(self) -> None:
+    def __enter__(self) -> _UploadStatus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self.target.on_upload = self._before
 
 

@@ -200,3 +200,16 @@ def test_a_run_over_a_921600_baud_link_reports_its_uploads(paced_target, tmp_pat
     totals = {line.split(" of ")[1].split(" (")[0] for line in lines}
     assert len(totals) == 1  # one upload, one total
     assert f"[hilbench] uploading {items} (" in "\n".join(out)
+
+
+def test_a_run_whose_upload_fails_lets_go_of_the_target(model_blob, tmp_path):
+    """A device that refuses the model: the run fails, and the target (a pytest session's,
+    used again by the next test) no longer reports to this run's view."""
+    from hilbench.errors import DeviceError
+
+    target = session.direct_target(DeviceTwin(arena_bytes=len(model_blob) // 2 // 16 * 16))
+    out: list[str] = []
+    with pytest.raises(DeviceError, match="MODEL_TOO_LARGE"):
+        session.run(RunConfig(trace=tmp_path / "t.h5"), view=PlainView(out.append), target=target)
+    assert target.on_upload is None
+    assert out[-1].startswith("[hilbench] uploading the model (")
