@@ -29,7 +29,6 @@ rest). Both images' losses and weights CRCs must be equal.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import shutil
 import subprocess
 import sys
@@ -41,6 +40,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_firmware import BenchError, Report, cpu, op_rows, parse_report, source_state
+
+from hilbench.target.make import output_tail, run_make
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"scalar": "an547-scalar", "mve": "an547"}  # AN547_NN -> its build directory
@@ -58,20 +59,14 @@ TIMEOUT_S = 1800
 
 def build_images(root: Path = ROOT) -> dict[str, Path]:
     """Both benchmark images (make decides what changed), one build at a time."""
-    lock_path = root / "device_fw" / "build" / ".lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
     out = {}
     for nn, sub in VARIANTS.items():
-        cmd = ["make", "-s", "-C", str(root / "device_fw"), "an547-bench", f"AN547_NN={nn}"]
-        with open(lock_path, "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-        if done.returncode != 0:
-            tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
-            raise BenchError(f"{' '.join(cmd[2:])} failed: {tail}; fix the build and run again")
+        args = ("an547-bench", f"AN547_NN={nn}")
+        status, output = run_make(root, *args)
+        if status != 0:
+            raise BenchError(
+                f"make {' '.join(args)} failed: {output_tail(output)}; fix the build and run again"
+            )
         out[nn] = root / "device_fw" / "build" / sub / ELF
     return out
 

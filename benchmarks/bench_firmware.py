@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import importlib.metadata
 import platform
 import shlex
@@ -57,6 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from hilbench.target.make import output_tail, run_make
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "device_fw" / "build" / "bench" / "hilbench-bench"
@@ -96,24 +97,11 @@ class BenchError(RuntimeError):
 
 def build_bench(root: Path = ROOT) -> Path:
     """``make -C device_fw bench`` (make decides what changed), one build at a time."""
-    lock_path = root / "device_fw" / "build" / ".lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            done = subprocess.run(
-                ["make", "-s", "-C", str(root / "device_fw"), "bench"],
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
+    status, output = run_make(root, "bench")
+    if status != 0:
         raise BenchError(
-            f"building the benchmark failed (make -C device_fw bench): {tail}; fix the "
-            "compile error and run again"
+            f"building the benchmark failed (make -C device_fw bench): {output_tail(output)}; "
+            "fix the compile error and run again"
         )
     return root / "device_fw" / "build" / "bench" / "hilbench-bench"
 

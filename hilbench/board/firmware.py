@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
 import shutil
-import subprocess
 from pathlib import Path
 
 from hilbench.errors import HilbenchError
+from hilbench.target.make import output_tail, run_make
 from hilbench.target.process import repo_dir
 
 ELF_RELATIVE = Path("device_fw/build/stm32n6/hilbench-stm32n6.elf")
@@ -37,20 +36,10 @@ def _build(root: Path, baud: int | None) -> None:
             f"building the stm32n6 firmware needs make and {CROSS_CC}",
             "apt install make gcc-arm-none-eabi libnewlib-arm-none-eabi, or pass --fw PATH",
         )
-    argv = ["make", "-s", "-C", str(root / "device_fw"), "stm32n6"]
-    if baud is not None:
-        argv.append(f"STM32N6_BAUD={baud}")
-    lock_path = root / "device_fw" / "build" / ".lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
+    args = ["stm32n6"] + ([f"STM32N6_BAUD={baud}"] if baud is not None else [])
+    status, output = run_make(root, *args, timeout_s=BUILD_TIMEOUT_S)
+    if status != 0:
         raise HilbenchError(
-            f"building the stm32n6 firmware failed ({' '.join(argv[3:])}): {tail}",
+            f"building the stm32n6 firmware failed (make {' '.join(args)}): {output_tail(output)}",
             "fix the compile error, or pass --fw PATH to a built hilbench-stm32n6.elf",
         )

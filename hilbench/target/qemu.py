@@ -20,7 +20,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
-import fcntl
 import os
 import secrets
 import shutil
@@ -40,6 +39,7 @@ from hilbench.errors import HilbenchError, LinkError
 from hilbench.link.wrapper import PortWrapper
 from hilbench.protocol.frames import FrameDecoder
 from hilbench.target import an547
+from hilbench.target.make import output_tail, run_make
 from hilbench.target.process import repo_dir
 
 ELF_RELATIVE = Path("device_fw/build/an547/hilbench-an547.elf")
@@ -121,23 +121,10 @@ def build(root: Path) -> None:
             "not installed",
             f"{APT_CROSS}, or pass --fw PATH to a built hilbench-an547.elf",
         )
-    lock_path = root / "device_fw" / "build" / ".lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            done = subprocess.run(
-                ["make", "-s", "-C", str(root / "device_fw"), "an547"],
-                capture_output=True,
-                text=True,
-                timeout=BUILD_TIMEOUT_S,
-            )
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
+    status, output = run_make(root, "an547", timeout_s=BUILD_TIMEOUT_S)
+    if status != 0:
         raise HilbenchError(
-            f"building the an547 firmware failed (make -C device_fw an547): {tail}",
+            f"building the an547 firmware failed (make -C device_fw an547): {output_tail(output)}",
             "fix the compile error, or pass --fw PATH to a built hilbench-an547.elf",
         )
 

@@ -7,13 +7,12 @@ race. The program serves the protocol on a pty it opens and prints the pty's pat
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from hilbench.errors import HilbenchError, LinkError
+from hilbench.target.make import output_tail, run_make
 from hilbench.target.process import FirmwareProcess, repo_dir
 
 SIL_RELATIVE = Path("device_fw/build/host/hilbench-sil")
@@ -49,23 +48,10 @@ def build(root: Path) -> None:
             "building the SIL firmware needs make and a C compiler, and one is missing",
             "install them (Debian: apt install build-essential) or pass --fw PATH",
         )
-    lock_path = root / "device_fw" / "build" / ".lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            done = subprocess.run(
-                ["make", "-s", "-C", str(root / "device_fw"), "host"],
-                capture_output=True,
-                text=True,
-                timeout=BUILD_TIMEOUT_S,
-            )
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-6:])
+    status, output = run_make(root, "host", timeout_s=BUILD_TIMEOUT_S)
+    if status != 0:
         raise HilbenchError(
-            f"building the SIL firmware failed (make -C device_fw host): {tail}",
+            f"building the SIL firmware failed (make -C device_fw host): {output_tail(output)}",
             "fix the compile error, or pass --fw PATH to a built hilbench-sil",
         )
 

@@ -4,7 +4,6 @@ the device twin serves once the (stand-in) core resumes."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,15 +11,14 @@ import pytest
 from hilbench.device.server import ThreadedServer
 from hilbench.device.twin import DeviceTwin
 from hilbench.link.pty_pair import PtyPair
+from hilbench.target.make import run_make
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _make(target: str, elf: str) -> Path:
-    done = subprocess.run(
-        ["make", "-s", "-C", str(ROOT / "device_fw"), target], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    status, output = run_make(ROOT, target)
+    assert status == 0, output[-2000:]
     return ROOT / "device_fw" / "build" / elf
 
 
