@@ -22,8 +22,9 @@ def _seed() -> int:
     return int(env) if env else int.from_bytes(os.urandom(4), "little")
 
 
-def test_the_cortex_m55_firmware_answers_like_the_twin(an547_elf, capsys):
+def test_the_cortex_m55_firmware_answers_like_the_twin(an547_elf, capsys, record_property):
     seed, config = _seed(), d.DeviceConfig(arena_bytes=128 * 1024, max_payload=256)
+    record_property("seed", f"HILBENCH_DIFF_SEED={seed} ({FRAMES:,} frames, {config})")
     with capsys.disabled():
         print(f"\n[differential, QEMU] seed {seed}, {FRAMES:,} frames, {config}", flush=True)
     firmware = partial(QemuStream, an547_elf)

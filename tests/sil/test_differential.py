@@ -18,8 +18,9 @@ def _seed() -> int:
     return int(env) if env else int.from_bytes(os.urandom(4), "little")
 
 
-def _check(sil_path, capsys, config: d.DeviceConfig, frames: int) -> d.Outcome:
+def _check(sil_path, capsys, record_property, config: d.DeviceConfig, frames: int) -> d.Outcome:
     seed = _seed()
+    record_property("seed", f"HILBENCH_DIFF_SEED={seed} ({frames:,} frames, {config})")
     with capsys.disabled():
         print(f"\n[differential] seed {seed}, {frames:,} frames, {config}", flush=True)
     out = d.run(sil_path, seed, frames, config)
@@ -33,8 +34,8 @@ def _check(sil_path, capsys, config: d.DeviceConfig, frames: int) -> d.Outcome:
     return out
 
 
-def test_default_device_answers_like_the_twin(sil_path, capsys):
-    out = _check(sil_path, capsys, d.DeviceConfig(), FRAMES["default"])
+def test_default_device_answers_like_the_twin(sil_path, capsys, record_property):
+    out = _check(sil_path, capsys, record_property, d.DeviceConfig(), FRAMES["default"])
     # the streams reach deep states, not only refusals
     for kind in (
         "PROBE response",
@@ -49,11 +50,11 @@ def test_default_device_answers_like_the_twin(sil_path, capsys):
         assert out.answers.get(kind, 0) > 0, f"no {kind} in {out.answers}"
 
 
-def test_small_device_answers_like_the_twin(sil_path, capsys):
+def test_small_device_answers_like_the_twin(sil_path, capsys, record_property):
     """A device with a 64 KiB arena and 256-byte payloads: uploads run out of memory, frames
     are oversize, chunks are small."""
     config = d.DeviceConfig(arena_bytes=64 * 1024, max_payload=256)
-    out = _check(sil_path, capsys, config, FRAMES["small"])
+    out = _check(sil_path, capsys, record_property, config, FRAMES["small"])
     assert out.answers.get("MODEL_TOO_LARGE", 0) > 0
 
 
