@@ -8,7 +8,9 @@ Each place has one ``NetworkSerialPort`` (raw TCP on 127.0.0.1) and one ``Hilben
 a ``sil`` place's firmware is the SIL program, started when a client loads the place (its
 loader) and stopped when it releases it; a ``twin`` place's device is a ``hilbench emulate
 --listen`` twin started with the farm (kind ``none``: nothing to load, like a board flashed
-by someone else). Places are spread over ``exporters`` exporters (exp0, exp1, ...), tagged
+by someone else); a ``given`` place's device is the caller's, at ``port``, with the
+``HilbenchDevice`` settings ``device`` (e.g. QEMU halted behind its GDB stub, kind
+``pyocd``). Places are spread over ``exporters`` exporters (exp0, exp1, ...), tagged
 ``board=sil`` or ``board=twin`` plus ``farm=lab``. Every process the farm starts dies with
 the process that started it (PR_SET_PDEATHSIG) and is stopped by ``stop()``.
 """
@@ -38,10 +40,11 @@ START_TIMEOUT_S = 30.0
 @dataclass
 class LabPlace:
     name: str
-    kind: str  # "sil" or "twin"
+    kind: str  # "sil", "twin", or "given" (a device the caller runs at ``port``)
     exporter: int = 0
     tags: dict[str, str] = field(default_factory=dict)
     port: int = 0  # the device's TCP port on 127.0.0.1
+    device: dict[str, str] = field(default_factory=dict)  # a "given" place's HilbenchDevice
 
 
 def free_port() -> int:
@@ -159,8 +162,10 @@ class LocalFarm:
                 self._start_twin(place)
             elif place.kind == "sil":
                 place.port = free_port()
-            else:
-                raise HilbenchError(f"lab place kind {place.kind!r}", "use sil or twin")
+            elif place.kind != "given" or not place.port:
+                raise HilbenchError(
+                    f"lab place kind {place.kind!r}", "use sil, twin, or given with its port"
+                )
         for index in range(self.exporters):
             groups = {}
             for place in (p for p in self.places if p.exporter == index):
@@ -172,6 +177,8 @@ class LocalFarm:
                     device["device_id"] = place.name
                     if self.sil_options:
                         device["options"] = self.sil_options
+                if place.kind == "given":
+                    device = dict(place.device)
                 groups[place.name] = {
                     "NetworkSerialPort": {
                         "host": "127.0.0.1",

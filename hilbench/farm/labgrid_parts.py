@@ -3,9 +3,9 @@
 - ``HilbenchDevice`` (resource): how a place's firmware is loaded -- ``kind`` (a loader of
   hilbench.farm.loaders), ``probe`` (the debug probe's id, e.g. the ST-LINK serial number),
   ``host`` (where the probe is), and the loader's settings (``image``, ``load``, ``unload``,
-  ``device_id``, ``options``). An exporter publishes it next to the place's
-  ``NetworkSerialPort``; labgrid's exporter passes resource classes it does not know through
-  unchanged, so exporters need nothing of hilbench.
+  ``device_id``, ``options``; ``gdb``, ``pyocd_server``, ``machine`` for kind ``pyocd``). An
+  exporter publishes it next to the place's ``NetworkSerialPort``; labgrid's exporter passes
+  resource classes it does not know through unchanged, so exporters need nothing of hilbench.
 - ``HilbenchLoaderDriver`` (driver): ``load(image)`` calls the loader function of the
   device's kind (the same function a local board map uses), ``unload()`` stops it.
 - ``HilbenchStrategy`` (strategy): states ``off`` and ``loaded``; ``transition("loaded")``
@@ -47,10 +47,14 @@ class HilbenchDevice(Resource):
     device_id = attr.ib(default="", validator=_str)
     options = attr.ib(default="", validator=_str)
     firmware_hash = attr.ib(default="", validator=_str)
+    gdb = attr.ib(default="", converter=str)  # pyocd kind: a GDB stub, HOST:PORT
+    pyocd_server = attr.ib(default="", converter=str)  # pyocd kind: `pyocd server` HOST:PORT
+    machine = attr.ib(default="", validator=_str)  # pyocd kind: stm32n6 (default) or an547
     extra = attr.ib(default=attr.Factory(dict))  # the exporter's proxy information
 
     def settings(self) -> dict[str, Any]:
-        names = ("image", "load", "unload", "device_id", "options", "firmware_hash")
+        names = ("image", "load", "unload", "device_id", "options", "firmware_hash", "gdb",
+                 "pyocd_server", "machine")  # fmt: skip
         return {name: getattr(self, name) for name in names if getattr(self, name)}
 
 
@@ -74,6 +78,8 @@ class HilbenchLoaderDriver(Driver):
             serial_port=int(port.port) if port is not None else 0,
             image=image,
             params=self.device.settings(),
+            serial_url=_url(port) if port is not None else "",
+            baud=int(port.speed or 0) if port is not None else 0,
         )
 
     @Driver.check_active
@@ -93,6 +99,12 @@ class HilbenchLoaderDriver(Driver):
         if self.loaded is not None:
             loaded, self.loaded = self.loaded, None
             loaded.stop()
+
+
+def _url(port: Any) -> str:
+    """A NetworkSerialPort as pyserial opens it (raw TCP, or RFC 2217 through ser2net)."""
+    scheme = "rfc2217" if port.protocol == "rfc2217" else "socket"
+    return f"{scheme}://{port.host}:{int(port.port)}"
 
 
 class Status(enum.Enum):

@@ -16,8 +16,13 @@ Built in:
 - ``command``: run the place's ``load`` command (and ``unload`` when released), with
   ``{image} {probe} {host} {port} {place}`` filled in, e.g. ``ssh {host} pyocd load --uid
   {probe} {image}`` on the exporter's host, or a remote probe through ``pyocd server``.
-- ``pyocd``: the STM32N6 loader of the physical-board work (issue 13) registers itself here
-  with ``register("pyocd", fn)``; until it does, a place of this kind says so.
+- ``pyocd``: the board loader (hilbench/board/loader.py, the one ``hilbench load`` and
+  ``--board /dev/ttyACM0`` use) puts the ELF into the board's RAM and starts it with a core
+  reset, through pyOCD on the probe ``probe`` when the probe hangs on this host, through a GDB
+  remote stub on the exporter's host (``gdb: HOST:PORT``: ``pyocd gdbserver --uid PROBE``,
+  OpenOCD, QEMU's ``-gdb``), or through ``pyocd server`` there (``pyocd_server: HOST:PORT``,
+  pyOCD's remote probe ``remote:HOST:PORT``). A board already running the build is not loaded
+  again; the firmware keeps running when the board is released (see :func:`_load_pyocd`).
 
 ``register(kind, fn)`` adds or replaces a loader (a plug-in for another tool or board).
 """
@@ -52,6 +57,16 @@ class LoadContext:
     serial_port: int
     image: str  # the firmware file to load, "" for the kind's default
     params: dict[str, Any] = field(default_factory=dict)  # the place's loader settings
+    serial_url: str = ""  # the serial port as pyserial opens it ("": socket://HOST:PORT)
+    baud: int = 0  # its speed (0: the firmware's default)
+
+    @property
+    def port_url(self) -> str:
+        """The device's serial port: ``serial_url``, else raw TCP at serial_host:serial_port."""
+        if self.serial_url:
+            return self.serial_url
+        host = self.serial_host or "127.0.0.1"
+        return f"socket://{f'[{host}]' if ':' in host else host}:{self.serial_port}"
 
 
 @dataclass
@@ -199,12 +214,10 @@ def _load_command(ctx: LoadContext) -> Loaded:
 
 
 def _load_pyocd(ctx: LoadContext) -> Loaded:
-    raise HilbenchError(
-        f"place {ctx.place} loads through pyOCD, and this hilbench has no STM32N6 pyOCD loader "
-        "yet (the physical board's loader, issue 13, registers it)",
-        "give the place a 'command' loader (docs/farm.md), or flash the board by hand and "
-        "give it kind 'none'",
-    )
+    """The board loader through pyOCD or a GDB stub (hilbench/farm/pyocd_loader.py)."""
+    from hilbench.farm.pyocd_loader import load_board
+
+    return load_board(ctx)
 
 
 register("none", _load_none)

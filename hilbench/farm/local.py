@@ -53,6 +53,9 @@ BOARD_KEYS = {
     "device_id": "the SIL program's device id",
     "options": "extra options of the SIL program",
     "firmware_hash": "the hash of the firmware a 'none' board runs, if known",
+    "gdb": "a 'pyocd' board's GDB stub, HOST:PORT (pyocd gdbserver, OpenOCD, QEMU -gdb)",
+    "pyocd_server": "a 'pyocd' board's `pyocd server`, HOST:PORT",
+    "machine": "a 'pyocd' board's machine: stm32n6 (default) or an547",
 }
 POLL_S = 0.2
 
@@ -281,6 +284,8 @@ class MapBackend(Backend):
                 serial_port=port,
                 image=self.firmware,
                 params=board.params,
+                serial_url=board.port,
+                baud=board.baud,
             )
             self.loaded = loaders.load(board.kind, ctx)
             loaded = time.perf_counter()

@@ -1,0 +1,232 @@
+"""END TO END: a farm board loaded through the board loader (loader kind ``pyocd``).
+
+The board is QEMU's MPS3 AN547 (a Cortex-M55) started halted with no image: its GDB stub stands
+for the ``pyocd gdbserver`` an exporter runs per probe, its UART on a TCP port for the
+exporter's ``NetworkSerialPort``. A real labgrid coordinator and exporter publish it as a
+place; ``hilbench run --board labgrid:PLACE`` (RunConfig) acquires it, the farm's loader
+writes the an547 ELF (make -C device_fw an547) through the same hilbench.board.loader.load a
+local board uses, and the run ends with the twin's weights. Nothing is a stand-in but QEMU for
+the DK, and QEMU runs the real image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.needs import need_module, need_tool
+
+need_module("labgrid", "pip install -e '.[farm]' (the dev extra includes it)")
+
+from hilbench import session  # noqa: E402
+from hilbench.board import elfimage, gdbremote  # noqa: E402
+from hilbench.board.elfimage import FirmwareImage  # noqa: E402
+from hilbench.cli import main  # noqa: E402
+from hilbench.config import RunConfig  # noqa: E402
+from hilbench.farm.backend import LabgridBackend  # noqa: E402
+from hilbench.farm.lab import LabPlace, LocalFarm  # noqa: E402
+from hilbench.farm.local import MapBackend  # noqa: E402
+from hilbench.target.qemu import firmware_elf  # noqa: E402
+from hilbench.trace import Trace  # noqa: E402
+from tests.board.qemu_stub import HaltedQemu, free_port  # noqa: E402
+from tests.farm.conftest import held  # noqa: E402
+
+PLACE = "n6-qemu"
+PROBE = "QEMU-AN547-0"
+BUDGET = 150
+
+
+@pytest.fixture(scope="module")
+def image() -> FirmwareImage:
+    need_tool("qemu-system-arm", "apt install qemu-system-arm")
+    return elfimage.read_image(firmware_elf(), elfimage.AN547)  # make -C device_fw an547
+
+
+def halted_qemu(image: FirmwareImage) -> HaltedQemu:
+    """QEMU halted on its GDB stub, no image; its firmware string carries the ELF's build."""
+    return HaltedQemu(firmware=f"hilbench-an547 build {image.image_id}")
+
+
+@pytest.fixture(scope="module")
+def emulated(tmp_path_factory: pytest.TempPathFactory) -> session.RunResult:
+    """The twin's run of the same configuration (the reference for the weights)."""
+    trace = tmp_path_factory.mktemp("twin") / "twin.h5"
+    return session.run(RunConfig(budget=BUDGET, seed=2, trace=trace, live=False))
+
+
+class Connections:
+    """Counts the GDB stub connections the loader opens (the real client, counted)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.opened: list[str] = []
+        real = gdbremote.GdbRemoteTarget
+        opened = self.opened
+
+        class Counted(real):  # type: ignore[misc, valid-type]
+            def __init__(self, host: str, port: int, **kw: float) -> None:
+                opened.append(f"{host}:{port}")
+                super().__init__(host, port, **kw)
+
+        monkeypatch.setattr(gdbremote, "GdbRemoteTarget", Counted)
+
+
+@pytest.fixture
+def farm(tmp_path: Path, image: FirmwareImage, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """A coordinator and one exporter publishing the halted QEMU as place n6-qemu."""
+    qemu = halted_qemu(image)
+    try:
+        device = {
+            "kind": "pyocd",
+            "probe": PROBE,
+            "host": "127.0.0.1",
+            "gdb": f"127.0.0.1:{qemu.gdb_port}",  # the exporter's `pyocd gdbserver`
+            "machine": "an547",
+            "image": str(image.path),
+        }
+        place = LabPlace(PLACE, "given", port=qemu.uart_port, tags={"board": "an547"})
+        place.device = device
+        with LocalFarm(tmp_path / "farm", [place], exporters=1) as lab:
+            monkeypatch.setenv("LG_COORDINATOR", lab.address)
+            yield lab, qemu
+    finally:
+        qemu.stop()
+    assert qemu.proc.poll() is not None  # QEMU does not outlive the test
+
+
+def test_a_farm_place_is_loaded_through_the_board_loader_runs_and_is_not_loaded_twice(
+    farm, image, emulated, tmp_path, monkeypatch
+):
+    lab, qemu = farm
+    stub = Connections(monkeypatch)
+    config = RunConfig(
+        backend="board", port=f"labgrid:{PLACE}", budget=BUDGET, seed=2,
+        trace=tmp_path / "farm.h5", live=False,
+    )  # fmt: skip
+    result = session.run(config)
+    assert stub.opened == [f"127.0.0.1:{qemu.gdb_port}"]  # loaded once, through the stub
+    assert result.weights_crc == emulated.weights_crc  # the firmware in QEMU = the twin
+    assert result.final_accuracy == emulated.final_accuracy
+    attrs = Trace.open(result.trace_path, result.run_id).attrs
+    assert (attrs["place"], attrs["probe_id"]) == (PLACE, PROBE)
+    assert attrs["exporter_host"] == "exp0"
+    assert attrs["firmware_hash"] == f"build-id:{image.image_id}"
+    assert attrs["firmware"] == f"hilbench-an547 build {image.image_id}"
+    assert attrs["serial_url"] == f"socket://127.0.0.1:{qemu.uart_port}"
+    assert held(lab.address) == {}
+
+    # the next client acquires the place and finds the build running: nothing is loaded
+    again = LabgridBackend(f"labgrid:{PLACE}")
+    try:
+        target = again.open()
+        loaded = again.strategy.loader.loaded
+        assert "already runs build" in loaded.detail and "nothing loaded" in loaded.detail
+        assert loaded.firmware_hash == f"build-id:{image.image_id}"
+        assert again.location["firmware_hash"] == f"build-id:{image.image_id}"
+        assert target.info.firmware == f"hilbench-an547 build {image.image_id}"
+    finally:
+        again.close()
+    assert stub.opened == [f"127.0.0.1:{qemu.gdb_port}"]  # the stub was not touched again
+    assert held(lab.address) == {}
+    assert qemu.proc.poll() is None  # releasing the place left the board running
+
+
+def write_map(path: Path, uart: int, gdb: str, image: FirmwareImage, **extra: str) -> Path:
+    lines = [
+        f"[boards.{PLACE}]",
+        f'port = "socket://127.0.0.1:{uart}"',
+        f'probe = "{PROBE}"',
+        'kind = "pyocd"',
+        f'gdb = "{gdb}"',
+        'machine = "an547"',
+        f'image = "{image.path}"',
+        *(f'{key} = "{value}"' for key, value in extra.items()),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_board_map_board_of_kind_pyocd_loads_through_its_gdb_stub(
+    image, emulated, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HILBENCH_LOCK_DIR", str(tmp_path / "locks"))
+    qemu = halted_qemu(image)
+    try:
+        stub = Connections(monkeypatch)
+        boards = write_map(
+            tmp_path / "boards.toml", qemu.uart_port, f"127.0.0.1:{qemu.gdb_port}", image
+        )
+        config = RunConfig(
+            backend="board", port=f"map:{boards}", budget=BUDGET, seed=2,
+            trace=tmp_path / "map.h5", live=False,
+        )  # fmt: skip
+        result = session.run(config)
+        assert stub.opened == [f"127.0.0.1:{qemu.gdb_port}"]
+        assert result.weights_crc == emulated.weights_crc
+        attrs = Trace.open(result.trace_path, result.run_id).attrs
+        assert (attrs["place"], attrs["probe_id"]) == (PLACE, PROBE)
+        assert attrs["firmware_hash"] == f"build-id:{image.image_id}"
+        again = MapBackend(f"map:{boards}")
+        try:
+            again.open()
+            assert "nothing loaded" in again.loaded.detail
+        finally:
+            again.close()
+        assert len(stub.opened) == 1
+    finally:
+        qemu.stop()
+    assert qemu.proc.poll() is not None
+
+
+def test_no_stub_listening_is_one_line_naming_the_stub(image, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HILBENCH_LOCK_DIR", str(tmp_path / "locks"))
+    qemu = halted_qemu(image)  # its UART answers nothing (halted); no stub at the given port
+    try:
+        gdb = f"127.0.0.1:{free_port()}"
+        boards = write_map(tmp_path / "boards.toml", qemu.uart_port, gdb, image)
+        argv = ["run", "--board", f"map:{boards}", "--budget", "10", "--no-live"]
+        assert main([*argv, "--trace", str(tmp_path / "t.h5")]) == 2
+    finally:
+        qemu.stop()
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert f"cannot reach the GDB stub {gdb}" in err and "Connection refused" in err
+    assert "hilbench load" in err  # the loader's fix: the RAM may hold a partial image
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({"machine": "esp32"}, "names machine 'esp32'. use one of stm32n6, an547"),
+        ({"gdb": "benchpc:x"}, "gdb 'benchpc:x' is not HOST:PORT"),
+        ({"pyocd_server": "benchpc:5555"}, "gives both gdb and pyocd_server"),
+    ],
+)
+def test_bad_pyocd_settings_are_one_line(image, tmp_path, monkeypatch, capsys, settings, expected):
+    monkeypatch.setenv("HILBENCH_LOCK_DIR", str(tmp_path / "locks"))
+    extra = dict(settings)
+    gdb = extra.pop("gdb", "127.0.0.1:1")
+    boards = write_map(tmp_path / "boards.toml", free_port(), gdb, image)
+    text = boards.read_text()
+    for key, value in extra.items():
+        text = text.replace('machine = "an547"\n', "") if key == "machine" else text
+        text += f'{key} = "{value}"\n'
+    boards.write_text(text)
+    argv = ["run", "--board", f"map:{boards}", "--budget", "10", "--no-live"]
+    assert main([*argv, "--trace", str(tmp_path / "t.h5")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and expected in err, err
+
+
+def test_a_probe_on_another_host_without_a_stub_names_the_gdbserver_to_run():
+    from hilbench.errors import ConfigError
+    from hilbench.farm.loaders import LoadContext, load
+
+    ctx = LoadContext(PLACE, "benchpc", "benchpc", "003A0028", "benchpc", 20001, "")
+    with pytest.raises(ConfigError) as caught:
+        load("pyocd", ctx)
+    message = str(caught.value)
+    assert "probe 003A0028 hangs on benchpc" in message and "\n" not in message
+    assert "pyocd gdbserver --uid 003A0028 --port 3333" in message
+    assert "gdb: benchpc:3333" in message
