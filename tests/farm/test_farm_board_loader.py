@@ -21,6 +21,7 @@ from tests.needs import need_module, need_tool
 need_module("labgrid", "pip install -e '.[farm]' (the dev extra includes it)")
 
 from hilbench import session  # noqa: E402
+from hilbench.backends import EmulatorBackend  # noqa: E402
 from hilbench.board import elfimage, gdbremote  # noqa: E402
 from hilbench.board.elfimage import FirmwareImage  # noqa: E402
 from hilbench.cli import main  # noqa: E402
@@ -28,14 +29,18 @@ from hilbench.config import RunConfig  # noqa: E402
 from hilbench.farm.backend import LabgridBackend  # noqa: E402
 from hilbench.farm.lab import LabPlace, LocalFarm  # noqa: E402
 from hilbench.farm.local import MapBackend  # noqa: E402
+from hilbench.npu import zoo  # noqa: E402
+from hilbench.npu.blob import to_blob  # noqa: E402
 from hilbench.target.qemu import firmware_elf  # noqa: E402
 from hilbench.trace import Trace  # noqa: E402
+from hilbench.zo import zocf  # noqa: E402
+from hilbench.zo.loss import LossTables  # noqa: E402
 from tests.board.qemu_stub import HaltedQemu, free_port  # noqa: E402
 from tests.farm.conftest import held  # noqa: E402
 
 PLACE = "n6-qemu"
 PROBE = "QEMU-AN547-0"
-BUDGET = 150
+BUDGET = 100
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +111,7 @@ def test_a_farm_place_is_loaded_through_the_board_loader_runs_and_is_not_loaded_
     )  # fmt: skip
     result = session.run(config)
     assert stub.opened == [f"127.0.0.1:{qemu.gdb_port}"]  # loaded once, through the stub
+    assert result.steps >= 10  # trained: the weights moved
     assert result.weights_crc == emulated.weights_crc  # the firmware in QEMU = the twin
     assert result.final_accuracy == emulated.final_accuracy
     attrs = Trace.open(result.trace_path, result.run_id).attrs
@@ -147,33 +153,43 @@ def write_map(path: Path, uart: int, gdb: str, image: FirmwareImage, **extra: st
     return path
 
 
-def test_a_board_map_board_of_kind_pyocd_loads_through_its_gdb_stub(
-    image, emulated, tmp_path, monkeypatch
-):
+def mlp_blob() -> bytes:
+    g = zoo.build("mlp", seed=2)
+    tables = LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
+    return to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": zocf.build(g).to_bytes()})
+
+
+def test_a_board_map_board_of_kind_pyocd_loads_through_its_gdb_stub(image, tmp_path, monkeypatch):
     monkeypatch.setenv("HILBENCH_LOCK_DIR", str(tmp_path / "locks"))
     qemu = halted_qemu(image)
     try:
         stub = Connections(monkeypatch)
-        boards = write_map(
-            tmp_path / "boards.toml", qemu.uart_port, f"127.0.0.1:{qemu.gdb_port}", image
-        )
-        config = RunConfig(
-            backend="board", port=f"map:{boards}", budget=BUDGET, seed=2,
-            trace=tmp_path / "map.h5", live=False,
-        )  # fmt: skip
-        result = session.run(config)
-        assert stub.opened == [f"127.0.0.1:{qemu.gdb_port}"]
-        assert result.weights_crc == emulated.weights_crc
-        attrs = Trace.open(result.trace_path, result.run_id).attrs
-        assert (attrs["place"], attrs["probe_id"]) == (PLACE, PROBE)
-        assert attrs["firmware_hash"] == f"build-id:{image.image_id}"
+        gdb = f"127.0.0.1:{qemu.gdb_port}"
+        boards = write_map(tmp_path / "boards.toml", qemu.uart_port, gdb, image)
+        first = MapBackend(f"map:{boards}")
+        try:
+            target = first.open()
+            assert stub.opened == [gdb]
+            assert first.loaded.detail.startswith(f"place {PLACE} (probe {PROBE} via the GDB stub")
+            assert f"loaded {image.load_bytes} bytes of {image.path.name}" in first.loaded.detail
+            assert first.location["firmware_hash"] == f"build-id:{image.image_id}"
+            assert target.info.device_id == "hilbench-an547"
+            # the firmware works past HELLO: a model's weights CRC is the twin's
+            blob = mlp_blob()
+            target.load_model(blob)
+            with EmulatorBackend(link="memory") as twin:
+                twin.load_model(blob)
+                assert target.weights_crc() == twin.weights_crc()
+        finally:
+            first.close()
         again = MapBackend(f"map:{boards}")
         try:
             again.open()
             assert "nothing loaded" in again.loaded.detail
+            assert again.location["firmware_hash"] == f"build-id:{image.image_id}"
         finally:
             again.close()
-        assert len(stub.opened) == 1
+        assert stub.opened == [gdb]  # the second lock of the board did not load it
     finally:
         qemu.stop()
     assert qemu.proc.poll() is not None
