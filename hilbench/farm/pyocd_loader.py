@@ -22,16 +22,18 @@ acquisition finds the build there and loads nothing. The hash recorded is the bo
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable
 
 from hilbench.board import elfimage
-from hilbench.board.debug import DebugTarget
+from hilbench.board.debug import DebugLinkError, DebugTarget
 from hilbench.errors import ConfigError, HilbenchError
 from hilbench.farm.loaders import LoadContext, Loaded, is_local
 
 log = logging.getLogger("hilbench.board")
 MACHINES = ("stm32n6", "an547")
 DEFAULT_PYOCD_SERVER_PORT = 5555  # `pyocd server`'s default
+CONNECT_TIMEOUT_S = 5.0
 Connect = Callable[[int], DebugTarget]
 
 
@@ -86,16 +88,19 @@ def debugger(ctx: LoadContext) -> tuple[Connect, tuple[int, ...], str]:
             "keep one: gdb: HOST:PORT (a GDB stub) or pyocd_server: HOST:PORT (pyocd server)",
         )
     if gdb:
-        from hilbench.board.gdbremote import GdbRemoteTarget
-
         host, port = _address(ctx, "gdb", gdb, None)
-        return (lambda _hz: GdbRemoteTarget(host, port)), (0,), f"the GDB stub {host}:{port}"
+        return _gdb_connect(ctx, host, port), (0,), f"the GDB stub {host}:{port}"
     from hilbench.board.pyocd_target import PyocdTarget
 
     if server:
         host, port = _address(ctx, "pyocd_server", server, DEFAULT_PYOCD_SERVER_PORT)
         uid = f"remote:{host}:{port}"
-        return (lambda hz: PyocdTarget.connect(uid, hz)), (), f"pyocd server {host}:{port}"
+
+        def connect_server(hz: int) -> DebugTarget:
+            _reachable(ctx, "pyocd server", host, port, f"pyocd server --uid {ctx.probe}")
+            return PyocdTarget.connect(uid, hz)
+
+        return connect_server, (), f"pyocd server {host}:{port}"
     if not ctx.probe:
         raise ConfigError(
             f"place {ctx.place} loads through pyOCD and names no probe",
@@ -112,6 +117,38 @@ def debugger(ctx: LoadContext) -> tuple[Connect, tuple[int, ...], str]:
         )
     probe = ctx.probe
     return (lambda hz: PyocdTarget.connect(probe, hz)), (), f"pyOCD on {probe}"
+
+
+def _gdb_connect(ctx: LoadContext, host: str, port: int) -> Connect:
+    """Connect to the stub; a stub that is not there is one line naming what to start (not
+    a probe error worth a retry: nothing was written)."""
+    from hilbench.board import gdbremote
+
+    def connect(_hz: int) -> DebugTarget:
+        try:
+            return gdbremote.GdbRemoteTarget(host, port)
+        except DebugLinkError as exc:
+            raise HilbenchError(
+                f"place {ctx.place}: {exc.cause}; nothing was loaded",
+                f"start the GDB server for probe {ctx.probe or '(its probe)'} on {host} "
+                f"(`pyocd gdbserver --uid {ctx.probe or 'PROBE'} --port {port}`, or OpenOCD), "
+                "or fix the place's gdb setting (docs/farm.md)",
+            ) from None
+
+    return connect
+
+
+def _reachable(ctx: LoadContext, what: str, host: str, port: int, command: str) -> None:
+    """A TCP connection to ``host:port`` opens (a server there), else one line."""
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise HilbenchError(
+            f"place {ctx.place}: cannot reach the {what} at {host}:{port} "
+            f"({exc.strerror or exc}); nothing was loaded",
+            f"start `{command} --port {port}` on {host}, or fix the place's settings "
+            "(docs/farm.md)",
+        ) from None
 
 
 def _address(ctx: LoadContext, key: str, value: str, default: int | None) -> tuple[str, int]:

@@ -207,8 +207,28 @@ def test_no_stub_listening_is_one_line_naming_the_stub(image, tmp_path, monkeypa
         qemu.stop()
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0, err
-    assert f"cannot reach the GDB stub {gdb}" in err and "Connection refused" in err
-    assert "hilbench load" in err  # the loader's fix: the RAM may hold a partial image
+    assert f"place {PLACE}: cannot reach the GDB stub {gdb}: Connection refused" in err
+    assert f"pyocd gdbserver --uid {PROBE} --port {gdb.rsplit(':')[1]}" in err
+
+
+def test_no_pyocd_server_listening_is_one_line(image):
+    from hilbench.errors import HilbenchError
+    from hilbench.farm.loaders import LoadContext, load
+
+    qemu = halted_qemu(image)  # a serial port that answers nothing yet
+    try:
+        server = f"127.0.0.1:{free_port()}"
+        params = {"pyocd_server": server, "machine": "an547"}
+        ctx = LoadContext(PLACE, "exp0", "127.0.0.1", PROBE, "127.0.0.1", qemu.uart_port,
+                          str(image.path), params)  # fmt: skip
+        with pytest.raises(HilbenchError) as caught:
+            load("pyocd", ctx)
+    finally:
+        qemu.stop()
+    message = str(caught.value)
+    assert f"cannot reach the pyocd server at {server} (Connection refused)" in message
+    assert f"pyocd server --uid {PROBE} --port {server.rsplit(':')[1]}" in message
+    assert "\n" not in message
 
 
 @pytest.mark.parametrize(
