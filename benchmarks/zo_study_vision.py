@@ -358,6 +358,13 @@ def report(tasks: list[zs.Task], best_lr) -> str:
             f"{m['trained_head']:,} / {m['trained_all']:,} |"
         )
     long_lines = long_section(tasks, best_lr)
+    for line in long_lines:  # the longer budget beside the verdicts: not one, but a warning
+        if line.startswith("QScheduler"):
+            margin = 2 if "3×" in line else 1
+            verdicts.append(
+                f"- mbv2-ft at {LONG_BUDGET:,} passes, rates tuned for {BUDGET:,} (not re-tuned, "
+                f"so no verdict): {line.strip().rstrip('.')} (the target's margin: {margin})"
+            )
     hours = sum(walls) / 3600
     text = [
         "# ZO study on the vision models (issue 18)",
