@@ -266,3 +266,40 @@ def test_a_probe_on_another_host_without_a_stub_names_the_gdbserver_to_run():
     assert "probe 003A0028 hangs on benchpc" in message and "\n" not in message
     assert "pyocd gdbserver --uid 003A0028 --port 3333" in message
     assert "gdb: benchpc:3333" in message
+
+
+def test_a_firmware_not_naming_the_loaded_build_is_one_line(image, tmp_path, monkeypatch, capsys):
+    """The stub loads the ELF, and HELLO then names another build (the place's serial port
+    and debugger belong to different boards, or a foreign firmware): said, not recorded."""
+    monkeypatch.setenv("HILBENCH_LOCK_DIR", str(tmp_path / "locks"))
+    qemu = HaltedQemu(firmware="hilbench-an547 build 0123456789abcdef")
+    try:
+        gdb = f"127.0.0.1:{qemu.gdb_port}"
+        boards = write_map(tmp_path / "boards.toml", qemu.uart_port, gdb, image)
+        argv = ["run", "--board", f"map:{boards}", "--budget", "10", "--no-live"]
+        assert main([*argv, "--trace", str(tmp_path / "t.h5")]) == 2
+    finally:
+        qemu.stop()
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert f"loaded build {image.image_id} of {image.path.name}" in err
+    assert "says 'hilbench-an547 build 0123456789abcdef'" in err
+
+
+def test_a_local_probe_that_is_not_attached_is_one_line(image):
+    """No gdb, no pyocd_server, the probe on this host: pyOCD itself looks for it (no
+    ST-LINK is attached here)."""
+    from hilbench.errors import HilbenchError
+    from hilbench.farm.loaders import LoadContext, load
+
+    qemu = halted_qemu(image)  # a serial port that answers nothing yet
+    try:
+        ctx = LoadContext(PLACE, "exp0", "127.0.0.1", "NOSUCHPROBE0", "127.0.0.1",
+                          qemu.uart_port, str(image.path), {"machine": "an547"})  # fmt: skip
+        with pytest.raises(HilbenchError) as caught:
+            load("pyocd", ctx)
+    finally:
+        qemu.stop()
+    assert str(caught.value) == (
+        "no debug probe with id 'NOSUCHPROBE0'. see `hilbench probe list` for the probes attached"
+    )
