@@ -84,11 +84,7 @@ class Lifecycle:
         since the last move)."""
         if seconds is None:
             seconds = self.clock() - self._entered
-        if stage.rank > self.stage.rank + 1:
-            raise ValueError(
-                f"{self.board}: cannot go from {self.stage.value} to {stage.value} "
-                "(one stage up at a time)"
-            )
+        self._check(stage)
         move = Transition(self.stage, stage, seconds, detail)
         self.transitions.append(move)
         self.stage = stage
@@ -102,6 +98,7 @@ class Lifecycle:
         """Time the block as the move to ``stage`` (the block may set the yielded
         ``Move.detail``); a block that raises is logged as the failed move (the stage stays
         where it was)."""
+        self._check(stage)  # before the work, not after it
         t0 = self.clock()
         move = Move(detail)
         try:
@@ -113,6 +110,13 @@ class Lifecycle:
             log.warning("%s: %s", self.board, self.failed)
             raise
         self.enter(stage, self.clock() - t0, move.detail)
+
+    def _check(self, stage: Stage) -> None:
+        if stage.rank > self.stage.rank + 1:
+            raise ValueError(
+                f"{self.board}: cannot go from {self.stage.value} to {stage.value} "
+                "(one stage up at a time)"
+            )
 
     def report(self) -> list[tuple[str, str]]:
         """(label, text) rows for a failing test: the board, its stage, the moves, the tail."""

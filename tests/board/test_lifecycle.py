@@ -36,6 +36,10 @@ def test_moves_go_up_one_stage_at_a_time_and_back_anywhere(caplog):
         life.enter(Stage.READY)  # by default: the time since the last move
         with pytest.raises(ValueError, match="cannot go from ready to training"):
             life.enter(Stage.TRAINING, 0.0)
+        work = []
+        with pytest.raises(ValueError), life.moving_to(Stage.TRAINING):
+            work.append(1)  # refused before it starts
+        assert not work and life.stage is Stage.READY
         life.enter(Stage.MODEL_LOADED, 2.0)
         life.enter(Stage.MODEL_LOADED, 1.0, "another model")  # a reload stays there
         life.enter(Stage.ABSENT, 0.01, "closed")
