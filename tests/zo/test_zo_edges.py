@@ -320,6 +320,13 @@ def test_pool_sizes_and_row_multipliers() -> None:
     assert trail.shape == (1, 1, 1, 4) and trail.ravel().tolist() == list(cm)
 
 
+def test_draw_takes_seeds_as_a_column() -> None:
+    col = perturb.draw(np.array([[1], [2]], np.uint32), 0, (3, 4), perturb.GAUSSIAN)
+    flat = perturb.draw(np.array([1, 2], np.uint32), 0, (3, 4), perturb.GAUSSIAN)
+    assert col.shape == (2, 3, 4)
+    np.testing.assert_array_equal(col, flat)
+
+
 def test_draw_all_with_a_pool_and_default_layouts() -> None:
     pool = perturb.Pool.generate(2, 16, perturb.UNIFORM)
     seeds = np.array([1, 2], np.uint32)
