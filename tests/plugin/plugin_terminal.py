@@ -52,7 +52,12 @@ def project(directory: Path, source: str = SAMPLE, name: str = "test_sample.py")
 
 
 def terminal_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _UNSET}
+    """The environment of the pytest in the terminal: this run's settings that would change
+    its screen left out, and nothing saying it is an xdist worker (when the suite runs with
+    -n, an inherited PYTEST_XDIST_WORKER makes plugins such as pytest-benchmark warn)."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in _UNSET and not k.startswith("PYTEST_XDIST")
+    }
     env["TERM"] = "xterm-256color"
     return env
 

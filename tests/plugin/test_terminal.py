@@ -61,7 +61,8 @@ def test_the_live_panel_leaves_pytests_screen_as_no_live_does(tmp_path, options)
     assert normalized(live.lines) == normalized(quiet.lines)
 
     if "--tb=line" in options:  # the one line, wrapped on the screen
-        assert re.search(r"/test_sample\.py:8: assert 0\.\d+ > 0\.99", live.joined())
+        # (a space where the screen wraps is lost when the rows are joined)
+        assert re.search(r"/test_sample\.py:8: ?assert ?0\.\d+ ?> ?0\.99", live.joined())
 
     # one hilbench section: the failing test's (never a passing one's), wherever pytest shows
     # sections (with every --tb but no)
@@ -120,7 +121,7 @@ def test_junit_xml_is_whole_with_the_panel_on(tmp_path):
     junit = tmp_path / "junit.xml"
     screen = run_in_terminal(where, "-p", "no:cacheprovider", f"--junitxml={junit}")
     assert screen.panel_drawn
-    assert _matches(screen.lines, r"generated xml file: .*junit\.xml")
+    assert re.search(r"generated xml file: .*junit\.xml", screen.joined())  # path may wrap
 
     cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
     assert sorted(cases) == ["test_learns", "test_plain", "test_reaches_99"]
