@@ -1,7 +1,8 @@
 """The an547 port itself (its fresh build and the C unit tests on the M55 are
-test_an547_kernels.py's): the tick counter under -icount counts executed instructions; bytes keep arriving while a command
-computes (a retry is answered from the cache) and a burst larger than the receive ring loses
-nothing; boot nonces; a refused option and a fault end QEMU with a report."""
+test_an547_kernels.py's): the tick counter under -icount counts executed instructions; bytes
+keep arriving while a command computes (a retry is answered from the cache) and a burst larger
+than the receive ring loses nothing; boot nonces; a refused option and a fault end QEMU with a
+report."""
 
 from __future__ import annotations
 
