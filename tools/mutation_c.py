@@ -2,14 +2,15 @@
 
 universalmutator (pinned in the dev extra; regular-expression rules for C) writes the mutants
 of one core file; each is compiled with that file's C unit test (``device_fw/tests``, the same
-test ``make -C device_fw test`` runs, here without the sanitizers and at -O1 for speed) and the
-test is run on the golden vectors. The rules write many mutants a file (frame.c: ~1,200), so
-a seeded random sample of them is tested (``--sample``, default 150) and the score is given
-with its 95% interval (Wilson). A mutant is *killed* when the test fails, crashes or runs
-past its time limit; one that does not compile is no mutant and is not counted. The firmware
-is taken from the last commit (``git archive HEAD``) into ``build/mutation/c``, so edits in
-progress are not measured. Reviewed equivalents: ``[c-NAME]`` tables of
-``tools/equivalent_mutants.toml`` (``line`` is the mutated line as it reads after mutation).
+test ``make -C device_fw test`` runs, with the Makefile's warnings as errors and UBSan, at -O1
+and without ASan for speed) and the test is run on the golden vectors. The rules write many
+mutants a file (frame.c: ~1,200), so a seeded random sample of them is tested
+(``--sample``, default 150) and the score is given with its 95% interval (Wilson).
+
+A mutant is *killed* when the test fails, crashes or runs past its time limit; one that does
+not compile is no mutant and is not counted. The firmware is taken from the last commit
+(``git archive HEAD``) into ``build/mutation/c``, so edits in progress are not measured.
+Reviewed equivalents: the ``[c-NAME]`` tables of ``tools/equivalent_mutants.toml``.
 
 The C firmware's other measures are the differential test against the twin
 (tests/sil/test_differential.py) and the libFuzzer harnesses (make -C device_fw fuzz-ci):
@@ -24,6 +25,7 @@ import io
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +38,27 @@ from mutation import cpu_name, load_equivalents
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "build" / "mutation" / "c"
-CFLAGS = ["-std=c11", "-O1", "-w", "-Icore", "-Icore/gen", "-Itests"]
+# The Makefile's warnings (a mutant the firmware's build refuses is no mutant) and UBSan (an
+# out-of-range shift is a failure, as in `make test`); -O1 and no ASan, for speed.
+CFLAGS = [
+    "-std=c11",
+    "-O1",
+    *[
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-Wshadow",
+        "-Wstrict-prototypes",
+        "-Wmissing-prototypes",
+        "-Wvla",
+    ],
+    *["-Wpointer-arith", "-Wcast-align", "-Wundef"],
+    "-fsanitize=undefined",
+    "-fno-sanitize-recover=all",
+    "-Icore",
+    "-Icore/gen",
+    "-Itests",
+]
 ZO_SOURCES = (
     "core/zo/loss.c",
     "core/zo/perturb.c",
@@ -111,6 +133,17 @@ def checkout() -> Path:
     return WORK / "device_fw"
 
 
+def reviewed_equivalent(added: list[str], reviewed: list[dict[str, str]]) -> bool:
+    """True when a reviewed entry names the mutated line, or a pattern every added line
+    matches."""
+    for e in reviewed:
+        if "line" in e and e["line"].strip() in added:
+            return True
+        if "pattern" in e and added and all(re.search(e["pattern"], x) for x in added):
+            return True
+    return False
+
+
 def build_and_test(fw: Path, target: CTarget, exe: Path) -> str:
     """'invalid', 'killed' or 'survived' for the firmware as it is now in ``fw``."""
     sources = [target.test, target.source, *[s for s in target.link if s != target.source]]
@@ -162,7 +195,7 @@ def run(
                 difflib.unified_diff(original.splitlines(), text.splitlines(), lineterm="", n=0)
             )
             added = [x[1:].strip() for x in diff.splitlines()[2:] if x.startswith("+")]
-            if any(e["line"].strip() in added for e in reviewed):
+            if reviewed_equivalent(added, reviewed):
                 score.equivalent += 1
                 continue
             src.write_text(text)
@@ -202,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             for mutant, diff in score.survivors:
                 print(f"-- survived: {mutant}\n{diff}\n")
     print(
-        f"CPU: {cpu_name()}; one mutant at a time, gcc -O1, no sanitizers; "
+        f"CPU: {cpu_name()}; one mutant at a time, gcc -O1 -Werror, UBSan; "
         f"sample {args.sample or 'all'}, seed {args.seed}"
     )
     print(
