@@ -17,21 +17,18 @@
  *   may also under-count a short run, so the ZO split then uses each part's median run, not
  *   its fastest)
  *
- * Output: the report lines of bench/hb_bench.h on stdout, first `build ...`. A bad option or file is one line on stderr naming the cause
- * and the fix, exit status 2; a refusal of the core is an `error` line, exit status 1. */
+ * Output: the report lines of bench/hb_bench.h on stdout, first `build ...`. A bad option or
+ * file is one line on stderr naming the cause and the fix, exit status 2; a refusal of the
+ * core is an `error` line, exit status 1. The command line is bench_main.c's; this file holds
+ * the clock and --clock. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <getopt.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "hb_bench.h"
+#include "bench_main.h"
+#include "hb_cli.h"
 #include "hb_port.h"
-#include "hb_wire.h"
 
 static clockid_t bench_clock = CLOCK_MONOTONIC;
 static const char *clock_unit = "ns (CLOCK_MONOTONIC)";
@@ -44,172 +41,33 @@ uint64_t hb_port_ticks(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void hb_port_write(const uint8_t *data, size_t n) {
-    if (fwrite(data, 1, n, stdout) != n) {
-        fprintf(stderr, "hilbench-bench: cannot write the report: %s\n", strerror(errno));
-        exit(1);
+/* ---- --clock ------------------------------------------------------------------------------- */
+
+static void clock_option(const char *value, hb_bench_zo_args *za) {
+    if (strcmp(value, "thread") == 0) {
+        bench_clock = CLOCK_THREAD_CPUTIME_ID;
+        clock_unit = "ns (CLOCK_THREAD_CPUTIME_ID)";
+        za->split_stat = HB_BENCH_STAT_MEDIAN;
+    } else if (strcmp(value, "monotonic") != 0) {
+        hb_cli_usage_error("--clock takes monotonic or thread", "say --clock thread");
     }
 }
 
-/* ---- options and files --------------------------------------------------------------------- */
-
-static void usage_error(const char *cause, const char *fix) {
-    fprintf(stderr, "hilbench-bench: %s: %s\n", cause, fix);
-    exit(2);
-}
-
-static uint64_t parse_number(const char *opt, const char *text, uint64_t lo, uint64_t hi) {
-    char cause[256];
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 0);
-    if (errno || !end || *end || !*text || text[0] == '-') {
-        snprintf(cause, sizeof cause, "%s %.40s is not a number", opt, text);
-        usage_error(cause, "give a decimal or 0x-hex integer");
-    }
-    if (v < lo || v > hi) {
-        snprintf(cause, sizeof cause, "%s %.40s is outside %llu..%llu", opt, text,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        usage_error(cause, "give a value in that range");
-    }
-    return (uint64_t)v;
-}
-
-/* the whole file in a 16-byte aligned buffer (at least 16 bytes); exits on failure */
-static uint8_t *read_file(const char *what, const char *path, uint32_t *len) {
-    char cause[512];
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(cause, sizeof cause, "cannot open the %s %.300s (%s)", what, path,
-                 strerror(errno));
-        usage_error(cause, "name an existing, readable file");
-    }
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0 || size > (long)UINT32_MAX - 16) {
-        fclose(f);
-        snprintf(cause, sizeof cause, "cannot size the %s %.300s", what, path);
-        usage_error(cause, "give a regular file under 4 GiB");
-    }
-    size_t cap = ((size_t)size + 15u) / 16u * 16u + 16u;
-    uint8_t *buf = aligned_alloc(16, cap);
-    if (!buf) usage_error("out of memory", "give smaller files");
-    memset(buf, 0, cap);
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        fclose(f);
-        snprintf(cause, sizeof cause, "cannot read the %s %.300s", what, path);
-        usage_error(cause, "give a readable regular file");
-    }
-    fclose(f);
-    *len = (uint32_t)size;
-    return buf;
-}
-
-static const struct option LONG_OPTS[] = {
-    {"runs", required_argument, NULL, 'r'},      {"q", required_argument, NULL, 'q'},
-    {"batch", required_argument, NULL, 'b'},     {"eps", required_argument, NULL, 'e'},
-    {"item-runs", required_argument, NULL, 'i'}, {"seed", required_argument, NULL, 's'},
-    {"arena-bytes", required_argument, NULL, 'a'}, {"clock", required_argument, NULL, 'c'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-static const char USAGE[] =
-    "usage: hilbench-bench forward BLOB INPUT [--runs N]\n"
-    "       hilbench-bench zo BLOB INPUTS LABELS [--q Q] [--batch B] [--eps E] [--runs N]\n"
-    "                      [--item-runs N] [--seed S]\n"
-    "       hilbench-bench info\n"
-    "options of all: --arena-bytes N, --clock monotonic|thread\n";
+static const char *start(void) { return clock_unit; }
 
 int main(int argc, char **argv) {
-    uint32_t runs = 100, item_runs = 200, arena_bytes = HB_DEFAULT_ARENA_BYTES;
-    hb_bench_zo_args za = {.q = 4, .batch = 32, .eps = 2, .runs = 5, .seed = 1, .item_runs = 0,
-                           .split_stat = HB_BENCH_STAT_MIN};
-    int runs_given = 0;
-    int c;
-    opterr = 0; /* our own one-line message below, not getopt's */
-    while ((c = getopt_long(argc, argv, "h", LONG_OPTS, NULL)) != -1) {
-        switch (c) {
-        case 'r':
-            runs = (uint32_t)parse_number("--runs", optarg, 1, HB_BENCH_MAX_RUNS);
-            runs_given = 1;
-            break;
-        case 'q': za.q = (uint16_t)parse_number("--q", optarg, 1, HB_MAX_Q); break;
-        case 'b': za.batch = (uint16_t)parse_number("--batch", optarg, 1, HB_MAX_BATCH); break;
-        case 'e': za.eps = (uint16_t)parse_number("--eps", optarg, 1, HB_MAX_EPS); break;
-        case 'i':
-            item_runs = (uint32_t)parse_number("--item-runs", optarg, 1, HB_BENCH_MAX_RUNS);
-            break;
-        case 's': za.seed = (uint32_t)parse_number("--seed", optarg, 0, UINT32_MAX); break;
-        case 'a':
-            arena_bytes = (uint32_t)parse_number("--arena-bytes", optarg, 16, UINT32_MAX - 15);
-            if (arena_bytes % 16) usage_error("--arena-bytes must be a multiple of 16",
-                                              "give e.g. 4194304");
-            break;
-        case 'c':
-            if (strcmp(optarg, "thread") == 0) {
-                bench_clock = CLOCK_THREAD_CPUTIME_ID;
-                clock_unit = "ns (CLOCK_THREAD_CPUTIME_ID)";
-                za.split_stat = HB_BENCH_STAT_MEDIAN;
-            } else if (strcmp(optarg, "monotonic") != 0) {
-                usage_error("--clock takes monotonic or thread", "say --clock thread");
-            }
-            break;
-        case 'h': fputs(USAGE, stdout); return 0;
-        default: {
-            char cause[160];
-            snprintf(cause, sizeof cause, "unknown option or missing value: %.100s",
-                     argv[optind - 1]);
-            usage_error(cause, "see hilbench-bench --help");
-        }
-        }
-    }
-    const int n_pos = argc - optind;
-    const char *cmd = n_pos > 0 ? argv[optind] : "";
-    const int forward = strcmp(cmd, "forward") == 0, zo = strcmp(cmd, "zo") == 0;
-    if (strcmp(cmd, "info") == 0 && n_pos == 1) {
-        hb_bench_report_build(clock_unit);
-        return 0;
-    }
-    if (!forward && !zo)
-        usage_error(n_pos ? "unknown command" : "no command",
-                    "say `forward BLOB INPUT`, `zo BLOB INPUTS LABELS` or `info` (--help)");
-    if ((forward && n_pos != 3) || (zo && n_pos != 4))
-        usage_error(forward ? "forward takes BLOB INPUT" : "zo takes BLOB INPUTS LABELS",
-                    "give those files, options anywhere (--help)");
-
-    uint8_t *arena = aligned_alloc(16, arena_bytes);
-    if (!arena) usage_error("cannot allocate the arena", "give a smaller --arena-bytes");
-    uint32_t blob_len, n;
-    uint8_t *blob = read_file("model blob", argv[optind + 1], &blob_len);
-    hb_status st;
-    hb_bench_report_build(clock_unit);
-    if (forward) {
-        uint8_t *input = read_file("input", argv[optind + 2], &n);
-        hb_bench_forward_result r;
-        if (hb_bench_forward(blob, blob_len, arena, arena_bytes, (const int8_t *)input, n, runs,
-                             &r, &st) < 0) {
-            hb_bench_report_error(&st);
-            return 1;
-        }
-        hb_bench_report_forward(&r);
-        return 0;
-    }
-    uint32_t n_labels;
-    uint8_t *inputs = read_file("inputs", argv[optind + 2], &n);
-    uint8_t *labels = read_file("labels", argv[optind + 3], &n_labels);
-    if (n_labels == 0 || n % n_labels || n / n_labels > UINT16_MAX)
-        usage_error("the inputs are not a whole number of items, one per label",
-                    "write n items of the model's input size and n label bytes");
-    /* n_classes 0: the model's output size (the file has no data-blob header to say it) */
-    hb_slot slot = {(const int8_t *)inputs, labels, n_labels, (uint16_t)(n / n_labels), 0};
-    za.runs = runs_given ? runs : za.runs;
-    za.item_runs = item_runs;
-    hb_bench_zo_result r;
-    if (hb_bench_zo(blob, blob_len, arena, arena_bytes, &slot, &za, &r, &st) < 0) {
-        hb_bench_report_error(&st);
-        return 1;
-    }
-    hb_bench_report_zo(&za, &r);
-    return 0;
+    static const hb_bench_main_port port = {
+        .runs = 100,
+        .item_runs = 200,
+        .zo_runs = 5,
+        .option = {"clock", required_argument, NULL, 'c'},
+        .on_option = clock_option,
+        .option_usage = "--clock monotonic|thread",
+        .start = start,
+        .open_fix = "name an existing, readable file",
+        .max_file_bytes = (long)UINT32_MAX - 16,
+        .size_fix = "give a regular file under 4 GiB",
+        .memory_fix = "give smaller files",
+    };
+    return hb_bench_main(argc, argv, &port);
 }

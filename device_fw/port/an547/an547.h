@@ -1,6 +1,6 @@
 /* The an547 port's internal interfaces: the UART0 driver with its receive ring (uart.c), the
- * 64-bit SysTick counter (systick.c), the fault handler (fault.c), the reset (main.c), the
- * hooks startup.c calls. */
+ * 64-bit SysTick counter (systick.c), the hooks startup.c calls. The fault handler and what
+ * the Cortex-M55 ports share are port/cortex_m's (cortex_m.h). */
 #ifndef HB_AN547_H
 #define HB_AN547_H
 
@@ -34,11 +34,6 @@ void hb_an547_uart_rx_isr(void);
 
 void hb_an547_systick_init(void);
 uint64_t hb_an547_ticks(void);
-
-/* ---- faults ---------------------------------------------------------------------------- */
-
-/* The handler of every fault and unexpected exception: reports (fault.c) and ends QEMU. */
-void hb_an547_fault_entry(void);
 
 /* ---- startup hooks (startup.c: weak defaults) ---------------------------------------------- */
 

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "cortex_m.h" /* the core's registers and instructions */
+
 /* memories (Non-secure view; the linker script, an547_memory.ld, holds the same map) */
 #define AN547_ITCM_BASE 0x00000000u  /* 512 KiB: vectors and code */
 #define AN547_DTCM_BASE 0x20000000u  /* 512 KiB: data, bss, stack */
@@ -29,51 +31,7 @@
  * SysTick tick is 31.25 executed instructions. */
 #define AN547_SYSCLK_HZ 32000000u
 
-/* System control space (ARMv8.1-M) */
-#define SCS_ICSR (*(volatile uint32_t *)0xE000ED04u)
-#define SCS_VTOR (*(volatile uint32_t *)0xE000ED08u)
-#define SCS_AIRCR (*(volatile uint32_t *)0xE000ED0Cu)
-#define SCS_SHCSR (*(volatile uint32_t *)0xE000ED24u)
-#define SCS_CFSR (*(volatile uint32_t *)0xE000ED28u)
-#define SCS_HFSR (*(volatile uint32_t *)0xE000ED2Cu)
-#define SCS_MMFAR (*(volatile uint32_t *)0xE000ED34u)
-#define SCS_BFAR (*(volatile uint32_t *)0xE000ED38u)
-#define SCS_CPACR (*(volatile uint32_t *)0xE000ED88u)
-#define SCS_SFSR (*(volatile uint32_t *)0xE000EDE4u)
-#define SCS_SFAR (*(volatile uint32_t *)0xE000EDE8u)
-#define SCS_FPCCR (*(volatile uint32_t *)0xE000EF34u)
-#define SCS_FPDSCR (*(volatile uint32_t *)0xE000EF3Cu)
-
-#define ICSR_PENDSTSET (1u << 26)
-#define AIRCR_VECTKEY (0x05FAu << 16)
-#define AIRCR_SYSRESETREQ (1u << 2)
-
-#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
-#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
-#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
-#define SYST_CSR_ENABLE (1u << 0)
-#define SYST_CSR_TICKINT (1u << 1)
-#define SYST_CSR_CLKSOURCE (1u << 2)
-
-#define NVIC_ISER(n) (*(volatile uint32_t *)(0xE000E100u + 4u * (n)))
-#define NVIC_ICER(n) (*(volatile uint32_t *)(0xE000E180u + 4u * (n)))
-#define NVIC_ISPR(n) (*(volatile uint32_t *)(0xE000E200u + 4u * (n)))
-
 /* external interrupts the vector table has room for (AN547: 96 of the SSE-300's 480) */
 #define AN547_N_IRQ 96u
-
-static inline void an547_irq_disable(void) { __asm volatile("cpsid i" ::: "memory"); }
-static inline void an547_irq_enable(void) { __asm volatile("cpsie i" ::: "memory"); }
-static inline uint32_t an547_irq_save(void) {
-    uint32_t primask;
-    __asm volatile("mrs %0, primask\n cpsid i" : "=r"(primask)::"memory");
-    return primask;
-}
-static inline void an547_irq_restore(uint32_t primask) {
-    __asm volatile("msr primask, %0" ::"r"(primask) : "memory");
-}
-static inline void an547_dsb(void) { __asm volatile("dsb 0xF" ::: "memory"); }
-static inline void an547_isb(void) { __asm volatile("isb 0xF" ::: "memory"); }
-static inline void an547_wfi(void) { __asm volatile("wfi" ::: "memory"); }
 
 #endif /* HB_AN547_BOARD_H */

@@ -1,74 +1,19 @@
-/* The fault handler: every fault, and any exception nobody expects, ends here. It reports the
- * exception number, the stacked registers and the fault status registers (CFSR, HFSR, MMFAR,
- * BFAR, SFSR) as one line (HB_AN547_MSG_FAULT, declared in hilbench/target/an547.py): in an
- * ERROR INTERNAL frame on UART0 (sequence number 0, request type 0: it answers no request)
- * and on the semihosting console, then ends QEMU with HB_AN547_EXIT_FAULT.
- *
- * The entry, in assembly, takes the frame from the stack the fault used, lifts the stack limit
- * and moves to a stack of its own (a stack overflow may be what faulted). */
+/* The an547's end of a fault (port/cortex_m/fault.c reports it): the report line
+ * (HB_AN547_MSG_FAULT, declared in hilbench/target/an547.py) goes out in its ERROR INTERNAL
+ * frame on UART0 and on the semihosting console, then QEMU ends with HB_AN547_EXIT_FAULT. */
 #include <stdint.h>
-#include <string.h>
 
 #include "an547.h"
 #include "board.h"
 #include "hb_an547.h"
-#include "hb_bytes.h"
-#include "hb_frame.h"
-#include "hb_status.h"
-#include "hb_wire.h"
 #include "semihost.h"
 
-__attribute__((noreturn, used)) void hb_an547_fault(const uint32_t *frame, uint32_t exc_return);
+const char cm_fault_format[] = HB_AN547_MSG_FAULT;
 
-__attribute__((naked, noreturn)) void hb_an547_fault_entry(void) {
-    __asm volatile(
-        "cpsid i\n"
-        "tst lr, #4\n"
-        "ite eq\n"
-        "mrseq r0, msp\n"
-        "mrsne r0, psp\n"
-        "mov r1, lr\n"
-        "movs r2, #0\n"
-        "msr msplim, r2\n"
-        "ldr r2, =__fault_stack_top\n"
-        "mov sp, r2\n"
-        "b hb_an547_fault\n"
-        ".ltorg\n");
-}
-
-/* stacked frame: r0 r1 r2 r3 r12 lr pc xpsr; EXC_RETURN bit 4 clear: 18 more FP words */
-enum { F_LR = 5, F_PC = 6, F_XPSR = 7, BASIC_WORDS = 8, FP_WORDS = 26 };
-
-static uint8_t body[HB_HEADER_SIZE + HB_MIN_SIZE_ERROR + HB_MAX_ERROR_MSG + HB_CRC_SIZE];
-static uint8_t wire[HB_MIN_SIZE_ERROR + HB_MAX_ERROR_MSG + HB_FRAME_OVERHEAD + 8];
-
-void hb_an547_fault(const uint32_t *frame, uint32_t exc_return) {
-    uint32_t ipsr;
-    __asm volatile("mrs %0, ipsr" : "=r"(ipsr));
-    uint32_t xpsr = frame[F_XPSR];
-    uint32_t words = (exc_return & (1u << 4)) ? BASIC_WORDS : FP_WORDS;
-    uint32_t sp = (uint32_t)(uintptr_t)(frame + words) + ((xpsr & (1u << 9)) ? 4u : 0u);
-    const hb_arg args[] = {
-        HB_I(ipsr & 0x1FFu), HB_I(frame[F_PC]), HB_I(frame[F_LR]), HB_I(xpsr),   HB_I(sp),
-        HB_I(SCS_CFSR),      HB_I(SCS_HFSR),    HB_I(SCS_MMFAR),  HB_I(SCS_BFAR), HB_I(SCS_SFSR),
-    };
-    char report[HB_STATUS_MAX];
-    size_t report_len =
-        hb_format(report, sizeof report, HB_AN547_MSG_FAULT, args, sizeof args / sizeof *args);
-
-    /* ERROR INTERNAL "internal error: <report>" */
-    uint8_t *p = body + HB_HEADER_SIZE;
-    hb_arg what = HB_SN(report, report_len);
-    size_t msg_len = hb_format((char *)p + HB_OFF_ERROR_MSG, HB_MAX_ERROR_MSG, HB_MSG_INTERNAL,
-                               &what, 1);
-    hb_wr16(p + HB_OFF_ERROR_CODE, HB_MSG_INTERNAL_CODE);
-    p[HB_OFF_ERROR_REQUEST_TYPE] = 0;
-    hb_wr16(p + HB_OFF_ERROR_MSG_LEN, (uint16_t)msg_len);
-    size_t n = hb_frame_encode(wire, body, HB_PROTOCOL_VERSION, HB_TYPE_ERROR, 0,
-                               (uint16_t)(HB_MIN_SIZE_ERROR + msg_len));
-    hb_an547_uart_write(wire, n);
+void cm_fault_out(const char *report, size_t report_len, const uint8_t *frame,
+                  size_t frame_len) {
+    hb_an547_uart_write(frame, frame_len);
     hb_an547_uart_flush();
-
     sh_line(report, report_len);
     sh_exit(HB_AN547_EXIT_FAULT);
 }

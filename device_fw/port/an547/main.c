@@ -65,28 +65,19 @@ uint8_t hb_port_timing_source(void) {
     return cfg.icount ? HB_TIMING_INSTRUCTIONS : HB_TIMING_NONE;
 }
 
-static uint32_t mix32(uint32_t x) { /* MurmurHash3's finalizer: a bijection that spreads bits */
-    x ^= x >> 16;
-    x *= 0x85EBCA6Bu;
-    x ^= x >> 13;
-    x *= 0xC2B2AE35u;
-    x ^= x >> 16;
-    return x;
-}
-
 uint32_t hb_port_boot_nonce(void) {
     if (cfg.nonce_fixed) return cfg.nonce_base + cfg.boot;
-    uint32_t seed = cfg.nonce_seeded ? cfg.nonce_base : sh_time() ^ mix32(sh_clock());
-    return mix32(seed ^ mix32(cfg.boot + 0x9E3779B9u));
+    uint32_t seed = cfg.nonce_seeded ? cfg.nonce_base : sh_time() ^ cm_mix32(sh_clock());
+    return cm_mix32(seed ^ cm_mix32(cfg.boot + 0x9E3779B9u));
 }
 
 void hb_port_reset(void) {
     hb_an547_uart_flush(); /* the RESET answer is out */
-    an547_irq_disable();
-    an547_dsb();
+    cm_irq_disable();
+    cm_dsb();
     SCS_AIRCR = AIRCR_VECTKEY | AIRCR_SYSRESETREQ;
-    an547_dsb();
-    for (;;) an547_wfi(); /* QEMU resets the machine: this boot ends here */
+    cm_dsb();
+    for (;;) cm_wfi(); /* QEMU resets the machine: this boot ends here */
 }
 
 const char *hb_port_device_id(void) { return cfg.device_id; }
@@ -188,8 +179,12 @@ static void parse_options(int argc, char **argv) {
 
 /* ---- serving ------------------------------------------------------------------------- */
 
-/* A deliberate bus fault (--crash-after): a load from an address nothing decodes. */
-static void crash(void) {
+/* A deliberate bus fault after --crash-after frames: a load from an address nothing decodes. */
+static void crash_check(void) {
+    if (!cfg.crash_after) return;
+    uint32_t frames = 0;
+    hb_device_counters(&frames, NULL, NULL, NULL);
+    if (frames < cfg.crash_after) return;
     volatile uint32_t *nowhere = (volatile uint32_t *)0xEF000000u;
     (void)*nowhere;
 }
@@ -213,24 +208,10 @@ int main(int argc, char **argv) {
     hb_an547_systick_init();
     hb_an547_uart_init();
     hb_device_init(__arena_start, cfg.arena_bytes, cfg.max_payload);
-    an547_irq_enable();
+    cm_irq_enable();
     boot_line();
 
-    for (;;) {
-        const uint8_t *data;
-        size_t n = hb_an547_uart_peek(&data);
-        if (n) {
-            hb_device_rx(data, n);
-            hb_an547_uart_consume(n);
-            if (cfg.crash_after) {
-                uint32_t frames = 0;
-                hb_device_counters(&frames, NULL, NULL, NULL);
-                if (frames >= cfg.crash_after) crash();
-            }
-            continue;
-        }
-        an547_irq_disable();
-        if (hb_an547_uart_pending() == 0) an547_wfi(); /* an interrupt still wakes it */
-        an547_irq_enable();
-    }
+    static const cm_serve_ring ring = {hb_an547_uart_peek, hb_an547_uart_consume,
+                                       hb_an547_uart_pending, crash_check};
+    cm_serve(&ring);
 }

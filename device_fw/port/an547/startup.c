@@ -1,9 +1,10 @@
 /* Reset, the vector table and the C runtime's start on the AN547 (Zephyr's reset.S / prep_c.c
  * split): Reset_Handler, in assembly, enables the FPU and MVE (CP10/CP11) and sets the stack
  * limit before any compiled C runs, since the compiler may use FP and Helium registers
- * anywhere; hb_an547_prep_c then copies .data, zeroes .bss, points VTOR at the table, runs the
- * constructors (.init_array), reads the command line and runs main(argc, argv). Faults and
- * unexpected interrupts go to the fault handler (fault.c). */
+ * anywhere (CM_RESET_COMMON_ASM); hb_an547_prep_c then copies .data, and cm_start_c zeroes
+ * .bss, points VTOR at the table and runs the constructors (.init_array); then it reads the
+ * command line and runs main(argc, argv). Faults and unexpected interrupts go to the fault
+ * handler (port/cortex_m/fault.c, port/an547/fault.c). */
 #include <stdint.h>
 #include <string.h>
 
@@ -11,25 +12,21 @@
 #include "board.h"
 #include "semihost.h"
 
-extern uint32_t __stack_top[], __data_start[], __data_end[], __data_load[], __bss_start[],
-    __bss_end[];
-extern void (*const __init_array_start[])(void), (*const __init_array_end[])(void);
+extern uint32_t __stack_top[], __data_start[], __data_end[], __data_load[];
 
 int main(int argc, char **argv);
 void Reset_Handler(void);
 void hb_an547_prep_c(void);
 void SysTick_Handler(void);
 
-typedef void (*hb_vector)(void);
-
 /* the table: initial stack pointer, 15 system exceptions, AN547_N_IRQ interrupts */
 typedef struct {
     uint32_t *initial_sp;
-    hb_vector system[15];
-    hb_vector irq[AN547_N_IRQ];
+    cm_vector system[15];
+    cm_vector irq[AN547_N_IRQ];
 } hb_vector_table;
 
-#define FAULT hb_an547_fault_entry
+#define FAULT cm_fault_entry
 __attribute__((section(".vectors"), used)) const hb_vector_table hb_an547_vectors = {
     .initial_sp = __stack_top,
     .system =
@@ -58,33 +55,10 @@ __attribute__((section(".vectors"), used)) const hb_vector_table hb_an547_vector
         },
 };
 
-/* Runs before any compiled C: FPU and MVE on (CPACR CP10/CP11 full access), the stack limit,
- * FPSCR.LTPSIZE = 4 (no tail predication outside a loop that sets it) for this and every new
- * floating-point context (FPDSCR), then C. */
+/* Runs before any compiled C: the common steps (cortex_m.h), then C. */
 __attribute__((naked, noreturn)) void Reset_Handler(void) {
-    __asm volatile(
-        "cpsid i\n"
-        "ldr r0, =0xE000ED88\n" /* CPACR */
-        "ldr r1, [r0]\n"
-        "orr r1, r1, #0x00F00000\n" /* CP10, CP11: full access */
-        "str r1, [r0]\n"
-        "dsb\n"
-        "isb\n"
-        "ldr r0, =__stack_top\n"
-        "msr msp, r0\n"
-        "ldr r0, =__stack_limit\n"
-        "msr msplim, r0\n"
-        "ldr r0, =0xE000EF3C\n" /* FPDSCR */
-        "ldr r1, [r0]\n"
-        "bic r1, r1, #0x00070000\n"
-        "orr r1, r1, #0x00040000\n" /* LTPSIZE = 4 */
-        "str r1, [r0]\n"
-        "vmrs r1, fpscr\n"
-        "bic r1, r1, #0x00070000\n"
-        "orr r1, r1, #0x00040000\n"
-        "vmsr fpscr, r1\n"
-        "b hb_an547_prep_c\n"
-        ".ltorg\n");
+    __asm volatile(CM_RESET_COMMON_ASM "b hb_an547_prep_c\n"
+                                       ".ltorg\n");
 }
 
 /* the command line as argv (semihost.h; %XX escapes decoded in place) */
@@ -136,11 +110,7 @@ __attribute__((weak, noreturn)) void hb_an547_exit(int code) { sh_exit((uint32_t
 
 __attribute__((noreturn, used)) void hb_an547_prep_c(void) {
     memcpy(__data_start, __data_load, (size_t)((uint8_t *)__data_end - (uint8_t *)__data_start));
-    memset(__bss_start, 0, (size_t)((uint8_t *)__bss_end - (uint8_t *)__bss_start));
-    SCS_VTOR = (uint32_t)(uintptr_t)&hb_an547_vectors;
-    an547_dsb();
-    an547_isb();
-    for (void (*const *ctor)(void) = __init_array_start; ctor < __init_array_end; ctor++) (*ctor)();
+    cm_start_c(&hb_an547_vectors);
     hb_an547_pre_main();
     int argc = split_args();
     hb_an547_exit(main(argc, args));

@@ -22,13 +22,13 @@ void hb_an547_systick_init(void) {
 }
 
 uint64_t hb_an547_ticks(void) {
-    uint32_t primask = an547_irq_save();
+    uint32_t primask = cm_irq_save();
     uint64_t base = wraps;
     uint32_t now = SYST_CVR;
     if (SCS_ICSR & ICSR_PENDSTSET) { /* wrapped, interrupt not yet taken: count that wrap */
         now = SYST_CVR;
         base += RELOAD + 1u;
     }
-    an547_irq_restore(primask);
+    cm_irq_restore(primask);
     return base + (RELOAD - now);
 }

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hb_cli.h"
 #include "hb_device.h"
 #include "hb_port.h"
 #include "hb_wire.h"
@@ -104,34 +105,14 @@ const char *hb_port_firmware(void) { return firmware; }
 
 /* ---- options ------------------------------------------------------------------------- */
 
-static void usage_error(const char *cause, const char *fix) {
-    fprintf(stderr, "hilbench-sil: %s: %s\n", cause, fix);
-    exit(2);
-}
-
-static uint64_t parse_number(const char *opt, const char *text, uint64_t lo, uint64_t hi) {
-    char cause[256];
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 0);
-    if (errno || !end || *end || !*text || text[0] == '-') {
-        snprintf(cause, sizeof cause, "%s %.40s is not a number", opt, text);
-        usage_error(cause, "give a decimal or 0x-hex integer");
-    }
-    if (v < lo || v > hi) {
-        snprintf(cause, sizeof cause, "%s %.40s is outside %llu..%llu", opt, text,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        usage_error(cause, "give a value in that range");
-    }
-    return (uint64_t)v;
-}
+const char hb_cli_program[] = "hilbench-sil";
 
 static void copy_string(char *dst, const char *opt, const char *text) {
     if (strlen(text) > HB_MAX_STRING) {
         char cause[128];
         snprintf(cause, sizeof cause, "%s is %zu bytes, HELLO carries at most %d", opt,
                  strlen(text), HB_MAX_STRING);
-        usage_error(cause, "give a shorter string");
+        hb_cli_usage_error(cause, "give a shorter string");
     }
     strcpy(dst, text);
 }
@@ -211,10 +192,11 @@ static int serve_tcp(const char *spec) {
     char host[256];
     const char *colon = strrchr(spec, ':');
     if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof host)
-        usage_error("--listen wants HOST:PORT", "e.g. --listen 127.0.0.1:0 (port 0 picks one)");
+        hb_cli_usage_error("--listen wants HOST:PORT",
+                           "e.g. --listen 127.0.0.1:0 (port 0 picks one)");
     memcpy(host, spec, (size_t)(colon - spec));
     host[colon - spec] = 0;
-    uint16_t port = (uint16_t)parse_number("--listen port", colon + 1, 0, 65535);
+    uint16_t port = (uint16_t)hb_cli_number("--listen port", colon + 1, 0, 65535);
     char portstr[8];
     snprintf(portstr, sizeof portstr, "%u", port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -224,7 +206,7 @@ static int serve_tcp(const char *spec) {
     if (rc != 0) {
         char cause[384];
         snprintf(cause, sizeof cause, "--listen %.256s: %s", spec, gai_strerror(rc));
-        usage_error(cause, "give an address of this machine, e.g. 127.0.0.1:0");
+        hb_cli_usage_error(cause, "give an address of this machine, e.g. 127.0.0.1:0");
     }
     int srv = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
     int one = 1;
@@ -294,22 +276,23 @@ int main(int argc, char **argv) {
         case OPT_STDIO:
         case OPT_LISTEN:
             if (mode && mode != c)
-                usage_error("--pty, --stdio and --listen exclude each other", "give one of them");
+                hb_cli_usage_error("--pty, --stdio and --listen exclude each other",
+                                   "give one of them");
             mode = c;
             if (c == OPT_LISTEN) listen_spec = optarg;
             break;
         case OPT_ARENA:
-            want_arena = parse_number("--arena-bytes", optarg, 16, 0xFFFFFFF0u);
+            want_arena = hb_cli_number("--arena-bytes", optarg, 16, 0xFFFFFFF0u);
             if (want_arena % 16)
-                usage_error("--arena-bytes must be a multiple of 16",
-                            "round it (the arena's regions are 16-byte aligned)");
+                hb_cli_usage_error("--arena-bytes must be a multiple of 16",
+                                   "round it (the arena's regions are 16-byte aligned)");
             break;
         case OPT_MAXP:
-            max_payload = (uint16_t)parse_number("--max-payload", optarg, HB_MIN_DEVICE_PAYLOAD,
-                                                 HB_MAX_PAYLOAD);
+            max_payload = (uint16_t)hb_cli_number("--max-payload", optarg, HB_MIN_DEVICE_PAYLOAD,
+                                                  HB_MAX_PAYLOAD);
             break;
         case OPT_NONCE:
-            next_nonce = (uint32_t)parse_number("--boot-nonce", optarg, 0, 0xFFFFFFFFu);
+            next_nonce = (uint32_t)hb_cli_number("--boot-nonce", optarg, 0, 0xFFFFFFFFu);
             nonce_fixed = 1;
             break;
         case OPT_ID: copy_string(device_id, "--device-id", optarg); break;
@@ -325,16 +308,16 @@ int main(int argc, char **argv) {
                 snprintf(cause, sizeof cause, "option %.60s needs a value", bad);
             else
                 snprintf(cause, sizeof cause, "unknown option %.60s", bad);
-            usage_error(cause, "see hilbench-sil --help");
+            hb_cli_usage_error(cause, "see hilbench-sil --help");
         }
         }
     }
     if (optind < argc) {
         char cause[160];
         snprintf(cause, sizeof cause, "unexpected argument %.60s", argv[optind]);
-        usage_error(cause, "options only; see hilbench-sil --help");
+        hb_cli_usage_error(cause, "options only; see hilbench-sil --help");
     }
-    if (!mode) usage_error("no link given", "add --pty, --stdio or --listen HOST:PORT");
+    if (!mode) hb_cli_usage_error("no link given", "add --pty, --stdio or --listen HOST:PORT");
 
     parent_at_start = getppid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);

@@ -31,8 +31,8 @@ void hb_n6_cycles_init(void) {
 }
 
 uint64_t hb_n6_cycles(void) {
-    uint32_t primask = n6_irq_save();
+    uint32_t primask = cm_irq_save();
     uint64_t t = fold();
-    n6_irq_restore(primask);
+    cm_irq_restore(primask);
     return t;
 }

@@ -45,25 +45,16 @@ uint8_t hb_port_timing_source(void) { return HB_TIMING_DEVICE; }
 const char *hb_port_device_id(void) { return device_id; }
 const char *hb_port_firmware(void) { return firmware; }
 
-static uint32_t mix32(uint32_t x) { /* MurmurHash3's finalizer: a bijection that spreads bits */
-    x ^= x >> 16;
-    x *= 0x85EBCA6Bu;
-    x ^= x >> 13;
-    x *= 0xC2B2AE35u;
-    x ^= x >> 16;
-    return x;
-}
-
-uint32_t hb_port_boot_nonce(void) { return mix32(PERSIST->seed ^ mix32(boot + 0x9E3779B9u)); }
+uint32_t hb_port_boot_nonce(void) { return cm_mix32(PERSIST->seed ^ cm_mix32(boot + 0x9E3779B9u)); }
 
 void hb_port_reset(void) {
     hb_n6_uart_flush(); /* the RESET answer is out */
-    n6_irq_disable();
+    cm_irq_disable();
     SYST_CSR = 0;
     USART_CR1 = 0;
-    n6_dsb();
+    cm_dsb();
     __asm volatile("b Reset_Handler"); /* the startup again: .bss, VTOR, main() */
-    for (;;) n6_wfi();
+    for (;;) cm_wfi();
 }
 
 /* ---- identity ---------------------------------------------------------------------------- */
@@ -97,7 +88,7 @@ int main(void) {
     volatile persist *p = PERSIST;
     hb_n6_cycles_init();
     if (p->magic != PERSIST_MAGIC) { /* cold: seed from leftover RAM and the debug clock */
-        p->seed = mix32(p->seed ^ p->boots ^ DWT_CYCCNT ^ SYST_CVR);
+        p->seed = cm_mix32(p->seed ^ p->boots ^ DWT_CYCCNT ^ SYST_CVR);
         p->boots = 0;
         p->magic = PERSIST_MAGIC;
     }
@@ -107,18 +98,9 @@ int main(void) {
     uint32_t arena_bytes = (uint32_t)(__arena_end - __arena_start);
     if (arena_bytes > HB_DEFAULT_ARENA_BYTES) arena_bytes = HB_DEFAULT_ARENA_BYTES;
     hb_device_init(__arena_start, arena_bytes, HB_MAX_PAYLOAD);
-    n6_irq_enable();
+    cm_irq_enable();
 
-    for (;;) {
-        const uint8_t *data;
-        size_t n = hb_n6_uart_peek(&data);
-        if (n) {
-            hb_device_rx(data, n);
-            hb_n6_uart_consume(n);
-            continue;
-        }
-        n6_irq_disable();
-        if (hb_n6_uart_pending() == 0) n6_wfi(); /* an interrupt still wakes it */
-        n6_irq_enable();
-    }
+    static const cm_serve_ring ring = {hb_n6_uart_peek, hb_n6_uart_consume, hb_n6_uart_pending,
+                                       NULL};
+    cm_serve(&ring);
 }

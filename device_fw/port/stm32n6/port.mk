@@ -11,14 +11,15 @@ N6_ARCH     := -mcpu=cortex-m55 -mthumb -mfloat-abi=hard
 N6_OPT      ?= -O2 -g
 STM32N6_BAUD ?= 921600
 STM32N6_PCLK2_HZ ?= 0
-N6_FLAGS     = $(CSTD) $(WARN) $(N6_OPT) $(N6_ARCH) $(INC) -Iport/stm32n6 \
+N6_FLAGS     = $(CSTD) $(WARN) $(N6_OPT) $(N6_ARCH) $(INC) -Iport/stm32n6 -Iport/cortex_m \
                -ffunction-sections -fdata-sections -DSTM32N6_BAUD=$(STM32N6_BAUD)u \
                -DSTM32N6_PCLK2_HZ=$(STM32N6_PCLK2_HZ)u $(EXTRA_CFLAGS)
 N6_LD       := -nostartfiles -Wl,--gc-sections -Wl,--no-warn-rwx-segments -Wl,--build-id=sha1 \
                -Wl,--nmagic \
                -Lport/stm32n6 -Tstm32n6.ld
-N6_PORT     := $(sort $(wildcard port/stm32n6/*.c))
-N6_HDRS     := $(HEADERS) $(wildcard port/stm32n6/*.h) port/stm32n6/stm32n6.ld \
+# with what the Cortex-M55 ports share (port/cortex_m: CM_SRC, CM_HDRS of device_fw/Makefile)
+N6_PORT     := $(sort $(wildcard port/stm32n6/*.c)) $(CM_SRC)
+N6_HDRS     := $(HEADERS) $(CM_HDRS) $(wildcard port/stm32n6/*.h) port/stm32n6/stm32n6.ld \
                port/stm32n6/port.mk
 N6_OBJ      := $(patsubst %.c,$(N6_DIR)/obj/%.o,$(CORE_SRC) $(N6_PORT))
 

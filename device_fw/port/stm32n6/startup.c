@@ -8,30 +8,28 @@
  *
  * Reset_Handler, in assembly, turns the FPU and MVE on (CPACR CP10/CP11; a debugger's emulated
  * reset writes CPACR = 0) and sets the stack limit before any compiled C runs, since the
- * compiler may use FP and Helium registers anywhere. hb_n6_prep_c then zeroes .bss (the image
- * is loaded where it runs: .data needs no copy), points VTOR here and runs main(). */
+ * compiler may use FP and Helium registers anywhere (CM_RESET_COMMON_ASM, then its own FPCCR and
+ * CCR). hb_n6_prep_c then quiets the interrupts, and cm_start_c zeroes .bss (the image is
+ * loaded where it runs: .data needs no copy), points VTOR here and runs the constructors;
+ * then main(). */
 #include <stdint.h>
-#include <string.h>
 
 #include "stm32n6.h"
 
-extern uint32_t __stack_top[], __bss_start[], __bss_end[];
-extern void (*const __init_array_start[])(void), (*const __init_array_end[])(void);
+extern uint32_t __stack_top[];
 
 int main(void);
 void Reset_Handler(void);
 void hb_n6_prep_c(void);
 void SysTick_Handler(void);
 
-typedef void (*hb_vector)(void);
-
 typedef struct {
     uint32_t *initial_sp;
-    hb_vector system[15];
-    hb_vector irq[STM32N6_N_IRQ];
+    cm_vector system[15];
+    cm_vector irq[STM32N6_N_IRQ];
 } hb_vector_table;
 
-#define FAULT hb_n6_fault_entry
+#define FAULT cm_fault_entry
 __attribute__((section(".vectors"), used)) const hb_vector_table hb_n6_vectors = {
     .initial_sp = __stack_top,
     .system =
@@ -62,26 +60,7 @@ _Static_assert(sizeof(hb_vector_table) <= 1024, "VTOR at 0x34000400 needs a tabl
 
 __attribute__((naked, noreturn)) void Reset_Handler(void) {
     __asm volatile(
-        "cpsid i\n"
-        "ldr r0, =0xE000ED88\n" /* CPACR */
-        "ldr r1, [r0]\n"
-        "orr r1, r1, #0x00F00000\n" /* CP10, CP11: full access (FPU and MVE) */
-        "str r1, [r0]\n"
-        "dsb\n"
-        "isb\n"
-        "ldr r0, =__stack_top\n"
-        "msr msp, r0\n"
-        "ldr r0, =__stack_limit\n"
-        "msr msplim, r0\n"
-        "ldr r0, =0xE000EF3C\n" /* FPDSCR: LTPSIZE = 4 for every new FP context */
-        "ldr r1, [r0]\n"
-        "bic r1, r1, #0x00070000\n"
-        "orr r1, r1, #0x00040000\n"
-        "str r1, [r0]\n"
-        "vmrs r1, fpscr\n"
-        "bic r1, r1, #0x00070000\n"
-        "orr r1, r1, #0x00040000\n"
-        "vmsr fpscr, r1\n"
+        CM_RESET_COMMON_ASM
         "ldr r0, =0xE000EF34\n" /* FPCCR: ASPEN, LSPEN (an emulated reset wrote 0) */
         "ldr r1, [r0]\n"
         "orr r1, r1, #0xC0000000\n"
@@ -105,17 +84,13 @@ static void quiet_interrupts(void) {
         NVIC_ICER(i) = 0xFFFFFFFFu;
         NVIC_ICPR(i) = 0xFFFFFFFFu;
     }
-    n6_dsb();
-    n6_isb();
+    cm_dsb();
+    cm_isb();
 }
 
 __attribute__((noreturn, used)) void hb_n6_prep_c(void) {
     quiet_interrupts();
-    memset(__bss_start, 0, (size_t)((uint8_t *)__bss_end - (uint8_t *)__bss_start));
-    SCS_VTOR = (uint32_t)(uintptr_t)&hb_n6_vectors;
-    n6_dsb();
-    n6_isb();
-    for (void (*const *ctor)(void) = __init_array_start; ctor < __init_array_end; ctor++) (*ctor)();
+    cm_start_c(&hb_n6_vectors);
     main();
-    for (;;) n6_wfi(); /* main() never returns */
+    for (;;) cm_wfi(); /* main() never returns */
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cortex_m.h" /* the core's registers and instructions */
 #include "hb_stm32n6.h"
 
 /* ---- build options (make stm32n6 STM32N6_BAUD=115200 ...) ------------------------------ */
@@ -63,59 +64,12 @@
 #define USART_ISR_TXE (1u << 7)
 #define USART_ICR_ALL 0x00123BFFu /* every clearable flag, overrun and framing included */
 
-/* ---- the core (Armv8.1-M system control space, DWT) -------------------------------------- */
-
-#define SCS_ICSR REG32(0xE000ED04u)
-#define SCS_VTOR REG32(0xE000ED08u)
-#define SCS_AIRCR REG32(0xE000ED0Cu)
-#define SCS_CFSR REG32(0xE000ED28u)
-#define SCS_HFSR REG32(0xE000ED2Cu)
-#define SCS_MMFAR REG32(0xE000ED34u)
-#define SCS_BFAR REG32(0xE000ED38u)
-#define SCS_SFSR REG32(0xE000EDE4u)
-#define SCS_DEMCR REG32(0xE000EDFCu)
-#define DEMCR_TRCENA (1u << 24)
-#define AIRCR_VECTKEY (0x05FAu << 16)
-#define AIRCR_SYSRESETREQ (1u << 2)
-#define ICSR_PENDSTSET (1u << 26)
-
-#define DWT_CTRL REG32(0xE0001000u)
-#define DWT_CYCCNT REG32(0xE0001004u)
-#define DWT_CTRL_CYCCNTENA (1u << 0)
-
-#define SYST_CSR REG32(0xE000E010u)
-#define SYST_RVR REG32(0xE000E014u)
-#define SYST_CVR REG32(0xE000E018u)
-#define SYST_CSR_ENABLE (1u << 0)
-#define SYST_CSR_TICKINT (1u << 1)
-#define SYST_CSR_CLKSOURCE (1u << 2)
-
-#define NVIC_ISER(n) REG32(0xE000E100u + 4u * (n))
-#define NVIC_ICER(n) REG32(0xE000E180u + 4u * (n))
-#define NVIC_ISPR(n) REG32(0xE000E200u + 4u * (n))
-#define NVIC_ICPR(n) REG32(0xE000E280u + 4u * (n))
-#define ICSR_PENDSTCLR (1u << 25)
-#define ICSR_PENDSVCLR (1u << 27)
 /* interrupt lines the NVIC may have (the N6 has under 200; the core's maximum is 480) */
 #define STM32N6_NVIC_LINES 480u
 
 /* external interrupts in the vector table: USART1 (159) and every line below it; the table
  * (16 + 160 words) stays under the 1 KiB alignment VTOR needs at 0x34000400 */
 #define STM32N6_N_IRQ 160u
-
-static inline void n6_irq_disable(void) { __asm volatile("cpsid i" ::: "memory"); }
-static inline void n6_irq_enable(void) { __asm volatile("cpsie i" ::: "memory"); }
-static inline uint32_t n6_irq_save(void) {
-    uint32_t primask;
-    __asm volatile("mrs %0, primask\n cpsid i" : "=r"(primask)::"memory");
-    return primask;
-}
-static inline void n6_irq_restore(uint32_t primask) {
-    __asm volatile("msr primask, %0" ::"r"(primask) : "memory");
-}
-static inline void n6_dsb(void) { __asm volatile("dsb 0xF" ::: "memory"); }
-static inline void n6_isb(void) { __asm volatile("isb 0xF" ::: "memory"); }
-static inline void n6_wfi(void) { __asm volatile("wfi" ::: "memory"); }
 
 /* ---- the port's modules -------------------------------------------------------------------- */
 
@@ -131,9 +85,6 @@ void hb_n6_uart_isr(void);
 /* cycles.c: the DWT cycle counter extended to 64 bits (SysTick keeps the wraps) */
 void hb_n6_cycles_init(void);
 uint64_t hb_n6_cycles(void);
-
-/* fault.c: every fault and unexpected exception */
-void hb_n6_fault_entry(void);
 
 /* npu.c: the one place a network compiled for the Neural-ART NPU would plug in */
 int hb_n6_npu_available(void);

@@ -28,7 +28,7 @@ void hb_n6_uart_init(void) {
     RCC_BUSENR |= RCC_BUSENR_AHB4 | RCC_BUSENR_APB2; /* on after a boot ROM, but make sure */
     RCC_AHB4ENSR = RCC_AHB4ENSR_GPIOE;
     RCC_APB2ENSR = RCC_APB2ENSR_USART1;
-    n6_dsb();
+    cm_dsb();
     /* PE5, PE6: alternate function 7, high speed, pull-up on RX */
     GPIO_MODER(GPIOE_BASE) = (GPIO_MODER(GPIOE_BASE) & ~(0xFu << 10)) | (0xAu << 10);
     GPIO_OSPEEDR(GPIOE_BASE) = (GPIO_OSPEEDR(GPIOE_BASE) & ~(0xFu << 10)) | (0xAu << 10);

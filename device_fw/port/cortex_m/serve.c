@@ -1,0 +1,22 @@
+/* The serving loop every Cortex-M55 port shares (cortex_m.h): received bytes to the device,
+ * sleep while the receive ring is empty. */
+#include <stdint.h>
+
+#include "cortex_m.h"
+#include "hb_device.h"
+
+void cm_serve(const cm_serve_ring *ring) {
+    for (;;) {
+        const uint8_t *data;
+        size_t n = ring->peek(&data);
+        if (n) {
+            hb_device_rx(data, n);
+            ring->consume(n);
+            if (ring->after_rx) ring->after_rx();
+            continue;
+        }
+        cm_irq_disable();
+        if (ring->pending() == 0) cm_wfi(); /* an interrupt still wakes it */
+        cm_irq_enable();
+    }
+}
