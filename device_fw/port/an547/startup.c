@@ -15,38 +15,15 @@
 extern uint32_t __stack_top[], __data_start[], __data_end[], __data_load[];
 
 int main(int argc, char **argv);
-void Reset_Handler(void);
 void hb_an547_prep_c(void);
-void SysTick_Handler(void);
 
 /* the table: initial stack pointer, 15 system exceptions, AN547_N_IRQ interrupts */
-typedef struct {
-    uint32_t *initial_sp;
-    cm_vector system[15];
-    cm_vector irq[AN547_N_IRQ];
-} hb_vector_table;
+typedef CM_VECTOR_TABLE(AN547_N_IRQ) hb_vector_table;
 
 #define FAULT cm_fault_entry
 __attribute__((section(".vectors"), used)) const hb_vector_table hb_an547_vectors = {
     .initial_sp = __stack_top,
-    .system =
-        {
-            Reset_Handler, /* 1 Reset */
-            FAULT,         /* 2 NMI */
-            FAULT,         /* 3 HardFault */
-            FAULT,         /* 4 MemManage */
-            FAULT,         /* 5 BusFault */
-            FAULT,         /* 6 UsageFault */
-            FAULT,         /* 7 SecureFault */
-            0,             /* 8-10 reserved */
-            0,
-            0,
-            FAULT,           /* 11 SVCall */
-            FAULT,           /* 12 DebugMonitor */
-            0,               /* 13 reserved */
-            FAULT,           /* 14 PendSV */
-            SysTick_Handler, /* 15 SysTick */
-        },
+    .system = CM_SYSTEM_VECTORS,
     .irq =
         {
             [0 ... AN547_UART0_RX_IRQ - 1] = FAULT,

@@ -106,6 +106,36 @@ static inline uint32_t cm_mix32(uint32_t x) {
 
 typedef void (*cm_vector)(void);
 
+/* A port's vector table: the initial stack pointer, the 15 system exceptions, n_irq
+ * interrupts. CM_SYSTEM_VECTORS fills the system part: Reset_Handler, SysTick_Handler (the
+ * port's 64-bit tick count) and cm_fault_entry for every other exception (NMI, HardFault,
+ * MemManage, BusFault, UsageFault, SecureFault, SVCall, DebugMonitor, PendSV); 0 where the
+ * architecture reserves the entry. */
+#define CM_VECTOR_TABLE(n_irq)                                         \
+    struct {                                                           \
+        uint32_t *initial_sp;                                          \
+        cm_vector system[15];                                          \
+        cm_vector irq[n_irq];                                          \
+    }
+void Reset_Handler(void);
+void SysTick_Handler(void);
+#define CM_SYSTEM_VECTORS                                              \
+    {                                                                  \
+        Reset_Handler,   /* 1 Reset */                                 \
+        cm_fault_entry,  /* 2 NMI */                                   \
+        cm_fault_entry,  /* 3 HardFault */                             \
+        cm_fault_entry,  /* 4 MemManage */                             \
+        cm_fault_entry,  /* 5 BusFault */                              \
+        cm_fault_entry,  /* 6 UsageFault */                            \
+        cm_fault_entry,  /* 7 SecureFault */                           \
+        0, 0, 0,         /* 8-10 reserved */                           \
+        cm_fault_entry,  /* 11 SVCall */                               \
+        cm_fault_entry,  /* 12 DebugMonitor: never enabled */          \
+        0,               /* 13 reserved */                             \
+        cm_fault_entry,  /* 14 PendSV */                               \
+        SysTick_Handler, /* 15 SysTick */                              \
+    }
+
 /* The C runtime's common start, once .data is in place: zero .bss, point VTOR at the port's
  * vector table, run the constructors (.init_array). */
 void cm_start_c(const void *vectors);

@@ -19,37 +19,14 @@
 extern uint32_t __stack_top[];
 
 int main(void);
-void Reset_Handler(void);
 void hb_n6_prep_c(void);
-void SysTick_Handler(void);
 
-typedef struct {
-    uint32_t *initial_sp;
-    cm_vector system[15];
-    cm_vector irq[STM32N6_N_IRQ];
-} hb_vector_table;
+typedef CM_VECTOR_TABLE(STM32N6_N_IRQ) hb_vector_table;
 
 #define FAULT cm_fault_entry
 __attribute__((section(".vectors"), used)) const hb_vector_table hb_n6_vectors = {
     .initial_sp = __stack_top,
-    .system =
-        {
-            Reset_Handler, /* 1 Reset */
-            FAULT,         /* 2 NMI */
-            FAULT,         /* 3 HardFault */
-            FAULT,         /* 4 MemManage */
-            FAULT,         /* 5 BusFault */
-            FAULT,         /* 6 UsageFault */
-            FAULT,         /* 7 SecureFault */
-            0,             /* 8-10 reserved */
-            0,
-            0,
-            FAULT,           /* 11 SVCall */
-            FAULT,           /* 12 DebugMonitor: never enabled */
-            0,               /* 13 reserved */
-            FAULT,           /* 14 PendSV */
-            SysTick_Handler, /* 15 SysTick: the cycle counter's wraps */
-        },
+    .system = CM_SYSTEM_VECTORS,
     .irq =
         {
             [0 ... USART1_IRQ - 1] = FAULT,
