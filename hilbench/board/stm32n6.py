@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from hilbench.target.cortex_m import FAULT_REPORT
+
 #: Development boot (BOOT1 high): the debugger loads the image here, the Secure alias of
 #: AXISRAM1 (ST's example applications link at the same address; AXISRAM1's first KiB is left
 #: to the boot ROM).
@@ -30,10 +32,8 @@ MESSAGES: dict[str, str] = {
     # HELLO's firmware string: the protocol version and the first BUILD_ID_DIGITS hex digits of
     # the ELF's GNU build id (.note.gnu.build-id), read by the firmware from its own image
     "FIRMWARE": "hilbench-stm32n6 protocol %d build %s",
-    # the fault report (exception number, stacked registers, fault status registers): sent as
-    # ERROR INTERNAL ("internal error: " + this) on USART1, again every second until a reset
-    "FAULT": "fault in exception %d: pc 0x%08x lr 0x%08x xpsr 0x%08x sp 0x%08x cfsr 0x%08x "
-    "hfsr 0x%08x mmfar 0x%08x bfar 0x%08x sfsr 0x%08x",
+    # the Cortex-M fault report: sent on USART1, again every second until a reset
+    "FAULT": FAULT_REPORT,
 }
 
 _BUILD_RE = re.compile(rf"\bbuild ([0-9a-f]{{{BUILD_ID_DIGITS},}})\b")

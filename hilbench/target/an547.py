@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from hilbench.target.cortex_m import FAULT_REPORT
+
 #: The firmware's options (semihosting arguments after argv[0]), each ``--name=value`` or, for
 #: a flag, ``--name``. Values are escaped with :func:`escape_arg`.
 OPTIONS: dict[str, str] = {
@@ -36,12 +38,9 @@ MAX_ARENA_BYTES = 4 * 1024 * 1024
 MESSAGES: dict[str, str] = {
     # once per boot, when the UART is ready: the boot count since QEMU started (0, 1, ...)
     "BOOT": "hilbench-an547: boot %d, arena %d bytes, max_payload %d, timing %s",
-    # the fault report (a HardFault, an escalated or unexpected exception: its number, 3 for
-    # HardFault, then the stacked registers and the fault status registers): sent as ERROR
-    # INTERNAL ("internal error: " + this) on the UART and written to the console, then QEMU
-    # exits with EXIT_FAULT
-    "FAULT": "fault in exception %d: pc 0x%08x lr 0x%08x xpsr 0x%08x sp 0x%08x cfsr 0x%08x "
-    "hfsr 0x%08x mmfar 0x%08x bfar 0x%08x sfsr 0x%08x",
+    # the Cortex-M fault report: sent on the UART and written to the console, then QEMU exits
+    # with EXIT_FAULT
+    "FAULT": FAULT_REPORT,
     # a refused option: the option, then the cause and fix; QEMU exits with EXIT_BAD_OPTION
     "BAD_OPTION": "hilbench-an547: %s: %s",
 }
