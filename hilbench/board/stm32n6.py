@@ -1,9 +1,11 @@
 """The contract between the host and the stm32n6 firmware (device_fw/port/stm32n6) beyond the wire.
 
 Declared here once and rendered into ``device_fw/core/gen/hb_stm32n6.h`` by
-``python -m hilbench.cgen`` (hilbench/cgen/stm32n6_h.py): where the image is loaded, the RAM it
-must fit, the HELLO strings (the firmware string carries the image's build id, which is how the
-loader knows the board already runs this ELF) and the fault report sent over the UART.
+``python -m hilbench.cgen`` (hilbench/cgen/stm32n6_h.py) and, for the linker, into
+``device_fw/core/gen/hb_stm32n6_memory.ld``: where the image is loaded (development and flash
+boot), the RAM it must fit, the HELLO strings (the firmware string carries the image's build id,
+which is how the loader knows the board already runs this ELF) and the fault report sent over
+the UART.
 """
 
 from __future__ import annotations
@@ -19,6 +21,18 @@ LOAD_ADDRESS = 0x34000400
 #: AXISRAM1 + AXISRAM2 (2 MiB, Secure alias): image, stacks and the device's arena.
 RAM_START = 0x34000000
 RAM_BYTES = 2 * 1024 * 1024
+#: Flash boot (BOOT1 low): the boot ROM copies the boot image (the FSBL: ST's 1 KiB header, then
+#: the image) from the external flash into AXISRAM2 and starts the image here. `make
+#: stm32n6-flash` links the same firmware at this address.
+FLASH_LOAD_ADDRESS = 0x34180400
+#: What the boot ROM copies at most, header included (512 KB): the image may use AXISRAM2 from
+#: FLASH_LOAD_ADDRESS to the RAM's end, 511 KiB, for code, data, .bss and stacks.
+FSBL_MAX_BYTES = 512 * 1024
+#: ST's header in front of the image (the boot ROM's view; FLASH_LOAD_ADDRESS is past it).
+FSBL_HEADER_BYTES = 1024
+#: Flash boot: the device's arena lies below the image, from RAM_START to the header's KiB.
+FLASH_ARENA_START = RAM_START
+FLASH_ARENA_END = FLASH_LOAD_ADDRESS - FSBL_HEADER_BYTES
 #: The console's default baud rate (ST's validation firmware uses it; `make stm32n6
 #: STM32N6_BAUD=115200` builds another).
 DEFAULT_BAUD = 921600

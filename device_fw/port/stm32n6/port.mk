@@ -2,10 +2,15 @@
 #   make stm32n6      build/stm32n6/hilbench-stm32n6.elf (arm-none-eabi-gcc, no libc calls but
 #                     memcpy/memset, no heap), linked at 0x34000400 (AXISRAM1, Secure alias) with
 #                     a GNU build id that HELLO reports; `hilbench load` puts it on a board.
+#   make stm32n6-flash   the same objects linked for flash boot (the boot ROM starts it from
+#                     the external flash): build/stm32n6/hilbench-stm32n6-flash.elf at 0x34180400
+#                     (AXISRAM2) and its .bin, which ST's signing tool makes a boot image of;
+#                     `hilbench flash` signs and writes it.
 #   STM32N6_BAUD=115200    USART1's baud rate (default 921600)
 #   STM32N6_PCLK2_HZ=N     USART1's kernel clock, if not the reset clock tree's (HSI 64 MHz)
 # docs/board.md. Included by device_fw/Makefile; variables prefixed N6_ to stay out of its way.
 N6_CC       ?= arm-none-eabi-gcc
+N6_OBJCOPY  ?= arm-none-eabi-objcopy
 N6_DIR      := $(BUILD)/stm32n6
 N6_ARCH     := -mcpu=cortex-m55 -mthumb -mfloat-abi=hard
 N6_OPT      ?= -O2 -g
@@ -16,15 +21,16 @@ N6_FLAGS     = $(CSTD) $(WARN) $(N6_OPT) $(N6_ARCH) $(INC) -Iport/stm32n6 -Iport
                -DSTM32N6_PCLK2_HZ=$(STM32N6_PCLK2_HZ)u $(EXTRA_CFLAGS)
 N6_LD       := -nostartfiles -Wl,--gc-sections -Wl,--no-warn-rwx-segments -Wl,--build-id=sha1 \
                -Wl,--nmagic \
-               -Lport/stm32n6 -Tstm32n6.ld
+               -Lport/stm32n6 -Lcore/gen -Tstm32n6.ld
 # with what the Cortex-M55 ports share (port/cortex_m: CM_SRC, CM_HDRS of device_fw/Makefile)
 N6_PORT     := $(sort $(wildcard port/stm32n6/*.c)) $(CM_SRC)
-N6_HDRS     := $(HEADERS) $(CM_HDRS) $(wildcard port/stm32n6/*.h) port/stm32n6/stm32n6.ld \
-               port/stm32n6/port.mk
+N6_LDS      := port/stm32n6/stm32n6.ld core/gen/hb_stm32n6_memory.ld
+N6_HDRS     := $(HEADERS) $(CM_HDRS) $(wildcard port/stm32n6/*.h) $(N6_LDS) port/stm32n6/port.mk
 N6_OBJ      := $(patsubst %.c,$(N6_DIR)/obj/%.o,$(CORE_SRC) $(N6_PORT))
 
-.PHONY: stm32n6
+.PHONY: stm32n6 stm32n6-flash
 stm32n6: $(N6_DIR)/hilbench-stm32n6.elf
+stm32n6-flash: $(N6_DIR)/hilbench-stm32n6-flash.bin
 
 $(N6_DIR)/flags: FORCE
 	@mkdir -p $(@D)
@@ -34,6 +40,14 @@ $(N6_DIR)/obj/%.o: %.c $(N6_HDRS) $(N6_DIR)/flags
 	@mkdir -p $(@D)
 	$(N6_CC) $(N6_FLAGS) -c -o $@ $<
 
-$(N6_DIR)/hilbench-stm32n6.elf: $(N6_OBJ) port/stm32n6/stm32n6.ld
+$(N6_DIR)/hilbench-stm32n6.elf: $(N6_OBJ) $(N6_LDS)
 	$(N6_CC) $(N6_ARCH) $(N6_LD) --specs=nano.specs -Wl,-Map=$(N6_DIR)/hilbench-stm32n6.map \
 	  -o $@ $(N6_OBJ)
+
+# flash boot: the same objects, the linker script's other placement (HB_N6_FLASH_BOOT)
+$(N6_DIR)/hilbench-stm32n6-flash.elf: $(N6_OBJ) $(N6_LDS)
+	$(N6_CC) $(N6_ARCH) $(N6_LD) -Wl,--defsym=HB_N6_FLASH_BOOT=1 --specs=nano.specs \
+	  -Wl,-Map=$(N6_DIR)/hilbench-stm32n6-flash.map -o $@ $(N6_OBJ)
+
+$(N6_DIR)/hilbench-stm32n6-flash.bin: $(N6_DIR)/hilbench-stm32n6-flash.elf
+	$(N6_OBJCOPY) -O binary $< $@
