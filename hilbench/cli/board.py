@@ -59,13 +59,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "flash",
-        help="write a boot image to the board's external flash (STM32CubeProgrammer / OpenOCD)",
-        description="Write a boot image (signed for the STM32N6's boot ROM) to the board's "
-        "external flash through STM32CubeProgrammer's CLI or OpenOCD, found on PATH or through "
-        "$HILBENCH_CUBEPROG / $HILBENCH_OPENOCD, and verify it. Our firmware is linked for RAM "
-        "(development boot) and is refused: `hilbench load` starts it.",
+        help="write the firmware to the board's external flash to boot without a debugger",
+        description="Write a boot image to the board's external flash through "
+        "STM32CubeProgrammer's CLI or OpenOCD, found on PATH or through $HILBENCH_CUBEPROG / "
+        "$HILBENCH_OPENOCD, and verify it. Without IMAGE: hilbench's firmware linked for flash "
+        "boot (--fw ELF, else built with make stm32n6-flash), made a .bin and signed with "
+        "STM32_SigningTool_CLI ($HILBENCH_SIGNINGTOOL or PATH). Then set BOOT1 low and "
+        "power-cycle the board. An ELF linked for development boot is refused: `hilbench load` "
+        "starts it.",
     )
-    p.add_argument("image", metavar="IMAGE", help="the boot image (.bin, .hex or ELF)")
+    p.add_argument(
+        "image",
+        metavar="IMAGE",
+        nargs="?",
+        help="a signed boot image (.bin, .hex) or a flash-boot ELF; default: hilbench's firmware",
+    )
+    p.add_argument("--fw", metavar="ELF", help="the flash-boot firmware ELF to sign and write")
     p.add_argument("--board", help="the board (port, probe serial or auto); default: the tool's")
     p.add_argument("--probe", metavar="UID", help="the probe's serial number")
     p.add_argument("--tool", choices=("cubeprog", "openocd"), help="default: the one found")
@@ -166,11 +175,18 @@ def handle_flash(args: argparse.Namespace) -> int:
     from hilbench.board.flash import flash
     from hilbench.board.ports import resolve_board
 
+    if args.image and args.fw:
+        raise HilbenchError(
+            "hilbench flash: both IMAGE and --fw given", "give one: IMAGE or --fw ELF"
+        )
     probe = args.probe
     if args.board:
         probe = resolve_board(args.board, args.probe).probe_id
-    last = flash(Path(args.image), probe, kind=args.tool, loader=args.loader)
+    image = Path(args.image) if args.image else None
+    fw = Path(args.fw) if args.fw else None
+    last = flash(image, probe, kind=args.tool, loader=args.loader, fw=fw)
     print(f"external flash written and verified: {last}")
+    print("to boot from it: set BOOT1 low (flash boot), then power-cycle the board")
     return 0
 
 

@@ -75,7 +75,8 @@ def test_our_ram_linked_firmware_is_refused(stm32n6_elf, tmp_path):
     bin_dir = tmp_path / "bin"
     standin(bin_dir, "openocd")
     err = one_line_error(hilbench("flash", str(stm32n6_elf), path=str(bin_dir)))
-    assert "linked for RAM" in err and "hilbench load" in err
+    assert "linked for RAM (development boot at 0x34000400)" in err and "hilbench load" in err
+    assert "only at 0x34180400" in err
     assert not (bin_dir / "calls.jsonl").exists()  # the tool never ran
 
 
@@ -91,7 +92,10 @@ def test_cubeprogrammer_gets_the_probe_the_loader_and_the_address(image, tmp_pat
         path=f"{bin_dir}{os.pathsep}{tmp_path / 'other'}",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "external flash written and verified: stand-in: Download verified"
+    assert done.stdout.splitlines() == [
+        "external flash written and verified: stand-in: Download verified",
+        "to boot from it: set BOOT1 low (flash boot), then power-cycle the board",
+    ]
     assert calls(bin_dir) == [
         ["-c", "port=SWD", "mode=HOTPLUG", "sn=003A00293433510F37363934", "-el", str(loader),
          "-w", str(image), "0x70000000", "-v"],
