@@ -1,6 +1,7 @@
 /* Reset, the vector table and the C runtime's start on the STM32N6 (development boot: the
  * debugger wrote the image into AXISRAM, pointed VTOR at this table and started the core with
- * a core reset, which loads SP and PC from it).
+ * a core reset, which loads SP and PC from it; flash boot, make stm32n6-flash: the boot ROM
+ * copied the image to AXISRAM2 and jumps to Reset_Handler, which sets the stack itself).
  *
  * The debugger's emulated core reset writes CPACR, FPCCR and CCR to 0 and leaves the NVIC as
  * the previous program left it; the startup puts back what the firmware needs (FPU and MVE
@@ -33,7 +34,7 @@ __attribute__((section(".vectors"), used)) const hb_vector_table hb_n6_vectors =
             [USART1_IRQ] = hb_n6_uart_isr,
         },
 };
-_Static_assert(sizeof(hb_vector_table) <= 1024, "VTOR at 0x34000400 needs a table <= 1 KiB");
+_Static_assert(sizeof(hb_vector_table) <= 1024, "VTOR at the load address needs a table <= 1 KiB");
 
 __attribute__((naked, noreturn)) void Reset_Handler(void) {
     __asm volatile(
