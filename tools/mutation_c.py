@@ -195,15 +195,14 @@ def run(
                 difflib.unified_diff(original.splitlines(), text.splitlines(), lineterm="", n=0)
             )
             added = [x[1:].strip() for x in diff.splitlines()[2:] if x.startswith("+")]
-            if reviewed_equivalent(added, reviewed):
-                score.equivalent += 1
-                continue
             src.write_text(text)
             verdict = build_and_test(fw, target, exe)
             if verdict == "invalid":
                 score.invalid += 1
             elif verdict == "killed":
                 score.killed += 1
+            elif reviewed_equivalent(added, reviewed):  # only a survivor can be equivalent
+                score.equivalent += 1
             else:
                 score.survivors.append((mutant.name, diff))
     finally:
