@@ -21,21 +21,6 @@
 #if HB_NN_MVE
 #include <string.h>
 
-/* The taps t < k at o + t * d (dilation d >= 1) that fall inside [0, size): [*lo, *hi). */
-static void taps_inside(int32_t o, uint32_t d, uint32_t k, uint32_t size, uint32_t *lo,
-                        uint32_t *hi) {
-    uint32_t a = 0, b = 0;
-    if (o < (int32_t)size) {
-        const uint32_t room = (uint32_t)((int32_t)size - 1 - o); /* >= 0: taps up to room / d */
-        b = d == 1 ? room + 1 : room / d + 1;
-        if (b > k) b = k;
-        if (o < 0) a = d == 1 ? (uint32_t)-o : ((uint32_t)-o + d - 1) / d;
-        if (a > b) a = b;
-    }
-    *lo = a;
-    *hi = b;
-}
-
 /* the output columns [*a, *b) whose kx taps are all inside the input */
 static void interior_columns(const hb_nn_conv_params *p, uint32_t in_w, uint32_t kw, uint32_t *a,
                              uint32_t *b) {
@@ -174,7 +159,7 @@ void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int
         for (uint32_t oy = 0; oy < p->out_h; oy++) {
             const int32_t iy0 = (int32_t)(oy * p->stride_h) - (int32_t)p->pad_top;
             uint32_t ky0, ky1;
-            taps_inside(iy0, p->dilation_h, kh, in->h, &ky0, &ky1);
+            hb_nn_taps_inside(iy0, p->dilation_h, kh, in->h, &ky0, &ky1);
             int8_t *out = y + (size_t)oy * p->out_w * out_c + oc;
             for (uint32_t ox = 0; ox < p->out_w;) {
                 /* n pixels ox.. that share their kx taps [kx0, kx1) */
@@ -183,7 +168,7 @@ void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int
                 if (ox >= int_a && ox < int_b)
                     n = int_b - ox < 4 ? int_b - ox : 4;
                 else
-                    taps_inside(ix0, dw, kw, in->w, &kx0, &kx1);
+                    hb_nn_taps_inside(ix0, dw, kw, in->w, &kx0, &kx1);
                 /* pixel q's taps start at x + ix0 + q * stride_w; lanes past n repeat pixel 0 */
                 const size_t step = n > 1 ? (size_t)p->stride_w * c : 0;
                 int32_t acc[4] = {0, 0, 0, 0}, sumw = 0;

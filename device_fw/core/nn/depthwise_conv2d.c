@@ -17,28 +17,13 @@
 #define HB_NN_DW_MAX_TAPS 64u /* taps per channel the copy buffer holds (16 x 64 bytes) */
 #define HB_NN_DW_BLOCK 16u    /* channels per block: four vectors */
 
-/* The taps t < k at o + t * d (dilation d >= 1) that fall inside [0, size): [*lo, *hi). */
-static void taps_inside(int32_t o, uint32_t d, uint32_t k, uint32_t size, uint32_t *lo,
-                        uint32_t *hi) {
-    uint32_t a = 0, b = 0;
-    if (o < (int32_t)size) {
-        const uint32_t room = (uint32_t)((int32_t)size - 1 - o); /* >= 0: taps up to room / d */
-        b = d == 1 ? room + 1 : room / d + 1;
-        if (b > k) b = k;
-        if (o < 0) a = d == 1 ? (uint32_t)-o : ((uint32_t)-o + d - 1) / d;
-        if (a > b) a = b;
-    }
-    *lo = a;
-    *hi = b;
-}
-
 /* The taps [*lo, *hi) that some output position 0..out-1 uses (origin o = pos * s - pad). */
 static void taps_used(uint32_t out, uint32_t s, uint32_t pad, uint32_t d, uint32_t k,
                       uint32_t size, uint32_t *lo, uint32_t *hi) {
     uint32_t a = k, b = 0;
     for (uint32_t i = 0; i < out; i++) {
         uint32_t l, h;
-        taps_inside((int32_t)(i * s) - (int32_t)pad, d, k, size, &l, &h);
+        hb_nn_taps_inside((int32_t)(i * s) - (int32_t)pad, d, k, size, &l, &h);
         if (l < h && l < a) a = l;
         if (l < h && h > b) b = h;
     }
@@ -193,12 +178,12 @@ void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
         for (uint32_t oy = 0; oy < p->out_h; oy++) {
             const int32_t iy0 = (int32_t)(oy * p->stride_h) - (int32_t)p->pad_top;
             uint32_t ky0, ky1;
-            taps_inside(iy0, p->dilation_h, kh, in->h, &ky0, &ky1);
+            hb_nn_taps_inside(iy0, p->dilation_h, kh, in->h, &ky0, &ky1);
             int8_t *out = y + (size_t)oy * p->out_w * out_c + oc0;
             for (uint32_t ox = 0; ox < p->out_w; ox++) {
                 const int32_t ix0 = (int32_t)(ox * p->stride_w) - (int32_t)p->pad_left;
                 uint32_t kx0, kx1;
-                taps_inside(ix0, p->dilation_w, kw, in->w, &kx0, &kx1);
+                hb_nn_taps_inside(ix0, p->dilation_w, kw, in->w, &kx0, &kx1);
                 const int interior = ky0 == uy0 && ky1 == uy1 && kx0 == ux0 && kx1 == ux1;
                 const uint32_t rows = ky1 - ky0, cols = kx1 - kx0;
                 /* tap (ky0, kx0) of the pixel, channel ic0 (no taps inside: no address) */

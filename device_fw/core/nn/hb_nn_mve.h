@@ -114,4 +114,19 @@ static inline hb_nn_rq_mve hb_nn_rq_lanes_mve(const uint8_t *mult, const int8_t 
     return r;
 }
 
+/* The taps t < k at o + t * d (dilation d >= 1) that fall inside [0, size): [*lo, *hi). */
+static inline void hb_nn_taps_inside(int32_t o, uint32_t d, uint32_t k, uint32_t size,
+                                     uint32_t *lo, uint32_t *hi) {
+    uint32_t a = 0, b = 0;
+    if (o < (int32_t)size) {
+        const uint32_t room = (uint32_t)((int32_t)size - 1 - o); /* >= 0: taps up to room / d */
+        b = d == 1 ? room + 1 : room / d + 1;
+        if (b > k) b = k;
+        if (o < 0) a = d == 1 ? (uint32_t)-o : ((uint32_t)-o + d - 1) / d;
+        if (a > b) a = b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
 #endif /* HB_NN_MVE_H */
