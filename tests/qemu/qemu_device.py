@@ -4,14 +4,18 @@ interface as its SilStdio (send / receive / exchange / close), over the UART's T
 from __future__ import annotations
 
 import contextlib
-import select
 import socket
 import threading
-import time
 from pathlib import Path
 
 from hilbench.target.qemu import QemuProcess, firmware_args
-from tests.sil.differential import ANSWER_TIMEOUT_S, DEVICE_ID, FIRMWARE, DeviceConfig
+from tests.sil.differential import (
+    ANSWER_TIMEOUT_S,
+    DEVICE_ID,
+    FIRMWARE,
+    DeviceConfig,
+    receive_bytes,
+)
 
 REBOOT_TIMEOUT_S = 30.0
 
@@ -53,17 +57,7 @@ class QemuStream:
         return self.receive(n_bytes, timeout)
 
     def receive(self, n_bytes: int, timeout: float = ANSWER_TIMEOUT_S) -> bytes:
-        got = bytearray()
-        deadline = time.monotonic() + timeout
-        while len(got) < n_bytes:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
-                break
-            chunk = self.sock.recv(n_bytes - len(got))
-            if not chunk:
-                break
-            got += chunk
-        return bytes(got)
+        return receive_bytes(self.sock, self.sock.recv, n_bytes, timeout)
 
     def after_reboot(self) -> None:
         """Wait for the BOOT line of the reboot a RESET started."""

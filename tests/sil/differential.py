@@ -82,6 +82,22 @@ class DeviceConfig:
         ]
 
 
+def receive_bytes(source, read, n_bytes: int, timeout: float) -> bytes:
+    """Up to ``n_bytes`` from ``read(n)`` while ``source`` (a selectable) has data within
+    ``timeout``; fewer if the firmware goes quiet or closes (SIL pipe and QEMU socket alike)."""
+    got = bytearray()
+    deadline = time.monotonic() + timeout
+    while len(got) < n_bytes:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([source], [], [], left)[0]:
+            break
+        chunk = read(n_bytes - len(got))
+        if not chunk:
+            break
+        got += chunk
+    return bytes(got)
+
+
 class SilStdio:
     """``hilbench-sil --stdio``: bytes in on a pipe, answers out on another."""
 
@@ -113,17 +129,7 @@ class SilStdio:
 
     def receive(self, n_bytes: int, timeout: float = ANSWER_TIMEOUT_S) -> bytes:
         """The next ``n_bytes`` the firmware answers (fewer if it goes quiet)."""
-        got = bytearray()
-        deadline = time.monotonic() + timeout
-        while len(got) < n_bytes:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._out], [], [], left)[0]:
-                break
-            chunk = os.read(self._out, n_bytes - len(got))
-            if not chunk:
-                break
-            got += chunk
-        return bytes(got)
+        return receive_bytes(self._out, lambda n: os.read(self._out, n), n_bytes, timeout)
 
     def close(self) -> str:
         """Stop it; its exit code and stderr, for a report."""
