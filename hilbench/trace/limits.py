@@ -173,7 +173,8 @@ def measure(trace: Trace, name: str) -> tuple[float | None, str]:
     - ``final_accuracy`` (fraction), ``final_loss`` (nats, last test evaluation),
       ``train_loss`` (nats, mean step loss of the last steps), ``forward_passes``, ``steps``
     - ``accuracy@N`` (fraction): the last test evaluation at or before N forward passes
-    - ``timing.COMMAND.STAT@SOURCE`` (s): STAT is p50, p90, p99, mean, min or max; SOURCE is
+    - ``timing.COMMAND.STAT@SOURCE`` (s): STAT is a percentile (p50, p99, p99.9: any pNN
+      from 0 to 100), mean, min or max; SOURCE is
       device, modeled or host (may be left out when the command has one source only); with
       SOURCE instr (QEMU -icount) the value is a count of executed instructions
     - ``events.KIND`` (count): events of that kind (retry, resync, reset, fault, ...)
@@ -212,8 +213,8 @@ def measure(trace: Trace, name: str) -> tuple[float | None, str]:
 def _timing(trace: Trace, name: str) -> tuple[float | None, str]:
     """The value of a timing measurement and the source that measured it."""
     spec, _, source = name.partition("@")
-    parts = spec.split(".")
-    if len(parts) != 3:
+    parts = spec.split(".", 2)  # the statistic may have a dot: p99.9
+    if len(parts) != 3 or not parts[1]:
         raise LimitError(
             f"measurement {name!r} is not timing.COMMAND.STAT[@SOURCE]",
             "write e.g. timing.PROBE.p99@device",
@@ -227,7 +228,7 @@ def _timing(trace: Trace, name: str) -> tuple[float | None, str]:
     else:
         raise LimitError(
             f"unknown timing statistic {stat!r} in {name!r}",
-            "use p50, p90, p99 (any pNN), mean, min or max",
+            "use p50, p90, p99 or any pNN from 0 to 100 (p99.9), mean, min or max",
         )
     sources = [src for cmd, src in table if cmd == command]
     if not sources:
