@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,13 +118,14 @@ class PyocdTarget:
         if frequency:
             options["frequency"] = frequency
         try:
-            session = ConnectHelper.session_with_chosen_probe(
-                blocking=False,
-                unique_id=unique_id,
-                target_override="cortex_m",
-                auto_open=False,
-                options=options,
-            )
+            with contextlib.redirect_stdout(io.StringIO()):  # pyOCD prints "no probe" itself
+                session = ConnectHelper.session_with_chosen_probe(
+                    blocking=False,
+                    unique_id=unique_id,
+                    target_override="cortex_m",
+                    auto_open=False,
+                    options=options,
+                )
             if session is None:
                 raise HilbenchError(
                     f"no debug probe with id {unique_id!r}",

@@ -68,8 +68,10 @@ def test_load_mistakes_are_one_line_each(stm32n6_elf, an547_elf, console):
 
 
 def test_an_unknown_probe_id_through_pyocd(stm32n6_elf, console):
-    err = refused("load", str(stm32n6_elf), "--board", console, "--probe", "0000DEADBEEF")
+    args = ("load", str(stm32n6_elf), "--board", console, "--probe", "0000DEADBEEF")
+    err = refused(*args)
     assert "no debug probe with id '0000DEADBEEF'" in err and "hilbench probe list" in err
+    assert "No connected debug probe" not in hilbench(*args).stdout  # pyOCD's own line: gone
 
 
 def test_a_probe_without_permission_gets_the_udev_advice():

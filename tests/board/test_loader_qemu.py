@@ -6,8 +6,6 @@ Nothing here is a stand-in: QEMU runs the real image."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from hilbench.backends import EmulatorBackend
@@ -21,14 +19,12 @@ from hilbench.npu.blob import to_blob
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
 from tests.board.qemu_stub import HaltedQemu, free_port
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("qemu-system-arm") is None, reason="qemu-system-arm is not installed"
-)
+from tests.needs import need_tool
 
 
 @pytest.fixture
 def image(an547_elf):
+    need_tool("qemu-system-arm", "apt install qemu-system-arm")
     return elfimage.read_image(an547_elf, elfimage.AN547)
 
 
