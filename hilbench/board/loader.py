@@ -130,6 +130,11 @@ def load(
                       steps=steps)  # fmt: skip
 
 
+def _speed(frequency: int) -> str:
+    """An SWD frequency as the log says it; 0 is the link's own (a GDB stub has no SWD)."""
+    return f"{frequency / 1e6:g} MHz" if frequency else "the link's own speed"
+
+
 def _load_with_retries(
     image: FirmwareImage,
     connect: Callable[[int], DebugTarget],
@@ -144,14 +149,14 @@ def _load_with_retries(
         try:
             debug = connect(frequency)
         except DebugLinkError as exc:
-            failures.append(f"{frequency / 1e6:g} MHz: {exc.cause}")
+            failures.append(f"{_speed(frequency)}: {exc.cause}")
             continue
-        step(f"connect probe at {frequency / 1e6:g} MHz", t0)
+        step(f"connect probe at {_speed(frequency)}", t0)
         try:
             written = _write_and_start(image, debug, port, progress, step)
             return written, frequency
         except DebugLinkError as exc:
-            failures.append(f"{frequency / 1e6:g} MHz: {exc.cause}")
+            failures.append(f"{_speed(frequency)}: {exc.cause}")
         finally:
             debug.close()
     raise DebugLinkError(

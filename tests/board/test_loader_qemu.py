@@ -61,6 +61,7 @@ def test_loads_the_an547_image_through_qemus_gdb_stub_and_gets_hello(image, qemu
     try:
         assert not result.skipped and result.bytes_written == image.load_bytes
         assert result.info.device_id == "hilbench-an547"
+        assert result.steps[1][0] == "connect probe at the link's own speed"  # no SWD: no MHz
         assert result.info.firmware == f"hilbench-an547 build {image.image_id}"
         (conn,) = stub.connections
         # one M packet per chunk, segment by segment, then the core reset's registers, then D

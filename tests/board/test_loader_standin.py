@@ -97,6 +97,7 @@ def test_exact_sequence_and_no_system_reset(image, twin_board):
         assert progress[0] == (0, image.load_bytes) and progress[-1] == (image.load_bytes,) * 2
         assert result.info.firmware == firmware_string(image)
         assert [name for name, _ in result.steps][-2:] == ["resume", "wait for HELLO"]
+        assert result.steps[1][0] == f"connect probe at {probe.frequencies[0] / 1e6:g} MHz"
     finally:
         result.target.close()
 
