@@ -40,6 +40,14 @@ def test_function_names_drop_the_mutant_number() -> None:
             False,
         ),
         ('x = "a b" if ok else "c"', 'x = "a b" if not ok else "c"', False),
+        # the last line of a dict literal: a bracket closed that the line did not open
+        (
+            '}.get(code, "report it with the trace")',
+            '}.get(code, "XXreport it with the traceXX")',
+            True,
+        ),
+        ('}.get(code, "report it with the trace")', "}.get(code, None)", False),
+        ('}.get(code, "report it")', '}.get(code, "report it")[1:]', False),
     ],
 )
 def test_message_only_means_a_sentence_changed_and_nothing_else(old, new, only) -> None:

@@ -178,11 +178,18 @@ def function_of(mutant: str) -> str:
 
 
 def _tokens(line: str) -> list[tuple[int, str]]:
+    """The tokens of one line of code; a line that closes or opens a bracket it does not
+    balance (``}.get(code, "...")``) keeps the tokens read before the tokenizer gives up."""
+    out: list[tuple[int, str]] = []
     try:
-        toks = tokenize.generate_tokens(io.StringIO(line).readline)
-        return [(t.type, t.string) for t in toks if t.type not in (tokenize.NEWLINE, 0)]
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+        for t in tokenize.generate_tokens(io.StringIO(line).readline):
+            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER):
+                out.append((t.type, t.string))
+    except tokenize.TokenError:  # EOF inside brackets: everything on the line was read
+        pass
+    except (SyntaxError, IndentationError):
         return [(-1, line)]
+    return out
 
 
 _STRINGISH = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -2)}

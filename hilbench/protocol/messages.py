@@ -265,33 +265,36 @@ def _ranged(msg: Message, key: str, field: str) -> int:
 _IINFO: dict[np.dtype, np.iinfo] = {}
 
 
-def _array(msg: Message, field: str, dtype: str) -> np.ndarray:
-    """Validate ``msg.field`` as a 1-D integer array fitting ``dtype``; store it read-only."""
-    value = getattr(msg, field)
+def int_array(value: object, dtype: str | type, where: str) -> np.ndarray:
+    """``value`` as a 1-D integer array of ``dtype``: refused (MessageError naming ``where``)
+    when it is not 1-D integers or a value is outside the dtype's range, never wrapped. An
+    array that already is one is returned as it is."""
     dt = np.dtype(dtype)
     if isinstance(value, np.ndarray) and value.dtype == dt and value.ndim == 1:
-        if value.flags.writeable:
-            value = value.copy()
-            value.flags.writeable = False
-        object.__setattr__(msg, field, value)
         return value
     a = np.asarray(value)
     if a.ndim != 1:
-        raise MessageError(f"{msg.NAME}: field '{field}' must be 1-D, got shape {a.shape}")
+        raise MessageError(f"{where} must be 1-D, got shape {a.shape}")
     if a.size and a.dtype.kind not in "iub":
-        raise MessageError(f"{msg.NAME}: field '{field}' must hold integers, got {a.dtype}")
+        raise MessageError(f"{where} must hold integers, got {a.dtype}")
     if a.size:
         info = _IINFO.get(dt) or _IINFO.setdefault(dt, np.iinfo(dt))
         lo, hi = int(a.min()), int(a.max())
         if lo < info.min or hi > info.max:
             raise MessageError(
-                f"{msg.NAME}: field '{field}' has values in {lo}..{hi}, "
-                f"outside {dt.name} range {info.min}..{info.max}"
+                f"{where} has values in {lo}..{hi}, outside {dt.name} range {info.min}..{info.max}"
             )
-    out = a.astype(dt)
-    out.flags.writeable = False
-    object.__setattr__(msg, field, out)
-    return out
+    return a.astype(dt)
+
+
+def _array(msg: Message, field: str, dtype: str) -> np.ndarray:
+    """Validate ``msg.field`` as a 1-D integer array fitting ``dtype``; store it read-only."""
+    value = int_array(getattr(msg, field), dtype, f"{msg.NAME}: field '{field}'")
+    if value.flags.writeable:
+        value = value.copy() if value is getattr(msg, field) else value
+        value.flags.writeable = False
+    object.__setattr__(msg, field, value)
+    return value
 
 
 def _bytes(msg: Message, field: str, max_len: int) -> bytes:

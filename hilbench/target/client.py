@@ -12,7 +12,7 @@ import bisect
 import secrets
 import time
 import zlib
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -20,9 +20,10 @@ from typing import NamedTuple
 import numpy as np
 import serial
 
-from hilbench.errors import DeviceError, LinkError
+from hilbench.errors import ConfigError, DeviceError, LinkError
+from hilbench.link.faults import FaultSpec
 from hilbench.link.wrapper import PortWrapper
-from hilbench.protocol import data_blob
+from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
 from hilbench.target.rto import PEAK_HALF_LIFE_S, Part, WorkTimer
@@ -30,11 +31,16 @@ from hilbench.target.rto import PEAK_HALF_LIFE_S, Part, WorkTimer
 TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}
 INSTRUCTIONS = "instr"  # executed instructions (QEMU -icount): a count, never seconds
 _POLL_STEPS = (0.001, 0.005, 0.02, 0.05)  # read timeouts: few values, so few tty reprograms
+_SEEN_BYTES = 64  # the last bytes received that a "no answer" error shows
 _PROBE, _APPLY_PROBED, _APPLY_PROBE = (  # plain ints: compared and packed on every step
     int(m.MessageType.PROBE),
     int(m.MessageType.APPLY_PROBED),
     int(m.MessageType.APPLY_PROBE),
 )
+UPLOAD_FIX = {
+    "model blob": "pass a model blob (hilbench.npu.blob.to_blob builds one)",
+    "data blob": "pass a data blob (hilbench.protocol.data_blob.encode, or Target.load_data)",
+}
 FRAME_OVERHEAD = 16  # header, CRC, COBS and delimiter bytes a chunk must leave room for
 #: ``on_upload(acknowledged, total)``: bytes of a model or data blob the device has
 #: acknowledged, called with 0 before the first chunk and once after each chunk's answer.
@@ -133,9 +139,7 @@ class Target:
     ) -> None:
         self.port = port
         self.name = name
-        self.timeout = timeout
         self.retries = retries
-        self.min_rto = min_rto
         self.on_command = on_command
         self.on_event = on_event
         self.on_upload = on_upload
@@ -200,8 +204,7 @@ class Target:
             return (kind, len(request.chunk) + 1), ()
         if isinstance(request, m.WeightsCrcRequest):
             return ("weights_crc", w.trained), ()
-        infer = getattr(m, "InferRequest", None)
-        if infer is not None and isinstance(request, infer):
+        if isinstance(request, m.InferRequest):
             return ("infer", w.macs), ()
         return (m.type_name(_type_of(request)).lower(), 1), ()
 
@@ -229,10 +232,9 @@ class Target:
         if timeout is not None:
             first = min(first, timeout)
         started = time.perf_counter()
-        seen = bytearray()
+        seen: deque[int] = deque(maxlen=_SEEN_BYTES)  # the last bytes received, for messages
         frames_before = self._frames_in
         response = None
-        attempt = 0
         try:
             for attempt in range(retries + 1):
                 if attempt:
@@ -257,7 +259,7 @@ class Target:
         if response is None:
             raise LinkError(
                 f"no answer from {self.name} to {name} after {retries + 1} tries in "
-                f"{host_s:.1f} s (last bytes received: {describe_bytes(bytes(seen[-64:]))})",
+                f"{host_s:.1f} s (last bytes received: {describe_bytes(bytes(seen))})",
                 self._silence_fix(bytes(seen), self._frames_in - frames_before),
             )
         if isinstance(response, m.ErrorResponse):
@@ -297,9 +299,9 @@ class Target:
 
     def _silence_fix(self, seen: bytes, frames: int) -> str:
         """What to do about a device that never answered, from what the link did see."""
-        spec = getattr(self.port, "spec", None)  # a FaultyPort's FaultSpec
-        lost = sum(getattr(spec, k, 0.0) for k in ("drop", "corrupt", "truncate"))
-        if spec is not None and lost > 0:
+        spec = getattr(self.port, "spec", None)  # a FaultyPort's
+        lost = spec.drop + spec.corrupt + spec.truncate if isinstance(spec, FaultSpec) else 0.0
+        if lost > 0:
             through = (1.0 - min(1.0, lost)) ** 2  # the request and its answer both intact
             return (
                 f"the injected faults (--link-faults) damage {lost:.0%} of frames, so "
@@ -322,7 +324,7 @@ class Target:
             )
         return "check that the hilbench firmware is running and that this is its address"
 
-    def _await(self, seq: int, req_type: int, wait_s: float, seen: bytearray) -> object | None:
+    def _await(self, seq: int, req_type: int, wait_s: float, seen: deque[int]) -> object | None:
         """The answer to ``seq``, or None after ``wait_s`` or a BAD_FRAME report (retry)."""
         deadline = time.monotonic() + wait_s
         while True:
@@ -375,9 +377,7 @@ class Target:
                     self.port.timeout = poll
             chunk = self.port.read(waiting or 1)
             if chunk:
-                seen += chunk
-                if len(seen) > 512:  # keep the last bytes for the error message, not all
-                    del seen[:-256]
+                seen.extend(chunk)
                 frames = self._decoder.feed(chunk)
                 self._frames_in += len(frames)
                 self._pending.extend(frames)
@@ -389,7 +389,7 @@ class Target:
         A boot nonce other than the last one seen means the device reset in between.
         """
         resp = self._exchange(
-            m.HelloRequest(host_protocol_version=PROTOCOL_VERSION, session=self.session),
+            m.HelloRequest(session=self.session),  # host_protocol_version: PROTOCOL_VERSION
             timeout=timeout,
             retries=retries,
         )
@@ -419,25 +419,29 @@ class Target:
         )
         return self.info
 
+    def _max_payload(self) -> int:
+        """The device's largest request payload (before HELLO: the least any device takes)."""
+        return self.info.max_payload if self.info else spec.MIN_DEVICE_PAYLOAD
+
     def _chunk_size(self) -> int:
-        limit = self.info.max_payload if self.info else 512
-        return max(64, limit - FRAME_OVERHEAD)
+        return max(64, self._max_payload() - FRAME_OVERHEAD)
 
     def _upload(
         self,
         blob: bytes,
         request: Callable[[int, bytes], object],
-        *,
-        empty_sends_one: bool = False,
-    ) -> object | None:
-        """Send ``blob`` in chunks, ``request(offset, chunk)`` each; the last answer (None when
-        nothing was sent). ``on_upload`` hears the bytes acknowledged after each answer."""
+        what: str,
+    ) -> object:
+        """Send ``blob`` (a ``what``: not empty) in chunks, ``request(offset, chunk)`` each; the
+        last answer. ``on_upload`` hears the bytes acknowledged after each answer."""
+        if not blob:  # nothing to send: the device could only refuse it
+            raise ConfigError(f"the {what} to upload is empty (0 bytes)", UPLOAD_FIX[what])
         size, total = self._chunk_size(), len(blob)
         progress = self.on_upload
         if progress is not None:
             progress(0, total)
         resp = None
-        for offset in range(0, max(total, 1) if empty_sends_one else total, size):
+        for offset in range(0, total, size):
             chunk = blob[offset : offset + size]
             resp = self._exchange(request(offset, chunk))
             if progress is not None:
@@ -458,9 +462,9 @@ class Target:
             lambda offset, chunk: m.LoadModelRequest(
                 total_len=len(blob), offset=offset, chunk=chunk
             ),
-            empty_sends_one=True,
+            "model blob",
         )
-        if not resp or not resp.complete:
+        if not resp.complete:
             raise DeviceError(
                 f"{self.name} did not confirm the model ({len(blob)} bytes)",
                 "retry; if it persists the link corrupts data: lower the baud rate (--baud)",
@@ -481,14 +485,14 @@ class Target:
 
     def load_data_blob(self, slot: int, blob: bytes) -> int:
         """Upload an encoded data blob (docs/protocol.md, "Data blob") to a slot."""
-        n_labels = int(np.frombuffer(blob[:4], "<u4")[0]) if len(blob) >= 4 else -1
         resp = self._upload(
             blob,
             lambda offset, chunk: m.LoadDataRequest(
                 slot=slot, total_len=len(blob), offset=offset, chunk=chunk
             ),
+            "data blob",
         )
-        if not resp or not resp.complete or resp.n_items != n_labels:
+        if not resp.complete or resp.n_items != int.from_bytes(blob[:4], "little"):
             raise DeviceError(f"{self.name} did not confirm data slot {slot}", "retry the run")
         return resp.n_items
 
@@ -496,7 +500,7 @@ class Target:
         self, *, slot: int, batch_size: int, batch_seed: int, eps: int, seeds: np.ndarray
     ) -> m.ProbeResponse:
         """Loss pairs (Q16) of the ±eps perturbations along each seed's direction."""
-        seeds = np.asarray(seeds, dtype=np.uint32)
+        seeds = m.int_array(seeds, np.uint32, "PROBE seeds")
         self._probed = None
         payload = m.probe_payload(slot, batch_size, batch_seed, eps, seeds)
         if payload is None:  # not plain valid values: the message checks them and says why
@@ -512,13 +516,11 @@ class Target:
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
         """Apply one integer update; returns the device's count of applied updates."""
-        seeds = np.asarray(seeds, dtype=np.uint32)
-        coeffs = np.asarray(coeffs, dtype=np.int32)
-        caps = self.info.capabilities if self.info else 0
+        seeds = m.int_array(seeds, np.uint32, "APPLY seeds")
+        coeffs = m.int_array(coeffs, np.int32, "APPLY coefficients")
         if (
-            caps & m.CAP_APPLY_PROBED
-            and self._probed is not None
-            and seeds.ndim == 1
+            self._probed is not None  # a PROBE was answered: HELLO was too
+            and self.info.capabilities & m.CAP_APPLY_PROBED
             and seeds.tobytes() == self._probed
         ):  # the device still holds these seeds from the PROBE: do not send them again
             payload = m.apply_probed_payload(coeffs)
@@ -528,7 +530,7 @@ class Target:
                 _APPLY_PROBED, payload, ("apply", self.work.trained * len(coeffs))
             )
         else:
-            resp = self._exchange(m.ApplyRequest(q=len(seeds), seeds=seeds, coeffs=coeffs))
+            resp = self._exchange(m.ApplyRequest(seeds=seeds, coeffs=coeffs))
         return resp.updates_applied
 
     def apply_probe(
@@ -545,17 +547,15 @@ class Target:
         """Apply the update along ``apply_seeds`` (the last PROBE's), then PROBE along
         ``seeds``: (updates applied, the PROBE's answer). One round trip (APPLY_PROBE) when
         the device still holds ``apply_seeds``; APPLY then PROBE otherwise."""
-        apply_seeds = np.asarray(apply_seeds, dtype=np.uint32)
-        coeffs = np.asarray(coeffs, dtype=np.int32)
-        seeds = np.asarray(seeds, dtype=np.uint32)
+        apply_seeds = m.int_array(apply_seeds, np.uint32, "APPLY seeds")
+        coeffs = m.int_array(coeffs, np.int32, "APPLY coefficients")
+        seeds = m.int_array(seeds, np.uint32, "PROBE seeds")
         info = self.info
         if (
-            info is not None
+            self._probed is not None  # a PROBE was answered: HELLO was too
             and info.capabilities & m.CAP_APPLY_PROBE
-            and self._probed is not None
-            and apply_seeds.ndim == 1
             and apply_seeds.tobytes() == self._probed
-            and 15 + 8 * len(seeds) <= info.max_payload  # the answer fits the device's frames
+            and spec.apply_probe_response_size(len(seeds)) <= info.max_payload  # the answer fits
         ):
             payload = m.apply_probe_payload(coeffs, slot, batch_size, batch_seed, eps, seeds)
             if payload is None:  # not plain valid values: the messages say what is wrong
@@ -567,13 +567,14 @@ class Target:
                     seeds=seeds,
                 )
                 payload = m.ApplyProbeRequest(coeffs=coeffs, probe=probe).pack()
-            if len(payload) <= info.max_payload:
-                self._probed = None
-                q = len(seeds)
-                part, alternative = self.work.apply_probe_parts(len(coeffs), q, batch_size)
-                resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative)
-                self._probed = payload[-4 * q :]
-                return resp.updates_applied, resp.probe
+            # The request (4 (q_apply + q) bytes and a header) is shorter than the two answers
+            # that fit (the PROBE of apply_seeds and this one, 8 q bytes and more): it fits too.
+            self._probed = None
+            q = len(seeds)
+            part, alternative = self.work.apply_probe_parts(len(coeffs), q, batch_size)
+            resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative)
+            self._probed = payload[-4 * q :]
+            return resp.updates_applied, resp.probe
         applied = self.apply(apply_seeds, coeffs)
         return applied, self.probe(
             slot=slot, batch_size=batch_size, batch_seed=batch_seed, eps=eps, seeds=seeds
@@ -597,15 +598,15 @@ class Target:
         Changes nothing on the device. Needs CAP_INFER (a device without it answers
         UNKNOWN_TYPE)."""
         if input is not None and not isinstance(input, bytes):
-            input = np.ascontiguousarray(input, dtype=np.int8).tobytes()
+            input = m.int_array(np.ravel(input), np.int8, "INFER input").tobytes()
         return self._exchange(m.InferRequest(slot=slot, index=index, input=input or b""))
 
     def apply_batch(self, steps: list[tuple[np.ndarray, np.ndarray]]) -> int:
         """Apply logged (seeds, coeffs) updates in order, as many per frame as fit."""
-        limit = (self.info.max_payload if self.info else 512) - 2
+        limit = self._max_payload() - 2
         applied, batch, size = 0, [], 0
         for seeds, coeffs in steps:
-            request = m.ApplyRequest(np.asarray(seeds, np.uint32), np.asarray(coeffs, np.int32))
+            request = m.ApplyRequest(seeds, coeffs)  # checked: out-of-range values refused
             need = 2 + 8 * request.q
             if batch and size + need > limit:
                 applied = self._exchange(m.ApplyBatchRequest(tuple(batch))).updates_applied
@@ -619,7 +620,7 @@ class Target:
     def reset_frame(self) -> bytes:
         """A RESET request frame with the next sequence number, for sending out of band."""
         self._seq = (self._seq + 1) & 0xFFFF
-        return b"\x00" + encode_frame(m.MessageType.RESET, self._seq, b"")
+        return b"\x00" + encode_frame(m.MessageType.RESET, self._seq)
 
     def reset(self) -> None:
         """Reboot the device (it answers first); the next command must be HELLO."""
@@ -652,10 +653,9 @@ def _type_of(request: object) -> int:
 
 def _decode_or_none(frame: object) -> m.ErrorResponse | None:
     try:
-        reply = m.decode_response(frame)
+        return m.decode_response(frame)  # an ERROR frame: an ErrorResponse
     except m.MessageError:
         return None
-    return reply if isinstance(reply, m.ErrorResponse) else None
 
 
 def _error_fix(code: m.ErrorCode | None) -> str:

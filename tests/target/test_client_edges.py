@@ -362,7 +362,7 @@ def test_uploads_are_cut_to_the_devices_frames():
 
 def test_chunk_size_before_hello_and_its_floor():
     target = Target(MemoryPort(Link().answer), name="x")
-    assert target._chunk_size() == 512 - 16
+    assert target._chunk_size() == spec.MIN_DEVICE_PAYLOAD - 16  # the least any device takes
     target.info = type("I", (), {"max_payload": 40})()
     assert target._chunk_size() == 64
 
