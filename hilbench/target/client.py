@@ -82,7 +82,7 @@ class ModelWork:
             trained = sum(t.size for t in zocf.resolve(zo, graph))
             return cls(
                 macs=max(1, int(macs if macs is not None else forward_macs(graph))),
-                trained=max(1, int(trained)),
+                trained=int(trained),  # >= 1: resolve() refuses a ZOCF that trains nothing
                 one_sided=bool(zo.one_sided),
             )
         except (ModelError, ValueError, KeyError):  # the device will say what is wrong
@@ -139,7 +139,7 @@ class Target:
     ) -> None:
         self.port = port
         self.name = name
-        self.retries = retries
+        self.retries = _checked_retries(retries)
         self.on_command = on_command
         self.on_event = on_event
         self.on_upload = on_upload
@@ -226,7 +226,7 @@ class Target:
         name = m.type_name(req_type)
         self._seq = seq = (self._seq + 1) & 0xFFFF
         frame = b"\x00" + encode_frame(req_type, seq, payload)
-        retries = self.retries if retries is None else retries
+        retries = self.retries if retries is None else _checked_retries(retries)
         timer = self._timer
         first = timer.first_wait(part, alternative)
         if timeout is not None:
@@ -234,9 +234,8 @@ class Target:
         started = time.perf_counter()
         seen: deque[int] = deque(maxlen=_SEEN_BYTES)  # the last bytes received, for messages
         frames_before = self._frames_in
-        response = None
         try:
-            for attempt in range(retries + 1):
+            for attempt in range(retries + 1):  # at least once: response is always set
                 if attempt:
                     self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}")
                 sent = time.perf_counter()
@@ -440,8 +439,7 @@ class Target:
         progress = self.on_upload
         if progress is not None:
             progress(0, total)
-        resp = None
-        for offset in range(0, total, size):
+        for offset in range(0, total, size):  # at least once: blob is not empty
             chunk = blob[offset : offset + size]
             resp = self._exchange(request(offset, chunk))
             if progress is not None:
@@ -522,6 +520,7 @@ class Target:
             self._probed is not None  # a PROBE was answered: HELLO was too
             and self.info.capabilities & m.CAP_APPLY_PROBED
             and seeds.tobytes() == self._probed
+            and len(coeffs) == len(seeds)  # else APPLY's message says what is wrong
         ):  # the device still holds these seeds from the PROBE: do not send them again
             payload = m.apply_probed_payload(coeffs)
             if payload is None:  # the message says what is wrong
@@ -642,6 +641,12 @@ class Target:
             f"<Target {self.name}: {info.device_id}, firmware {info.firmware!r}, "
             f"protocol {info.protocol_version}>"
         )
+
+
+def _checked_retries(retries: int) -> int:
+    if not isinstance(retries, int) or retries < 0:
+        raise ConfigError(f"retries must be a whole number >= 0, got {retries!r}", "use e.g. 8")
+    return retries
 
 
 def _type_of(request: object) -> int:

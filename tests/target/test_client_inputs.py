@@ -39,6 +39,8 @@ FIX_BUG = "this is a bug in hilbench or the firmware: please report it with the 
         (lambda t: t.apply_batch([(SEEDS, np.array([2**31, 1]))]), "field 'coeffs'"),
         (lambda t: probe(t, np.array([5, 2**32 + 5])), "PROBE seeds"),
         (lambda t: t.apply_probe(SEEDS, [2**40, 0], **PROBE_ARGS), "APPLY coefficients"),
+        (lambda t: t.apply_probe([5, -6], COEFFS, **PROBE_ARGS), "APPLY seeds"),
+        (lambda t: t.apply(SEEDS, np.array([1, 2, 3])), "'seeds' .2. and 'coeffs' .3. differ"),
         (lambda t: t.apply_probe(SEEDS, COEFFS, **{**PROBE_ARGS, "seeds": [-3]}), "PROBE seeds"),
         (lambda t: t.infer(input=np.full(64, 300)), "INFER input"),
         (lambda t: t.apply(SEEDS, np.array([0.5, 1.0])), "must hold integers"),
@@ -51,7 +53,7 @@ def test_out_of_range_values_are_refused_before_anything_is_sent(call, says):
     sent = len(link.requests)
     with pytest.raises(m.MessageError, match=says) as e:
         call(target)
-    assert "range" in str(e.value) or "integers" in str(e.value)
+    assert any(w in str(e.value) for w in ("range", "integers", "differ in length"))
     assert len(link.requests) == sent and target.weights_crc() == crc
 
 
@@ -64,6 +66,24 @@ def test_in_range_values_of_any_integer_type_are_the_same_request():
     out64 = target.infer(input=X[0].astype(np.int64)).output
     assert out8.tolist() == out64.tolist()
     assert link.requests[-1].payload == link.requests[-2].payload
+
+
+class Tagged(np.ndarray):
+    """An ndarray subclass (as a memmap or a masked array is): not a plain array."""
+
+
+def test_array_subclasses_take_the_message_path_and_send_the_same_bytes():
+    plain, link_a, _ = loaded()
+    tagged, link_b, _ = loaded()
+    for t, wrap in ((plain, np.asarray), (tagged, lambda a: np.asarray(a).view(Tagged))):
+        probe(t, wrap(SEEDS))
+        t.apply(wrap(SEEDS), wrap(COEFFS))
+        probe(t, wrap(SEEDS))
+        t.apply_probe(wrap(SEEDS), wrap(COEFFS), **{**PROBE_ARGS, "seeds": wrap(SEEDS + 1)})
+    a = [(f.type, f.payload) for f in link_a.requests]
+    b = [(f.type, f.payload) for f in link_b.requests]
+    assert a[1:] == b[1:]  # all but HELLO (each client has its own session)
+    assert [T(t).name for t, _ in a[-4:]] == ["PROBE", "APPLY_PROBED", "PROBE", "APPLY_PROBE"]
 
 
 def test_plain_values_take_the_fast_path_without_building_messages(monkeypatch):
@@ -195,6 +215,31 @@ def other_blob() -> bytes:
     g = zoo.build("mlp", seed=2)
     tables = LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
     return to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": zocf.build(g).to_bytes()})
+
+
+def test_given_macs_of_a_blob_hilbench_cannot_read_are_kept_at_least_one():
+    assert ModelWork.from_blob(b"junk", macs=1) == ModelWork(macs=1)
+    assert ModelWork.from_blob(b"junk", macs=0) == ModelWork(macs=1)
+    assert ModelWork.from_blob(b"junk", macs=5) == ModelWork(macs=5)
+
+
+def test_upload_progress_given_to_the_constructor():
+    calls: list[tuple[int, int]] = []
+    link = Link()
+    target = Target(
+        MemoryPort(link.answer), name="dut", on_upload=lambda d, t: calls.append((d, t))
+    )
+    target.hello()
+    target.load_model(BLOB)
+    assert calls[0] == (0, len(BLOB)) and calls[-1] == (len(BLOB), len(BLOB))
+
+
+def test_retries_must_be_a_whole_number_of_zero_or_more():
+    with pytest.raises(ConfigError, match="retries must be a whole number >= 0, got -1"):
+        Target(MemoryPort(Link().answer), retries=-1)
+    target = Target(MemoryPort(Link().answer))
+    with pytest.raises(ConfigError, match=r"got 1\.5"):
+        target.hello(retries=1.5)
 
 
 def test_the_models_work_is_read_once_per_blob_and_given_macs_win():
@@ -362,6 +407,14 @@ def test_only_requests_are_sent():
         with pytest.raises(TypeError, match="not a request"):
             target._exchange(thing)
     assert link.types() == ["HELLO"]
+
+
+def test_a_no_answer_error_shows_the_last_64_bytes_received():
+    noise = bytes(range(1, 101))  # no delimiter: never a frame
+    target = Target(MemoryPort(lambda data: noise), name="dut", timeout=0.02, retries=0)
+    with pytest.raises(LinkError) as e:
+        target.hello()
+    assert f"(last bytes received: {describe_bytes(noise[-64:])})" in e.value.cause
 
 
 def test_an_unnamed_target_is_called_device():
