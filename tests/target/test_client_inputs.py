@@ -235,8 +235,9 @@ def test_upload_progress_given_to_the_constructor():
 
 
 def test_retries_must_be_a_whole_number_of_zero_or_more():
-    with pytest.raises(ConfigError, match="retries must be a whole number >= 0, got -1"):
+    with pytest.raises(ConfigError, match="retries must be a whole number >= 0, got -1") as e:
         Target(MemoryPort(Link().answer), retries=-1)
+    assert e.value.fix == "use e.g. 8"
     target = Target(MemoryPort(Link().answer))
     with pytest.raises(ConfigError, match=r"got 1\.5"):
         target.hello(retries=1.5)
