@@ -183,3 +183,12 @@ def test_encode_refusals_say_what_is_wrong(kwargs: dict, message: str) -> None:
     with pytest.raises(FrameError) as e:
         encode_frame(**args)
     assert str(e.value) == message
+
+
+def test_a_frame_and_the_first_byte_of_the_next_in_one_read() -> None:
+    """One delimiter, not at the end: not the one-frame fast path; nothing is lost."""
+    first, second = encode_frame(0x81, 5, b"abc"), encode_frame(0x81, 6, b"xyz")
+    d = FrameDecoder()
+    assert d.feed(first + second[:1]) == [Frame(PROTOCOL_VERSION, 0x81, 5, b"abc")]
+    assert d.feed(second[1:]) == [Frame(PROTOCOL_VERSION, 0x81, 6, b"xyz")]
+    assert d.errors == []

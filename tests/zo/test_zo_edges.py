@@ -327,6 +327,16 @@ def test_draw_takes_seeds_as_a_column() -> None:
     np.testing.assert_array_equal(col, flat)
 
 
+@pytest.mark.parametrize("shaped", [[[1], [2]], [[1, 2]]])
+def test_draw_all_takes_seeds_of_any_shape(shaped: list) -> None:
+    shapes = [(3, 4), (2, 5)]
+    got = perturb.draw_all(np.array(shaped, np.uint32), shapes, perturb.GAUSSIAN)
+    flat = perturb.draw_all(np.array([1, 2], np.uint32), shapes, perturb.GAUSSIAN)
+    assert [r.shape for r in got] == [(2, 3, 4), (2, 2, 5)]
+    for a, b in zip(got, flat, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_draw_all_with_a_pool_and_default_layouts() -> None:
     pool = perturb.Pool.generate(2, 16, perturb.UNIFORM)
     seeds = np.array([1, 2], np.uint32)
