@@ -57,3 +57,34 @@ def test_tables_round_trip_and_reject_garbage():
 def test_prediction_ties_take_the_lowest_class():
     logits = np.array([[3, 7, 7, 1], [-5, -5, -5, -5]], dtype=np.int8)
     np.testing.assert_array_equal(predictions(logits), [1, 0])
+
+
+def test_tables_and_losses_have_the_documented_integer_types():
+    """exp uint32, lin and ln int32 (the LOSS section's fields), losses int64, whether the
+    tables were computed or read."""
+    made = LossTables.for_scale(0.07)
+    for tables in (made, LossTables.from_bytes(made.to_bytes())):
+        assert (tables.exp.dtype, tables.lin.dtype, tables.ln.dtype) == (
+            np.uint32,
+            np.int32,
+            np.int32,
+        )
+        logits = np.array([[5, -3, 7], [0, 0, 1]], np.int8)
+        assert per_sample_q16(logits, np.array([2, 0]), tables).dtype == np.int64
+        assert ln_q16(np.array([70_000]), tables).dtype == np.int64
+        for dtype in (np.uint32, np.uint64, np.int64):  # any integer type: the same value
+            assert ln_q16(np.array([3_000_000_000], dtype), tables) == ln_q16(
+                np.array([3_000_000_000]), tables
+            )
+
+
+def test_a_refused_section_names_its_reason_by_key():
+    from hilbench.zo.loss import LossError
+
+    good = LossTables.for_scale(0.07).to_bytes()
+    with pytest.raises(LossError) as e:
+        LossTables.from_bytes(good[:-1])
+    assert e.value.key == "size"
+    with pytest.raises(LossError) as e:
+        LossTables.from_bytes(b"\0" * len(good))
+    assert e.value.key == "exp0"
