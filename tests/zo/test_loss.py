@@ -88,3 +88,17 @@ def test_a_refused_section_names_its_reason_by_key():
     with pytest.raises(LossError) as e:
         LossTables.from_bytes(b"\0" * len(good))
     assert e.value.key == "exp0"
+
+
+def test_predictions_and_means_over_leading_axes():
+    """Logits (..., N, C): a class per item along the last axis, a mean per leading index,
+    as int32 (the device's i32)."""
+    tables = LossTables.for_scale(0.07)
+    rs = np.random.default_rng(5)
+    logits = rs.integers(-128, 128, (3, 4, 6)).astype(np.int8)  # 3 probes, 4 items, 6 classes
+    labels = rs.integers(0, 6, 4)
+    np.testing.assert_array_equal(predictions(logits), [predictions(p) for p in logits])
+    assert predictions(logits).shape == (3, 4)
+    means = mean_q16(logits, labels, tables)
+    assert means.dtype == np.int32 and means.shape == (3,)
+    assert means.tolist() == [int(mean_q16(p, labels, tables)) for p in logits]
