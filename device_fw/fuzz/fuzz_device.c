@@ -16,9 +16,9 @@
  *   VERSION v ...        a frame of another protocol version
  *
  * Compute is kept small, so that the fuzzer spends its time on the protocol: batch sizes and
- * EVAL's count at most 2, q at most 2 (SHAPED) or 13 (NEW; 30 on a 256-byte device, where a
- * larger q is refused before it computes), and at most COMPUTE_BUDGET requests that compute
- * per input (the later ones are skipped; RETRY still repeats any).
+ * EVAL's count at most 2, q at most 2 (SHAPED) or 13 (NEW; longer only when the answer cannot
+ * fit, so the device refuses it before it computes), and at most COMPUTE_BUDGET requests that
+ * compute per input (the later ones are skipped; RETRY still repeats any).
  *
  * Oracles: no sanitizer report; every write of the device is one whole frame (a leading 0x00,
  * COBS, a delimiter) with a good CRC and a payload that is a well-formed instance of the
@@ -292,6 +292,24 @@ static void cap_costs(uint8_t type, uint8_t *p, uint32_t n) {
     p[at] = (uint8_t)(p[at] % 3); /* 0 (refused), 1 or 2 */
 }
 
+/* A PROBE or APPLY_PROBE whose answer cannot fit max_payload: the device refuses it before it
+ * computes (ANSWER_TOO_LARGE), so it may keep its whole length. Any other request that
+ * computes is cut to RAW_COMPUTE_MAX bytes (an accepted PROBE has q <= 13): on the smallest
+ * device an accepted q of up to 30 made one input compute for seconds under the sanitizers. */
+static int refused_for_size(uint8_t type, const uint8_t *p, uint16_t n) {
+    uint32_t at = UINT32_MAX, extra = 0;
+    if (type == HB_TYPE_PROBE) at = HB_OFF_PROBE_Q;
+    if (type == HB_TYPE_APPLY_PROBE && n >= HB_OFF_APPLY_PROBE_Q_APPLY + 2u) {
+        uint16_t qa = (uint16_t)(p[HB_OFF_APPLY_PROBE_Q_APPLY] |
+                                 p[HB_OFF_APPLY_PROBE_Q_APPLY + 1] << 8);
+        at = HB_OFF_APPLY_PROBE_PROBE(qa) + HB_OFF_PROBE_Q;
+        extra = HB_SIZE_APPLY_PROBE_R(0) - HB_SIZE_PROBE_R(0);
+    }
+    if (n < 2u || at > n - 2u) return 0;
+    const uint32_t q = (uint32_t)(p[at] | p[at + 1] << 8);
+    return HB_SIZE_PROBE_R(q) + extra > max_payload;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     input in = {data, size};
     uint8_t first = take(&in);
@@ -318,11 +336,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             uint8_t type = take(&in);
             uint16_t s = op % 6 == 1 ? ++seq : (uint16_t)(seq - take(&in));
             uint16_t n = (uint16_t)take_n(&in, 2) % (max_payload + 1u);
-            /* on the smallest device any length: a large q is refused before it computes
-             * (ANSWER_TOO_LARGE), and an accepted one is at most 30 */
-            if (computes(type) && n > RAW_COMPUTE_MAX && max_payload > HB_MIN_DEVICE_PAYLOAD)
-                n = RAW_COMPUTE_MAX;
             if (n > in.n) n = (uint16_t)in.n;
+            if (computes(type) && n > RAW_COMPUTE_MAX && !refused_for_size(type, in.p, n))
+                n = RAW_COMPUTE_MAX;
             memcpy(payload, in.p, n);
             in.p += n;
             in.n -= n;
