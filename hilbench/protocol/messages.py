@@ -289,9 +289,11 @@ def int_array(value: object, dtype: str | type, where: str) -> np.ndarray:
 
 def _array(msg: Message, field: str, dtype: str) -> np.ndarray:
     """Validate ``msg.field`` as a 1-D integer array fitting ``dtype``; store it read-only."""
-    value = int_array(getattr(msg, field), dtype, f"{msg.NAME}: field '{field}'")
+    given = getattr(msg, field)
+    value = int_array(given, dtype, f"{msg.NAME}: field '{field}'")
     if value.flags.writeable:
-        value = value.copy() if value is getattr(msg, field) else value
+        if value is given:  # the caller's own array: frozen as a copy
+            value = value.copy()
         value.flags.writeable = False
     object.__setattr__(msg, field, value)
     return value

@@ -12,7 +12,7 @@ import bisect
 import secrets
 import time
 import zlib
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -32,6 +32,9 @@ TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}
 INSTRUCTIONS = "instr"  # executed instructions (QEMU -icount): a count, never seconds
 _POLL_STEPS = (0.001, 0.005, 0.02, 0.05)  # read timeouts: few values, so few tty reprograms
 _SEEN_BYTES = 64  # the last bytes received that a "no answer" error shows
+# APPLY_PROBE's answer size, a + b q (spec's layout), derived once: it is checked every step
+_APPLY_PROBE_R_BASE = spec.apply_probe_response_size(0)
+_APPLY_PROBE_R_PER_SEED = spec.apply_probe_response_size(1) - _APPLY_PROBE_R_BASE
 _PROBE, _APPLY_PROBED, _APPLY_PROBE = (  # plain ints: compared and packed on every step
     int(m.MessageType.PROBE),
     int(m.MessageType.APPLY_PROBED),
@@ -232,7 +235,7 @@ class Target:
         if timeout is not None:
             first = min(first, timeout)
         started = time.perf_counter()
-        seen: deque[int] = deque(maxlen=_SEEN_BYTES)  # the last bytes received, for messages
+        seen = bytearray()  # the last bytes received (at most _SEEN_BYTES), for messages
         frames_before = self._frames_in
         try:
             for attempt in range(retries + 1):  # at least once: response is always set
@@ -323,7 +326,7 @@ class Target:
             )
         return "check that the hilbench firmware is running and that this is its address"
 
-    def _await(self, seq: int, req_type: int, wait_s: float, seen: deque[int]) -> object | None:
+    def _await(self, seq: int, req_type: int, wait_s: float, seen: bytearray) -> object | None:
         """The answer to ``seq``, or None after ``wait_s`` or a BAD_FRAME report (retry)."""
         deadline = time.monotonic() + wait_s
         while True:
@@ -376,7 +379,9 @@ class Target:
                     self.port.timeout = poll
             chunk = self.port.read(waiting or 1)
             if chunk:
-                seen.extend(chunk)
+                seen += chunk  # a copy, not a per-byte deque: this runs on every answer
+                if len(seen) > _SEEN_BYTES:
+                    del seen[:-_SEEN_BYTES]
                 frames = self._decoder.feed(chunk)
                 self._frames_in += len(frames)
                 self._pending.extend(frames)
@@ -554,7 +559,7 @@ class Target:
             self._probed is not None  # a PROBE was answered: HELLO was too
             and info.capabilities & m.CAP_APPLY_PROBE
             and apply_seeds.tobytes() == self._probed
-            and spec.apply_probe_response_size(len(seeds)) <= info.max_payload  # the answer fits
+            and _APPLY_PROBE_R_BASE + _APPLY_PROBE_R_PER_SEED * len(seeds) <= info.max_payload
         ):
             payload = m.apply_probe_payload(coeffs, slot, batch_size, batch_seed, eps, seeds)
             if payload is None:  # not plain valid values: the messages say what is wrong

@@ -195,18 +195,29 @@ def test_a_board_map_board_of_kind_pyocd_loads_through_its_gdb_stub(image, tmp_p
     assert qemu.proc.poll() is not None
 
 
+def refused_run(boards: Path, tmp_path: Path) -> None:
+    """``hilbench run`` on the place of a boards map: refused (exit 2)."""
+    argv = ["run", "--board", f"map:{boards}", "--budget", "10", "--no-live"]
+    assert main([*argv, "--trace", str(tmp_path / "t.h5")]) == 2
+
+
+def one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The error the run printed: one line."""
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err
+
+
 def test_no_stub_listening_is_one_line_naming_the_stub(image, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HILBENCH_LOCK_DIR", str(tmp_path / "locks"))
     qemu = halted_qemu(image)  # its UART answers nothing (halted); no stub at the given port
     try:
         gdb = f"127.0.0.1:{free_port()}"
         boards = write_map(tmp_path / "boards.toml", qemu.uart_port, gdb, image)
-        argv = ["run", "--board", f"map:{boards}", "--budget", "10", "--no-live"]
-        assert main([*argv, "--trace", str(tmp_path / "t.h5")]) == 2
+        refused_run(boards, tmp_path)
     finally:
         qemu.stop()
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0, err
+    err = one_line(capsys)
     assert f"place {PLACE}: cannot reach the GDB stub {gdb}: Connection refused" in err
     assert f"pyocd gdbserver --uid {PROBE} --port {gdb.rsplit(':')[1]}" in err
 
@@ -249,10 +260,9 @@ def test_bad_pyocd_settings_are_one_line(image, tmp_path, monkeypatch, capsys, s
         text = text.replace('machine = "an547"\n', "") if key == "machine" else text
         text += f'{key} = "{value}"\n'
     boards.write_text(text)
-    argv = ["run", "--board", f"map:{boards}", "--budget", "10", "--no-live"]
-    assert main([*argv, "--trace", str(tmp_path / "t.h5")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and expected in err, err
+    refused_run(boards, tmp_path)
+    err = one_line(capsys)
+    assert expected in err, err
 
 
 def test_a_probe_on_another_host_without_a_stub_names_the_gdbserver_to_run():
@@ -276,12 +286,10 @@ def test_a_firmware_not_naming_the_loaded_build_is_one_line(image, tmp_path, mon
     try:
         gdb = f"127.0.0.1:{qemu.gdb_port}"
         boards = write_map(tmp_path / "boards.toml", qemu.uart_port, gdb, image)
-        argv = ["run", "--board", f"map:{boards}", "--budget", "10", "--no-live"]
-        assert main([*argv, "--trace", str(tmp_path / "t.h5")]) == 2
+        refused_run(boards, tmp_path)
     finally:
         qemu.stop()
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0, err
+    err = one_line(capsys)
     assert f"loaded build {image.image_id} of {image.path.name}" in err
     assert "says 'hilbench-an547 build 0123456789abcdef'" in err
 
