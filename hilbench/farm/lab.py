@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,6 +158,8 @@ class LocalFarm:
             coordinator_dir,
             self.root / "coordinator.log",
         )
+        # an exporter that finds no coordinator exits (status 100): start them once it listens
+        self._wait_until(self._coordinator_listens, "the coordinator does not listen yet")
         for place in self.places:
             if place.kind == "twin":
                 self._start_twin(place)
@@ -205,6 +208,30 @@ class LocalFarm:
             )
         self.wait_ready()
 
+    def _coordinator_listens(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
+        except OSError:
+            return False
+        return True
+
+    def _check_alive(self) -> None:
+        for what, proc in self.procs:
+            if proc.poll() is not None:
+                raise HilbenchError(f"lab {what} exited with {proc.returncode}", self._logs())
+
+    def _wait_until(self, ready: Callable[[], bool], waiting: str) -> None:
+        """Until ``ready()``, while every process lives (START_TIMEOUT_S at most)."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not ready():
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise HilbenchError(
+                    f"the lab farm did not come up in {START_TIMEOUT_S:.0f} s ({waiting})",
+                    self._logs(),
+                )
+            time.sleep(0.1)
+
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
         """Until the coordinator answers and every place's resources are published."""
         from hilbench.farm.client import FarmClient
@@ -212,12 +239,8 @@ class LocalFarm:
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:
-            for what, proc in self.procs:
-                if proc.poll() is not None:
-                    raise HilbenchError(f"lab {what} exited with {proc.returncode}", self._logs())
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
-            except OSError:
+            self._check_alive()
+            if not self._coordinator_listens():
                 last = "the coordinator does not listen yet"
                 time.sleep(0.1)
                 continue
