@@ -67,3 +67,22 @@ $(N6_DIR)/hilbench-stm32n6-flash.elf: $(N6_OBJ) $(N6_LDS)
 
 $(N6_DIR)/hilbench-stm32n6-flash.bin: $(N6_DIR)/hilbench-stm32n6-flash.elf
 	$(N6_OBJCOPY) -O binary $< $@
+
+# ---- the bring-up's host test (port/stm32n6/test/): bringup.c, uart.c and cortex_m/cache.c
+# built for the host with -DHB_MMIO_RECORD against the recording register file (a STAND-IN
+# for the chip), with the sanitizers; `make test` runs it (docs/board.md "What is tested")
+N6T_DIR     := $(BUILD)/n6test
+N6T_SRC     := port/stm32n6/test/test_n6_bringup.c port/stm32n6/test/mmio_record.c \
+               port/stm32n6/bringup.c port/stm32n6/uart.c port/cortex_m/cache.c
+N6T_HDRS    := $(wildcard port/stm32n6/test/*.h port/stm32n6/*.h port/cortex_m/*.h) port/port.h
+
+.PHONY: n6-test
+n6-test: $(N6T_DIR)/test_n6_bringup
+	@echo "== $<"; $<
+
+$(N6T_DIR)/test_n6_bringup: $(N6T_SRC) $(N6T_HDRS) port/stm32n6/port.mk
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -DHB_MMIO_RECORD -Iport -Iport/stm32n6 \
+	  -Iport/cortex_m -Iport/stm32n6/test -o $@ $(N6T_SRC)
+
+test: n6-test
