@@ -35,13 +35,22 @@ uint32_t hb_n6_reset_cause(uint32_t flags) {
 
 /* ---- power: PWR's clock, the supply, the I/O supplies of the pins we drive -------------- */
 
-void hb_n6_power_init(void) {
+uint32_t hb_n6_power_init(void) {
     hb_mmio_wr(N6_RCC_SET(N6_RCC_AHB4ENR), N6_RCC_AHB4_PWR);
     hb_mmio_barrier();
+    /* the supply: VCORE from the DK's external SMPS (ST's templates:
+     * HAL_PWREx_ConfigSupply(PWR_EXTERNAL_SOURCE_SUPPLY), CR1.SDEN = 0, before any VOS change;
+     * written once after power-on, so a write the boot ROM made first wins) */
+    hb_mmio_modify(N6_PWR_CR1, N6_PWR_CR1_SDEN, 0);
+    uint32_t err = hb_mmio_wait(N6_PWR_VOSCR, N6_PWR_VOSCR_ACTVOSRDY, N6_PWR_VOSCR_ACTVOSRDY,
+                                WAIT_TRIES)
+                       ? 0u
+                       : HB_BRINGUP_VOS;
     /* VDDIO2 and VDDIO3 supply valid: the NuttX port marks both for USART1's GPIOE pins
      * (stm32_pwr.c); harmless when the boot ROM did it already */
     hb_mmio_modify(N6_PWR_SVMCR3, 0, N6_PWR_SVMCR3_VDDIO2SV | N6_PWR_SVMCR3_VDDIO3SV);
     hb_mmio_barrier();
+    return err;
 }
 
 /* ---- memories: clocks, RAMCFG shutdown ------------------------------------------------- */

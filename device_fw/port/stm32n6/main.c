@@ -131,7 +131,7 @@ static void bringup(void) {
     info.reset_flags = hb_n6_reset_flags();
     info.reset_cause = hb_n6_reset_cause(info.reset_flags);
     cm_caches_enable();
-    hb_n6_power_init();
+    errors |= hb_n6_power_init();
     hb_n6_memories_init();
     hb_n6_sleep_clocks_init();
     info.cpu_hz = hb_n6_clocks_init(hb_n6_clock_plan_for(HB_N6_CLOCK_MHZ), &errors);

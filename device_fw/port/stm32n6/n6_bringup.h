@@ -23,7 +23,7 @@ const hb_n6_clock_plan *hb_n6_clock_plan_for(uint32_t mhz);
 
 uint32_t hb_n6_reset_flags(void);           /* RCC_RSR, then cleared */
 uint32_t hb_n6_reset_cause(uint32_t flags); /* as HB_RESET_* (port.h) */
-void hb_n6_power_init(void);
+uint32_t hb_n6_power_init(void); /* HB_BRINGUP_VOS if the supply never got ready */
 void hb_n6_memories_init(void);
 void hb_n6_sleep_clocks_init(void);
 /* the CPU clock it leaves running; HB_BRINGUP_* bits into *errors on a timeout */

@@ -105,6 +105,8 @@
 
 /* ---- PWR (RM0486 "Power control"), base 0x56024800 -------------------------------------- */
 #define N6_PWR 0x56024800u
+#define N6_PWR_CR1 (N6_PWR + 0x000u)    /* SDEN [2]: VCORE from the SMPS (1) or external (0) */
+#define N6_PWR_CR1_SDEN (1u << 2)
 #define N6_PWR_VOSCR (N6_PWR + 0x020u)  /* VOS [0] (1: scale 0), VOSRDY [1], ACTVOS [16], ACTVOSRDY [17] */
 #define N6_PWR_SVMCR3 (N6_PWR + 0x03Cu) /* VDDIO2SV [8], VDDIO3SV [9] */
 #define N6_PWR_VOSCR_VOS (1u << 0)

@@ -158,7 +158,14 @@ static void test_clocks(void) {
 
 static void test_power_memories_sleep(void) {
     hb_mmio_clear();
-    hb_n6_power_init();
+    hb_mmio_set(N6_PWR_CR1, N6_PWR_CR1_SDEN);
+    hb_mmio_set(N6_PWR_VOSCR, N6_PWR_VOSCR_ACTVOSRDY);
+    CHECK(hb_n6_power_init() == 0, "the supply reported ready");
+    CHECK(!(hb_mmio_get(N6_PWR_CR1) & N6_PWR_CR1_SDEN), "external supply: SDEN 0");
+    CHECK(any_write(N6_PWR_CR1) > first_write(N6_RCC_SET(N6_RCC_AHB4ENR), N6_RCC_AHB4_PWR,
+                                              N6_RCC_AHB4_PWR) &&
+              hb_mmio_reads(N6_PWR_VOSCR) >= 1,
+          "supply set after PWR's clock, ACTVOSRDY awaited");
     long pwr = first_write(N6_RCC_SET(N6_RCC_AHB4ENR), N6_RCC_AHB4_PWR, N6_RCC_AHB4_PWR);
     long sv = any_write(N6_PWR_SVMCR3);
     CHECK(pwr >= 0 && pwr < sv, "PWR clocked (%ld) before SVMCR3 (%ld)", pwr, sv);
