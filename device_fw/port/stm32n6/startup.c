@@ -26,7 +26,7 @@ typedef CM_VECTOR_TABLE(STM32N6_N_IRQ) hb_vector_table;
 
 #define FAULT cm_fault_entry
 __attribute__((section(".vectors"), used)) const hb_vector_table hb_n6_vectors = {
-    .initial_sp = __stack_top,
+    .initial_sp = __stack_top, /* 256 bytes in AXISRAM: Reset_Handler moves to DTCM at once */
     .system = CM_SYSTEM_VECTORS,
     .irq =
         {
@@ -51,6 +51,13 @@ __attribute__((naked, noreturn)) void Reset_Handler(void) {
         "dsb\n"
         "isb\n"
         CM_RESET_COMMON_ASM
+        /* the main stack in DTCM (the common steps set the boot stack the table names) */
+        "movs r0, #0\n"
+        "msr msplim, r0\n"
+        "ldr r0, =__main_stack_top\n"
+        "msr msp, r0\n"
+        "ldr r0, =__main_stack_limit\n"
+        "msr msplim, r0\n"
         "ldr r0, =0xE000EF34\n" /* FPCCR: ASPEN, LSPEN (an emulated reset wrote 0) */
         "ldr r1, [r0]\n"
         "orr r1, r1, #0xC0000000\n"
