@@ -78,11 +78,11 @@ def test_the_flash_variant_is_linked_where_the_boot_rom_starts_it(flash_elf):
     assert image.segments[0].address == 0x34180400 == stm32n6.FLASH_LOAD_ADDRESS
     assert sym["hb_n6_vectors"] == stm32n6.FLASH_LOAD_ADDRESS == image.vector_table
     assert image.initial_sp == sym["__stack_top"] and image.reset_pc == sym["Reset_Handler"] | 1
-    # header + image + .bss + stacks within the boot ROM's 512 KB, below the kept 64 bytes
-    ram_end = stm32n6.RAM_START + stm32n6.RAM_BYTES
-    assert sym["__noinit_start"] == ram_end - 64
+    # header + image + .bss within the boot ROM's 512 KB; the stacks and the kept 64 bytes are
+    # at the top of DTCM (128 KiB at 0x30000000: docs/board.md)
+    assert sym["__noinit_start"] == 0x30020000 - 64
     assert sym["__fault_stack_top"] <= sym["__noinit_start"]
-    used = sym["__fault_stack_top"] - stm32n6.FLASH_LOAD_ADDRESS + stm32n6.FSBL_HEADER_BYTES
+    used = sym["__image_end"] - stm32n6.FLASH_LOAD_ADDRESS + stm32n6.FSBL_HEADER_BYTES
     assert 0 < used <= stm32n6.FSBL_MAX_BYTES == 512 * 1024
     # the arena below the image's header, never over the image or its stacks
     assert sym["__arena_start"] == stm32n6.RAM_START

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cm_cache.h" /* the L1 caches (cache.c) */
+
 /* ---- system control space, SysTick, NVIC, DWT ------------------------------------------ */
 
 #define CM_REG32(addr) (*(volatile uint32_t *)(addr))
@@ -21,6 +23,7 @@
 #define SCS_HFSR CM_REG32(0xE000ED2Cu)
 #define SCS_MMFAR CM_REG32(0xE000ED34u)
 #define SCS_BFAR CM_REG32(0xE000ED38u)
+#define SCS_CCR CM_REG32(0xE000ED14u)
 #define SCS_CPACR CM_REG32(0xE000ED88u)
 #define SCS_SFSR CM_REG32(0xE000EDE4u)
 #define SCS_SFAR CM_REG32(0xE000EDE8u)
@@ -155,6 +158,18 @@ extern const char cm_fault_format[];
 __attribute__((noreturn)) void cm_fault_out(const char *report, size_t report_len,
                                             const uint8_t *frame, size_t frame_len);
 
+/* ---- restarts (restart.c) ------------------------------------------------------------- */
+
+/* Start `entry` (the port's Reset_Handler) afresh in Thread mode with interrupts off, the image
+ * kept: a branch from Thread mode, an exception return from a handler (the fault status
+ * registers cleared first). A handler that interrupted another one cannot return to Thread
+ * mode cleanly: that case is a system reset (cm_system_reset). */
+__attribute__((noreturn)) void cm_restart(void (*entry)(void));
+
+/* AIRCR.SYSRESETREQ: the whole system resets (on the STM32N6 in development boot that ends in
+ * the boot ROM, waiting for the debugger; under QEMU the machine reloads its image). */
+__attribute__((noreturn)) void cm_system_reset(void);
+
 /* ---- serving (serve.c) ------------------------------------------------------------------- */
 
 /* A port's UART receive ring and what to do after each batch of received bytes (NULL: none) */
@@ -165,8 +180,12 @@ typedef struct {
     void (*after_rx)(void);
 } cm_serve_ring;
 
-/* Every received byte to hb_device_rx, forever; the core sleeps (WFI) while the ring is empty.
- * Interrupts must be on (the ring is interrupt-fed). */
+/* Every received byte to hb_device_rx, forever; the core sleeps (WFI) while the ring is empty,
+ * or, built with -DHB_SERVE_POLL, polls the ring without sleeping (first contact with a board
+ * whose sleep-mode clocks are in doubt). cm_serve_idle() runs once per loop turn and after each
+ * wake (weak, empty by default: a port kicks its watchdog there). Interrupts must be on (the
+ * ring is interrupt-fed). */
+void cm_serve_idle(void);
 __attribute__((noreturn)) void cm_serve(const cm_serve_ring *ring);
 
 #endif /* HB_CORTEX_M_H */

@@ -2,12 +2,14 @@
  * by a debugger in development boot, serving the protocol on USART1 (the ST-LINK's virtual COM
  * port) at STM32N6_BAUD.
  *
- * At each boot: the cycle counter, USART1, hb_device_init over the arena (AXISRAM, above the
- * image), then every received byte goes to hb_device_rx; the core sleeps (WFI) while the ring
- * is empty. HELLO's firmware string carries the image's GNU build id, so the loader can tell
- * that the board already runs this ELF. RESET restarts the firmware in place (a system reset
- * would erase AXISRAM1/2 and the image with it); a 64-byte block at the top of the RAM,
- * outside the image, keeps the boot count that the boot nonce is made from. */
+ * At each boot: the reset cause, the caches, the bring-up (bringup.c: power, memories,
+ * Sleep-mode clocks, PLL1 at HB_N6_CLOCK_MHZ, the watchdog), USART1, the cycle counter, the
+ * boot nonce's seed, hb_device_init over the arena (AXISRAM above the image up to the end of
+ * AXISRAM6), then every received byte goes to hb_device_rx; the core sleeps (WFI) while the
+ * ring is empty (busy-polls with N6_SERVE=poll) and kicks the watchdog each turn. HELLO's
+ * firmware string carries the image's GNU build id. RESET and a fault restart the firmware in
+ * place (a system reset would erase AXISRAM1/2 and the image with it); a 64-byte block at the
+ * top of DTCM, outside the image, keeps the boot count that the boot nonce is made from. */
 #include <stdint.h>
 #include <string.h>
 
@@ -15,7 +17,9 @@
 #include "hb_port.h"
 #include "hb_status.h"
 #include "hb_stm32n6.h"
+#include "cm_mmio.h"
 #include "hb_wire.h"
+#include "port.h"
 #include "stm32n6.h"
 
 extern uint8_t __arena_start[], __arena_end[], __build_id_note[];
@@ -26,35 +30,58 @@ typedef struct {
     uint32_t magic;
     uint32_t boots; /* boots since the block was last found without its magic */
     uint32_t seed;  /* taken at that cold boot */
+    uint32_t after_fault; /* the last boot ended in a fault report */
 } persist;
 #define PERSIST_MAGIC 0x4842364Eu /* "HB6N" */
 #define PERSIST ((volatile persist *)__noinit_start)
 
-#define TICK_NS_Q16 ((uint32_t)((1000000000ull << 16) / HB_STM32N6_CPU_HZ))
-
 static char device_id[HB_MAX_STRING + 1];
 static char firmware[HB_MAX_STRING + 1];
 static uint32_t boot;
+static hb_port_info_t info;
+static uint32_t tick_ns_q16;
+
+uint32_t hb_n6_cpu_hz(void) { return info.cpu_hz; }
+
+const hb_port_info_t *hb_port_info(void) {
+    hb_n6_uart_errors e;
+    hb_n6_uart_errors_get(&e);
+    info.uart_overrun = e.overrun;
+    info.uart_framing = e.framing;
+    info.uart_noise = e.noise;
+    info.uart_dropped = e.dropped;
+    info.caches = cm_caches_state();
+    return &info;
+}
+
+/* the serving loop's idle hook (port/cortex_m/serve.c): the watchdog's kick */
+void cm_serve_idle(void) {
+    if (info.watchdog_ms) hb_n6_watchdog_kick();
+}
 
 /* ---- the HAL (core/hb_port.h) ---------------------------------------------------------- */
 
 void hb_port_write(const uint8_t *data, size_t n) { hb_n6_uart_write(data, n); }
 uint64_t hb_port_ticks(void) { return hb_n6_cycles(); }
-uint32_t hb_port_tick_ns_q16(void) { return TICK_NS_Q16; }
+uint32_t hb_port_tick_ns_q16(void) { return tick_ns_q16; }
 uint8_t hb_port_timing_source(void) { return HB_TIMING_DEVICE; }
 const char *hb_port_device_id(void) { return device_id; }
 const char *hb_port_firmware(void) { return firmware; }
 
 uint32_t hb_port_boot_nonce(void) { return cm_mix32(PERSIST->seed ^ cm_mix32(boot + 0x9E3779B9u)); }
 
+void hb_n6_restart(int after_fault) {
+    cm_irq_disable();
+    PERSIST->after_fault = after_fault ? 1u : 0u;
+    SYST_CSR = 0;
+    hb_mmio_wr(N6_USART_CR1, 0);
+    cm_dsb();
+    cm_restart(Reset_Handler); /* the startup again: .bss, VTOR, main() */
+}
+
 void hb_port_reset(void) {
     hb_n6_uart_flush(); /* the RESET answer is out */
-    cm_irq_disable();
-    SYST_CSR = 0;
-    USART_CR1 = 0;
-    cm_dsb();
-    __asm volatile("b Reset_Handler"); /* the startup again: .bss, VTOR, main() */
-    for (;;) cm_wfi();
+    hb_n6_restart(0);
 }
 
 /* ---- identity ---------------------------------------------------------------------------- */
@@ -82,21 +109,63 @@ static void identity(void) {
     hb_format(firmware, sizeof firmware, HB_STM32N6_MSG_FIRMWARE, a, 2);
 }
 
+/* ---- the boot nonce's seed ------------------------------------------------------------ */
+
+/* Taken once per cold boot, after the bring-up, so that it has something to mix: leftover RAM
+ * (the kept block, and AXISRAM6's last KiB, which was in shutdown: its content after power-up
+ * is undefined), and the cycle counter, which has run through the PLL lock, the voltage and
+ * UART waits (their lengths vary from boot to boot). Not a cryptographic seed: the nonce only
+ * has to differ between boots (docs/protocol.md). */
+#define N6_AXISRAM6_END 0x343C0000u
+static uint32_t cold_seed(volatile persist *p) {
+    uint32_t h = cm_mix32(p->seed ^ p->boots ^ p->magic);
+    const volatile uint32_t *leftover = (const volatile uint32_t *)(N6_AXISRAM6_END - 1024u);
+    for (uint32_t i = 0; i < 256u; i++) h = cm_mix32(h ^ leftover[i]);
+    return cm_mix32(h ^ DWT_CYCCNT ^ SYST_CVR);
+}
+
+/* ---- bring-up -------------------------------------------------------------------------- */
+
+static void bringup(void) {
+    uint32_t errors = 0;
+    info.reset_flags = hb_n6_reset_flags();
+    info.reset_cause = hb_n6_reset_cause(info.reset_flags);
+    cm_caches_enable();
+    errors |= hb_n6_power_init();
+    hb_n6_memories_init();
+    hb_n6_sleep_clocks_init();
+    info.cpu_hz = hb_n6_clocks_init(hb_n6_clock_plan_for(HB_N6_CLOCK_MHZ), &errors);
+    errors |= hb_n6_uart_init(STM32N6_BAUD);
+    info.uart_baud = STM32N6_BAUD;
+    info.uart_kernel_hz = hb_n6_uart_kernel_hz();
+    info.watchdog_ms = hb_n6_watchdog_init(HB_N6_WATCHDOG_MS, &errors);
+    info.bringup_errors = errors;
+    info.caches = cm_caches_state();
+    tick_ns_q16 = (uint32_t)((1000000000ull << 16) / info.cpu_hz);
+}
+
 /* ---- serving ----------------------------------------------------------------------------- */
 
 int main(void) {
     volatile persist *p = PERSIST;
-    hb_n6_cycles_init();
-    if (p->magic != PERSIST_MAGIC) { /* cold: seed from leftover RAM and the debug clock */
-        p->seed = cm_mix32(p->seed ^ p->boots ^ DWT_CYCCNT ^ SYST_CVR);
+    hb_n6_cycles_init(); /* first: the bring-up's waits then vary the count the seed mixes */
+    bringup();
+    if (p->magic != PERSIST_MAGIC) { /* cold */
+        p->seed = cold_seed(p);
         p->boots = 0;
+        p->after_fault = 0;
         p->magic = PERSIST_MAGIC;
+    } else if (!(info.reset_flags & ~(N6_RCC_RSR_RMVF))) {
+        /* no reset flag: a restart in place (RESET, or a fault) */
+        info.reset_cause |= HB_RESET_RESTART | (p->after_fault ? HB_RESET_FAULT : 0u);
     }
+    p->after_fault = 0;
     boot = p->boots++;
+    hb_n6_cycles_init(); /* again, at the CPU clock the bring-up set (SysTick runs from it) */
     identity();
-    hb_n6_uart_init();
     uint32_t arena_bytes = (uint32_t)(__arena_end - __arena_start);
     if (arena_bytes > HB_DEFAULT_ARENA_BYTES) arena_bytes = HB_DEFAULT_ARENA_BYTES;
+    info.arena_bytes = arena_bytes;
     hb_device_init(__arena_start, arena_bytes, HB_MAX_PAYLOAD);
     cm_irq_enable();
 

@@ -5,8 +5,9 @@
  * toolchain (ST Edge AI: `stedgeai generate --target stm32n6` gives network.c, its weights and
  * the LL_ATON runtime) would plug in here, behind the same forward pass the core's graph
  * interpreter gives. What that needs, none of which is in this repository (docs/board.md):
- *   - the NPU's clocks and resets (RCC AHB5 NPU enable) and its RAMs (AXISRAM3..6 powered
- *     through RCC MEMENR and RAMCFG), with the image and arena kept out of those RAMs;
+ *   - the NPU's clocks and resets (RCC AHB5 NPU enable) and its RAMs (AXISRAM3..6, which
+ *     bringup.c now powers up and the arena spans: a compiled network's buffers would be
+ *     carved out of the arena);
  *   - ST's LL_ATON runtime and the generated network sources (their licence, not ours);
  *   - the weights where ZO training can rewrite them: the compiled network reads its
  *     parameters from the buffers the generator laid out, so PROBE and APPLY would write

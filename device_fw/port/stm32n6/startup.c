@@ -26,7 +26,7 @@ typedef CM_VECTOR_TABLE(STM32N6_N_IRQ) hb_vector_table;
 
 #define FAULT cm_fault_entry
 __attribute__((section(".vectors"), used)) const hb_vector_table hb_n6_vectors = {
-    .initial_sp = __stack_top,
+    .initial_sp = __stack_top, /* 256 bytes in AXISRAM: Reset_Handler moves to DTCM at once */
     .system = CM_SYSTEM_VECTORS,
     .irq =
         {
@@ -38,7 +38,26 @@ _Static_assert(sizeof(hb_vector_table) <= 1024, "VTOR at the load address needs 
 
 __attribute__((naked, noreturn)) void Reset_Handler(void) {
     __asm volatile(
+        /* ITCM and DTCM on before anything uses them (the stacks are in DTCM): Cortex-M55
+         * ITCMCR / DTCMCR, EN [0] */
+        "ldr r0, =0xE001E010\n"
+        "ldr r1, [r0]\n"
+        "orr r1, r1, #1\n"
+        "str r1, [r0]\n"
+        "ldr r0, =0xE001E014\n"
+        "ldr r1, [r0]\n"
+        "orr r1, r1, #1\n"
+        "str r1, [r0]\n"
+        "dsb\n"
+        "isb\n"
         CM_RESET_COMMON_ASM
+        /* the main stack in DTCM (the common steps set the boot stack the table names) */
+        "movs r0, #0\n"
+        "msr msplim, r0\n"
+        "ldr r0, =__main_stack_top\n"
+        "msr msp, r0\n"
+        "ldr r0, =__main_stack_limit\n"
+        "msr msplim, r0\n"
         "ldr r0, =0xE000EF34\n" /* FPCCR: ASPEN, LSPEN (an emulated reset wrote 0) */
         "ldr r1, [r0]\n"
         "orr r1, r1, #0xC0000000\n"
@@ -66,7 +85,22 @@ static void quiet_interrupts(void) {
     cm_isb();
 }
 
+/* the hot code's copy into ITCM (linked there, loaded after .data) and the DTCM state's zeroes,
+ * before anything runs from or reads them */
+extern uint32_t __itcm_start[], __itcm_end[], __itcm_load[], __dtcm_bss_start[],
+    __dtcm_bss_end[];
+
+static void tcm_sections(void) {
+    const volatile uint32_t *from = __itcm_load;
+    volatile uint32_t *to = __itcm_start;
+    while (to < __itcm_end) *to++ = *from++;
+    for (volatile uint32_t *z = __dtcm_bss_start; z < __dtcm_bss_end; z++) *z = 0;
+    cm_dsb();
+    cm_isb();
+}
+
 __attribute__((noreturn, used)) void hb_n6_prep_c(void) {
+    tcm_sections();
     quiet_interrupts();
     cm_start_c(&hb_n6_vectors);
     main();
