@@ -204,13 +204,14 @@ _CLASSES: dict[str, type[Message]] = {}  # layout key -> the class bound to it
 M = TypeVar("M", bound=type[Message])
 
 
-def message(key: str, *, fast_path: bool = False) -> Callable[[M], M]:
-    """Bind a class to layout ``key``: a frozen dataclass whose ``TYPE``, ``NAME``, codec and
-    docstring's layout line come from the declaration (``fast_path``: a per-step message, with
-    a generated packer and decoder, the decoder tried before the generic one)."""
+def message(key: str | spec.Layout, *, fast_path: bool = False) -> Callable[[M], M]:
+    """Bind a class to layout ``key`` (a key of :data:`spec.LAYOUTS`, or a layout): a frozen
+    dataclass whose ``TYPE``, ``NAME``, codec and docstring's layout line come from the
+    declaration (``fast_path``: a per-step message, with a generated packer and decoder, the
+    decoder tried before the generic one)."""
 
     def bind(cls: M) -> M:
-        layout = spec.LAYOUTS[key]
+        layout = spec.LAYOUTS[key] if isinstance(key, str) else key
         cls.TYPE, cls.NAME, cls.LAYOUT = layout.type, layout.name, layout  # type: ignore[misc]
         doc = cls.__dict__.get("__doc__")
         cls.__doc__ = f"{layout.name}: ``{render(layout)}``." + (f"\n\n{doc}" if doc else "")
@@ -219,7 +220,7 @@ def message(key: str, *, fast_path: bool = False) -> Callable[[M], M]:
         if fast_path:
             cls._codec.fast_pack = fast.packer(cls._codec)
             cls._codec.fast_unpack = fast.decoder(cls._codec)
-        _CLASSES[key] = cls
+        _CLASSES[layout.key] = cls
         return cls
 
     return bind
@@ -545,7 +546,7 @@ def generated_class(layout: spec.Layout) -> type[Message]:
     cls = type(
         class_name(layout), (Message,), {"__annotations__": dict(fields), "__module__": __name__}
     )
-    return message(layout.key)(cls)
+    return message(layout)(cls)
 
 
 for _layout in (*spec.REQUEST_LAYOUTS.values(), *spec.RESPONSE_LAYOUTS.values()):
