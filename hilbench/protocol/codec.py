@@ -169,89 +169,90 @@ class Codec:
         self.request = layout.type is not None and layout.type < spec.RESPONSE_BIT
         self.fast_unpack: Callable[[bytes], Any] | None = None  # see hilbench.protocol.fast
         self.fast_pack: Callable[[Any], bytes] | None = None
-        hints = typing.get_type_hints(cls)
-        attrs = {f.metadata.get(WIRE, f.name): f for f in dataclasses.fields(cls)}
-        attr_of = {wire: f.name for wire, f in attrs.items()}
-        exposed = set(attr_of.values())
-        counted: dict[str, list] = {}  # count field -> the arrays or records it counts
+        self._classes = classes
+        self._hints = typing.get_type_hints(cls)
+        fields = {f.metadata.get(WIRE, f.name): f for f in dataclasses.fields(cls)}
+        self._attr_of = {wire: f.name for wire, f in fields.items()}
+        self._counted: dict[str, list] = {}  # count field -> the arrays or records it counts
         for it in layout.items:
             if isinstance(it, spec.Array | spec.Records):
-                counted.setdefault(it.count, []).append(it)
+                self._counted.setdefault(it.count, []).append(it)
         self.entries: list[tuple] = []  # (kind, layout index, attribute or None, details)
         checks: list[Callable[[Any], None]] = []
-        last_of: dict[str, str] = {c: items[-1].name for c, items in counted.items()}
-        index = {it.name: i for i, it in enumerate(layout.items)}
         for i, it in enumerate(layout.items):
-            f = attrs.pop(it.name, None)
-            attr = None if f is None else f.name
-            if isinstance(it, spec.Scalar) and it.name in counted:
-                if f is not None and (not f.kw_only or f.default is not None):
-                    raise TypeError(f"{cls.__name__}.{attr}: a count is kw_only, default None")
-                first = counted[it.name][0]
-                text = isinstance(first, spec.Array) and hints[attr_of[first.name]] is str
-                self.entries.append(("count", i, attr, (attr_of[first.name], text)))
-                continue
-            if f is None and not isinstance(it, spec.Rule):
+            f = fields.pop(it.name, None)
+            if f is None and not isinstance(it, spec.Rule) and it.name not in self._counted:
                 raise TypeError(f"{cls.__name__} has no attribute for {layout.name}.{it.name}")
-            if isinstance(it, spec.Scalar):
-                lo, hi = layout.bounds(it)
-                self.entries.append(("int", i, attr, converter(hints[attr])))
-                checks.append(self._int_check(attr, lo, hi, converter(hints[attr])))
-            elif isinstance(it, spec.Array):
-                text = hints[attr] is str
-                if text and (len(counted[it.count]) > 1 or it.elem != "u8"):
-                    raise TypeError(f"{cls.__name__}.{attr}: text is a u8 array of its own")
-                dtype = np.dtype(spec.WIRES[it.elem].dtype)
-                self.entries.append(("text" if text else "array", i, attr, dtype))
-                if text:
-                    hi = layout.bounds(layout.item(it.count))[1]
-                    checks.append(lambda msg, a=attr, hi=hi: check_text(msg, a, hi))
-                else:
-                    checks.append(lambda msg, a=attr, dt=dtype: check_array(msg, a, dt))
-                if last_of[it.count] == it.name and not text:
-                    arrays = [attr_of[a.name] for a in counted[it.count]]
-                    checks.append(self._count_check(layout.item(it.count), arrays, exposed))
-            elif isinstance(it, spec.Rest):
-                limit = MAX_PAYLOAD - layout.min_size
-                self.entries.append(("rest", i, attr, None))
-                checks.append(lambda msg, a=attr, n=limit: check_bytes(msg, a, n))
-            elif isinstance(it, spec.Embed):
-                sub = classes[it.layout]
-                self.entries.append(("embed", i, attr, sub))
-                checks.append(self._embed_check(attr, sub))
-            elif isinstance(it, spec.Records):
-                sub = classes[it.layout]
-                self.entries.append(("records", i, attr, sub))
-                checks.append(self._records_check(attr, sub, layout.item(it.count)))
-            else:
-                self.entries.append(("rule", i, None, None))
-                checks.append(self._rule_check(it, [layout.items[index[a]] for a in it.args]))
-        for f in attrs.values():
+            count = isinstance(it, spec.Scalar) and it.name in self._counted
+            if count and f is not None and (not f.kw_only or f.default is not None):
+                raise TypeError(f"{cls.__name__}.{f.name}: a count is kw_only, default None")
+            checks += self._entry(i, it, None if f is None else f.name)
+        for f in fields.values():
             raise TypeError(f"{cls.__name__}.{f.name} is not a field of {layout.name}")
         self.checks = tuple(checks)
         self.getters = tuple(
             self._getter(kind, attr, extra) for kind, _, attr, extra in self.entries
         )
 
+    def _entry(self, i: int, it: spec.Item, attr: str | None) -> list[Callable[[Any], None]]:
+        """Append the field table's entry of layout item ``it``; return its checks."""
+        layout, counted = self.layout, self._counted
+        if isinstance(it, spec.Scalar) and it.name in counted:
+            first = counted[it.name][0]
+            text = isinstance(first, spec.Array) and self._hints[self._attr_of[first.name]] is str
+            self.entries.append(("count", i, attr, (self._attr_of[first.name], text)))
+            return []  # checked with the last array it counts
+        if isinstance(it, spec.Scalar):
+            lo, hi = layout.bounds(it)
+            conv = converter(self._hints[attr])
+            self.entries.append(("int", i, attr, conv))
+            return [self._int_check(attr, lo, hi, conv)]  # type: ignore[arg-type]
+        if isinstance(it, spec.Array):
+            text = self._hints[attr] is str
+            dtype = np.dtype(spec.WIRES[it.elem].dtype)
+            self.entries.append(("text" if text else "array", i, attr, dtype))
+            if text:
+                if len(counted[it.count]) > 1 or it.elem != "u8":
+                    raise TypeError(f"{self.cls.__name__}.{attr}: text is a u8 array of its own")
+                hi = layout.bounds(layout.item(it.count))[1]  # type: ignore[arg-type]
+                return [lambda msg: check_text(msg, attr, hi)]  # type: ignore[arg-type]
+            checks = [lambda msg: check_array(msg, attr, dtype)]  # type: ignore[arg-type]
+            if counted[it.count][-1] is it:
+                arrays = [self._attr_of[a.name] for a in counted[it.count]]
+                checks.append(self._count_check(layout.item(it.count), arrays))  # type: ignore[arg-type]
+            return checks
+        if isinstance(it, spec.Rest):
+            limit = MAX_PAYLOAD - layout.min_size
+            self.entries.append(("rest", i, attr, None))
+            return [lambda msg: check_bytes(msg, attr, limit)]  # type: ignore[arg-type]
+        if isinstance(it, spec.Embed):
+            sub = self._classes[it.layout]
+            self.entries.append(("embed", i, attr, sub))
+            return [self._embed_check(attr, sub)]  # type: ignore[arg-type]
+        if isinstance(it, spec.Records):
+            sub = self._classes[it.layout]
+            self.entries.append(("records", i, attr, sub))
+            return [self._records_check(attr, sub, layout.item(it.count))]  # type: ignore[arg-type]
+        self.entries.append(("rule", i, None, None))
+        return [self._rule_check(it, [layout.item(a) for a in it.args])]  # type: ignore[union-attr]
+
     # -- checks (run in layout order; a count's after the last array it counts)
 
     def _int_check(self, attr: str, lo: int, hi: int, conv: Callable | None) -> Callable:
         if conv is None:
-            return lambda msg: check_int(msg, attr, lo, hi) and None
+            return lambda msg: check_int(msg, attr, lo, hi)  # type: ignore[return-value]
 
         def check(msg: Any) -> None:
             object.__setattr__(msg, attr, conv(check_int(msg, attr, lo, hi)))
 
         return check
 
-    def _count_check(
-        self, count: spec.Scalar, arrays: list[str], attrs: set[str]
-    ) -> Callable[[Any], None]:
-        """The arrays ``count`` counts agree in length; a count the caller gave is theirs;
-        the length is in the count's range."""
+    def _count_check(self, count: spec.Scalar, arrays: list[str]) -> Callable[[Any], None]:
+        """The arrays ``count`` counts agree in length; a count the caller gave matches; the
+        length is in the count's range."""
         lo, hi = self.layout.bounds(count)
-        exposed = count.name in attrs
-        first, c = arrays[0], count.name
+        c = self._attr_of.get(count.name, count.name)
+        exposed, first = count.name in self._attr_of, arrays[0]
 
         def check(msg: Any) -> None:
             n = len(getattr(msg, first))
@@ -267,7 +268,7 @@ class Codec:
                     raise MessageError(
                         f"{msg.NAME}: field '{c}' = {given} but '{first}' has {n} values"
                     )
-            in_range(msg.NAME, c, n, lo, hi)
+            in_range(msg.NAME, count.name, n, lo, hi)
             if exposed:
                 object.__setattr__(msg, c, n)
 
