@@ -21,6 +21,7 @@ payloads from plain arguments, the PROBE and APPLY_PROBE answers) have fast path
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -214,7 +215,8 @@ def message(key: str | spec.Layout, *, fast_path: bool = False) -> Callable[[M],
         layout = spec.LAYOUTS[key] if isinstance(key, str) else key
         cls.TYPE, cls.NAME, cls.LAYOUT = layout.type, layout.name, layout  # type: ignore[misc]
         doc = cls.__dict__.get("__doc__")
-        cls.__doc__ = f"{layout.name}: ``{render(layout)}``." + (f"\n\n{doc}" if doc else "")
+        doc = f"\n\n{inspect.cleandoc(doc)}" if doc else ""
+        cls.__doc__ = f"{layout.name}: ``{render(layout)}``.{doc}"
         cls = dataclass(frozen=True, eq=False)(cls)  # type: ignore[assignment]
         cls._codec = Codec(cls, layout, _CLASSES)
         if fast_path:
@@ -226,9 +228,9 @@ def message(key: str | spec.Layout, *, fast_path: bool = False) -> Callable[[M],
     return bind
 
 
-def _no_field(default: Any = None) -> Any:
-    """A count a caller may give (it must match its array's length) and the message keeps."""
-    return field(default=default, kw_only=True)
+def _count() -> Any:
+    """A count attribute: the caller may give it (it must match its array's length)."""
+    return field(default=None, kw_only=True)
 
 
 # ---- HELLO --------------------------------------------------------------------------------------
@@ -313,7 +315,7 @@ class ProbeRequest(Message):
     batch_seed: int
     eps: int
     seeds: np.ndarray
-    q: int = _no_field()  # = len(seeds)
+    q: int = _count()  # = len(seeds)
 
 
 @message("PROBE_R", fast_path=True)
@@ -324,7 +326,7 @@ class ProbeResponse(Message):
     loss_minus: np.ndarray
     duration_ns: int
     timing_source: TimingSource
-    q: int = _no_field()  # = len(loss_plus)
+    q: int = _count()  # = len(loss_plus)
 
 
 # ---- APPLY --------------------------------------------------------------------------------------
@@ -334,7 +336,7 @@ class ProbeResponse(Message):
 class ApplyRequest(Message):
     seeds: np.ndarray
     coeffs: np.ndarray
-    q: int = _no_field()  # = len(seeds)
+    q: int = _count()  # = len(seeds)
 
 
 @message("APPLY_R")
@@ -448,7 +450,7 @@ class ApplyProbedRequest(Message):
     """APPLY with the seeds of the last PROBE the device executed."""
 
     coeffs: np.ndarray
-    q: int = _no_field()  # = len(coeffs)
+    q: int = _count()  # = len(coeffs)
 
 
 @message("APPLY_PROBED_R")
@@ -512,7 +514,7 @@ class InferResponse(Message):
     output: np.ndarray
     duration_ns: int
     timing_source: TimingSource
-    n: int = _no_field()  # = len(output)
+    n: int = _count()  # = len(output)
 
 
 # ---- layouts no class binds ---------------------------------------------------------------------
