@@ -6,14 +6,20 @@
    paced to 921,600 baud (a board's ST-LINK VCP), and unpaced (what Python can push).
 4. Host-side overhead per step (protocol + trace + console, and the rest of the host's ZO
    loop) against the twin's compute, with the share of each part.
+5. The per-step codecs: the fast paths generated from the spec against the generic codec
+   (hilbench.protocol.fast against hilbench.protocol.codec), microseconds per call.
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_link.py
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_link.py [wire] [bulk] [host] [codec]
+
+(no argument: all five parts).
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -280,8 +286,102 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
     print(f"{'twin (PROBE + APPLY on the device side)':<48} {twin / result.steps * 1e6:>8.1f}")
 
 
+def _per_call_us(fn, number: int = 5000, repeat: int = 7) -> float:
+    """Best of ``repeat`` timings of ``number`` calls (other processes' load only slows one)."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, time.perf_counter() - started)
+    return best / number * 1e6
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def codec_costs(q: int = 4) -> None:
+    """The per-step messages through their generated fast paths and through the generic codec
+    (the same bytes and messages: tests/protocol/test_codec.py), side by side."""
+    from hilbench.protocol import messages as m
+    from hilbench.protocol import spec
+    from hilbench.protocol.frames import Frame
+
+    seeds, coeffs = np.arange(q, dtype=np.uint32), np.arange(q, dtype=np.int32)
+    probe = m.ProbeRequest(0, 32, 7, 2, seeds)
+    apply_probe = m.ApplyProbeRequest(coeffs, probe)
+    answer = m.ProbeResponse(coeffs, coeffs, 5, m.TimingSource.MODELED)
+    both = m.ApplyProbeResponse(3, answer)
+
+    answer_p, both_p = answer.pack(), both.pack()
+    frame = Frame(1, apply_probe.TYPE, 1, apply_probe.pack())
+
+    def generic_probe() -> bytes:
+        msg = m.ProbeRequest(0, 32, 7, 2, seeds)
+        return msg._codec.generic_pack(msg)
+
+    def generic_apply_probe() -> bytes:
+        msg = m.ApplyProbeRequest(coeffs, m.ProbeRequest(0, 32, 7, 2, seeds))
+        return msg._codec.generic_pack(msg)
+
+    rows = [
+        (
+            "host: PROBE payload from plain args",
+            lambda: m.probe_payload(0, 32, 7, 2, seeds),
+            generic_probe,
+        ),
+        (
+            "host: APPLY_PROBE payload from plain args",
+            lambda: m.apply_probe_payload(coeffs, 0, 32, 7, 2, seeds),
+            generic_apply_probe,
+        ),
+        (
+            "host: PROBE answer unpacked",
+            lambda: m.ProbeResponse.unpack(answer_p),
+            lambda: answer._codec.generic_unpack(answer_p),
+        ),
+        (
+            "host: APPLY_PROBE answer unpacked",
+            lambda: m.ApplyProbeResponse.unpack(both_p),
+            lambda: both._codec.generic_unpack(both_p),
+        ),
+        (
+            "device: APPLY_PROBE request decoded",
+            lambda: m.decode_request(frame),
+            lambda: apply_probe._codec.build(spec.check_request(frame.type, frame.payload), True),
+        ),
+        ("device: APPLY_PROBE answer packed", both.pack, lambda: both._codec.generic_pack(both)),
+    ]
+    print(f"\n5. per-step codecs at q = {q}, us per call (best of 7 x 5,000), {_cpu()}")
+    print(f"{'':<44} {'fast path':>10} {'generic':>9} {'generic / fast':>15}")
+    for name, fast, generic in rows:
+        a, b = _per_call_us(fast), _per_call_us(generic)
+        print(f"{name:<44} {a:>10.2f} {b:>9.2f} {b / a:>14.1f}x")
+
+
+PARTS = {
+    "wire": wire_per_step,
+    "bulk": bulk_efficiency,
+    "host": host_overhead,
+    "codec": codec_costs,
+}
+
 if __name__ == "__main__":
+    unknown = [a for a in sys.argv[1:] if a not in PARTS]
+    if unknown:
+        print(
+            f"bench_link: unknown part {unknown[0]!r}: choose from {', '.join(PARTS)}",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     single_threaded_blas()
-    wire_per_step()
-    bulk_efficiency()
-    host_overhead()
+    for part in sys.argv[1:] or list(PARTS):
+        PARTS[part]()

@@ -1,6 +1,7 @@
 """The wire protocol: frames (COBS, CRC-32, sequence numbers, version) and messages.
 
-Specification: docs/protocol.md; its single declaration in code: ``hilbench.protocol.spec``.
+Specification: docs/protocol.md; its single declaration in code: ``hilbench.protocol.spec``,
+from which ``codec`` derives every message's field table (``fast`` the per-step fast paths).
 """
 
 from hilbench.protocol.frames import (

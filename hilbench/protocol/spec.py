@@ -862,6 +862,28 @@ class _Plan:
                 values[step[1]], pos = step[3].read(data, pos, n, name, path)
         return values, pos
 
+    def write(self, values: Sequence[Any], out: bytearray) -> None:
+        """Append the bytes of one instance's values to ``out`` (the inverse of :meth:`read`)."""
+        for step in self.steps:
+            kind = step[0]
+            if kind == "run":
+                out += step[1].pack(*[values[i] for i in step[2]])
+            elif kind == "array":
+                v, dtype = values[step[1]], step[3]
+                if type(v) is np.ndarray and v.dtype == dtype:
+                    out += v.tobytes()
+                elif dtype.itemsize == 1 and isinstance(v, bytes | bytearray | memoryview):
+                    out += v
+                else:
+                    out += np.asarray(v, dtype=dtype).tobytes()
+            elif kind == "rest":
+                out += bytes(values[step[1]])
+            elif kind == "records":
+                for record in values[step[1]]:
+                    step[3].write(record, out)
+            else:
+                step[3].write(values[step[1]], out)
+
     def check(self, values: list[Any], name: str, path: tuple | None) -> None:
         """Ranges and rules in table order; RANGE (or the rule's template) on the first that
         fails."""
@@ -934,23 +956,14 @@ def check_request(request_type: int, payload: bytes) -> list[Any]:
 
 
 def pack_payload(layout: Layout, values: Sequence[Any]) -> bytes:
-    """The payload bytes of ``values`` (as :func:`read_payload` gives them), written as they
-    stand: nothing is checked, so a count may disagree with its array (tests build malformed
-    payloads this way)."""
+    """The payload bytes of ``values`` (as :func:`read_payload` gives them; a ``u8`` array may
+    be bytes), written as they stand: nothing is checked, so a count may disagree with its
+    array (tests build malformed payloads this way)."""
+    plan = _plan(layout)
+    if len(values) != plan.n:
+        raise ValueError(f"{layout.name}: {len(values)} values for {plan.n} fields")
     out = bytearray()
-    for it, v in zip(layout.items, values, strict=True):
-        if isinstance(it, Scalar):
-            w = WIRES[it.wire]
-            out += struct.pack("<" + w.fmt, v)
-        elif isinstance(it, Array):
-            out += np.asarray(v, dtype=WIRES[it.elem].dtype).tobytes()
-        elif isinstance(it, Rest):
-            out += bytes(v)
-        elif isinstance(it, Records):
-            for record in v:
-                out += pack_payload(LAYOUTS[it.layout], record)
-        elif isinstance(it, Embed):
-            out += pack_payload(LAYOUTS[it.layout], v)
+    plan.write(values, out)
     return bytes(out)
 
 

@@ -1,0 +1,267 @@
+"""Fast paths generated from a codec's field table, for the per-step messages.
+
+One ZO step packs a PROBE (or APPLY_PROBE) payload and reads its answer; the generic codec
+walks its field table for that, which costs a few microseconds a step. Here the same table is
+turned into the straight-line Python a person would write for one layout -- the way
+``dataclasses`` writes ``__init__`` -- and compiled once at import:
+
+- :func:`encoder`: ``fn(*attributes) -> bytes | None``, the payload of a message whose
+  attributes are already plain ints in range and 1-D arrays of the wire dtype, without
+  building the message; None for anything else (the message then says what is wrong).
+- :func:`decoder`: ``fn(payload) -> message | None``, the message of a payload that is exactly
+  valid; None for anything else (the generic codec then says what is wrong).
+
+Nothing here restates a layout: sizes, order, ranges and dtypes all come from
+:mod:`hilbench.protocol.spec` through :class:`~hilbench.protocol.codec.Codec`. The generated
+source is kept on the function (``__source__``); tests hold both to the generic codec's bytes
+and refusals.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from hilbench.protocol import spec
+from hilbench.protocol.codec import Codec
+
+
+class _Source:
+    """Lines of generated code and the constants they name."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.env: dict[str, Any] = {"ndarray": np.ndarray, "frombuffer": np.frombuffer}
+
+    def const(self, prefix: str, value: object) -> str:
+        name = f"{prefix}{len(self.env)}"
+        self.env[name] = value
+        return name
+
+    def compile(self, name: str, where: str) -> Callable:
+        text = "\n".join(self.lines) + "\n"
+        exec(compile(text, f"<generated {where}>", "exec"), self.env)
+        fn = self.env[name]
+        fn.__source__ = text
+        return fn
+
+
+def _groups(codec: Codec) -> dict[str, list[str]]:
+    """count field -> the attributes of the arrays it counts (in layout order)."""
+    out: dict[str, list[str]] = {}
+    for kind, i, attr, _ in codec.entries:
+        it = codec.layout.items[i]
+        if kind == "array":
+            out.setdefault(it.count, []).append(attr)  # type: ignore[union-attr]
+    return out
+
+
+def _unsupported(codec: Codec, kind: str) -> TypeError:
+    return TypeError(f"{codec.name}: the fast path has no {kind} fields")
+
+
+def encoder(codec: Codec, name: str) -> Callable[..., bytes | None]:
+    """The generated payload builder of ``codec``'s layout (embedded layouts flattened)."""
+    src = _Source()
+    params: list[str] = []
+    conds: list[str] = []
+    pieces: list[str] = []
+    run: list[tuple[str, str]] = []  # (struct char, expression)
+
+    def flush() -> None:
+        if run:
+            st = src.const("S", struct.Struct("<" + "".join(c for c, _ in run)))
+            pieces.append(f"{st}.pack({', '.join(e for _, e in run)})")
+            run.clear()
+
+    def walk(c: Codec) -> None:
+        groups = _groups(c)
+        lay = c.layout
+        for kind, i, attr, extra in c.entries:
+            it = lay.items[i]
+            if kind == "int":
+                if extra is not None:
+                    raise _unsupported(c, "converted")
+                lo, hi = lay.bounds(it)  # type: ignore[arg-type]
+                params.append(attr)  # type: ignore[arg-type]
+                conds.append(f"type({attr}) is int and {lo} <= {attr} <= {hi}")
+                run.append((spec.WIRES[it.wire].fmt, attr))  # type: ignore[union-attr]
+            elif kind == "count":
+                first = groups[it.name][0]
+                run.append((spec.WIRES[it.wire].fmt, f"len({first})"))  # type: ignore[union-attr]
+            elif kind == "array":
+                params.append(attr)  # type: ignore[arg-type]
+                dt = src.const("DT", extra)
+                conds.append(f"type({attr}) is ndarray and {attr}.dtype == {dt}")
+                conds.append(f"{attr}.ndim == 1")
+                arrays = groups[it.count]  # type: ignore[union-attr]
+                if attr == arrays[-1]:
+                    lo, hi = lay.bounds(lay.item(it.count))  # type: ignore[arg-type,union-attr]
+                    conds.append(f"{lo} <= len({arrays[0]}) <= {hi}")
+                    conds.extend(f"len({a}) == len({arrays[0]})" for a in arrays[1:])
+                flush()
+                pieces.append(f"{attr}.tobytes()")
+            elif kind == "embed":
+                walk(extra._codec)
+            else:
+                raise _unsupported(c, kind)
+
+    walk(codec)
+    flush()
+    if len(set(params)) != len(params):
+        raise TypeError(f"{codec.name}: attribute names repeat once embeds are flattened")
+    src.lines.append(f"def {name}({', '.join(params)}):")
+    src.lines.append("    if (")
+    src.lines += [f"        {c}" if k == 0 else f"        and {c}" for k, c in enumerate(conds)]
+    src.lines.append("    ):")
+    src.lines.append(f"        return {' + '.join(pieces) or repr(b'')}")
+    src.lines.append("    return None")
+    fn = src.compile(name, f"encoder of {codec.name}")
+    fn.__doc__ = (
+        f"``{codec.cls.__name__}(...).pack()`` for attributes that are already plain ints in "
+        "range and 1-D arrays of the wire dtype, without building the message; None otherwise "
+        f"(build {codec.cls.__name__}, which says what is wrong). Generated from the "
+        f"{codec.name} layout by hilbench.protocol.fast."
+    )
+    return fn
+
+
+def packer(codec: Codec) -> Callable[[Any], bytes]:
+    """The generated ``pack`` of a built (so checked) message of ``codec``'s layout."""
+    src = _Source()
+    pieces: list[str] = []
+    run: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        if run:
+            st = src.const("S", struct.Struct("<" + "".join(c for c, _ in run)))
+            pieces.append(f"{st}.pack({', '.join(e for _, e in run)})")
+            run.clear()
+
+    def walk(c: Codec, obj: str) -> None:
+        groups = _groups(c)
+        for kind, i, attr, extra in c.entries:
+            it = c.layout.items[i]
+            if kind == "int":
+                run.append((spec.WIRES[it.wire].fmt, f"{obj}.{attr}"))  # type: ignore[union-attr]
+            elif kind == "count":
+                first = groups[it.name][0]
+                run.append((spec.WIRES[it.wire].fmt, f"len({obj}.{first})"))  # type: ignore[union-attr]
+            elif kind == "array":
+                flush()
+                pieces.append(f"{obj}.{attr}.tobytes()")
+            elif kind == "embed":
+                walk(extra._codec, f"{obj}.{attr}")
+            else:
+                raise _unsupported(c, kind)
+
+    walk(codec, "msg")
+    flush()
+    src.lines.append("def pack(msg):")
+    src.lines.append(f"    return {' + '.join(pieces) or repr(b'')}")
+    fn = src.compile("pack", f"packer of {codec.name}")
+    fn.__doc__ = f"The payload of a built {codec.name} (generated by hilbench.protocol.fast)."
+    return fn
+
+
+def decoder(codec: Codec) -> Callable[[bytes], Any]:
+    """The generated reader of a payload of ``codec``'s layout that is exactly valid."""
+    if any("_check" in c.__dict__ for c in codec.cls.__mro__[:-2]):
+        raise _unsupported(codec, "class-checked")
+    src = _Source()
+    body: list[str] = []
+    ranges: list[str] = []
+    run: list[tuple[str, str, int]] = []  # (struct char, variable, size)
+    state = {"exact": False, "counts": [], "fixed": codec.layout.min_size}
+    n_counts = [0]
+
+    def count_all(c: Codec) -> int:
+        total = 0
+        for kind, _, _, extra in c.entries:
+            total += kind == "count"
+            if kind == "embed":
+                total += count_all(extra._codec)
+        return total
+
+    n_counts[0] = count_all(codec)
+
+    def flush() -> None:
+        if not run:
+            return
+        st = struct.Struct("<" + "".join(ch for ch, _, _ in run))
+        if not state["exact"]:
+            body.append(f"if o + {st.size} > n: return None")
+        names = ", ".join(v for _, v, _ in run)
+        body.append(f"{names}, = {src.const('S', st)}.unpack_from(payload, o)")
+        body.append(f"o += {st.size}")
+        run.clear()
+        if not state["exact"] and len(state["counts"]) == n_counts[0]:
+            total = " + ".join([str(state["fixed"]), *state["counts"]])
+            body.append(f"if n != {total}: return None")
+            state["exact"] = True
+
+    def walk(c: Codec, level: int) -> str:
+        """Reads of one level; returns the variable of its message."""
+        lay = c.layout
+        sets: list[tuple[str, str]] = []
+        for kind, i, attr, extra in c.entries:
+            it = lay.items[i]
+            v = f"v{level}_{it.name}"
+            if kind in ("int", "count"):
+                w = spec.WIRES[it.wire]  # type: ignore[union-attr]
+                lo, hi = lay.bounds(it)  # type: ignore[arg-type]
+                run.append((w.fmt, v, w.size))
+                if lo > w.lo:
+                    ranges.append(f"{lo} <= {v}")
+                if hi < w.hi:
+                    ranges.append(f"{v} <= {hi}")
+                if kind == "count":
+                    per = lay.per(it.name)
+                    state["counts"].append(f"{per} * {v}")  # type: ignore[attr-defined]
+                if attr is not None:
+                    value = (
+                        v if kind == "count" or extra is None else f"{src.const('C', extra)}({v})"
+                    )
+                    sets.append((attr, value))
+            elif kind == "array":
+                flush()
+                dt = src.const("DT", extra)
+                count = f"v{level}_{it.count}"  # type: ignore[union-attr]
+                if not state["exact"]:
+                    body.append(f"if o + {extra.itemsize} * {count} > n: return None")
+                body.append(f"{v} = frombuffer(payload, {dt}, {count}, o)")
+                body.append(f"o += {extra.itemsize} * {count}")
+                sets.append((attr, v))  # type: ignore[arg-type]
+            elif kind == "embed":
+                sets.append((attr, walk(extra._codec, level + 1)))  # type: ignore[arg-type]
+            else:
+                raise _unsupported(c, kind)
+        msg = f"m{level}"
+        builds.append(f"{msg} = new({src.const('K', c.cls)})")
+        builds.extend(f"set({msg}, {a!r}, {value})" for a, value in sets)
+        return msg
+
+    builds: list[str] = []
+    top = walk(codec, 0)
+    flush()
+    if not state["exact"]:
+        body.append("if o != n: return None")
+    src.env.update(new=object.__new__, set=object.__setattr__)
+    src.lines.append("def decode(payload):")
+    src.lines.append("    if type(payload) is not bytes: return None")
+    src.lines.append("    n = len(payload)")
+    src.lines.append("    o = 0")
+    src.lines += [f"    {line}" for line in body]
+    if ranges:
+        src.lines.append(f"    if not ({' and '.join(ranges)}): return None")
+    src.lines += [f"    {line}" for line in builds]
+    src.lines.append(f"    return {top}")
+    fn = src.compile("decode", f"decoder of {codec.name}")
+    fn.__doc__ = (
+        f"The {codec.name} in an exactly valid payload (as ``{codec.cls.__name__}.unpack``), "
+        f"None otherwise. Generated from the {codec.name} layout by hilbench.protocol.fast."
+    )
+    return fn
