@@ -10,7 +10,7 @@ import pytest
 
 from hilbench import golden
 from hilbench.device import blobcheck
-from hilbench.npu import ops
+from hilbench.npu import registry
 from tests.needs import need_module
 
 from .test_blobcheck import load_generator
@@ -40,7 +40,7 @@ def test_vectors_cover_every_op_and_rule():
     for i in range(int(data["n_cases"][0])):
         graph, _ = blobcheck.parse(data[f"c{i}.blob"].tobytes())
         kinds |= {o.kind for o in graph.ops}
-    assert kinds == set(ops.REGISTRY)
+    assert kinds == set(registry.REGISTRY)
     blobs = golden.read(gen.BLOBS_PATH)
     keys = {blobs[f"b{i}.key"].tobytes().decode() for i in range(int(blobs["n_cases"][0]))}
     assert keys == set(blobcheck.MESSAGES)
