@@ -33,7 +33,7 @@ from hilbench.link.memory import MemoryPort
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.graph import Graph
-from hilbench.npu.ops import _backend as npu_backend
+from hilbench.npu.ops import backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
 from hilbench.target.client import Target
