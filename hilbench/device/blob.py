@@ -482,12 +482,7 @@ class GraphCheck:
         if len(op.inputs) > 2:
             bi = op.inputs[2]
             b = self.t[bi]
-            if not (
-                b.constant
-                and b.dtype == self.INT32
-                and b.dims == (n_out,)
-                and b.n_q == w.n_q
-            ):
+            if not (b.constant and b.dtype == self.INT32 and b.dims == (n_out,) and b.n_q == w.n_q):
                 raise BlobError("bias", oi, op.kind, bi, n_out, w.n_q)
 
     def geometry(self, oi, op, x, k_hw, dil, n_out) -> None:
