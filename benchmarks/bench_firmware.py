@@ -428,7 +428,7 @@ def print_row(r: Row, name: str | None = None, count: str | None = None) -> None
 
 def zo_step(binary: Path, title: str, g, q: int, batch: int, runs: int, work: Path) -> bool:
     """The SIL's ZO step split, the twin's PROBE and APPLY beside it; True if they agree."""
-    from hilbench.device.state import ModelState
+    from hilbench.device import ModelState
     from hilbench.npu.blob import to_blob
     from hilbench.zo import loss
     from hilbench.zo import rng as zrng

@@ -25,9 +25,7 @@ from hilbench.console import (
     view_title,
     view_transfer,
 )
-from hilbench.device.server import FrameEndpoint
-from hilbench.device.state import ModelState
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, FrameEndpoint, ModelState
 from hilbench.errors import ConfigError, HilbenchError
 from hilbench.link.memory import MemoryPort
 from hilbench.npu import zoo

@@ -9,7 +9,8 @@ renders them.
 from __future__ import annotations
 
 from hilbench.cgen import Header, builder, c_ident
-from hilbench.device import blobcheck, plan
+from hilbench.device import blob as blobcheck
+from hilbench.device import plan
 from hilbench.npu import blob
 from hilbench.npu import registry as _ops
 from hilbench.npu.ops import common as _common

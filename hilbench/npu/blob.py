@@ -31,7 +31,7 @@ CRC_SIZE = 4  # the trailing u32 CRC-32
 ALIGN = 4  # every record starts at a multiple of 4; padding is zero
 
 # The fixed parts of the records, as (field, struct code) in wire order (docs/model-blob.md);
-# the device parser (hilbench.device.blobcheck) and gen/hb_blob.h read the same declaration.
+# the device parser (hilbench.device.blob) and gen/hb_blob.h read the same declaration.
 HEADER_FIELDS = (
     ("magic", "4s"),
     ("version", "H"),
