@@ -207,19 +207,24 @@ def lower(lw: lowering.Lowering, i: int, op: Op, f: np.ndarray) -> None:
     p = op.params
     w = lw.tensors[op.inputs[1]].shape
     lowering.lower_conv(
-        lw, i, op, f, depthwise=DEPTHWISE, hwc=lw.tensors[op.inputs[0]].shape,
-        kernel=(w[1], w[2], w[3] if DEPTHWISE else w[0]),
+        lw, i, op, f, depthwise=False, hwc=lw.tensors[op.inputs[0]].shape,
+        kernel=(w[1], w[2], w[0]),
         window=(p["out_h"], p["out_w"], p["stride_h"], p["stride_w"], p.get("dilation_h", 1),
                 p.get("dilation_w", 1), p["pad_top"], p["pad_left"]),
     )  # fmt: skip
 
 
-def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
-    o = OPTIONS(tfl)()
+def tflite_window_options(tfl: Any, o: Any, p: dict[str, Any]) -> Any:
+    """Padding, activation, strides and dilations into a conv's .tflite options ``o``."""
     o.padding, o.fusedActivationFunction = c.tflite_padding(tfl, p), c.tflite_activation(tfl, p)
     o.strideH, o.strideW = p["stride_h"], p["stride_w"]
     o.dilationHFactor, o.dilationWFactor = p["dilation_h"], p["dilation_w"]
-    return TfliteExport(*export_options(tfl, o, p))
+    return o
+
+
+def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
+    o = tflite_window_options(tfl, tfl.Conv2DOptionsT(), p)
+    return TfliteExport(tfl.BuiltinOptions.Conv2DOptions, o)
 
 
 def tflite_geometry(t: Any, w: Any) -> dict[str, Any]:
@@ -234,17 +239,6 @@ def tflite_geometry(t: Any, w: Any) -> dict[str, Any]:
         "stride": (int(o.strideH), int(o.strideW)),
         "dilation": (int(o.dilationHFactor or 1), int(o.dilationWFactor or 1)),
     }
-
-
-DEPTHWISE = False
-
-
-def OPTIONS(tfl: Any) -> Any:
-    return tfl.Conv2DOptionsT
-
-
-def export_options(tfl: Any, o: Any, p: dict[str, Any]) -> tuple[int, Any]:
-    return tfl.BuiltinOptions.Conv2DOptions, o
 
 
 def macs(graph: GraphIR, op: Op) -> int:
@@ -265,9 +259,9 @@ def blob_check(chk: Any, oi: int, op: Any) -> None:
     chk.act_out(oi, op)
     chk.rank3(oi, op, x)
     w = chk.t[op.inputs[1]]
-    c = x.dims[2]
-    if not (w.constant and w.dtype == chk.INT8 and w.rank == 4 and w.dims[3] == c):
-        raise chk.fail("conv_filter", oi, op.kind, op.inputs[1], c)
+    cin = x.dims[2]
+    if not (w.constant and w.dtype == chk.INT8 and w.rank == 4 and w.dims[3] == cin):
+        raise chk.fail("conv_filter", oi, op.kind, op.inputs[1], cin)
     chk.filter(oi, op, w.dims[0], 0)
     dil = (op.fields["dilation_h"], op.fields["dilation_w"])
     chk.geometry(oi, op, x, (w.dims[1], w.dims[2]), dil, w.dims[0])

@@ -145,31 +145,17 @@ def lower(lw: lowering.Lowering, i: int, op: Op, f: np.ndarray) -> None:
     p = op.params
     w = lw.tensors[op.inputs[1]].shape
     lowering.lower_conv(
-        lw, i, op, f, depthwise=DEPTHWISE, hwc=lw.tensors[op.inputs[0]].shape,
-        kernel=(w[1], w[2], w[3] if DEPTHWISE else w[0]),
+        lw, i, op, f, depthwise=True, hwc=lw.tensors[op.inputs[0]].shape,
+        kernel=(w[1], w[2], w[3]),
         window=(p["out_h"], p["out_w"], p["stride_h"], p["stride_w"], p.get("dilation_h", 1),
                 p.get("dilation_w", 1), p["pad_top"], p["pad_left"]),
     )  # fmt: skip
 
 
 def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
-    o = OPTIONS(tfl)()
-    o.padding, o.fusedActivationFunction = c.tflite_padding(tfl, p), c.tflite_activation(tfl, p)
-    o.strideH, o.strideW = p["stride_h"], p["stride_w"]
-    o.dilationHFactor, o.dilationWFactor = p["dilation_h"], p["dilation_w"]
-    return TfliteExport(*export_options(tfl, o, p))
-
-
-DEPTHWISE = True
-
-
-def OPTIONS(tfl: Any) -> Any:
-    return tfl.DepthwiseConv2DOptionsT
-
-
-def export_options(tfl: Any, o: Any, p: dict[str, Any]) -> tuple[int, Any]:
+    o = conv2d.tflite_window_options(tfl, tfl.DepthwiseConv2DOptionsT(), p)
     o.depthMultiplier = p["depth_multiplier"]
-    return tfl.BuiltinOptions.DepthwiseConv2DOptions, o
+    return TfliteExport(tfl.BuiltinOptions.DepthwiseConv2DOptions, o)
 
 
 def macs(graph: GraphIR, op: Op) -> int:
