@@ -14,8 +14,9 @@ import math
 
 import numpy as np
 
+from hilbench.errors import ModelError
 from hilbench.npu import registry
-from hilbench.npu.ir import DTYPES, GraphIR, Op, QParams, Tensor, _model_error
+from hilbench.npu.ir import DTYPES, GraphIR, Op, QParams, Tensor
 from hilbench.npu.native import program
 from hilbench.npu.ops import backend
 
@@ -51,23 +52,23 @@ class Graph(GraphIR):
         fix_q = "requantize the model following the TFLite int8 rules"
         for name, t in self.tensors.items():
             if name != t.name:
-                raise _model_error(
+                raise ModelError(
                     f"tensor key {name!r} holds tensor named {t.name!r}",
                     "key tensors by their own name",
                 )
             if t.dtype not in DTYPES:
-                raise _model_error(
+                raise ModelError(
                     f"tensor {name}: dtype {t.dtype!r} unsupported", "use int8 or int32"
                 )
             if any(d <= 0 for d in t.shape):
-                raise _model_error(
+                raise ModelError(
                     f"tensor {name}: shape {t.shape} has a non-positive dim",
                     "give every dim a positive size",
                 )
             if t.data is not None and (
                 t.data.dtype != DTYPES[t.dtype] or tuple(t.data.shape) != t.shape
             ):
-                raise _model_error(
+                raise ModelError(
                     f"tensor {name}: data is {t.data.dtype} {t.data.shape}, declared "
                     f"{t.dtype} {t.shape}",
                     "store data matching the declared shape and dtype",
@@ -76,21 +77,21 @@ class Graph(GraphIR):
             if q is None:
                 continue
             if q.scale.shape != q.zero_point.shape or q.scale.ndim != 1:
-                raise _model_error(f"tensor {name}: scale and zero point counts differ", fix_q)
+                raise ModelError(f"tensor {name}: scale and zero point counts differ", fix_q)
             if not np.all(np.isfinite(q.scale)) or np.any(q.scale <= 0):
-                raise _model_error(f"tensor {name}: scales must be finite and > 0", fix_q)
+                raise ModelError(f"tensor {name}: scales must be finite and > 0", fix_q)
             if q.axis is None and q.scale.size != 1:
-                raise _model_error(f"tensor {name}: several scales but no quantized axis", fix_q)
+                raise ModelError(f"tensor {name}: several scales but no quantized axis", fix_q)
             if q.axis is not None and not (
                 0 <= q.axis < len(t.shape) and t.shape[q.axis] == q.scale.size
             ):
-                raise _model_error(
+                raise ModelError(
                     f"tensor {name}: per-channel axis {q.axis} does not match "
                     f"{q.scale.size} scales for shape {t.shape}",
                     fix_q,
                 )
             if t.dtype == "int8" and (np.any(q.zero_point < -128) or np.any(q.zero_point > 127)):
-                raise _model_error(f"tensor {name}: int8 zero point outside [-128, 127]", fix_q)
+                raise ModelError(f"tensor {name}: int8 zero point outside [-128, 127]", fix_q)
         weights = {w for w, _ in self.weight_tensors()}
         biases = {b for _, b in self.weight_tensors() if b is not None}
         for w in weights:
@@ -98,22 +99,22 @@ class Graph(GraphIR):
             if t is None:
                 continue
             if t.qparams is None or np.any(t.qparams.zero_point != 0):
-                raise _model_error(f"weights {w}: must be symmetric (zero point 0)", fix_q)
+                raise ModelError(f"weights {w}: must be symmetric (zero point 0)", fix_q)
             if t.data is not None and t.data.size and int(t.data.min()) < -127:
-                raise _model_error(f"weights {w}: values must lie in [-127, 127]", fix_q)
+                raise ModelError(f"weights {w}: values must lie in [-127, 127]", fix_q)
         for b in biases:
             t = self.tensors.get(b)
             if t is not None and t.dtype != "int32":
-                raise _model_error(f"bias {b}: must be int32", fix_q)
+                raise ModelError(f"bias {b}: must be int32", fix_q)
         # data flow
         if self.input not in self.tensors or self.output not in self.tensors:
-            raise _model_error(
+            raise ModelError(
                 f"graph input {self.input!r} or output {self.output!r} is not a tensor",
                 "name existing tensors as input and output",
             )
         xin = self.tensors[self.input]
         if xin.data is not None or xin.dtype != "int8" or xin.qparams is None:
-            raise _model_error(
+            raise ModelError(
                 f"graph input {self.input}: must be a quantized int8 activation", fix_q
             )
         ready = {self.input}
@@ -121,30 +122,30 @@ class Graph(GraphIR):
             d = registry.get(op.kind)
             for n in op.inputs:
                 if n not in self.tensors:
-                    raise _model_error(
+                    raise ModelError(
                         f"{op.kind} op: input {n!r} is not a tensor",
                         "declare every tensor an op uses",
                     )
                 if self.tensors[n].data is None and n not in ready:
-                    raise _model_error(
+                    raise ModelError(
                         f"{op.kind} op: input {n} is used before it is computed",
                         "order ops so producers come first",
                     )
             for n in op.outputs:
                 if n not in self.tensors:
-                    raise _model_error(
+                    raise ModelError(
                         f"{op.kind} op: output {n!r} is not a tensor",
                         "declare every tensor an op uses",
                     )
                 if n in ready or self.tensors[n].data is not None:
-                    raise _model_error(
+                    raise ModelError(
                         f"{op.kind} op: output {n} is written twice or is a constant",
                         "give every op output its own tensor",
                     )
                 ready.add(n)
             d.check(self, op)
         if self.output not in ready:
-            raise _model_error(
+            raise ModelError(
                 f"graph output {self.output} is never computed",
                 "make the last op write the output tensor",
             )
