@@ -381,7 +381,7 @@ def source_state() -> str:
 def engines(build: dict[str, str]) -> list[str]:
     from hilbench.npu import native
     from hilbench.npu.native import sources
-    from hilbench.npu.ops import _backend
+    from hilbench.npu.ops import backend as _backend
 
     backend = _backend.name()
     isa = native.best_isa() if backend == "native" else "-"
@@ -428,7 +428,7 @@ def print_row(r: Row, name: str | None = None, count: str | None = None) -> None
 
 def zo_step(binary: Path, title: str, g, q: int, batch: int, runs: int, work: Path) -> bool:
     """The SIL's ZO step split, the twin's PROBE and APPLY beside it; True if they agree."""
-    from hilbench.device.state import ModelState
+    from hilbench.device import ModelState
     from hilbench.npu.blob import to_blob
     from hilbench.zo import loss
     from hilbench.zo import rng as zrng
@@ -509,7 +509,7 @@ def zo_step(binary: Path, title: str, g, q: int, batch: int, runs: int, work: Pa
 
 
 def _backend_name() -> str:
-    from hilbench.npu.ops import _backend
+    from hilbench.npu.ops import backend as _backend
 
     return _backend.name()
 

@@ -33,9 +33,8 @@ from hilbench import datasets, session
 from hilbench.backends import EmulatorBackend, single_threaded_blas
 from hilbench.config import RunConfig
 from hilbench.console import PlainView
-from hilbench.device import server as device_server
-from hilbench.device.server import serve_tcp
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, serve_tcp
+from hilbench.device import serve as device_server
 from hilbench.link.paced import PacedPort
 from hilbench.link.serial_port import open_port
 from hilbench.link.wrapper import PortWrapper

@@ -58,7 +58,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from hilbench.npu import cost, native, zoo
 from hilbench.npu.graph import Graph
-from hilbench.npu.ops import _backend
+from hilbench.npu.ops import backend
 from hilbench.npu.tflite import export_tflite
 
 MODELS = [
@@ -107,10 +107,10 @@ def perturbed_sets(g: Graph, sets: int, rng: np.random.Generator) -> dict[str, n
 def variant(name: str) -> Iterator[None]:
     """One of our backends; ``native-<isa>`` is native with that kernel table forced."""
     if name.startswith("native-"):
-        with _backend.use("native"), native.use_isa(name.removeprefix("native-")):
+        with backend.use("native"), native.use_isa(name.removeprefix("native-")):
             yield
     else:
-        with _backend.use(name), native.use_isa("auto"):
+        with backend.use(name), native.use_isa("auto"):
             yield
 
 
@@ -232,7 +232,7 @@ def main() -> None:
         best = native.best_isa()
         forced = [f"native-{i}" for i in native.runnable_isas() if i != best]
         names = ["native", *forced, *names]
-    default = _backend.name()
+    default = backend.name()
     model_name, flags = cpu()
     with threadpool_limits(1):
         blas = threadpool_limits(1).get_original_num_threads()

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 import serial
 
 from hilbench.config import RunConfig
-from hilbench.device.server import FrameEndpoint, ThreadedServer
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, FrameEndpoint, ThreadedServer
 from hilbench.errors import HilbenchError, LinkError
 from hilbench.link.faults import FaultSpec, FaultyPort
 from hilbench.link.memory import MemoryPort

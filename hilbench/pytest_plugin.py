@@ -127,7 +127,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         backend = backend_config(config).backend
         if backend == "emulate":
-            from hilbench.npu.ops import _backend
+            from hilbench.npu.ops import backend as _backend
 
             _backend.check_env()  # the emulator's NPU
     except HilbenchError as exc:

@@ -25,15 +25,13 @@ from hilbench.console import (
     view_title,
     view_transfer,
 )
-from hilbench.device.server import FrameEndpoint
-from hilbench.device.state import ModelState
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, FrameEndpoint, ModelState
 from hilbench.errors import ConfigError, HilbenchError
 from hilbench.link.memory import MemoryPort
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.graph import Graph
-from hilbench.npu.ops import _backend as npu_backend
+from hilbench.npu.ops import backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
 from hilbench.target.client import Target

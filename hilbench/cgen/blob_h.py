@@ -9,11 +9,12 @@ renders them.
 from __future__ import annotations
 
 from hilbench.cgen import Header, builder, c_ident
-from hilbench.device import blobcheck, plan
+from hilbench.device import blob as blobcheck
+from hilbench.device import plan
 from hilbench.npu import blob
-from hilbench.npu import ops as _ops
-from hilbench.npu.ops import _common
-from hilbench.npu.ops import _record as R
+from hilbench.npu import registry as _ops
+from hilbench.npu.ops import common as _common
+from hilbench.npu.ops import record as R
 from hilbench.npu.quant import ACTIVATIONS
 
 #: struct code -> the C field type of the generated tables (hb_blob.h HB_FMT_*)

@@ -30,8 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from hilbench.backends import single_threaded_blas
-    from hilbench.device.server import serve_tcp
-    from hilbench.device.twin import DeviceTwin
+    from hilbench.device import DeviceTwin, serve_tcp
 
     host, sep, port = args.listen.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:

@@ -14,7 +14,7 @@ import zlib
 import numpy as np
 
 from hilbench.errors import ModelError
-from hilbench.npu import ops as _ops
+from hilbench.npu import registry
 from hilbench.npu.graph import Graph, Op, QParams, Tensor
 
 MAGIC = b"HBM0"
@@ -31,7 +31,7 @@ CRC_SIZE = 4  # the trailing u32 CRC-32
 ALIGN = 4  # every record starts at a multiple of 4; padding is zero
 
 # The fixed parts of the records, as (field, struct code) in wire order (docs/model-blob.md);
-# the device parser (hilbench.device.blobcheck) and gen/hb_blob.h read the same declaration.
+# the device parser (hilbench.device.blob) and gen/hb_blob.h read the same declaration.
 HEADER_FIELDS = (
     ("magic", "4s"),
     ("version", "H"),
@@ -125,7 +125,7 @@ def to_blob(graph: Graph, extra_sections: dict[str, bytes] | None = None) -> byt
             rec += _pad(struct.pack("<I", len(data)) + data)
         out += rec
     for op in graph.ops:
-        d = _ops.get(op.kind)
+        d = registry.get(op.kind)
         rec = _OP.pack(d.opcode, len(op.inputs), len(op.outputs), 0)
         rec += struct.pack(
             f"<{len(op.inputs) + len(op.outputs)}H", *(index[n] for n in op.inputs + op.outputs)
@@ -215,11 +215,11 @@ def from_blob(data: bytes) -> tuple[Graph, dict[str, bytes]]:
     ops: list[Op] = []
     for oi in range(n_o):
         opcode, n_in, n_out, res = r.unpack(_OP, f"op {oi} header")
-        if opcode not in _ops.BY_OPCODE:
+        if opcode not in registry.BY_OPCODE:
             raise _bad(f"op {oi}: unknown opcode {opcode}")
         if res != 0:
             raise _bad(f"op {oi}: reserved byte is {res}")
-        d = _ops.BY_OPCODE[opcode]
+        d = registry.BY_OPCODE[opcode]
         idx = struct.unpack(f"<{n_in + n_out}H", r.take(2 * (n_in + n_out), f"op {oi} indices"))
         for k in idx:
             if k >= n_t:

@@ -8,7 +8,8 @@ NPU: each layer (an "epoch") costs a fixed setup plus ``max(compute, memory)``, 
 ``NPU_MACS_PER_CYCLE * NPU_EFFICIENCY`` MACs per cycle, memory the weight bytes over the
 bandwidth of where they live (on-chip SRAM or external PSRAM/flash over XSPI) plus activation
 bytes over SRAM bandwidth (streaming overlaps the two). CPU: MACs over a per-op-kind rate in
-MACs per cycle, plus a per-layer call overhead.
+MACs per cycle, plus a per-layer call overhead. What an op kind costs (its MACs, its
+Cortex-M55 rate class) is in its registration (:mod:`hilbench.npu.registry`).
 
 Calibration (docs/npu.md): the efficiencies are solved so that the calibration workload
 :func:`person_detection_standin` reproduces the published STM32N6 person-detection figures quoted in
@@ -24,6 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+
+from hilbench.npu import registry, zoo
 
 # --- hardware facts -----------------------------------------------------------------------
 NPU_CLOCK_HZ = 800e6  # Neural-ART as clocked in the calibration figure (up to 1 GHz)
@@ -41,8 +46,7 @@ CPU_MACS_PER_CYCLE = {"CONV_2D": 0.4919, "FULLY_CONNECTED": 0.4919}  # solved li
 CPU_DEPTHWISE_FACTOR = 0.5  # depthwise and pools run at half the dense rate (assumed)
 CPU_OTHER_CYCLES_PER_ELEMENT = 2.0  # ADD, MEAN, pools: cycles per output/input element
 
-_DENSE = ("FULLY_CONNECTED", "CONV_2D")
-_MAC_KINDS = (*_DENSE, "DEPTHWISE_CONV_2D")
+_MAC_RATES = ("dense", "depthwise")  # what forward_macs counts
 PERSON_DETECTION_NPU_S = 1_251_021 / 800e6
 PERSON_DETECTION_CPU_S = 0.227
 
@@ -81,33 +85,19 @@ def layer_costs(graph: Any) -> list[LayerCost]:
     t = graph.tensors
     for i, op in enumerate(graph.ops):
         y = t[op.outputs[0]]
-        x = t[op.inputs[0]]
         consts = [t[n] for n in op.inputs if t[n].data is not None]
-        wbytes = sum(c.data.nbytes for c in consts if op.kind != "MEAN")
+        wbytes = sum(c.data.nbytes for c in consts)
         acts = [t[n] for n in op.inputs if t[n].data is None]
         in_bytes = sum(_prod(a.shape) for a in acts)
         n_out = _prod(y.shape)
-        if op.kind in ("FULLY_CONNECTED", "CONV_2D"):
-            w = t[op.inputs[1]]
-            macs = n_out * _prod(w.shape[1:])
-        elif op.kind == "DEPTHWISE_CONV_2D":
-            w = t[op.inputs[1]]
-            macs = n_out * w.shape[1] * w.shape[2]
-        elif op.kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
-            macs = n_out * op.params["filter_h"] * op.params["filter_w"]
-        elif op.kind == "MEAN":
-            macs = _prod(x.shape)
-        elif op.kind == "ADD":
-            macs = n_out
-        else:
-            macs = 0
+        macs = registry.get(op.kind).macs(graph, op)
         out.append(LayerCost(i, op.kind, y.name, int(macs), int(wbytes), in_bytes, n_out))
     return out
 
 
 def forward_macs(graph: Any) -> int:
     """Multiply-accumulates of one forward pass of one input."""
-    return sum(c.macs for c in layer_costs(graph) if c.kind in _MAC_KINDS)
+    return sum(c.macs for c in layer_costs(graph) if registry.get(c.kind).cpu_rate in _MAC_RATES)
 
 
 def npu_layer_seconds(c: LayerCost, inputs: int = 1, weights: str = "sram") -> float:
@@ -123,9 +113,10 @@ def npu_layer_seconds(c: LayerCost, inputs: int = 1, weights: str = "sram") -> f
 def cpu_layer_seconds(c: LayerCost, inputs: int = 1) -> float:
     """Modeled Cortex-M55 (Helium, CMSIS-NN) seconds of one layer over ``inputs`` inputs."""
     dense = CPU_MACS_PER_CYCLE["CONV_2D"]
-    if c.kind in _DENSE:
-        cycles = c.macs / CPU_MACS_PER_CYCLE[c.kind]
-    elif c.kind in ("DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D"):
+    rate = registry.get(c.kind).cpu_rate
+    if rate == "dense":
+        cycles = c.macs / CPU_MACS_PER_CYCLE.get(c.kind, dense)
+    elif rate in ("depthwise", "pool"):
         cycles = c.macs / (dense * CPU_DEPTHWISE_FACTOR)
     else:
         cycles = (c.macs + c.out_bytes) * CPU_OTHER_CYCLES_PER_ELEMENT
@@ -167,8 +158,6 @@ def npu_latency_s(macs_per_input: int, inputs: int, passes: int = 1) -> float:
 def person_detection_standin() -> Any:
     """The calibration workload: zoo MobileNetV2 (alpha 0.35, 224x224, 2 classes),
     58.0 M MACs, 64 layers, 0.41 MB of weights."""
-    from hilbench.npu import zoo
-
     return zoo.build(
         "mobilenet_v2",
         seed=0,
@@ -180,6 +169,4 @@ def person_detection_standin() -> Any:
 
 
 def _standin_calibration() -> Any:
-    import numpy as np
-
     return np.random.default_rng(0).random((2, 224, 224, 3), dtype=np.float32)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hilbench.errors import ModelError
-from hilbench.npu.ops import _common as c
+from hilbench.npu.ops import common as c
 
 WEIGHT_KINDS = ("conv", "dwconv", "fc")
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from hilbench.errors import ModelError
+from hilbench.npu import registry
 from hilbench.npu.graph import Graph, Op, QParams, Tensor
 
 _INSTALL = "install the oracle package: pip install 'hilbench[dev]' (tflite-micro)"
@@ -41,44 +42,6 @@ def _quant(me: ModuleType, q: QParams) -> Any:
     if q.axis is None:
         return me.Quantization(scales[0], zps[0])
     return me.Quantization(scales, zps, axis=q.axis)
-
-
-def _options(tfl: ModuleType, kind: str, p: dict[str, Any]) -> tuple[int, Any] | None:
-    """(BuiltinOptions type, options object) for one op."""
-    act = getattr(tfl.ActivationFunctionType, p.get("activation", "NONE"))
-    pad = getattr(tfl.Padding, p.get("padding", "VALID"))
-    if kind == "FULLY_CONNECTED":
-        o = tfl.FullyConnectedOptionsT()
-        o.fusedActivationFunction = act
-        o.weightsFormat = tfl.FullyConnectedOptionsWeightsFormat.DEFAULT
-        o.keepNumDims = False
-        return tfl.BuiltinOptions.FullyConnectedOptions, o
-    if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
-        o = tfl.Conv2DOptionsT() if kind == "CONV_2D" else tfl.DepthwiseConv2DOptionsT()
-        o.padding, o.fusedActivationFunction = pad, act
-        o.strideH, o.strideW = p["stride_h"], p["stride_w"]
-        o.dilationHFactor, o.dilationWFactor = p["dilation_h"], p["dilation_w"]
-        if kind == "CONV_2D":
-            return tfl.BuiltinOptions.Conv2DOptions, o
-        o.depthMultiplier = p["depth_multiplier"]
-        return tfl.BuiltinOptions.DepthwiseConv2DOptions, o
-    if kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
-        o = tfl.Pool2DOptionsT()
-        o.padding, o.fusedActivationFunction = pad, act
-        o.strideH, o.strideW = p["stride_h"], p["stride_w"]
-        o.filterHeight, o.filterWidth = p["filter_h"], p["filter_w"]
-        return tfl.BuiltinOptions.Pool2DOptions, o
-    if kind == "MEAN":
-        o = tfl.ReducerOptionsT()
-        o.keepDims = bool(p["keep_dims"])
-        return tfl.BuiltinOptions.ReducerOptions, o
-    if kind == "ADD":
-        o = tfl.AddOptionsT()
-        o.fusedActivationFunction = act
-        return tfl.BuiltinOptions.AddOptions, o
-    if kind == "RESHAPE":
-        return tfl.BuiltinOptions.ReshapeOptions, tfl.ReshapeOptionsT()
-    raise ModelError(f"op {kind} cannot be exported to .tflite", "use the ops of hilbench.npu")
 
 
 def export_tflite_indexed(
@@ -107,24 +70,16 @@ def export_tflite_indexed(
             kw["data"] = np.ascontiguousarray(t.data).astype(t.data.dtype.newbyteorder("<"))
         made[name] = sg.add_tensor(**kw)
     for i, op in enumerate(graph.ops):
+        out_shape = (batch, *graph.tensors[op.outputs[0]].shape)
+        how = registry.get(op.kind).tflite_export(tfl, op.params, out_shape)
         inputs = [made[n] for n in op.inputs]
-        if op.kind == "MEAN":
+        for suffix, value in how.constants:  # what TFLite takes as inputs, we as params
             inputs.append(
                 sg.add_tensor(
-                    shape=(2,),
+                    shape=value.shape,
                     dtype=tfl.TensorType.INT32,
-                    name=f"op{i}_axis",
-                    data=np.array([1, 2], "<i4"),
-                )
-            )
-        elif op.kind == "RESHAPE":
-            out_shape = (batch, *graph.tensors[op.outputs[0]].shape)
-            inputs.append(
-                sg.add_tensor(
-                    shape=(len(out_shape),),
-                    dtype=tfl.TensorType.INT32,
-                    name=f"op{i}_shape",
-                    data=np.array(out_shape, "<i4"),
+                    name=f"op{i}_{suffix}",
+                    data=value,
                 )
             )
         o = sg.add_operator(
@@ -132,9 +87,7 @@ def export_tflite_indexed(
             inputs=inputs,
             outputs=[made[n] for n in op.outputs],
         )
-        o._fb.builtinOptionsType, o._fb.builtinOptions = _options(tfl, op.kind, op.params)
-        if op.kind == "RESHAPE":
-            o._fb.builtinOptions.newShape = [batch, *graph.tensors[op.outputs[0]].shape]
+        o._fb.builtinOptionsType, o._fb.builtinOptions = how.options_type, how.options
     sg.inputs = [made[graph.input]]
     sg.outputs = [made[graph.output]]
     data = bytes(model.build())
@@ -154,16 +107,8 @@ def activation_name(code: int) -> str:
 
 
 # --- import --------------------------------------------------------------------------------
-SUPPORTED_OPS = (
-    "FULLY_CONNECTED",
-    "CONV_2D",
-    "DEPTHWISE_CONV_2D",
-    "AVERAGE_POOL_2D",
-    "MAX_POOL_2D",
-    "MEAN",
-    "ADD",
-    "RESHAPE",
-)
+#: the op kinds a .tflite model may use, as unsupported-op errors list them
+SUPPORTED_OPS = tuple(registry.REGISTRY)
 _ACT_CODES = {0: "NONE", 1: "RELU", 3: "RELU6"}
 _DTYPES = {"INT8": ("int8", "<i1"), "INT32": ("int32", "<i4")}
 
@@ -289,91 +234,14 @@ class _Reader:
             ) from None
 
     def _op(self, kind: str, layer: str, ins: list[int], out: int, opts: Any) -> Op:
-        from hilbench.npu.ops import (
-            add,
-            average_pool2d,
-            conv2d,
-            depthwise_conv2d,
-            max_pool2d,
-            mean,
-        )
-        from hilbench.npu.ops import fully_connected as fc
-
-        n_act = {"ADD": 2}.get(kind, 1)
+        reg = registry.get(kind)
         names = [
-            self.tensor(k, layer, j < n_act and self._is_act(k))
+            self.tensor(k, layer, j < reg.activation_inputs and self._is_act(k))
             for j, k in enumerate(ins)
             if k >= 0
         ]
         y = self.tensor(out, layer, True)
-        x = names[0]
-        in_s, in_zp = self.qparams(x, layer)
-        out_s, out_zp = self.qparams(y, layer)
-        xs = self.tensors[x].shape
-        pad = {0: "SAME", 1: "VALID"}.get(int(getattr(opts, "padding", 0) or 0), "SAME")
-        if kind in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D"):
-            names = names[:3]
-            w = self.tensors[names[1]]
-            if w.data is None or w.qparams is None:
-                raise self.fail(
-                    f"{layer}: weights '{w.name}' must be constant and quantized",
-                    "use a model with constant int8 weights",
-                )
-            act = self.activation(opts, layer)
-            if kind == "FULLY_CONNECTED":
-                if getattr(opts, "keepNumDims", False):
-                    self.tensors[y].shape = (self.tensors[y].shape[-1],)
-                p = fc.prepare(in_s, in_zp, w.qparams.scale, out_s, out_zp, act)
-                return Op(kind, names, [y], p)
-            if len(xs) != 3:
-                raise self.fail(f"{layer}: input '{x}' must be NHWC", "use 4-D activations")
-            geo = {
-                "in_hw": xs[:2],
-                "k_hw": w.shape[1:3],
-                "padding": pad,
-                "stride": (int(opts.strideH), int(opts.strideW)),
-                "dilation": (int(opts.dilationHFactor or 1), int(opts.dilationWFactor or 1)),
-            }
-            if kind == "CONV_2D":
-                p = conv2d.prepare(in_s, in_zp, w.qparams.scale, out_s, out_zp, act, **geo)
-            else:
-                m = max(1, w.shape[3] // max(1, xs[2]))
-                p = depthwise_conv2d.prepare(
-                    in_s, in_zp, w.qparams.scale, out_s, out_zp, act, depth_multiplier=m, **geo
-                )
-            return Op(kind, names, [y], p)
-        if kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
-            mod = average_pool2d if kind == "AVERAGE_POOL_2D" else max_pool2d
-            p = mod.prepare(
-                in_s,
-                in_zp,
-                self.activation(opts, layer),
-                in_hw=xs[:2],
-                filter_hw=(int(opts.filterHeight), int(opts.filterWidth)),
-                stride=(int(opts.strideH), int(opts.strideW)),
-                padding=pad,
-            )
-            return Op(kind, [x], [y], p)
-        if kind == "MEAN":
-            axis_t = self.tensors[names[1]]
-            axes = sorted(int(a) % 4 for a in np.asarray(axis_t.data).reshape(-1))
-            if axis_t.data is None or axes != [1, 2] or len(xs) != 3:
-                raise self.fail(
-                    f"{layer}: MEAN over axes {axes} of a {len(xs) + 1}-D tensor is unsupported",
-                    "reduce a 4-D NHWC tensor over axes [1, 2]",
-                )
-            keep = bool(getattr(opts, "keepDims", False))
-            return Op(
-                kind,
-                [x],
-                [y],
-                mean.prepare(in_s, in_zp, out_s, out_zp, in_hw=xs[:2], keep_dims=keep),
-            )
-        if kind == "ADD":
-            s2, zp2 = self.qparams(names[1], layer)
-            p = add.prepare(in_s, in_zp, s2, zp2, out_s, out_zp, self.activation(opts, layer))
-            return Op(kind, names[:2], [y], p)
-        return Op("RESHAPE", [x], [y], {})
+        return reg.tflite_import(TfliteOp(self, layer, names, y, opts))
 
     def _is_act(self, idx: int) -> bool:
         t = self.sg.tensors[idx]
@@ -382,6 +250,40 @@ class _Reader:
             and self.model.buffers[t.buffer].data is not None
             and len(self.model.buffers[t.buffer].data)
         )
+
+
+class TfliteOp:
+    """One .tflite operator as an op's ``tflite_import`` sees it: its tensors declared, the
+    input ``x`` and output ``y`` with their per-tensor quantization, the raw options."""
+
+    def __init__(self, reader: _Reader, layer: str, names: list[str], y: str, opts: Any) -> None:
+        self.reader, self.layer, self.names, self.y, self.opts = reader, layer, names, y, opts
+        self.tensors = reader.tensors
+        self.x = names[0]
+        self.in_s, self.in_zp = reader.qparams(self.x, layer)
+        self.out_s, self.out_zp = reader.qparams(y, layer)
+        self.xs = self.tensors[self.x].shape
+        self.padding = {0: "SAME", 1: "VALID"}.get(int(getattr(opts, "padding", 0) or 0), "SAME")
+
+    def fail(self, cause: str, fix: str) -> ModelError:
+        return self.reader.fail(cause, fix)
+
+    def qparams(self, name: str) -> tuple[float, int]:
+        return self.reader.qparams(name, self.layer)
+
+    def activation(self) -> str:
+        return self.reader.activation(self.opts, self.layer)
+
+    def filter_inputs(self) -> tuple[list[str], Tensor]:
+        """(input, filter[, bias]) and the filter, which must be constant and quantized."""
+        names = self.names[:3]
+        w = self.tensors[names[1]]
+        if w.data is None or w.qparams is None:
+            raise self.fail(
+                f"{self.layer}: weights '{w.name}' must be constant and quantized",
+                "use a model with constant int8 weights",
+            )
+        return names, w
 
 
 def import_tflite(data: bytes, path: str = "model.tflite") -> Graph:

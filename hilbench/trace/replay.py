@@ -50,7 +50,7 @@ class ReplayResult:
 
 
 def _initial_state(trace: Trace):  # -> hilbench.device.state.ModelState
-    from hilbench.device.state import ModelState
+    from hilbench.device import ModelState
 
     if trace.model_blob is None:
         raise TraceError(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from hilbench.npu import ops as _ops
+from hilbench.npu import registry as _ops
 from hilbench.npu.ops import depthwise_conv2d
 from hilbench.zo import perturb, update
 

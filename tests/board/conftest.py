@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hilbench.device.server import ThreadedServer
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, ThreadedServer
 from hilbench.link.pty_pair import PtyPair
 from hilbench.target.make import run_make
 

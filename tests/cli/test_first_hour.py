@@ -246,7 +246,7 @@ def test_a_blank_board_in_the_environment_never_runs_on_the_emulator(tmp_path):
 
 def test_the_header_and_the_trace_name_the_npu_backend_and_isa(tmp_path):
     from hilbench.npu import native
-    from hilbench.npu.ops import _backend
+    from hilbench.npu.ops import backend as _backend
 
     proc = hilbench("run", *QUICK, "--trace", str(tmp_path / "a.h5"))
     assert proc.returncode == 0, proc.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.protocol import data_blob

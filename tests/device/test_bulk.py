@@ -7,10 +7,7 @@ import numpy as np
 import pytest
 from devwire import data, in_session, loaded, model_blob, probe
 
-from hilbench.device import plan
-from hilbench.device.arena import Arena, ArenaFull, pad16
-from hilbench.device.state import ModelState
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import Arena, ArenaFull, DeviceTwin, ModelState, pad16, plan
 from hilbench.protocol import messages as m
 from hilbench.protocol import spec
 from hilbench.zo import zocf

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from devwire import data, model_blob
 
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin
 from hilbench.errors import DeviceError
 from hilbench.protocol import messages as m
 from hilbench.session import direct_target

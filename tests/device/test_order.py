@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from devwire import Wire, in_session, loaded, probe
 
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin
 from hilbench.protocol import messages as m
 from hilbench.protocol import spec
 from hilbench.protocol.frames import FrameDecoder, encode_frame

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from hilbench.backends import EmulatorBackend
-from hilbench.device.state import ModelState
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, ModelState
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.cost import forward_macs

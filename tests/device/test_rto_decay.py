@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hilbench.device.server import FrameEndpoint
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, FrameEndpoint
 from hilbench.link.faults import FaultSpec, FaultyPort
 from hilbench.link.memory import MemoryPort
 from hilbench.target.client import Target

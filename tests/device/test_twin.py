@@ -6,8 +6,7 @@ from devwire import Wire, data, in_session, loaded, model_blob, probe
 
 from hilbench import datasets
 from hilbench.config import RunConfig
-from hilbench.device.server import FrameEndpoint, ThreadedServer
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, FrameEndpoint, ThreadedServer
 from hilbench.errors import DeviceError
 from hilbench.link.pty_pair import PtyPair
 from hilbench.link.serial_port import open_port

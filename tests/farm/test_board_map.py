@@ -13,8 +13,7 @@ import pytest
 
 from hilbench import session
 from hilbench.config import RunConfig
-from hilbench.device.server import serve_tcp
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, serve_tcp
 from hilbench.errors import ConfigError, LinkError
 from hilbench.farm.local import MapBackend, read_map
 from hilbench.trace import Trace

@@ -16,8 +16,7 @@ import serial.rfc2217
 from hilbench import session
 from hilbench.backends import SerialBackend
 from hilbench.config import RunConfig
-from hilbench.device.server import ThreadedServer
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, ThreadedServer
 from hilbench.link.pty_pair import PtyPair
 
 

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from hilbench.backends import EmulatorBackend
-from hilbench.device.state import ModelState
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, ModelState
 from hilbench.target.recovery import RecoveringTarget, WeightsDiverged
 from tests.link.soak import tiny_workload
 
@@ -40,7 +39,7 @@ def test_a_faithful_device_passes_every_check():
 
 
 def test_a_device_that_rounds_differently_is_stopped_with_both_crcs(monkeypatch):
-    monkeypatch.setattr("hilbench.device.twin.ModelState", SloppyState)
+    monkeypatch.setattr("hilbench.device.device.ModelState", SloppyState)
     with EmulatorBackend(twin=DeviceTwin(), link="memory") as target:
         device = RecoveringTarget(target, crc_every=10, shadow=ModelState.from_blob)
         with pytest.raises(

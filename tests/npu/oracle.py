@@ -17,7 +17,7 @@ runtime = need_module("tflite_micro.python.tflite_micro.runtime")
 
 from hilbench.npu import native  # noqa: E402
 from hilbench.npu.graph import Graph  # noqa: E402
-from hilbench.npu.ops import _backend  # noqa: E402
+from hilbench.npu.ops import backend  # noqa: E402
 from hilbench.npu.tflite import export_tflite, export_tflite_indexed  # noqa: E402
 
 # CI (x86-64 Linux) builds the native engine: there its absence is a failure, not a skip.
@@ -30,7 +30,7 @@ NATIVE_REQUIRED = sys.platform.startswith("linux") and platform.machine() in ("x
 _NATIVE: tuple[str, ...] = ()
 if NATIVE_REQUIRED or native.available():
     _NATIVE = tuple(f"native-{isa}" for isa in native.runnable_isas())
-BACKENDS: tuple[str, ...] = _NATIVE + tuple(b for b in _backend.NAMES if b != "native")
+BACKENDS: tuple[str, ...] = _NATIVE + tuple(b for b in backend.NAMES if b != "native")
 
 
 @contextlib.contextmanager
@@ -38,10 +38,10 @@ def use(variant: str) -> Iterator[None]:
     """Run a block under one backend variant: ``native-<isa>`` (native, that ISA's kernels
     forced) or a backend name."""
     if variant.startswith("native-"):
-        with _backend.use("native"), native.use_isa(variant.removeprefix("native-")):
+        with backend.use("native"), native.use_isa(variant.removeprefix("native-")):
             yield
     else:
-        with _backend.use(variant), native.use_isa("auto"):
+        with backend.use(variant), native.use_isa("auto"):
             yield
 
 
@@ -100,8 +100,8 @@ def assert_graph_matches_tflm(
     whose output differs (per-layer comparison). TFLM runs ``exported`` (default: graph)."""
     ref = graph if exported is None else exported
     want = None
-    for backend in BACKENDS:
-        with use(backend):
+    for variant in BACKENDS:
+        with use(variant):
             got = graph.run(x)
             if want is None:
                 want = run_tflite(graph_to_tflite(ref, x.shape[0]), x).reshape(got.shape)
@@ -115,9 +115,9 @@ def assert_graph_matches_tflm(
             if not np.array_equal(a, b):
                 idx = np.argwhere(a != b)[:3].tolist()
                 pytest.fail(
-                    f"{what} {graph.name} ({backend} backend): first mismatch at {op.kind} -> "
+                    f"{what} {graph.name} ({variant} backend): first mismatch at {op.kind} -> "
                     f"{name}, {int((a != b).sum())} of {a.size} bytes differ, e.g. at {idx}: "
                     f"ours {[int(a[tuple(i)]) for i in idx]} vs TFLM "
                     f"{[int(b[tuple(i)]) for i in idx]}"
                 )
-        pytest.fail(f"{what} {graph.name} ({backend} backend): outputs differ but no layer does")
+        pytest.fail(f"{what} {graph.name} ({variant} backend): outputs differ but no layer does")

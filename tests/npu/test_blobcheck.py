@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hilbench.device import blobcheck, plan
+from hilbench.device import blob as blobcheck
+from hilbench.device import plan
 from hilbench.errors import ModelError
 from hilbench.npu import zoo
 from hilbench.npu.blob import from_blob, to_blob

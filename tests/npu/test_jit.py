@@ -13,7 +13,7 @@ import pytest
 
 from hilbench.errors import ModelError
 from hilbench.npu import zoo
-from hilbench.npu.ops import _backend, _jit, conv2d, depthwise_conv2d
+from hilbench.npu.ops import backend, conv2d, depthwise_conv2d, jit
 
 from .cases import CASES
 from .oracle import run_each
@@ -32,12 +32,12 @@ def test_in_place_weight_change_is_seen():
     leave a stale copy in use."""
     g = zoo.build("cnn", seed=0)
     x = np.random.default_rng(0).integers(-128, 128, (5, 8, 8, 1)).astype(np.int8)
-    with _backend.use("jit"):
+    with backend.use("jit"):
         before = g.run(x)
         w = g.tensors["conv0_w"].data
         w[0, 0, 0, 0] = 127 if w[0, 0, 0, 0] != 127 else -127
         after = g.run(x)
-    with _backend.use("numpy"):
+    with backend.use("numpy"):
         np.testing.assert_array_equal(after, g.run(x))
     assert not np.array_equal(before, after)
 
@@ -47,7 +47,7 @@ def test_graph_weights_stay_cached_across_batched_calls():
     x = np.random.default_rng(1).integers(-128, 128, (3, 8, 8, 1)).astype(np.int8)
     w = g.tensors["conv1_w"].data
     sets = np.stack([w, -w, np.clip(w.astype(np.int16) + 1, -127, 127).astype(np.int8)])
-    with _backend.use("jit"):
+    with backend.use("jit"):
         g.run(x)
         op = next(o for o in g.ops if o.inputs[1] == "conv1_w")
         first = op._kernel_cache["weights"][0]
@@ -86,12 +86,12 @@ def test_accumulator_wraps_like_int32():
     bias = np.array([2**31 - 1, -(2**31), 2**31 - 5000], np.int32)
     p = conv2d.prepare(0.05, 3, [0.01, 0.02, 0.03], 0.02, -5, "NONE", in_hw=(5, 5), k_hw=(3, 3))
     want = conv2d.conv2d(x, w, bias, p)
-    np.testing.assert_array_equal(_jit.conv2d(x, w, bias, p), want)
+    np.testing.assert_array_equal(jit.conv2d(x, w, bias, p), want)
     dw = rng.integers(-127, 128, (1, 3, 3, 4)).astype(np.int8)
     b4 = np.array([2**31 - 1, -(2**31), 2**31 - 9, 7], np.int32)
     pd = depthwise_conv2d.prepare(0.05, 3, [0.01] * 4, 0.02, -5, "RELU", in_hw=(5, 5), k_hw=(3, 3))
     np.testing.assert_array_equal(
-        _jit.depthwise_conv2d(x, dw, b4, pd), depthwise_conv2d.depthwise_conv2d(x, dw, b4, pd)
+        jit.depthwise_conv2d(x, dw, b4, pd), depthwise_conv2d.depthwise_conv2d(x, dw, b4, pd)
     )
 
 
@@ -108,19 +108,19 @@ def test_random_ops_with_many_weight_sets_and_samples():
 
 
 def test_backend_selection():
-    assert _backend.name() in _backend.NAMES
-    with _backend.use("numpy"):
-        assert _backend.kernels() is None
-        with _backend.use("jit"):
-            assert _backend.kernels() is _jit
-        assert _backend.name() == "numpy"
+    assert backend.name() in backend.NAMES
+    with backend.use("numpy"):
+        assert backend.kernels() is None
+        with backend.use("jit"):
+            assert backend.kernels() is jit
+        assert backend.name() == "numpy"
     with pytest.raises(ModelError, match="unknown NPU backend 'gpu'"):
-        _backend.select("gpu")
+        backend.select("gpu")
 
 
-@pytest.mark.parametrize("value", list(_backend.NAMES))
+@pytest.mark.parametrize("value", list(backend.NAMES))
 def test_backend_from_environment(value):
-    code = "from hilbench.npu.ops import _backend; print(_backend.name())"
+    code = "from hilbench.npu.ops import backend; print(backend.name())"
     env = {**os.environ, "HILBENCH_NPU_BACKEND": value}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True

@@ -20,7 +20,8 @@ import pytest
 
 from hilbench.npu import native, zoo
 from hilbench.npu.graph import Graph, Op, QParams, Tensor
-from hilbench.npu.ops import _backend, conv2d, depthwise_conv2d
+from hilbench.npu.native import lowering, program
+from hilbench.npu.ops import backend, conv2d, depthwise_conv2d
 from hilbench.npu.ops import fully_connected as fc
 
 from . import cases
@@ -64,7 +65,7 @@ def test_extension_is_built_and_is_the_default():
         pytest.skip(f"native engine not built on this platform: {native.IMPORT_ERROR}")
     assert {f"native-{isa}" for isa in ISAS} <= set(BACKENDS)
     assert "native-portable" in BACKENDS
-    code = "from hilbench.npu.ops import _backend; print(_backend.name())"
+    code = "from hilbench.npu.ops import backend; print(backend.name())"
     env = {k: v for k, v in os.environ.items() if k != "HILBENCH_NPU_BACKEND"}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
@@ -128,10 +129,10 @@ def test_an_isa_the_cpu_lacks_is_refused_in_one_line():
 
 
 def _native_vs_numpy(g, x, ov=None, *, all_layers=False):
-    with _backend.use("numpy"):
+    with backend.use("numpy"):
         want = g.run_all(x, ov) if all_layers else g.run(x, ov)
     for isa in ISAS:
-        with _backend.use("native"), native.use_isa(isa):
+        with backend.use("native"), native.use_isa(isa):
             got = g.run_all(x, ov) if all_layers else g.run(x, ov)
         if all_layers:
             assert set(got) == set(want)
@@ -239,7 +240,7 @@ def test_in_place_weight_change_is_seen():
     """Packed weights are reused only while the bytes are unchanged (compared every call)."""
     g = zoo.build("resnet18", seed=0, width=0.125, resolution=32)
     x = np.random.default_rng(0).integers(-128, 128, (2, 32, 32, 3)).astype(np.int8)
-    with _backend.use("native"):
+    with backend.use("native"):
         before = g.run(x)
         w = g.tensors[g.trainable()[3]].data
         w[...] = -w
@@ -248,7 +249,7 @@ def test_in_place_weight_change_is_seen():
     _native_vs_numpy(g, x)
     # a batched set written in place between calls
     sets = np.stack([w, w, w])
-    with _backend.use("native"):
+    with backend.use("native"):
         g.run(x, {g.trainable()[3]: sets})
     sets[1, 0] = 0
     _native_vs_numpy(g, x, {g.trainable()[3]: sets})
@@ -287,20 +288,20 @@ def test_reduction_lengths_near_and_beyond_the_int32_bound():
     rng = np.random.default_rng(5)
     for k in (1, 3, 5, 2000, native.MAX_K):
         g = _fc_graph(k, 19, rng)
-        native.lower(g, frozenset(), 1)
+        program.lower(g, frozenset(), 1)
         _native_vs_numpy(g, rng.integers(-128, 128, (2, k)).astype(np.int8))
     g = _fc_graph(native.MAX_K + 1, 3, rng)
     with pytest.raises(native.Unsupported, match="int32 could wrap"):
-        native.lower(g, frozenset(), 1)
+        program.lower(g, frozenset(), 1)
     _native_vs_numpy(g, rng.integers(-128, 128, (2, native.MAX_K + 1)).astype(np.int8))
 
 
 @needs_native
 def test_input_and_override_errors_are_the_graphs():
     g = zoo.build("mlp", seed=0)
-    with _backend.use("native"), pytest.raises(Exception, match="expected int8"):
+    with backend.use("native"), pytest.raises(Exception, match="expected int8"):
         g.run(np.zeros((2, 64), np.float32))
-    with _backend.use("native"), pytest.raises(Exception, match="weight sets"):
+    with backend.use("native"), pytest.raises(Exception, match="weight sets"):
         w0, w1 = g.trainable()[:2]
         g.run(
             np.zeros((2, 64), np.int8),
@@ -376,14 +377,14 @@ def test_requantization_with_and_without_the_merged_rounding(merged, monkeypatch
     it is switched off) TFLM's steps; the random oracle cases have both kinds, this covers
     whole models both ways."""
     if not merged:
-        monkeypatch.setattr(native, "_fast_requant", lambda mult, shift: False)
+        monkeypatch.setattr(lowering, "fast_requant", lambda mult, shift: False)
     rng = np.random.default_rng(41)
     for name, kw in (
         ("mobilenet_v2", {"alpha": 0.35, "resolution": 32, "classes": 5}),
         ("resnet18", {"width": 0.25, "resolution": 32}),
     ):
         g = zoo.build(name, seed=6, **kw)
-        plan = native.lower(g, frozenset(), 1)
+        plan = program.lower(g, frozenset(), 1)
         fast = sum(int(f[native.F["FASTRQ"]]) for f in plan.prog[1:])
         assert (fast > 0) == merged
         x = rng.integers(-128, 128, (2, *g.input_shape)).astype(np.int8)
@@ -437,18 +438,18 @@ def test_replaced_arrays_are_seen_and_released():
     g = zoo.build("mlp", seed=9)
     x = np.random.default_rng(14).integers(-128, 128, (3, 64)).astype(np.int8)
     wn = g.trainable()[0]
-    with _backend.use("native"):
+    with backend.use("native"):
         g.run(x)
         old = weakref.ref(g.tensors[wn].data)
         g.tensors[wn].data = -g.tensors[wn].data
         got = g.run(x)
     gc.collect()
     assert old() is None
-    with _backend.use("numpy"):
+    with backend.use("numpy"):
         np.testing.assert_array_equal(got, g.run(x))
     # overrides: the last ones are held until others replace them
     ov = {wn: np.stack([g.tensors[wn].data] * 2)}
-    with _backend.use("native"):
+    with backend.use("native"):
         g.run(x, ov)
         held = weakref.ref(ov[wn])
         ov = {wn: np.stack([g.tensors[wn].data // 3] * 2)}
@@ -467,14 +468,14 @@ def test_threads_share_a_graph():
     g = zoo.build("resnet18", seed=10, width=0.125, resolution=32)
     rng = np.random.default_rng(15)
     xs = [rng.integers(-128, 128, (2, 32, 32, 3)).astype(np.int8) for _ in range(4)]
-    with _backend.use("numpy"):
+    with backend.use("numpy"):
         want = [g.run(x) for x in xs]
     got: dict[int, list[np.ndarray]] = {}
 
     def work(i: int) -> None:
         got[i] = [g.run(xs[i]) for _ in range(5)]
 
-    with _backend.use("native"):
+    with backend.use("native"):
         threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
         for th in threads:
             th.start()

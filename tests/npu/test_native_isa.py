@@ -19,7 +19,7 @@ import pytest
 
 from hilbench.npu import native, zoo
 from hilbench.npu.graph import Graph, Op, QParams, Tensor
-from hilbench.npu.ops import _backend
+from hilbench.npu.ops import backend
 from hilbench.npu.ops import fully_connected as fc
 
 from . import cases
@@ -84,9 +84,9 @@ def _require(isa: str) -> None:
 
 
 def _equal_to_reference(g: Graph, x: np.ndarray, isa: str, ov=None, what: str = "") -> None:
-    with _backend.use("numpy"):
+    with backend.use("numpy"):
         want = g.run_all(x, ov)
-    with _backend.use("native"), native.use_isa(isa):
+    with backend.use("native"), native.use_isa(isa):
         got = g.run_all(x, ov)
     for op in g.ops:  # the first layer that differs
         name = op.outputs[0]

@@ -1,7 +1,7 @@
 """The golden vectors the C firmware's graph tests read (fixtures/golden/nn_*.hbgv, written by
 fixtures/golden/make_nn_vectors.py) are current: regenerated in memory they are byte for byte
 the committed files. So the C tests (device_fw/tests/test_nn.c, test_graph.c, test_blob.c)
-always check the C against today's TFLM outputs, hilbench.device.blobcheck's messages and
+always check the C against today's TFLM outputs, hilbench.device.blob's messages and
 hilbench.device.plan's sizes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from hilbench import golden
-from hilbench.device import blobcheck
-from hilbench.npu import ops
+from hilbench.device import blob as blobcheck
+from hilbench.npu import registry
 from tests.needs import need_module
 
 from .test_blobcheck import load_generator
@@ -40,7 +40,7 @@ def test_vectors_cover_every_op_and_rule():
     for i in range(int(data["n_cases"][0])):
         graph, _ = blobcheck.parse(data[f"c{i}.blob"].tobytes())
         kinds |= {o.kind for o in graph.ops}
-    assert kinds == set(ops.REGISTRY)
+    assert kinds == set(registry.REGISTRY)
     blobs = golden.read(gen.BLOBS_PATH)
     keys = {blobs[f"b{i}.key"].tobytes().decode() for i in range(int(blobs["n_cases"][0]))}
     assert keys == set(blobcheck.MESSAGES)

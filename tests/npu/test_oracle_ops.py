@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hilbench.npu.ops import _jit, conv2d
+from hilbench.npu.ops import conv2d, jit
 
 from .cases import CASES
 from .oracle import graph_to_tflite, run_each, run_tflite
@@ -88,5 +88,5 @@ def test_float64_path_for_long_reductions():
     assert len(np.unique(want)) > 10
     np.testing.assert_array_equal(got, want)
     # the compiled path: 128 * (row L1 of the filter) > 2**24 forces float64 there too
-    assert _jit._Prepared(w, w.reshape(3, 1, -1).reshape(1, 3, -1)).dtype == np.float64
-    np.testing.assert_array_equal(_jit.conv2d(x[None], w, None, p)[0], want)
+    assert jit._Prepared(w, w.reshape(3, 1, -1).reshape(1, 3, -1)).dtype == np.float64
+    np.testing.assert_array_equal(jit.conv2d(x[None], w, None, p)[0], want)

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from cobs import cobs
 
-from hilbench.device.server import FrameEndpoint
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, FrameEndpoint
 from hilbench.protocol import messages as m
 from hilbench.protocol import spec
 from hilbench.protocol.frames import FrameDecoder

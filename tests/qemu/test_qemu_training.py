@@ -12,7 +12,7 @@ import pytest
 from hilbench import session
 from hilbench.backends import EmulatorBackend, QemuBackend
 from hilbench.config import RunConfig
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin
 from hilbench.errors import DeviceError
 from hilbench.link.faults import FaultSpec
 from hilbench.npu import zoo

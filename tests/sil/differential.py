@@ -41,8 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbench.device.server import FrameEndpoint
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, FrameEndpoint
 from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import FrameDecoder, encode_frame

@@ -89,7 +89,7 @@ def test_op_rows_cover_every_op_once_per_shape():
 def test_zo_step_equals_the_twin(bench, tmp_path):
     """The MLP with q=3, B=5: the first PROBE's losses and the weights after the APPLYs equal
     the twin's; the split's parts add up to the PROBE and APPLY totals."""
-    from hilbench.device.state import ModelState
+    from hilbench.device import ModelState
     from hilbench.zo import loss
     from hilbench.zo import rng as zrng
 

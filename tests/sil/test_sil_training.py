@@ -11,7 +11,7 @@ import pytest
 from hilbench import session
 from hilbench.backends import EmulatorBackend, SilBackend
 from hilbench.config import RunConfig
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.protocol import data_blob

@@ -15,8 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from hilbench.device.server import FrameEndpoint
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, FrameEndpoint
 from hilbench.errors import DeviceError, LinkError
 from hilbench.link.memory import MemoryPort
 from hilbench.protocol import data_blob, spec

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import serial
 
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin
 from hilbench.errors import ConfigError, DeviceError, LinkError
 from hilbench.link.faults import FaultSpec, FaultyPort
 from hilbench.link.memory import MemoryPort

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hilbench.device.state import ModelState
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, ModelState
 from hilbench.errors import DeviceError
 from hilbench.protocol import data_blob
 from hilbench.protocol import messages as m

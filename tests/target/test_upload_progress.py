@@ -17,8 +17,7 @@ from rich.console import Console
 from hilbench import datasets, session
 from hilbench.config import RunConfig
 from hilbench.console import LiveView, PlainView, Progress, Transfer, fmt_bytes
-from hilbench.device.server import ThreadedServer
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin, ThreadedServer
 from hilbench.link.paced import PacedPort
 from hilbench.link.pty_pair import PtyPair
 from hilbench.link.serial_port import open_port

@@ -8,8 +8,8 @@ import pytest
 
 from hilbench import session
 from hilbench.config import RunConfig
-from hilbench.device import twin as twin_module
-from hilbench.device.twin import DeviceTwin
+from hilbench.device import DeviceTwin
+from hilbench.device import device as twin_module
 from hilbench.protocol import messages as m
 from hilbench.trace import Trace
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hilbench import golden
-from hilbench.device.state import ModelState
+from hilbench.device import ModelState
 from hilbench.protocol import data_blob
 from hilbench.zo import perturb
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from hilbench import golden
-from hilbench.device.state import ModelState
+from hilbench.device import ModelState
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.zo import loss, perturb, rng, update, zocf

@@ -3,14 +3,19 @@ int8 in and out with the same scale and zero point; the fused activation only cl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from collections.abc import Callable
+from typing import Any
 
-from hilbench.npu.ops import _common as c
-from hilbench.npu.ops import _record as r
+import numpy as np
+
+from hilbench.npu import native
+from hilbench.npu.ir import GraphIR, Op
+from hilbench.npu.native import lowering
+from hilbench.npu.ops import common as c
+from hilbench.npu.ops import record as r
+from hilbench.npu.ops.registration import TfliteExport
 from hilbench.npu.quant import activation_range
-
-if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op
 
 FIELDS = [
     r.ACT_MIN,
@@ -57,7 +62,7 @@ def prepare(
     }
 
 
-def check(kind: str, graph: Graph, op: Op) -> None:
+def check(kind: str, graph: GraphIR, op: Op) -> None:
     if len(op.inputs) != 1 or len(op.outputs) != 1:
         raise c.bad(kind, op, "needs one input and one output", "fix the op")
     x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -94,3 +99,60 @@ def check(kind: str, graph: Graph, op: Op) -> None:
             "fix the output tensor shape",
         )
     c.check_params_equal(kind, op, want)
+
+
+# --- native engine, cost, .tflite, blob checker ------------------------------------------
+def lower_as(kind_code: int) -> Callable[[Any, int, Op, np.ndarray], None]:
+    """The engine record of a pool run by the engine's op ``kind_code``."""
+
+    def lower(lw: Any, i: int, op: Op, f: np.ndarray) -> None:
+        p = op.params
+        h, wd, ch = lw.tensors[op.inputs[0]].shape
+        f[native.F["KIND"]] = kind_code
+        lowering.set_fields(
+            f, H=h, W=wd, C=ch, OH=p["out_h"], OW=p["out_w"], KH=p["filter_h"],
+            KW=p["filter_w"], SH=p["stride_h"], SW=p["stride_w"], PT=p["pad_top"],
+            PL=p["pad_left"], LO=p["act_min"], HI=p["act_max"],
+        )  # fmt: skip
+
+    return lower
+
+
+def macs(graph: GraphIR, op: Op) -> int:
+    n_out = math.prod(graph.tensors[op.outputs[0]].shape)
+    return n_out * op.params["filter_h"] * op.params["filter_w"]
+
+
+def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
+    o = tfl.Pool2DOptionsT()
+    o.padding, o.fusedActivationFunction = c.tflite_padding(tfl, p), c.tflite_activation(tfl, p)
+    o.strideH, o.strideW = p["stride_h"], p["stride_w"]
+    o.filterHeight, o.filterWidth = p["filter_h"], p["filter_w"]
+    return TfliteExport(tfl.BuiltinOptions.Pool2DOptions, o)
+
+
+def tflite_importer(prep: Callable[..., dict[str, Any]], kind: str) -> Callable[[Any], Op]:
+    """A pool's .tflite import, its params made by ``prep``."""
+
+    def tflite_import(t: Any) -> Op:
+        o = t.opts
+        p = prep(
+            t.in_s,
+            t.in_zp,
+            t.activation(),
+            in_hw=t.xs[:2],
+            filter_hw=(int(o.filterHeight), int(o.filterWidth)),
+            stride=(int(o.strideH), int(o.strideW)),
+            padding=t.padding,
+        )
+        return Op(kind, [t.x], [t.y], p)
+
+    return tflite_import
+
+
+def blob_check(chk: Any, oi: int, op: Any) -> None:
+    x = chk.act_in(oi, op, op.inputs[0])
+    chk.act_out(oi, op)
+    chk.rank3(oi, op, x)
+    f = op.fields
+    chk.geometry(oi, op, x, (f["filter_h"], f["filter_w"]), (1, 1), x.dims[2])

@@ -12,19 +12,21 @@ with real multipliers ``s1 / 2max``, ``s2 / 2max`` and ``2max / (2**20 * s_out)`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from typing import Any
 
 import numpy as np
 
 from hilbench.errors import ModelError
-from hilbench.npu.ops import _backend
-from hilbench.npu.ops import _common as c
-from hilbench.npu.ops import _record as r
+from hilbench.npu import native
+from hilbench.npu.ir import GraphIR, Op
+from hilbench.npu.native import lowering
+from hilbench.npu.ops import backend
+from hilbench.npu.ops import common as c
+from hilbench.npu.ops import record as r
+from hilbench.npu.ops.registration import OpRegistration, TfliteExport
 from hilbench.npu.quant import activation_range, multiply_by_quantized_multiplier
 from hilbench.npu.quant import quantize_multiplier as _qm
-
-if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op
 
 KIND = "ADD"
 OPCODE = 7
@@ -101,13 +103,13 @@ def add(x1: np.ndarray, x2: np.ndarray, p: dict[str, Any]) -> np.ndarray:
 
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
-    k = _backend.kernels()
+    k = backend.kernels()
     if k is not None:
         return k.add(inputs[0], inputs[1], op.params)
     return add(inputs[0], inputs[1], op.params)
 
 
-def check(graph: Graph, op: Op) -> None:
+def check(graph: GraphIR, op: Op) -> None:
     if len(op.inputs) != 2 or len(op.outputs) != 1:
         raise c.bad(KIND, op, "needs two inputs and one output", "fix the op")
     t = graph.tensors
@@ -126,9 +128,49 @@ def check(graph: Graph, op: Op) -> None:
     c.check_params_equal(KIND, op, want)
 
 
-def pack_params(params: dict[str, Any]) -> bytes:
-    return RECORD.pack(params)
+# --- native engine, cost, .tflite, blob checker ------------------------------------------
+def lower(lw: lowering.Lowering, i: int, op: Op, f: np.ndarray) -> None:
+    p = op.params
+    f[native.F["KIND"]] = native.OP_ADD
+    f[native.F["IN2"]] = lw.offs[op.inputs[1]]
+    lowering.set_fields(
+        f, IO=p["input1_offset"], IO2=p["input2_offset"], OO=p["output_offset"],
+        LO=p["act_min"], HI=p["act_max"], LSH=p["left_shift"],
+        M1=p["input1_multiplier"], S1=p["input1_shift"],
+        M2=p["input2_multiplier"], S2=p["input2_shift"],
+        MO=p["output_multiplier"], SO=p["output_shift"],
+    )  # fmt: skip
+    for m in ("input1_multiplier", "input2_multiplier", "output_multiplier"):
+        if not 0 <= int(p[m]) <= 2**31 - 1:
+            raise native.Unsupported("ADD multiplier out of range")
 
 
-def unpack_params(data: bytes) -> dict[str, Any]:
-    return RECORD.unpack(data)
+def macs(graph: GraphIR, op: Op) -> int:
+    return math.prod(graph.tensors[op.outputs[0]].shape)
+
+
+def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
+    o = tfl.AddOptionsT()
+    o.fusedActivationFunction = c.tflite_activation(tfl, p)
+    return TfliteExport(tfl.BuiltinOptions.AddOptions, o)
+
+
+def tflite_import(t: Any) -> Op:
+    s2, zp2 = t.qparams(t.names[1])
+    p = prepare(t.in_s, t.in_zp, s2, zp2, t.out_s, t.out_zp, t.activation())
+    return Op(KIND, t.names[:2], [t.y], p)
+
+
+def blob_check(chk: Any, oi: int, op: Any) -> None:
+    a = chk.act_in(oi, op, op.inputs[0])
+    b = chk.act_in(oi, op, op.inputs[1])
+    y = chk.act_out(oi, op)
+    if not a.dims == b.dims == y.dims:
+        raise chk.fail("add_shapes", oi, op.kind, *op.inputs, op.outputs[0])
+
+
+REGISTRATION = OpRegistration(
+    kind=KIND, opcode=OPCODE, record=RECORD, arity=(2, 2, 1), run=run, check=check,
+    lower=lower, macs=macs, cpu_rate="elementwise", tflite_export=tflite_export,
+    tflite_import=tflite_import, blob_check=blob_check, activation_inputs=2,
+)  # fmt: skip

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hilbench.npu.ops import _common as c
+from hilbench.npu import native
 from hilbench.npu.ops import _pool
-from hilbench.npu.ops import _record as r
+from hilbench.npu.ops import common as c
+from hilbench.npu.ops import record as r
+from hilbench.npu.ops.registration import OpRegistration
 
 if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op
+    from hilbench.npu.ir import GraphIR, Op
 
 KIND = "AVERAGE_POOL_2D"
 OPCODE = 4
@@ -42,13 +44,13 @@ def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
     return average_pool2d(inputs[0], op.params)
 
 
-def check(graph: Graph, op: Op) -> None:
+def check(graph: GraphIR, op: Op) -> None:
     _pool.check(KIND, graph, op)
 
 
-def pack_params(params: dict[str, Any]) -> bytes:
-    return RECORD.pack(params)
-
-
-def unpack_params(data: bytes) -> dict[str, Any]:
-    return RECORD.unpack(data)
+REGISTRATION = OpRegistration(
+    kind=KIND, opcode=OPCODE, record=RECORD, arity=(1, 1, 1), run=run, check=check,
+    lower=_pool.lower_as(native.OP_AVGPOOL), macs=_pool.macs, cpu_rate="pool",
+    tflite_export=_pool.tflite_export, tflite_import=_pool.tflite_importer(prepare, KIND),
+    blob_check=_pool.blob_check,
+)  # fmt: skip

@@ -12,16 +12,17 @@ matmul in float32 when every partial sum is provably below 2**24, else in float6
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from typing import Any
 
 import numpy as np
 
-from hilbench.npu.ops import _backend
-from hilbench.npu.ops import _common as c
-from hilbench.npu.ops import _record as r
-
-if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op
+from hilbench.npu.ir import GraphIR, Op
+from hilbench.npu.native import lowering
+from hilbench.npu.ops import backend
+from hilbench.npu.ops import common as c
+from hilbench.npu.ops import record as r
+from hilbench.npu.ops.registration import OpRegistration, TfliteExport
 
 KIND = "CONV_2D"
 OPCODE = 2
@@ -119,13 +120,13 @@ def prepare(
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
     bias = inputs[2] if len(inputs) > 2 else None
-    k = _backend.kernels()
+    k = backend.kernels()
     if k is not None:
-        return k.conv2d(inputs[0], inputs[1], bias, op.params, _backend.op_cache(op))
+        return k.conv2d(inputs[0], inputs[1], bias, op.params, backend.op_cache(op))
     return conv2d(inputs[0], inputs[1], bias, op.params)
 
 
-def check(graph: Graph, op: Op) -> None:
+def check(graph: GraphIR, op: Op) -> None:
     if len(op.inputs) not in (2, 3) or len(op.outputs) != 1:
         raise c.bad(KIND, op, "needs inputs (input, filter[, bias]) and one output", "fix the op")
     t = graph.tensors
@@ -201,9 +202,74 @@ def check_geometry(
     c.check_params_equal(kind, op, want)
 
 
-def pack_params(params: dict[str, Any]) -> bytes:
-    return RECORD.pack(params)
+# --- native engine, cost, .tflite, blob checker ------------------------------------------
+def lower(lw: lowering.Lowering, i: int, op: Op, f: np.ndarray) -> None:
+    p = op.params
+    w = lw.tensors[op.inputs[1]].shape
+    lowering.lower_conv(
+        lw, i, op, f, depthwise=False, hwc=lw.tensors[op.inputs[0]].shape,
+        kernel=(w[1], w[2], w[0]),
+        window=(p["out_h"], p["out_w"], p["stride_h"], p["stride_w"], p.get("dilation_h", 1),
+                p.get("dilation_w", 1), p["pad_top"], p["pad_left"]),
+    )  # fmt: skip
 
 
-def unpack_params(data: bytes) -> dict[str, Any]:
-    return RECORD.unpack(data)
+def tflite_window_options(tfl: Any, o: Any, p: dict[str, Any]) -> Any:
+    """Padding, activation, strides and dilations into a conv's .tflite options ``o``."""
+    o.padding, o.fusedActivationFunction = c.tflite_padding(tfl, p), c.tflite_activation(tfl, p)
+    o.strideH, o.strideW = p["stride_h"], p["stride_w"]
+    o.dilationHFactor, o.dilationWFactor = p["dilation_h"], p["dilation_w"]
+    return o
+
+
+def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
+    o = tflite_window_options(tfl, tfl.Conv2DOptionsT(), p)
+    return TfliteExport(tfl.BuiltinOptions.Conv2DOptions, o)
+
+
+def tflite_geometry(t: Any, w: Any) -> dict[str, Any]:
+    """The window arguments of ``prepare`` from a .tflite op's options."""
+    if len(t.xs) != 3:
+        raise t.fail(f"{t.layer}: input '{t.x}' must be NHWC", "use 4-D activations")
+    o = t.opts
+    return {
+        "in_hw": t.xs[:2],
+        "k_hw": w.shape[1:3],
+        "padding": t.padding,
+        "stride": (int(o.strideH), int(o.strideW)),
+        "dilation": (int(o.dilationHFactor or 1), int(o.dilationWFactor or 1)),
+    }
+
+
+def macs(graph: GraphIR, op: Op) -> int:
+    t = graph.tensors
+    return math.prod(t[op.outputs[0]].shape) * math.prod(t[op.inputs[1]].shape[1:])
+
+
+def tflite_import(t: Any) -> Op:
+    names, w = t.filter_inputs()
+    act = t.activation()
+    geo = tflite_geometry(t, w)
+    p = prepare(t.in_s, t.in_zp, w.qparams.scale, t.out_s, t.out_zp, act, **geo)
+    return Op(KIND, names, [t.y], p)
+
+
+def blob_check(chk: Any, oi: int, op: Any) -> None:
+    x = chk.act_in(oi, op, op.inputs[0])
+    chk.act_out(oi, op)
+    chk.rank3(oi, op, x)
+    w = chk.t[op.inputs[1]]
+    cin = x.dims[2]
+    if not (w.constant and w.dtype == chk.INT8 and w.rank == 4 and w.dims[3] == cin):
+        raise chk.fail("conv_filter", oi, op.kind, op.inputs[1], cin)
+    chk.filter(oi, op, w.dims[0], 0)
+    dil = (op.fields["dilation_h"], op.fields["dilation_w"])
+    chk.geometry(oi, op, x, (w.dims[1], w.dims[2]), dil, w.dims[0])
+
+
+REGISTRATION = OpRegistration(
+    kind=KIND, opcode=OPCODE, record=RECORD, arity=(2, 3, 1), run=run, check=check,
+    lower=lower, macs=macs, cpu_rate="dense", tflite_export=tflite_export,
+    tflite_import=tflite_import, blob_check=blob_check,
+    weight_input=WEIGHT_INPUT, bias_input=BIAS_INPUT,
+)  # fmt: skip

@@ -12,16 +12,17 @@ for any kernel up to 22x22 (float64 beyond).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from typing import Any
 
 import numpy as np
 
-from hilbench.npu.ops import _backend, conv2d
-from hilbench.npu.ops import _common as c
-from hilbench.npu.ops import _record as r
-
-if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op
+from hilbench.npu.ir import GraphIR, Op
+from hilbench.npu.native import lowering
+from hilbench.npu.ops import backend, conv2d
+from hilbench.npu.ops import common as c
+from hilbench.npu.ops import record as r
+from hilbench.npu.ops.registration import OpRegistration, TfliteExport
 
 KIND = "DEPTHWISE_CONV_2D"
 OPCODE = 3
@@ -105,13 +106,13 @@ def prepare(
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
     bias = inputs[2] if len(inputs) > 2 else None
-    k = _backend.kernels()
+    k = backend.kernels()
     if k is not None:
         return k.depthwise_conv2d(inputs[0], inputs[1], bias, op.params)
     return depthwise_conv2d(inputs[0], inputs[1], bias, op.params)
 
 
-def check(graph: Graph, op: Op) -> None:
+def check(graph: GraphIR, op: Op) -> None:
     if len(op.inputs) not in (2, 3) or len(op.outputs) != 1:
         raise c.bad(KIND, op, "needs inputs (input, filter[, bias]) and one output", "fix the op")
     t = graph.tensors
@@ -139,9 +140,57 @@ def check(graph: Graph, op: Op) -> None:
     )
 
 
-def pack_params(params: dict[str, Any]) -> bytes:
-    return RECORD.pack(params)
+# --- native engine, cost, .tflite, blob checker ------------------------------------------
+def lower(lw: lowering.Lowering, i: int, op: Op, f: np.ndarray) -> None:
+    p = op.params
+    w = lw.tensors[op.inputs[1]].shape
+    lowering.lower_conv(
+        lw, i, op, f, depthwise=True, hwc=lw.tensors[op.inputs[0]].shape,
+        kernel=(w[1], w[2], w[3]),
+        window=(p["out_h"], p["out_w"], p["stride_h"], p["stride_w"], p.get("dilation_h", 1),
+                p.get("dilation_w", 1), p["pad_top"], p["pad_left"]),
+    )  # fmt: skip
 
 
-def unpack_params(data: bytes) -> dict[str, Any]:
-    return RECORD.unpack(data)
+def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
+    o = conv2d.tflite_window_options(tfl, tfl.DepthwiseConv2DOptionsT(), p)
+    o.depthMultiplier = p["depth_multiplier"]
+    return TfliteExport(tfl.BuiltinOptions.DepthwiseConv2DOptions, o)
+
+
+def macs(graph: GraphIR, op: Op) -> int:
+    t = graph.tensors
+    w = t[op.inputs[1]].shape
+    return math.prod(t[op.outputs[0]].shape) * w[1] * w[2]
+
+
+def tflite_import(t: Any) -> Op:
+    names, w = t.filter_inputs()
+    act = t.activation()
+    geo = conv2d.tflite_geometry(t, w)
+    m = max(1, w.shape[3] // max(1, t.xs[2]))
+    p = prepare(t.in_s, t.in_zp, w.qparams.scale, t.out_s, t.out_zp, act, depth_multiplier=m, **geo)
+    return Op(KIND, names, [t.y], p)
+
+
+def blob_check(chk: Any, oi: int, op: Any) -> None:
+    x = chk.act_in(oi, op, op.inputs[0])
+    chk.act_out(oi, op)
+    chk.rank3(oi, op, x)
+    w = chk.t[op.inputs[1]]
+    cd = x.dims[2] * op.fields["depth_multiplier"]
+    if not (
+        w.constant and w.dtype == chk.INT8 and w.rank == 4 and w.dims[0] == 1 and w.dims[3] == cd
+    ):
+        raise chk.fail("dw_filter", oi, op.kind, op.inputs[1], cd)
+    chk.filter(oi, op, cd, 3)
+    dil = (op.fields["dilation_h"], op.fields["dilation_w"])
+    chk.geometry(oi, op, x, (w.dims[1], w.dims[2]), dil, cd)
+
+
+REGISTRATION = OpRegistration(
+    kind=KIND, opcode=OPCODE, record=RECORD, arity=(2, 3, 1), run=run, check=check,
+    lower=lower, macs=macs, cpu_rate="depthwise", tflite_export=tflite_export,
+    tflite_import=tflite_import, blob_check=blob_check,
+    weight_input=WEIGHT_INPUT, bias_input=BIAS_INPUT,
+)  # fmt: skip

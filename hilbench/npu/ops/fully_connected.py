@@ -14,22 +14,24 @@ partial sum is below 2**24 (checked per call from the actual data), float64 othe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from typing import Any
 
 import numpy as np
 
 from hilbench.errors import ModelError
-from hilbench.npu.ops import _backend
-from hilbench.npu.ops import _record as r
-from hilbench.npu.ops._common import conv_requant_params
+from hilbench.npu.ir import GraphIR, Op
+from hilbench.npu.native import lowering
+from hilbench.npu.ops import backend
+from hilbench.npu.ops import common as c
+from hilbench.npu.ops import record as r
+from hilbench.npu.ops.common import conv_requant_params
+from hilbench.npu.ops.registration import OpRegistration, TfliteExport
 from hilbench.npu.quant import (
     ACTIVATIONS,
     multiply_by_quantized_multiplier,
     wrap_int32,
 )
-
-if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op
 
 KIND = "FULLY_CONNECTED"
 OPCODE = 1
@@ -97,7 +99,7 @@ def prepare(
     activation: str,
 ) -> dict[str, Any]:
     """Integer kernel params from float32 scales, as TFLM's FC Prepare computes them
-    (the same computation as conv's: ``_common.conv_requant_params``)."""
+    (the same computation as conv's: ``common.conv_requant_params``)."""
     return conv_requant_params(
         input_scale, input_zero_point, weight_scales, output_scale, output_zero_point, activation
     )
@@ -110,9 +112,9 @@ def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
     k = w.shape[-1]
     x = x.reshape(x.shape[0], x.shape[1], k)
     p = op.params
-    kern = _backend.kernels()
+    kern = backend.kernels()
     if kern is not None:
-        return kern.fully_connected(x, w, bias, p, _backend.op_cache(op))
+        return kern.fully_connected(x, w, bias, p, backend.op_cache(op))
     return fully_connected(
         x,
         w,
@@ -130,7 +132,7 @@ def _bad(rule: str, where: str, fix: str) -> ModelError:
     return ModelError(f"{where}: {rule}", fix)
 
 
-def check(graph: Graph, op: Op) -> None:
+def check(graph: GraphIR, op: Op) -> None:
     """Shapes, TFLite quantization rules and integer params of one FC op."""
     where = f"{KIND} op producing {op.outputs[0] if op.outputs else '?'}"
     if len(op.inputs) not in (2, 3) or len(op.outputs) != 1:
@@ -246,11 +248,55 @@ RECORD = r.Record(
 )
 
 
-def pack_params(params: dict[str, Any]) -> bytes:
-    """Little-endian FC param record (see docs/model-blob.md)."""
-    return RECORD.pack(params)
+# --- native engine, cost, .tflite, blob checker ------------------------------------------
+def lower(lw: lowering.Lowering, i: int, op: Op, f: np.ndarray) -> None:
+    """A GEMM of one output pixel: the reduction is the whole input."""
+    oc, k = lw.tensors[op.inputs[1]].shape
+    lowering.lower_conv(
+        lw, i, op, f, depthwise=False, hwc=(1, 1, k), kernel=(1, 1, oc),
+        window=(1, 1, 1, 1, 1, 1, 0, 0),
+    )  # fmt: skip
 
 
-def unpack_params(data: bytes) -> dict[str, Any]:
-    """Inverse of :func:`pack_params`; every field range-checked."""
-    return RECORD.unpack(data)
+def macs(graph: GraphIR, op: Op) -> int:
+    t = graph.tensors
+    return math.prod(t[op.outputs[0]].shape) * math.prod(t[op.inputs[1]].shape[1:])
+
+
+def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
+    o = tfl.FullyConnectedOptionsT()
+    o.fusedActivationFunction = c.tflite_activation(tfl, p)
+    o.weightsFormat = tfl.FullyConnectedOptionsWeightsFormat.DEFAULT
+    o.keepNumDims = False
+    return TfliteExport(tfl.BuiltinOptions.FullyConnectedOptions, o)
+
+
+def tflite_import(t: Any) -> Op:
+    names, w = t.filter_inputs()
+    act = t.activation()
+    if getattr(t.opts, "keepNumDims", False):
+        t.tensors[t.y].shape = (t.tensors[t.y].shape[-1],)
+    p = prepare(t.in_s, t.in_zp, w.qparams.scale, t.out_s, t.out_zp, act)
+    return Op(KIND, names, [t.y], p)
+
+
+def blob_check(chk: Any, oi: int, op: Any) -> None:
+    x = chk.act_in(oi, op, op.inputs[0])
+    y = chk.act_out(oi, op)
+    w = chk.t[op.inputs[1]]
+    if not (w.constant and w.dtype == chk.INT8 and w.rank == 2):
+        raise chk.fail("fc_weights", oi, op.kind, op.inputs[1])
+    m, k = w.dims
+    if x.elements != k:
+        raise chk.fail("fc_input", oi, op.kind, op.inputs[0], x.elements, k)
+    if y.dims != (m,):
+        raise chk.fail("shape1", oi, op.kind, op.outputs[0], m)
+    chk.filter(oi, op, m, 0)
+
+
+REGISTRATION = OpRegistration(
+    kind=KIND, opcode=OPCODE, record=RECORD, arity=(2, 3, 1), run=run, check=check,
+    lower=lower, macs=macs, cpu_rate="dense", tflite_export=tflite_export,
+    tflite_import=tflite_import, blob_check=blob_check,
+    weight_input=WEIGHT_INPUT, bias_input=BIAS_INPUT,
+)  # fmt: skip

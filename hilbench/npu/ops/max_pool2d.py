@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hilbench.npu.ops import _backend, _pool
-from hilbench.npu.ops import _common as c
-from hilbench.npu.ops import _record as r
+from hilbench.npu import native
+from hilbench.npu.ops import _pool, backend
+from hilbench.npu.ops import common as c
+from hilbench.npu.ops import record as r
+from hilbench.npu.ops.registration import OpRegistration
 
 if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op
+    from hilbench.npu.ir import GraphIR, Op
 
 KIND = "MAX_POOL_2D"
 OPCODE = 5
@@ -32,19 +34,19 @@ def max_pool2d(x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
 
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
-    k = _backend.kernels()
+    k = backend.kernels()
     if k is not None:
         return k.max_pool2d(inputs[0], op.params)
     return max_pool2d(inputs[0], op.params)
 
 
-def check(graph: Graph, op: Op) -> None:
+def check(graph: GraphIR, op: Op) -> None:
     _pool.check(KIND, graph, op)
 
 
-def pack_params(params: dict[str, Any]) -> bytes:
-    return RECORD.pack(params)
-
-
-def unpack_params(data: bytes) -> dict[str, Any]:
-    return RECORD.unpack(data)
+REGISTRATION = OpRegistration(
+    kind=KIND, opcode=OPCODE, record=RECORD, arity=(1, 1, 1), run=run, check=check,
+    lower=_pool.lower_as(native.OP_MAXPOOL), macs=_pool.macs, cpu_rate="pool",
+    tflite_export=_pool.tflite_export, tflite_import=_pool.tflite_importer(prepare, KIND),
+    blob_check=_pool.blob_check,
+)  # fmt: skip

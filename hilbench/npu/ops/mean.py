@@ -9,17 +9,19 @@ point``, clamp to [-128, 127]. We precompute the re-scaled multiplier: the shape
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from typing import Any
 
 import numpy as np
 
-from hilbench.npu.ops import _backend
-from hilbench.npu.ops import _common as c
-from hilbench.npu.ops import _record as r
+from hilbench.npu import native
+from hilbench.npu.ir import GraphIR, Op
+from hilbench.npu.native import lowering
+from hilbench.npu.ops import backend
+from hilbench.npu.ops import common as c
+from hilbench.npu.ops import record as r
+from hilbench.npu.ops.registration import OpRegistration, TfliteExport
 from hilbench.npu.quant import multiply_by_quantized_multiplier, quantize_multiplier
-
-if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op
 
 KIND = "MEAN"
 OPCODE = 6
@@ -73,13 +75,13 @@ def mean(x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
 
 
 def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
-    k = _backend.kernels()
+    k = backend.kernels()
     if k is not None:
         return k.mean(inputs[0], op.params)
     return mean(inputs[0], op.params)
 
 
-def check(graph: Graph, op: Op) -> None:
+def check(graph: GraphIR, op: Op) -> None:
     if len(op.inputs) != 1 or len(op.outputs) != 1:
         raise c.bad(KIND, op, "needs one input and one output", "fix the op")
     x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -106,9 +108,60 @@ def check(graph: Graph, op: Op) -> None:
     )
 
 
-def pack_params(params: dict[str, Any]) -> bytes:
-    return RECORD.pack(params)
+# --- native engine, cost, .tflite, blob checker ------------------------------------------
+def lower(lw: lowering.Lowering, i: int, op: Op, f: np.ndarray) -> None:
+    p = op.params
+    h, wd, ch = lw.tensors[op.inputs[0]].shape
+    f[native.F["KIND"]] = native.OP_MEAN
+    lw.o16_max = max(lw.o16_max, native.round_up(ch, 16))  # its sums use the acc scratch
+    if h * wd * 255 >= 2**32:
+        raise native.Unsupported(f"MEAN over {h}x{wd} pixels: uint32 sums could wrap")
+    lowering.set_fields(
+        f, H=h, W=wd, C=ch, M1=p["multiplier"], S1=p["shift"], ZP=p["input_zero_point"],
+        COUNT=p["count"], OO=p["output_offset"],
+    )  # fmt: skip
 
 
-def unpack_params(data: bytes) -> dict[str, Any]:
-    return RECORD.unpack(data)
+def macs(graph: GraphIR, op: Op) -> int:
+    return math.prod(graph.tensors[op.inputs[0]].shape)
+
+
+def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
+    o = tfl.ReducerOptionsT()
+    o.keepDims = bool(p["keep_dims"])
+    return TfliteExport(tfl.BuiltinOptions.ReducerOptions, o, (("axis", np.array([1, 2], "<i4")),))
+
+
+def tflite_import(t: Any) -> Op:
+    axis_t = t.tensors[t.names[1]]
+    axes = sorted(int(a) % 4 for a in np.asarray(axis_t.data).reshape(-1))
+    if axis_t.data is None or axes != [1, 2] or len(t.xs) != 3:
+        raise t.fail(
+            f"{t.layer}: MEAN over axes {axes} of a {len(t.xs) + 1}-D tensor is unsupported",
+            "reduce a 4-D NHWC tensor over axes [1, 2]",
+        )
+    keep = bool(getattr(t.opts, "keepDims", False))
+    p = prepare(t.in_s, t.in_zp, t.out_s, t.out_zp, in_hw=t.xs[:2], keep_dims=keep)
+    return Op(KIND, [t.x], [t.y], p)
+
+
+def blob_check(chk: Any, oi: int, op: Any) -> None:
+    x = chk.act_in(oi, op, op.inputs[0])
+    y = chk.act_out(oi, op)
+    chk.rank3(oi, op, x)
+    pixels = x.dims[0] * x.dims[1]
+    if op.fields["count"] != pixels:
+        raise chk.fail("mean_count", oi, op.kind, op.fields["count"], pixels)
+    ch = x.dims[2]
+    if op.fields["keep_dims"]:
+        if y.dims != (1, 1, ch):
+            raise chk.fail("shape3", oi, op.kind, op.outputs[0], 1, 1, ch)
+    elif y.dims != (ch,):
+        raise chk.fail("shape1", oi, op.kind, op.outputs[0], ch)
+
+
+REGISTRATION = OpRegistration(
+    kind=KIND, opcode=OPCODE, record=RECORD, arity=(1, 1, 1), run=run, check=check,
+    lower=lower, macs=macs, cpu_rate="elementwise", tflite_export=tflite_export,
+    tflite_import=tflite_import, blob_check=blob_check,
+)  # fmt: skip

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from hilbench.npu.ops import _common as c
-from hilbench.npu.ops import _record as r
-
-if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op
+from hilbench.npu import native
+from hilbench.npu.ir import GraphIR, Op
+from hilbench.npu.ops import common as c
+from hilbench.npu.ops import record as r
+from hilbench.npu.ops.registration import OpRegistration, TfliteExport
 
 KIND = "RESHAPE"
 OPCODE = 8
@@ -23,7 +23,7 @@ def run(op: Op, inputs: list[np.ndarray | None]) -> np.ndarray:
     return x.reshape(x.shape[0], x.shape[1], -1)
 
 
-def check(graph: Graph, op: Op) -> None:
+def check(graph: GraphIR, op: Op) -> None:
     if len(op.inputs) != 1 or len(op.outputs) != 1:
         raise c.bad(KIND, op, "needs one input and one output", "fix the op")
     x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
@@ -39,9 +39,36 @@ def check(graph: Graph, op: Op) -> None:
         )
 
 
-def pack_params(params: dict[str, Any]) -> bytes:
-    return RECORD.pack(params)
+# --- native engine, cost, .tflite, blob checker ------------------------------------------
+def lower(lw: Any, i: int, op: Op, f: np.ndarray) -> None:
+    """Nothing to run: the output is the input's bytes (``aliases_input``)."""
+    f[native.F["KIND"]] = native.OP_NOP
 
 
-def unpack_params(data: bytes) -> dict[str, Any]:
-    return RECORD.unpack(data)
+def macs(graph: GraphIR, op: Op) -> int:
+    return 0
+
+
+def tflite_export(tfl: Any, p: dict[str, Any], out_shape: tuple[int, ...]) -> TfliteExport:
+    o = tfl.ReshapeOptionsT()
+    o.newShape = list(out_shape)
+    shape = np.array(out_shape, "<i4")
+    return TfliteExport(tfl.BuiltinOptions.ReshapeOptions, o, (("shape", shape),))
+
+
+def tflite_import(t: Any) -> Op:
+    return Op(KIND, [t.x], [t.y], {})
+
+
+def blob_check(chk: Any, oi: int, op: Any) -> None:
+    x = chk.act_in(oi, op, op.inputs[0])
+    y = chk.act_out(oi, op)
+    if x.elements != y.elements:
+        raise chk.fail("reshape", oi, op.kind, op.inputs[0], x.elements, op.outputs[0], y.elements)
+
+
+REGISTRATION = OpRegistration(
+    kind=KIND, opcode=OPCODE, record=RECORD, arity=(1, 1, 1), run=run, check=check,
+    lower=lower, macs=macs, cpu_rate="elementwise", tflite_export=tflite_export,
+    tflite_import=tflite_import, blob_check=blob_check, aliases_input=True,
+)  # fmt: skip

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from hilbench.device.twin import DeviceTwin
+from hilbench.device.device import DeviceTwin
 from hilbench.link.stream import ByteStream, SocketStream
 from hilbench.protocol.frames import FrameDecoder
 

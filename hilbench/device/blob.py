@@ -32,20 +32,10 @@ import numpy as np
 from hilbench.device import plan
 from hilbench.errors import ModelError
 from hilbench.npu import blob as B
-from hilbench.npu import ops as _ops
+from hilbench.npu import registry
 from hilbench.npu.graph import Graph, Op, QParams, Tensor
-from hilbench.npu.ops import (
-    _common,
-    add,
-    average_pool2d,
-    conv2d,
-    depthwise_conv2d,
-    fully_connected,
-    max_pool2d,
-    mean,
-    reshape,
-)
-from hilbench.npu.ops import _record as R
+from hilbench.npu.ops import common
+from hilbench.npu.ops import record as R
 
 # ---- device limits (docs/firmware.md, "Device limits"; gen/hb_blob.h) -------------------------
 #: Tensors and ops a device's static tables hold: MobileNetV2 has 171 tensors and 64 ops,
@@ -57,33 +47,10 @@ MAX_SECTIONS = 16
 #: The activation plan must fit in 32-bit offsets with room to spare.
 MAX_ACT_BYTES = 1 << 31
 
-#: Inputs (fewest, most) and outputs each op kind takes.
-ARITY: dict[str, tuple[int, int, int]] = {
-    "FULLY_CONNECTED": (2, 3, 1),
-    "CONV_2D": (2, 3, 1),
-    "DEPTHWISE_CONV_2D": (2, 3, 1),
-    "AVERAGE_POOL_2D": (1, 1, 1),
-    "MAX_POOL_2D": (1, 1, 1),
-    "MEAN": (1, 1, 1),
-    "ADD": (2, 2, 1),
-    "RESHAPE": (1, 1, 1),
-}
+#: Inputs (fewest, most) and outputs each op kind takes (from its registration).
+ARITY: dict[str, tuple[int, int, int]] = {k: d.arity for k, d in registry.REGISTRY.items()}
 #: Each op kind's param record (declared in its hilbench.npu.ops module).
-RECORDS: dict[str, R.Record] = {
-    m.KIND: m.RECORD
-    for m in (
-        fully_connected,
-        conv2d,
-        depthwise_conv2d,
-        average_pool2d,
-        max_pool2d,
-        mean,
-        add,
-        reshape,
-    )
-}
-if set(ARITY) != set(_ops.REGISTRY) or set(RECORDS) != set(_ops.REGISTRY):
-    raise ImportError("blobcheck: ARITY and RECORDS must cover hilbench.npu.ops.REGISTRY")
+RECORDS: dict[str, R.Record] = {k: d.record for k, d in registry.REGISTRY.items()}
 
 #: Every refusal of a model blob a device sends (BAD_MODEL), in the order it checks them.
 #: Python %-templates (%d %x %s); tensors and ops are named by index, never by name.
@@ -376,11 +343,11 @@ def _params(oi: int, kind: str, rec: R.Record, params: bytes, base: int) -> tupl
 
 def _op(r: _Reader, oi: int, n_t: int) -> OpRec:
     opcode, n_in, n_out, res = B._OP.unpack(r.take(B._OP.size, "op", oi))
-    if opcode not in _ops.BY_OPCODE:
+    if opcode not in registry.BY_OPCODE:
         raise BlobError("opcode", oi, opcode)
     if res != 0:
         raise BlobError("op_reserved", oi, res)
-    kind = _ops.BY_OPCODE[opcode].kind
+    kind = registry.BY_OPCODE[opcode].kind
     lo, hi, outs = ARITY[kind]
     if not (lo <= n_in <= hi and n_out == outs):
         raise BlobError("arity", oi, kind, n_in, n_out, lo, hi, outs)
@@ -433,11 +400,19 @@ def _is_activation(t: TensorRec) -> bool:
 
 def _window(p: dict[str, int], in_hw: tuple[int, int], k_hw: tuple[int, int], dil) -> tuple:
     """(out_h, out_w, pad_top, pad_left) as TFLite computes them (integers only)."""
-    padding = _common.PADDINGS[p["padding"]]
-    return _common.geometry(padding, in_hw, k_hw, (p["stride_h"], p["stride_w"]), dil)
+    padding = common.PADDINGS[p["padding"]]
+    return common.geometry(padding, in_hw, k_hw, (p["stride_h"], p["stride_w"]), dil)
 
 
-class _GraphCheck:
+class GraphCheck:
+    """Pass 2 over a parsed blob; each op's registration checks its own op through
+    :meth:`act_in`, :meth:`act_out`, :meth:`rank3`, :meth:`filter`, :meth:`geometry` and
+    :meth:`fail`."""
+
+    #: the blob's dtype codes
+    INT8 = B.DTYPE_CODES["int8"]
+    INT32 = B.DTYPE_CODES["int32"]
+
     def __init__(self, parsed: Parsed) -> None:
         self.p = parsed
         self.t = parsed.tensors
@@ -471,27 +446,32 @@ class _GraphCheck:
                 if k in self.user:
                     raise BlobError("shared", oi, kind, k, self.user[k])
                 self.user[k] = oi
-        getattr(self, "_" + kind.lower())(oi, op)
+        registry.REGISTRY[kind].blob_check(self, oi, op)
         for k in op.outputs:
             self.writer[k] = oi
 
-    # -- helpers --
-    def _act_in(self, oi: int, op: OpRec, k: int) -> TensorRec:
+    # -- helpers for the ops' blob_check --
+    @staticmethod
+    def fail(key: str, *args: object) -> BlobError:
+        """The refusal ``key`` of :data:`MESSAGES` with its values."""
+        return BlobError(key, *args)
+
+    def act_in(self, oi: int, op: OpRec, k: int) -> TensorRec:
         if not _is_activation(self.t[k]):
             raise BlobError("act_in", oi, op.kind, k)
         return self.t[k]
 
-    def _act_out(self, oi: int, op: OpRec) -> TensorRec:
+    def act_out(self, oi: int, op: OpRec) -> TensorRec:
         k = op.outputs[0]
         if not _is_activation(self.t[k]):
             raise BlobError("act_out", oi, op.kind, k)
         return self.t[k]
 
-    def _rank3(self, oi: int, op: OpRec, x: TensorRec) -> None:
+    def rank3(self, oi: int, op: OpRec, x: TensorRec) -> None:
         if x.rank != 3:
             raise BlobError("rank3", oi, op.kind, op.inputs[0], x.rank)
 
-    def _filter(self, oi: int, op: OpRec, n_out: int, axis: int) -> None:
+    def filter(self, oi: int, op: OpRec, n_out: int, axis: int) -> None:
         """Filter scales, the params' channel count, the optional bias."""
         wi = op.inputs[1]
         w = self.t[wi]
@@ -502,15 +482,10 @@ class _GraphCheck:
         if len(op.inputs) > 2:
             bi = op.inputs[2]
             b = self.t[bi]
-            if not (
-                b.constant
-                and b.dtype == B.DTYPE_CODES["int32"]
-                and b.dims == (n_out,)
-                and b.n_q == w.n_q
-            ):
+            if not (b.constant and b.dtype == self.INT32 and b.dims == (n_out,) and b.n_q == w.n_q):
                 raise BlobError("bias", oi, op.kind, bi, n_out, w.n_q)
 
-    def _geometry(self, oi, op, x, k_hw, dil, n_out) -> None:
+    def geometry(self, oi, op, x, k_hw, dil, n_out) -> None:
         f = op.fields
         want = _window(f, (x.dims[0], x.dims[1]), k_hw, dil)
         got = (f["out_h"], f["out_w"], f["pad_top"], f["pad_left"])
@@ -520,93 +495,10 @@ class _GraphCheck:
         if self.t[op.outputs[0]].dims != shape:
             raise BlobError("shape3", oi, op.kind, op.outputs[0], *shape)
 
-    # -- one method per op kind, in the order of docs/model-blob.md's table --
-    def _fully_connected(self, oi: int, op: OpRec) -> None:
-        x = self._act_in(oi, op, op.inputs[0])
-        y = self._act_out(oi, op)
-        w = self.t[op.inputs[1]]
-        if not (w.constant and w.dtype == B.DTYPE_CODES["int8"] and w.rank == 2):
-            raise BlobError("fc_weights", oi, op.kind, op.inputs[1])
-        m, k = w.dims
-        if x.elements != k:
-            raise BlobError("fc_input", oi, op.kind, op.inputs[0], x.elements, k)
-        if y.dims != (m,):
-            raise BlobError("shape1", oi, op.kind, op.outputs[0], m)
-        self._filter(oi, op, m, 0)
-
-    def _conv_2d(self, oi: int, op: OpRec) -> None:
-        x = self._act_in(oi, op, op.inputs[0])
-        self._act_out(oi, op)
-        self._rank3(oi, op, x)
-        w = self.t[op.inputs[1]]
-        c = x.dims[2]
-        if not (w.constant and w.dtype == B.DTYPE_CODES["int8"] and w.rank == 4 and w.dims[3] == c):
-            raise BlobError("conv_filter", oi, op.kind, op.inputs[1], c)
-        self._filter(oi, op, w.dims[0], 0)
-        dil = (op.fields["dilation_h"], op.fields["dilation_w"])
-        self._geometry(oi, op, x, (w.dims[1], w.dims[2]), dil, w.dims[0])
-
-    def _depthwise_conv_2d(self, oi: int, op: OpRec) -> None:
-        x = self._act_in(oi, op, op.inputs[0])
-        self._act_out(oi, op)
-        self._rank3(oi, op, x)
-        w = self.t[op.inputs[1]]
-        cd = x.dims[2] * op.fields["depth_multiplier"]
-        if not (
-            w.constant
-            and w.dtype == B.DTYPE_CODES["int8"]
-            and w.rank == 4
-            and w.dims[0] == 1
-            and w.dims[3] == cd
-        ):
-            raise BlobError("dw_filter", oi, op.kind, op.inputs[1], cd)
-        self._filter(oi, op, cd, 3)
-        dil = (op.fields["dilation_h"], op.fields["dilation_w"])
-        self._geometry(oi, op, x, (w.dims[1], w.dims[2]), dil, cd)
-
-    def _pool(self, oi: int, op: OpRec) -> None:
-        x = self._act_in(oi, op, op.inputs[0])
-        self._act_out(oi, op)
-        self._rank3(oi, op, x)
-        f = op.fields
-        self._geometry(oi, op, x, (f["filter_h"], f["filter_w"]), (1, 1), x.dims[2])
-
-    _average_pool_2d = _pool
-    _max_pool_2d = _pool
-
-    def _mean(self, oi: int, op: OpRec) -> None:
-        x = self._act_in(oi, op, op.inputs[0])
-        y = self._act_out(oi, op)
-        self._rank3(oi, op, x)
-        pixels = x.dims[0] * x.dims[1]
-        if op.fields["count"] != pixels:
-            raise BlobError("mean_count", oi, op.kind, op.fields["count"], pixels)
-        c = x.dims[2]
-        if op.fields["keep_dims"]:
-            if y.dims != (1, 1, c):
-                raise BlobError("shape3", oi, op.kind, op.outputs[0], 1, 1, c)
-        elif y.dims != (c,):
-            raise BlobError("shape1", oi, op.kind, op.outputs[0], c)
-
-    def _add(self, oi: int, op: OpRec) -> None:
-        a = self._act_in(oi, op, op.inputs[0])
-        b = self._act_in(oi, op, op.inputs[1])
-        y = self._act_out(oi, op)
-        if not a.dims == b.dims == y.dims:
-            raise BlobError("add_shapes", oi, op.kind, *op.inputs, op.outputs[0])
-
-    def _reshape(self, oi: int, op: OpRec) -> None:
-        x = self._act_in(oi, op, op.inputs[0])
-        y = self._act_out(oi, op)
-        if x.elements != y.elements:
-            raise BlobError(
-                "reshape", oi, op.kind, op.inputs[0], x.elements, op.outputs[0], y.elements
-            )
-
 
 def check_graph(parsed: Parsed) -> None:
     """Pass 2: data flow, aliasing, dtypes, ranks, shapes and geometry, op by op."""
-    _GraphCheck(parsed).run()
+    GraphCheck(parsed).run()
 
 
 # ---- the Graph the twin runs --------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Which kernels run the ops: ``native`` (the C engine in ``hilbench/npu/native``, a whole
-network per call), ``jit`` (compiled with numba, ``_jit.py``, one op at a time) or ``numpy``
+network per call), ``jit`` (compiled with numba, ``jit.py``, one op at a time) or ``numpy``
 (the reference path in each op module). All are bit-exact with TFLM; the oracle tests run
 each of them.
 
@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from hilbench.errors import ModelError
+from hilbench.npu import native
 
 NAMES = ("native", "jit", "numpy")
 _ENV = "HILBENCH_NPU_BACKEND"
@@ -37,8 +38,6 @@ def jit_available() -> bool:
 
 def native_available() -> bool:
     """Whether the native engine's compiled extension imports here."""
-    from hilbench.npu import native
-
     return native.available()
 
 
@@ -51,8 +50,6 @@ def _check(name: str) -> str:
             "pip install numba, or use the 'numpy' backend",
         )
     if name == "native" and not native_available():
-        from hilbench.npu import native
-
         raise ModelError(
             f"NPU backend 'native' is not built here ({native.IMPORT_ERROR})",
             "reinstall with a C compiler (pip install -e .), or use the 'jit' backend",
@@ -91,12 +88,10 @@ def select(backend: str) -> None:
     _check(backend)
     kernels = engine = None
     if backend == "jit" or (backend == "native" and jit_available()):
-        from hilbench.npu.ops import _jit
+        from hilbench.npu.ops import jit  # numba compiles on import: only when chosen
 
-        kernels = _jit
+        kernels = jit
     if backend == "native":
-        from hilbench.npu import native
-
         engine = native
     _state["name"], _state["kernels"], _state["engine"] = backend, kernels, engine
 
@@ -121,8 +116,9 @@ def kernels() -> ModuleType | None:
 
 
 def engine() -> ModuleType | None:
-    """The whole-network engine (``hilbench.npu.native``) when the native backend is
-    active, else None."""
+    """The whole-network engine (``hilbench.npu.native``; ``Graph.run`` runs a graph on it
+    through :mod:`hilbench.npu.native.program`) when the native backend is active, else
+    None."""
     if _state["name"] is None:
         name()
     return _state["engine"]

@@ -3,7 +3,7 @@
 It follows docs/protocol.md exactly, as the C firmware (device_fw) does: the device processing
 order (version, cache, type, HELLO, session and late copies, length, ranges, state, execute),
 one cached response for retries (at most once), the bulk-upload rules with the arena's books
-(hilbench/device/arena.py, docs/firmware.md "Memory"), and every refusal formatted once from a
+(hilbench/device/store.py, docs/firmware.md "Memory"), and every refusal formatted once from a
 declared template (hilbench.protocol.spec.MESSAGES, the model blob's and the ZO sections'
 registries), so that its answers are byte-identical to the firmware's. Its timing is
 *modeled* from the NPU cost model.
@@ -19,9 +19,9 @@ from collections import Counter
 import numpy as np
 
 from hilbench import __version__
-from hilbench.device import blobcheck, plan
-from hilbench.device.arena import DEFAULT_ARENA_BYTES, Arena, ArenaFull
-from hilbench.device.state import DataSlot, ModelState
+from hilbench.device import blob, plan
+from hilbench.device.model import DataSlot, ModelState
+from hilbench.device.store import DEFAULT_ARENA_BYTES, Arena, ArenaFull
 from hilbench.errors import ModelError
 from hilbench.npu.cost import npu_latency_s
 from hilbench.protocol import messages as m
@@ -266,14 +266,14 @@ class DeviceTwin:
         return bytes(buf)
 
     def _load_model(self, req: m.LoadModelRequest) -> m.LoadModelResponse:
-        blob = self._receive(_MODEL, req.NAME, req.total_len, req.offset, req.chunk)
-        if blob is None:
+        data = self._receive(_MODEL, req.NAME, req.total_len, req.offset, req.chunk)
+        if data is None:
             received = len(self._uploads[_MODEL][1])
             return m.LoadModelResponse(received=received, complete=0, model_crc32=0)
         try:
-            graph, sections = blobcheck.parse(blob)
-            state = ModelState.from_parts(graph, sections, blob_crc=zlib.crc32(blob))
-        except (ModelError, ValueError) as exc:  # blobcheck, LOSS and ZOCF refusals
+            graph, sections = blob.parse(data)
+            state = ModelState.from_parts(graph, sections, blob_crc=zlib.crc32(data))
+        except (ModelError, ValueError) as exc:  # blob, LOSS and ZOCF refusals
             self._discard(_MODEL)
             text = getattr(exc, "message", None) or str(exc)
             raise spec.MessageError(text, spec.ErrorCode.BAD_MODEL) from None
@@ -291,24 +291,24 @@ class DeviceTwin:
             ) from None
         self.model = state
         self._probed = None
-        crc = zlib.crc32(blob[: len(blob) - spec.CRC_SIZE])  # the blob without its CRC trailer
-        return m.LoadModelResponse(received=len(blob), complete=1, model_crc32=crc)
+        crc = zlib.crc32(data[: len(data) - spec.CRC_SIZE])  # the blob without its CRC trailer
+        return m.LoadModelResponse(received=len(data), complete=1, model_crc32=crc)
 
     def _load_data(self, req: m.LoadDataRequest) -> m.LoadDataResponse:
-        blob = self._receive(req.slot, req.NAME, req.total_len, req.offset, req.chunk)
-        if blob is None:
+        data = self._receive(req.slot, req.NAME, req.total_len, req.offset, req.chunk)
+        if data is None:
             received = len(self._uploads[req.slot][1])
             return m.LoadDataResponse(slot=req.slot, received=received, complete=0, n_items=0)
         try:
-            n, item, classes = spec.check_data_blob(blob)
+            n, item, classes = spec.check_data_blob(data)
         except spec.MessageError:
             self._discard(req.slot)
             raise
         head = spec.DATA_HEADER_BYTES
-        inputs = np.frombuffer(blob, np.int8, n * item, head).reshape(n, item).copy()
-        labels = np.frombuffer(blob, np.uint8, n, head + n * item).copy()
+        inputs = np.frombuffer(data, np.int8, n * item, head).reshape(n, item).copy()
+        labels = np.frombuffer(data, np.uint8, n, head + n * item).copy()
         self.slots[req.slot] = DataSlot(inputs=inputs, labels=labels, n_classes=classes)
-        return m.LoadDataResponse(slot=req.slot, received=len(blob), complete=1, n_items=n)
+        return m.LoadDataResponse(slot=req.slot, received=len(data), complete=1, n_items=n)
 
     # --- state checks ---------------------------------------------------------------------
     def _need_model(self) -> ModelState:

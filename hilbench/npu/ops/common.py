@@ -17,7 +17,7 @@ from hilbench.npu.quant import (
 )
 
 if TYPE_CHECKING:
-    from hilbench.npu.graph import Graph, Op, Tensor
+    from hilbench.npu.ir import GraphIR, Op, Tensor
 
 F32_EXACT = 1 << 24
 PADDINGS: tuple[str, ...] = ("SAME", "VALID")
@@ -248,7 +248,7 @@ def check_params_equal(kind: str, op: Op, want: dict[str, Any]) -> None:
 
 
 def check_filter_and_bias(
-    kind: str, graph: Graph, op: Op, n_out: int, axis: int
+    kind: str, graph: GraphIR, op: Op, n_out: int, axis: int
 ) -> tuple[np.ndarray, Tensor]:
     """Constant int8 symmetric filter with per-tensor or per-channel (``axis``) scales and an
     optional int32 bias of scale input_scale * weight_scale. Returns (weight scales, filter)."""
@@ -313,3 +313,14 @@ def check_same_qparams(kind: str, op: Op, a: Tensor, b: Tensor) -> None:
             "zero point (TFLite int8 rule)",
             "give the output the input's quantization",
         )
+
+
+# --- .tflite -------------------------------------------------------------------------------
+def tflite_activation(tfl: Any, p: dict[str, Any]) -> int:
+    """The op's fused activation as TFLite's ActivationFunctionType code."""
+    return getattr(tfl.ActivationFunctionType, p.get("activation", "NONE"))
+
+
+def tflite_padding(tfl: Any, p: dict[str, Any]) -> int:
+    """The op's padding as TFLite's Padding code."""
+    return getattr(tfl.Padding, p.get("padding", "VALID"))
