@@ -206,7 +206,11 @@ def quantize_model(
             f"model {model.name}: last layer must write 'logits'",
             "name the last layer's output 'logits'",
         )
-    env = model.forward(calibration)
+    # Ranges from a float64 forward pass: float32 BLAS sums in a CPU-dependent order (OpenBLAS's
+    # SkylakeX and Haswell kernels differ in the last bits), which moved a scale by one float32
+    # step between CPUs; float64 errors (~1e-16) survive the float32 scale only with a
+    # probability of about 1e-9 per tensor, so a model is quantized alike on every CPU.
+    env = model.forward(calibration, np.float64)
     b = _Builder(model, env, headroom, logit_range)
     b.activation(
         "input", tuple(model.input_shape), (float(np.float32(input_scale)), int(input_zero_point))

@@ -83,9 +83,10 @@ class FloatModel:
         for ly, (w, b) in zip(layers, pairs, strict=True):
             ly.w, ly.b = np.asarray(w, np.float32), np.asarray(b, np.float32)
 
-    def forward(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        """Every tensor by name for float inputs ``x`` (N, *input_shape)."""
-        env = {"input": np.asarray(x, np.float32)}
+    def forward(self, x: np.ndarray, dtype: type = np.float32) -> dict[str, np.ndarray]:
+        """Every tensor by name for float inputs ``x`` (N, *input_shape), computed in ``dtype``
+        (float32 for training; float64 for calibration, see :func:`quantize_model`)."""
+        env = {"input": np.asarray(x, dtype)}
         for ly in self.layers:
             env[ly.output] = _activate(_forward(ly, [env[n] for n in ly.inputs]), ly.act)
         return env

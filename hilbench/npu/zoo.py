@@ -67,12 +67,12 @@ def he_normal_mlp(sizes: Sequence[int], rng: np.random.Generator) -> FloatLayers
     return layers
 
 
-def float_forward(layers: FloatLayers, x: np.ndarray) -> list[np.ndarray]:
-    """Float MLP forward (RELU between layers); every layer's output, logits last."""
+def float_forward(layers: FloatLayers, x: np.ndarray, dtype: type = np.float32) -> list[np.ndarray]:
+    """Float MLP forward (RELU between layers) in ``dtype``; every layer's output, logits last."""
     outs = []
-    h = np.asarray(x, dtype=np.float32)
+    h = np.asarray(x, dtype=dtype)
     for i, (w, b) in enumerate(layers):
-        h = h @ np.asarray(w, dtype=np.float32).T + np.asarray(b, dtype=np.float32)
+        h = h @ np.asarray(w, dtype=dtype).T + np.asarray(b, dtype=dtype)
         if i < len(layers) - 1:
             h = np.maximum(h, 0.0)
         outs.append(h)
@@ -124,7 +124,8 @@ def build_mlp(
             f"calibration shape {calibration.shape} invalid",
             f"pass float32 inputs of shape (N, {sizes[0]})",
         )
-    acts = float_forward(layers, calibration)
+    # float64 ranges: the same on every CPU (see hilbench.npu.convert.quantize_model)
+    acts = float_forward(layers, calibration, np.float64)
 
     tensors: dict[str, Tensor] = {}
     ops: list[Op] = []
