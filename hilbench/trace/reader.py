@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,106 +14,20 @@ from typing import Any
 import h5py
 import numpy as np
 
-from hilbench import __version__ as _VERSION
 from hilbench.errors import TraceError
 from hilbench.trace import schema as S
+from hilbench.trace.decoding import decode_rows, plain_value, str_dtype
+from hilbench.trace.file_errors import FIX_CORRUPT, check_root, open_error
+from hilbench.trace.liveness import HAVE_FLOCK
 
-_FIX_CORRUPT = "re-copy the trace from its source, or record the run again"
+# The old private names, kept for code outside the trace package that still uses them
+# (hilbench.trace.decoding has the public ones).
+_decode = plain_value
+_decode_rows = decode_rows
+_str_dtype = str_dtype
 
-try:  # where flock exists hilbench writers use their own lock (see writer.py), not HDF5's
-    import fcntl as _fcntl  # noqa: F401
-
-    _READ_KW: dict[str, Any] = {"locking": False}
-except ImportError:  # pragma: no cover - Windows
-    _READ_KW = {}
-
-
-def open_error(path: Path, exc: OSError, *, writing: bool = False) -> TraceError:
-    """Translate an h5py/HDF5 open failure into one clear TraceError."""
-    msg = str(exc)
-    m = re.search(r"errno = (\d+)", msg)
-    errno = exc.errno or (int(m.group(1)) if m else None)
-    if "truncated file" in msg:
-        return TraceError(
-            f"{path} is truncated ({_hdf5_reason(msg)})",
-            f"the file was cut short (interrupted copy or full disk); {_FIX_CORRUPT}",
-        )
-    if "file signature not found" in msg:
-        return TraceError(f"{path} is not an HDF5 file", "give the path of a hilbench .h5 trace")
-    if "already open for" in msg or "consistency flags" in msg:
-        return TraceError(
-            f"{path} was left open by a writer that did not close it (killed or crashed)",
-            "Trace.open reads it and TraceWriter.resume/create recover it; for other tools "
-            f"clear the flag with `h5clear -s {path}`",
-        )
-    if "unable to lock file" in msg:
-        return TraceError(
-            f"{path} is open in another process (a live writer, or a program holding it)",
-            "wait for that run to finish, or write to another file",
-        )
-    if errno == 13:
-        verb = "written" if writing else "read"
-        return TraceError(
-            f"{path} cannot be {verb}: permission denied",
-            "fix the file permissions or choose another path",
-        )
-    if errno == 2 and writing:  # e.g. /proc/x.h5: the directory exists, a file cannot
-        return TraceError(
-            f"cannot create trace {path}: the system refused a new file there",
-            "choose a writable location for the trace (--trace PATH)",
-        )
-    if errno == 2:
-        return TraceError(
-            f"no trace file at {path} (or its directory does not exist)", "check the path"
-        )
-    reason = _hdf5_reason(msg)
-    if writing:
-        return TraceError(
-            f"cannot write trace {path} ({reason})",
-            "choose a writable path on a disk with free space",
-        )
-    return TraceError(f"{path} is corrupt: HDF5 cannot open it ({reason})", _FIX_CORRUPT)
-
-
-def _hdf5_reason(msg: str) -> str:
-    m = re.search(r"\((.*)\)\s*$", msg)
-    return m.group(1) if m else msg
-
-
-def check_root(f: h5py.File, path: Path) -> int:
-    """Check the root attributes of a hilbench trace; return its format_version."""
-    fmt = f.attrs.get("format")
-    if isinstance(fmt, bytes):
-        fmt = fmt.decode("utf-8", "replace")
-    if fmt != S.FORMAT_NAME:
-        raise TraceError(
-            f"{path} is an HDF5 file but not a hilbench trace (no format = "
-            f"{S.FORMAT_NAME!r} root attribute)",
-            "give the path of a trace written by hilbench",
-        )
-    version = f.attrs.get("format_version")
-    try:
-        version = int(version)
-    except (TypeError, ValueError):
-        raise TraceError(
-            f"{path} has no valid format_version attribute ({version!r})", _FIX_CORRUPT
-        ) from None
-    if version > S.FORMAT_VERSION:
-        writer = f.attrs.get("written_by")
-        if isinstance(writer, bytes):
-            writer = writer.decode("utf-8", "replace")
-        by = f" (written by {writer})" if isinstance(writer, str) and writer else ""
-        reads = (
-            f"upgrade hilbench to {writer.split()[-1]} or newer"
-            if by and writer.startswith("hilbench ")
-            else f"upgrade hilbench to a version that reads trace format {version}"
-        )
-        raise TraceError(
-            f"{path} is trace format version {version}{by}; this hilbench ({_VERSION}) reads "
-            f"format version {S.FORMAT_VERSION}",
-            f"{reads} (pip install -U hilbench)",
-        )
-    return version
+# Where flock exists hilbench writers use their own lock (liveness.py), not HDF5's.
+_READ_KW: dict[str, Any] = {"locking": False} if HAVE_FLOCK else {}
 
 
 @contextlib.contextmanager
@@ -145,7 +58,7 @@ def _open_read(path: str | Path) -> Iterator[h5py.File]:
             check_root(f, path)
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
             raise TraceError(
-                f"{path} is corrupt: its root group cannot be read ({exc})", _FIX_CORRUPT
+                f"{path} is corrupt: its root group cannot be read ({exc})", FIX_CORRUPT
             ) from None
         yield f
     finally:
@@ -182,17 +95,17 @@ def run_infos(path: str | Path) -> list[RunInfo]:
         for rid in _run_ids(f):
             try:
                 g = f[S.RUNS_GROUP][rid]
-                attrs = {k: _decode(g.attrs[k]) for k in ("status", "finished") if k in g.attrs}
+                attrs = {k: plain_value(g.attrs[k]) for k in ("status", "finished") if k in g.attrs}
                 steps = g.get("steps")
                 n = int(steps.shape[0]) if steps is not None else 0
                 fp = int(steps[n - 1]["forward_passes"]) if n else 0
                 try:
-                    budget = json.loads(_decode(g.attrs.get("config_json", "{}"))).get("budget")
+                    budget = json.loads(plain_value(g.attrs.get("config_json", "{}"))).get("budget")
                 except (ValueError, AttributeError):
                     budget = None
             except (OSError, KeyError, ValueError, RuntimeError) as exc:
                 raise TraceError(
-                    f"{path} run {rid} is corrupt or unreadable ({exc})", _FIX_CORRUPT
+                    f"{path} run {rid} is corrupt or unreadable ({exc})", FIX_CORRUPT
                 ) from None
             out.append(
                 RunInfo(
@@ -214,25 +127,13 @@ def _run_ids(f: h5py.File) -> list[str]:
     return sorted(runs)
 
 
-def _decode(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value
-
-
 def _read_table(g: h5py.Group, name: str) -> np.ndarray:
     """A dataset as a structured array; fixed strings become str, vlen strings str objects."""
     want = S.DATASETS[name]
     ds = g.get(name)
     if ds is None:
-        return np.empty(0, _str_dtype(want))
-    rows = _decode_rows(ds[()])
+        return np.empty(0, str_dtype(want))
+    rows = decode_rows(ds[()])
     return _current_steps(rows) if name == "steps" else rows
 
 
@@ -248,38 +149,28 @@ def _current_steps(rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _decode_rows(raw: np.ndarray) -> np.ndarray:
-    """Rows read from a table: fixed strings become str, vlen strings str objects."""
-    out = np.empty(len(raw), _str_dtype(raw.dtype))
-    for col in raw.dtype.names:
-        kind = raw.dtype[col]
-        if kind.kind == "S":
-            out[col] = np.char.decode(raw[col], "utf-8", "replace")
-        elif kind.kind == "O":
-            out[col] = [
-                v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in raw[col]
-            ]
-        else:
-            out[col] = raw[col]
-    return out
-
-
-def _str_dtype(dtype: np.dtype) -> np.dtype:
-    fields = []
-    for col in dtype.names:
-        kind = dtype[col]
-        if kind.kind == "S":
-            fields.append((col, f"U{kind.itemsize}"))
-        elif kind.kind == "O":
-            fields.append((col, object))
-        else:
-            fields.append((col, kind))
-    return np.dtype(fields)
-
-
 def _quantiles(x: np.ndarray) -> dict[str, float]:
     p50, p90, p99 = np.percentile(x, [50, 90, 99])
     return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "mean": float(x.mean())}
+
+
+def pick_run(path: Path, ids: list[str], run: str | int | None) -> str:
+    """The id of run ``run`` (an id like '0001', its number, or None: the last) among ``ids``."""
+    if not ids:
+        raise TraceError(f"{path} holds no runs", "record a run into it first")
+    if run is None:
+        return ids[-1]
+    if isinstance(run, int | np.integer) and not isinstance(run, bool):
+        rid = S.run_id(int(run))
+    elif isinstance(run, str):
+        rid = S.run_id(int(run)) if run.isdigit() and run not in ids else run
+    else:
+        rid = repr(run)
+    if rid not in ids:
+        raise TraceError(
+            f"{path} has no run {rid!r}; it has {', '.join(ids)}", "pick one of those run ids"
+        )
+    return rid
 
 
 @dataclass
@@ -306,45 +197,27 @@ class Trace:
         with _open_read(path) as f:
             version = check_root(f, path)
             ids = _run_ids(f)
-            rid = cls._pick(path, ids, run)
+            rid = pick_run(path, ids, run)
             try:
                 return cls._load(path, f[S.RUNS_GROUP][rid], rid, version)
             except (OSError, KeyError, ValueError, RuntimeError) as exc:
                 raise TraceError(
-                    f"{path} run {rid} is corrupt or unreadable ({exc})", _FIX_CORRUPT
+                    f"{path} run {rid} is corrupt or unreadable ({exc})", FIX_CORRUPT
                 ) from None
-
-    @staticmethod
-    def _pick(path: Path, ids: list[str], run: str | int | None) -> str:
-        if not ids:
-            raise TraceError(f"{path} holds no runs", "record a run into it first")
-        if run is None:
-            return ids[-1]
-        if isinstance(run, int | np.integer) and not isinstance(run, bool):
-            rid = S.run_id(int(run))
-        elif isinstance(run, str):
-            rid = S.run_id(int(run)) if run.isdigit() and run not in ids else run
-        else:
-            rid = repr(run)
-        if rid not in ids:
-            raise TraceError(
-                f"{path} has no run {rid!r}; it has {', '.join(ids)}", "pick one of those run ids"
-            )
-        return rid
 
     @classmethod
     def _load(cls, path: Path, g: h5py.Group, rid: str, version: int) -> Trace:
-        attrs = {k: _decode(v) for k, v in g.attrs.items()}
+        attrs = {k: plain_value(v) for k, v in g.attrs.items()}
         try:
             config = json.loads(attrs.get("config_json", "{}") or "{}")
         except json.JSONDecodeError as exc:
             raise TraceError(
-                f"{path} run {rid} has an invalid config_json ({exc})", _FIX_CORRUPT
+                f"{path} run {rid} has an invalid config_json ({exc})", FIX_CORRUPT
             ) from None
         units = {}
         for name in S.DATASETS:
             if name in g and "units" in g[name].attrs:
-                units[name] = json.loads(_decode(g[name].attrs["units"]))
+                units[name] = json.loads(plain_value(g[name].attrs["units"]))
         blob = bytes(g["model_blob"][()].tobytes()) if "model_blob" in g else None
         steps = _read_table(g, "steps")
         samples = _read_table(g, "samples")
@@ -688,24 +561,24 @@ class Follower:
     def poll(self) -> Update:
         with _open_read(self.path) as f:
             if self.run_id is None:
-                self.run_id = Trace._pick(self.path, _run_ids(f), self.run)
+                self.run_id = pick_run(self.path, _run_ids(f), self.run)
             try:
                 g = f[S.RUNS_GROUP][self.run_id]
-                attrs = {k: _decode(v) for k, v in g.attrs.items()}
+                attrs = {k: plain_value(v) for k, v in g.attrs.items()}
                 new = {}
                 for name in self._n:
                     ds = g[name]
                     n = ds.shape[0]
                     new[name] = (
-                        _decode_rows(ds[self._n[name] : n])
+                        decode_rows(ds[self._n[name] : n])
                         if n > self._n[name]
-                        else np.empty(0, _str_dtype(ds.dtype))
+                        else np.empty(0, str_dtype(ds.dtype))
                     )
                     self._n[name] = max(self._n[name], n)
                 new["steps"] = _current_steps(new["steps"])
             except (OSError, KeyError, ValueError, RuntimeError) as exc:
                 raise TraceError(
-                    f"{self.path} run {self.run_id} cannot be read ({exc})", _FIX_CORRUPT
+                    f"{self.path} run {self.run_id} cannot be read ({exc})", FIX_CORRUPT
                 ) from None
         return Update(
             self.run_id, attrs, new["steps"], new["evals"], new["events"], self._n["steps"]

@@ -303,6 +303,26 @@ def float_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     return out, ~np.asarray(ok, dtype=bool)
 
 
+#: Columns whose values have a tighter lower bound than their type's.
+COLUMN_MINIMUM = {("steps", "q"): 0}
+
+
+def check_column(
+    table: str, column: str, values: Sequence[Any]
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """``values`` for ``table``.``column`` checked against the column's type in DATASETS:
+    (values as int64 or float64, mask of the values that do not fit, the expected type)."""
+    kind = DATASETS[table][column]
+    if kind.kind == "f":
+        return (*float_column(values), f"f{kind.itemsize}")
+    info = np.iinfo(kind)
+    lo = COLUMN_MINIMUM.get((table, column))
+    expected = f"{kind.kind}{8 * kind.itemsize}"
+    if lo is not None:
+        expected += f" >= {lo}"
+    return (*int_column(values, info.min if lo is None else lo, info.max), expected)
+
+
 def short_ascii(value: object, what: str, width: int) -> str:
     """``value`` if it is an ASCII str that fits a fixed-width column, else a TraceError."""
     if not isinstance(value, str) or not value.isascii() or len(value) > width:
