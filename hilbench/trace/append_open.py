@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,13 @@ import h5py
 from hilbench import __version__ as _HILBENCH_VERSION
 from hilbench.errors import TraceError
 from hilbench.trace import schema as S
-from hilbench.trace.file_errors import check_root, open_error
+from hilbench.trace.file_errors import IO_ERRORS, check_root, open_error
 from hilbench.trace.liveness import HAVE_FLOCK, lock_exclusive, release
-from hilbench.trace.recovery import recover_orphan
+from hilbench.trace.recovery import (
+    past_end_of_allocation,
+    recover_orphan,
+    repair_end_of_allocation,
+)
 
 
 def h5_open(path: Path, mode: str, **kw: Any) -> h5py.File:
@@ -57,33 +63,45 @@ def open_for_append(path: Path, *, create: bool) -> tuple[h5py.File, int | None]
 
 
 def _create(path: Path) -> tuple[h5py.File, int | None]:
+    """A new trace file; nothing left behind if the disk refuses it."""
     try:
         f = h5_open(path, "w-")
     except OSError as exc:
+        if exc.errno != errno.EEXIST:  # HDF5 may have made the file before its write failed
+            with contextlib.suppress(OSError):
+                path.unlink()
         raise open_error(path, exc, writing=True) from None
+    lock_fd = None
     try:
         lock_fd = lock_exclusive(path)
         f.attrs["format"] = S.FORMAT_NAME
         f.attrs["format_version"] = S.FORMAT_VERSION
         f.attrs["written_by"] = f"hilbench {_HILBENCH_VERSION}"
     except BaseException:
-        f.close()
+        with contextlib.suppress(*IO_ERRORS):
+            f.close()
+        release(lock_fd)
+        with contextlib.suppress(OSError):
+            path.unlink()
         raise
     return f, lock_fd
 
 
 def _reopen(path: Path) -> h5py.File:
-    """The file read-write; a file a killed writer left flagged open is recovered first."""
-    try:
-        return h5_open(path, "r+")
-    except OSError as exc:
-        if "already open for" not in str(exc):
-            raise open_error(path, exc, writing=True) from None
-    recover_orphan(path)
-    try:
-        return h5_open(path, "r+")
-    except OSError as exc2:
-        raise open_error(path, exc2, writing=True) from None
+    """The file read-write; a file a killed writer left flagged open, or whose last write was
+    cut short, is recovered first."""
+    repair_end_of_allocation(path)  # no writer holds it (we have the lock): a cheap check
+    for attempt in range(3):
+        try:
+            return h5_open(path, "r+")
+        except OSError as exc:
+            if attempt < 2 and "already open for" in str(exc):
+                recover_orphan(path)
+            elif attempt < 2 and past_end_of_allocation(exc):
+                repair_end_of_allocation(path)
+            else:
+                raise open_error(path, exc, writing=True) from None
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _check_appendable(f: h5py.File, path: Path, verb: str) -> None:

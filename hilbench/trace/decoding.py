@@ -48,3 +48,18 @@ def decode_rows(raw: np.ndarray) -> np.ndarray:
         else:
             out[col] = raw[col]
     return out
+
+
+def readable_attrs(obj: Any, keys: Any = None) -> dict[str, Any]:
+    """The attributes of an HDF5 object as plain values, leaving out any whose value cannot
+    be read (a cut-short write can lose the heap block of a string). A run whose status was
+    lost reads as not finished: its end was never recorded whole."""
+    out = {}
+    for key in obj.attrs if keys is None else [k for k in keys if k in obj.attrs]:
+        try:
+            out[key] = plain_value(obj.attrs[key])
+        except (OSError, RuntimeError, ValueError, KeyError):
+            continue
+    if "status" in obj.attrs and "status" not in out:
+        out["finished"] = False
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -10,6 +11,10 @@ import h5py
 from hilbench import __version__ as _VERSION
 from hilbench.errors import TraceError
 from hilbench.trace import schema as S
+
+#: What h5py raises when the disk refuses a write: OSError, or RuntimeError from a file flush
+#: ("Can't write image to file").
+IO_ERRORS = (OSError, RuntimeError)
 
 #: The fix for a trace that is damaged.
 FIX_CORRUPT = "re-copy the trace from its source, or record the run again"
@@ -53,7 +58,7 @@ def open_error(path: Path, exc: OSError, *, writing: bool = False) -> TraceError
         return TraceError(
             f"no trace file at {path} (or its directory does not exist)", "check the path"
         )
-    reason = _hdf5_reason(msg)
+    reason = io_reason(exc) if "error message = '" in msg else _hdf5_reason(msg)
     if writing:
         return TraceError(
             f"cannot write trace {path} ({reason})",
@@ -101,3 +106,15 @@ def check_root(f: h5py.File, path: Path) -> int:
             f"{reads} (pip install -U hilbench)",
         )
     return version
+
+
+def io_reason(exc: BaseException) -> str:
+    """The short cause of a failed write, e.g. 'No space left on device (errno 28)'."""
+    msg = str(exc)
+    number = getattr(exc, "errno", None)
+    m = re.search(r"errno = (\d+), error message = '([^']*)'", msg)
+    if m:
+        return f"{m.group(2)} (errno {m.group(1)})"
+    if isinstance(number, int):
+        return f"{os.strerror(number)} (errno {number})"
+    return _hdf5_reason(msg).splitlines()[0] if msg else type(exc).__name__

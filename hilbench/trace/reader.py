@@ -6,25 +6,29 @@ import contextlib
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import h5py
 import numpy as np
 
 from hilbench.errors import TraceError
 from hilbench.trace import schema as S
-from hilbench.trace.decoding import decode_rows, plain_value, str_dtype
+from hilbench.trace.decoding import decode_rows, plain_value, readable_attrs, str_dtype
 from hilbench.trace.file_errors import FIX_CORRUPT, check_root, open_error
-from hilbench.trace.liveness import HAVE_FLOCK
+from hilbench.trace.liveness import HAVE_FLOCK, lock_exclusive, release, writer_alive
+from hilbench.trace.recovery import past_end_of_allocation, repair_end_of_allocation
+from hilbench.trace.whole_rows import whole_steps, written_rows
 
 # The old private names, kept for code outside the trace package that still uses them
 # (hilbench.trace.decoding has the public ones).
 _decode = plain_value
 _decode_rows = decode_rows
 _str_dtype = str_dtype
+
+_T = TypeVar("_T")
 
 # Where flock exists hilbench writers use their own lock (liveness.py), not HDF5's.
 _READ_KW: dict[str, Any] = {"locking": False} if HAVE_FLOCK else {}
@@ -81,6 +85,9 @@ class RunInfo:
     steps: int  # step rows on disk
     forward_passes: int  # after the last step on disk (the final count once finished)
     budget: int | None  # from the stored config, when it has one
+    #: for an unfinished run: whether a writer holds the file now (False: it was killed or
+    #: its disk failed; the run resumes), None where that cannot be known (no flock)
+    writer_alive: bool | None = None
 
     @property
     def resumable(self) -> bool:
@@ -90,14 +97,39 @@ class RunInfo:
 
 def run_infos(path: str | Path) -> list[RunInfo]:
     """Every run of a trace file, in order, as RunInfo (cheap: attributes and one row)."""
+    return _repairing(Path(path), lambda: _run_infos(path))
+
+
+def _repairing(path: Path, read: Callable[[], _T]) -> _T:
+    """``read()``; once more after raising the stored end of allocation of a file whose
+    writer is gone and whose last write was cut short (recovery.py), if that is the error."""
+    try:
+        return read()
+    except TraceError as err:
+        if not past_end_of_allocation(err) or writer_alive(path):
+            raise
+        try:
+            fd = lock_exclusive(path)  # no writer may start while the superblock changes
+        except (TraceError, OSError):
+            raise err from None
+        try:
+            if not repair_end_of_allocation(path):
+                raise
+        finally:
+            release(fd)
+    return read()
+
+
+def _run_infos(path: str | Path) -> list[RunInfo]:
     out = []
+    alive = writer_alive(path)
     with _open_read(path) as f:
         for rid in _run_ids(f):
             try:
                 g = f[S.RUNS_GROUP][rid]
-                attrs = {k: plain_value(g.attrs[k]) for k in ("status", "finished") if k in g.attrs}
+                attrs = readable_attrs(g, ("status", "finished"))
                 steps = g.get("steps")
-                n = int(steps.shape[0]) if steps is not None else 0
+                n = _whole_steps_on_disk(g)
                 fp = int(steps[n - 1]["forward_passes"]) if n else 0
                 try:
                     budget = json.loads(plain_value(g.attrs.get("config_json", "{}"))).get("budget")
@@ -115,9 +147,25 @@ def run_infos(path: str | Path) -> list[RunInfo]:
                     steps=n,
                     forward_passes=fp,
                     budget=budget if isinstance(budget, int) else None,
+                    writer_alive=None if attrs.get("finished", False) else alive,
                 )
             )
     return out
+
+
+#: run_infos checks this many last step rows (a failed write damages only the last block).
+_TAIL_STEPS = 4096
+
+
+def _whole_steps_on_disk(g: h5py.Group) -> int:
+    """Whole step rows of a run group, from the tail of its tables (cheap on a long run)."""
+    steps, samples = g.get("steps"), g.get("samples")
+    if steps is None or samples is None or not steps.shape[0]:
+        return 0
+    first = max(0, steps.shape[0] - _TAIL_STEPS)
+    tail = steps.fields(["step", "q", "sample_start"])[first:]
+    start = int(tail["sample_start"][0])
+    return first + whole_steps(tail, samples[start:], start)[0]
 
 
 def _run_ids(f: h5py.File) -> list[str]:
@@ -135,6 +183,27 @@ def _read_table(g: h5py.Group, name: str) -> np.ndarray:
         return np.empty(0, str_dtype(want))
     rows = decode_rows(ds[()])
     return _current_steps(rows) if name == "steps" else rows
+
+
+def events_on_disk(g: h5py.Group) -> np.ndarray:
+    """The events table; if a cut-short write lost the heap of some details, the events up
+    to the first of those (their fixed columns are read on their own)."""
+    try:
+        return _read_table(g, "events")
+    except (OSError, RuntimeError, ValueError):
+        pass
+    ds = g["events"]
+    fixed = ds.fields(["step", "time", "kind"])[()]
+    details = ds.fields("detail")
+    rows = []
+    for i in range(len(fixed)):
+        try:
+            detail = details[i]
+        except (OSError, RuntimeError, ValueError):
+            break
+        rows.append((*fixed[i].tolist(), detail))
+    raw = np.array(rows, S.EVENTS_DTYPE) if rows else np.empty(0, S.EVENTS_DTYPE)
+    return decode_rows(raw)
 
 
 def _current_steps(rows: np.ndarray) -> np.ndarray:
@@ -189,25 +258,34 @@ class Trace:
     model_blob: bytes | None = None
     units: dict[str, dict[str, str]] = field(default_factory=dict)
     format_version: int = S.FORMAT_VERSION
+    #: for an unfinished run: whether a writer held the file when it was read (False: it
+    #: was killed, or its disk failed), None when finished or where that cannot be known
+    writer_alive: bool | None = None
 
     @classmethod
     def open(cls, path: str | Path, run: str | int | None = None) -> Trace:
         """Load run ``run`` (id like '0001', or its number; default: the last run) of ``path``."""
-        path = Path(path)
+        return _repairing(Path(path), lambda: cls._open(Path(path), run))
+
+    @classmethod
+    def _open(cls, path: Path, run: str | int | None) -> Trace:
         with _open_read(path) as f:
             version = check_root(f, path)
             ids = _run_ids(f)
             rid = pick_run(path, ids, run)
             try:
-                return cls._load(path, f[S.RUNS_GROUP][rid], rid, version)
+                trace = cls._load(path, f[S.RUNS_GROUP][rid], rid, version)
             except (OSError, KeyError, ValueError, RuntimeError) as exc:
                 raise TraceError(
                     f"{path} run {rid} is corrupt or unreadable ({exc})", FIX_CORRUPT
                 ) from None
+        if not trace.finished:
+            trace.writer_alive = writer_alive(path)
+        return trace
 
     @classmethod
     def _load(cls, path: Path, g: h5py.Group, rid: str, version: int) -> Trace:
-        attrs = {k: plain_value(v) for k, v in g.attrs.items()}
+        attrs = readable_attrs(g)
         try:
             config = json.loads(attrs.get("config_json", "{}") or "{}")
         except json.JSONDecodeError as exc:
@@ -221,12 +299,13 @@ class Trace:
         blob = bytes(g["model_blob"][()].tobytes()) if "model_blob" in g else None
         steps = _read_table(g, "steps")
         samples = _read_table(g, "samples")
-        # Seen mid-flush (SWMR) or after a kill, the tables may disagree at the end: keep the
-        # steps whose samples are all on disk, and no sample beyond the last of those steps.
-        ends = steps["sample_start"] + steps["q"]
-        whole = int(np.searchsorted(np.maximum.accumulate(ends) > len(samples), True))
-        steps = steps[:whole]
-        samples = samples[: int(ends[whole - 1]) if whole else 0]
+        # Seen mid-flush (SWMR), after a kill or a failed write, the tables may end in rows
+        # that never reached the disk: keep the whole steps and rows really written.
+        n_steps, n_samples = whole_steps(steps, samples)
+        steps, samples = steps[:n_steps], samples[:n_samples]
+        tables = {name: _read_table(g, name) for name in ("evals", "timing")}
+        tables["events"] = events_on_disk(g)
+        evals, timing, events = (rows[: written_rows(n, rows)] for n, rows in tables.items())
         return cls(
             path=path,
             run_id=rid,
@@ -234,9 +313,9 @@ class Trace:
             config=config,
             steps=steps,
             samples=samples,
-            evals=_read_table(g, "evals"),
-            timing=_read_table(g, "timing"),
-            events=_read_table(g, "events"),
+            evals=evals,
+            timing=timing,
+            events=events,
             model_blob=blob,
             units=units,
             format_version=version,
@@ -471,8 +550,19 @@ class Trace:
             "events": self.event_counts(),
             "start_time": self.attrs.get("start_time"),
             "end_time": self.attrs.get("end_time") or None,
+            "writer": None if self.writer_alive is None else _WRITER[self.writer_alive],
+            "error": self.error,
         }
 
+    @property
+    def error(self) -> str | None:
+        """The text of the run's last 'error' event (what ended a failed run), None if none."""
+        errors = self.events["detail"][self.events["kind"] == "error"]
+        return str(errors[-1]) if len(errors) else None
+
+
+#: Trace.summary()["writer"] of an unfinished run: its writer holds the file, or is gone.
+_WRITER = {True: "alive", False: "gone"}
 
 #: Final.train_loss is the mean step loss over this many last steps (step losses are noisy).
 FINAL_LOSS_WINDOW = 50
@@ -564,7 +654,7 @@ class Follower:
                 self.run_id = pick_run(self.path, _run_ids(f), self.run)
             try:
                 g = f[S.RUNS_GROUP][self.run_id]
-                attrs = {k: plain_value(v) for k, v in g.attrs.items()}
+                attrs = readable_attrs(g)
                 new = {}
                 for name in self._n:
                     ds = g[name]

@@ -35,3 +35,27 @@ def _left_open(path: Path) -> TraceError:
         f"{path} was left open by a writer that did not close it",
         f"clear the flag with `h5clear -s {path}`, then retry",
     )
+
+
+#: What HDF5 says of a file whose metadata lies past its stored end of allocation.
+_PAST_EOA = ("addr overflow", "len not positive after adjustment for EOA")
+
+
+def past_end_of_allocation(exc: BaseException) -> bool:
+    """Whether an HDF5 error says the file's end-of-allocation address is too small."""
+    return any(s in str(exc) for s in _PAST_EOA)
+
+
+def repair_end_of_allocation(path: Path) -> bool:
+    """Raise the stored end of allocation of a trace a failed write left behind (the caller
+    knows no writer holds it); False if it needed none or could not be written."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        return S.raise_end_of_allocation(fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

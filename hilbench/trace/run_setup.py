@@ -12,8 +12,9 @@ import numpy as np
 from hilbench import __version__ as _HILBENCH_VERSION
 from hilbench.errors import TraceError
 from hilbench.trace import schema as S
-from hilbench.trace.decoding import plain_value
-from hilbench.trace.reader import pick_run
+from hilbench.trace.decoding import readable_attrs
+from hilbench.trace.reader import events_on_disk, pick_run
+from hilbench.trace.whole_rows import whole_steps, written_rows
 
 
 def compress_mode(compress: bool | str) -> str:
@@ -105,8 +106,9 @@ def reopen_run(f: h5py.File, path: Path, run: str | int | None) -> tuple[h5py.Gr
     final attributes back to their placeholders."""
     rid = pick_run(path, sorted(f.get(S.RUNS_GROUP, {})), run)
     g = f[S.RUNS_GROUP][rid]
-    finished = bool(g.attrs.get("finished", False))
-    was = str(plain_value(g.attrs.get("status", S.RUNNING)))
+    attrs = readable_attrs(g, ("finished", "status"))
+    finished = bool(attrs.get("finished", False))
+    was = str(attrs.get("status", S.RUNNING))
     if finished and was not in S.RESUMABLE_STATUSES:
         raise TraceError(
             f"run {rid} of {path} is {was}; there is nothing to resume",
@@ -118,15 +120,9 @@ def reopen_run(f: h5py.File, path: Path, run: str | int | None) -> tuple[h5py.Gr
             f"run {rid} of {path} lacks the tables {missing}",
             "start a new run with TraceWriter.create",
         )
-    steps, samples = g["steps"], g["samples"]
-    steps_layout(steps, f"cannot resume run {rid} of {path}")
-    end = 0
-    if steps.shape[0]:
-        last = steps[-1]
-        end = int(last["sample_start"]) + int(last["q"])
-    if samples.shape[0] > end:
-        samples.resize((end,))
-    if finished:  # interrupted or failed: running again until the next finish()
+    steps_layout(g["steps"], f"cannot resume run {rid} of {path}")
+    _cut_to_written_rows(g)
+    if finished or "status" not in attrs:  # running again until the next finish()
         for key, value in S.FINAL_ATTR_PLACEHOLDERS.items():
             g.attrs[key] = value
     return g, was
@@ -139,3 +135,20 @@ def _write_blob(g: h5py.Group, blob: bytes) -> None:
     ds.attrs["description"] = S.DESCRIPTIONS["model_blob"]
     ds.attrs["units"] = json.dumps({"": "byte"})
     ds.attrs["size"] = len(blob)
+
+
+def _cut_to_written_rows(g: h5py.Group) -> None:
+    """Drop what a cut-short write left at the ends of a run's tables: step rows that are not
+    whole, samples beyond the last whole step, rows that never reached the disk (zeros)."""
+    steps, samples = g["steps"], g["samples"]
+    n_steps, n_samples = 0, 0
+    if steps.shape[0]:
+        head = steps.fields(["step", "q", "sample_start"])[()]
+        n_steps, n_samples = whole_steps(head, samples[()])
+    keep = {"steps": n_steps, "samples": n_samples}
+    keep["events"] = written_rows("events", events_on_disk(g))
+    for name in ("evals", "timing"):
+        keep[name] = written_rows(name, g[name][()])
+    for name, n in keep.items():
+        if g[name].shape[0] > n:
+            g[name].resize((n,))

@@ -410,3 +410,40 @@ def clear_open_flags(fd: int) -> bool:
     os.pwrite(fd, bytes(block) + lookup3(bytes(block)).to_bytes(4, "little"), 0)
     os.fsync(fd)
     return True
+
+
+def _superblock(fd: int) -> tuple[bytearray, int] | None:
+    """The version 2/3 superblock before its checksum, and its offset size; None if the file
+    does not start with one whose checksum holds."""
+    head = os.pread(fd, 64, 0)
+    if not head.startswith(_SIGNATURE) or len(head) < 12 or head[8] not in (2, 3):
+        return None
+    end = 12 + 4 * head[9]
+    if len(head) < end + 4:
+        return None
+    block = bytearray(head[:end])
+    if lookup3(bytes(block)) != int.from_bytes(head[end : end + 4], "little"):
+        return None
+    return block, head[9]
+
+
+def raise_end_of_allocation(fd: int) -> bool:
+    """Raise the superblock's end-of-allocation address to the file's size (what
+    ``h5clear --increment=0`` does): a write cut short may leave metadata on disk that lies
+    past the stored address, which HDF5 then refuses to read. False if nothing changed.
+
+    The caller must know that no process is writing the file.
+    """
+    found = _superblock(fd)
+    if found is None:
+        return False
+    block, width = found
+    at = 12 + 2 * width  # base address, extension address, then the end-of-file address
+    eoa = int.from_bytes(block[at : at + width], "little")
+    size = os.fstat(fd).st_size
+    if size <= eoa:
+        return False
+    block[at : at + width] = size.to_bytes(width, "little")
+    os.pwrite(fd, bytes(block) + lookup3(bytes(block)).to_bytes(4, "little"), 0)
+    os.fsync(fd)
+    return True

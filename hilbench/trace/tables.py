@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import h5py
 import numpy as np
 from h5py import h5s, h5t
 
 from hilbench.trace import schema as S
+from hilbench.trace.file_errors import IO_ERRORS
 
 
 class Tables:
@@ -31,12 +34,25 @@ class Tables:
 
     def append(self, blocks: dict[str, np.ndarray]) -> None:
         """Write each block at the end of its table, in the order given, then flush the file
-        (HDF5 flush: durable for a reader); the rows count only once all that succeeded."""
-        for name, arr in blocks.items():
-            self._write(name, arr)
+        (HDF5 flush: durable for a reader); the first block is flushed on its own first. The
+        rows count only once all that succeeded."""
+        names = list(blocks)
+        for name in names[:1]:  # the first block (samples) on disk before the steps that own
+            self._write(name, blocks[name])  # it: HDF5 writes cached chunks in any order
+        if len(names) > 1 and len(blocks[names[0]]):
+            self._file.flush()
+        for name in names[1:]:
+            self._write(name, blocks[name])
         self._file.flush()
         for name, arr in blocks.items():
             self.rows[name] += len(arr)
+
+    def roll_back(self) -> None:
+        """After a failed append: every table's extent back to its counted rows, so the
+        rows of the failed block never appear on disk (as zeros) when HDF5 flushes later."""
+        for name, ds in self.datasets.items():
+            with contextlib.suppress(*IO_ERRORS, ValueError):
+                ds.id.set_extent((self.rows[name],))
 
     def _write(self, name: str, arr: np.ndarray) -> None:
         """Append a record block at the end of a table (low-level h5py: 3x faster)."""

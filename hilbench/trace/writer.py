@@ -31,6 +31,7 @@ from hilbench.trace import schema as S
 from hilbench.trace import sigterm
 from hilbench.trace.append_open import open_for_append
 from hilbench.trace.compaction import compact
+from hilbench.trace.file_errors import IO_ERRORS, io_reason
 from hilbench.trace.flush_thread import PeriodicFlush
 from hilbench.trace.liveness import release, share, writer_alive
 from hilbench.trace.row_buffer import RowBuffer
@@ -43,6 +44,7 @@ from hilbench.trace.run_setup import (
 )
 from hilbench.trace.sigterm import Terminated
 from hilbench.trace.tables import Tables
+from hilbench.trace.unclosable import detach_from_disk
 
 __all__ = ["Terminated", "TraceWarning", "TraceWriter", "compact", "steps_layout", "writer_alive"]
 
@@ -88,6 +90,7 @@ class TraceWriter:
         self._closed = False
         self._lock = threading.RLock()
         self._bg_error: TraceError | None = None
+        self._stopped: TraceError | None = None  # a write failed: nothing more reaches the disk
         self._compress = compress
         self._liveness_fd = lock_fd
         share(lock_fd)  # setup done: let readers and a compaction share the file
@@ -129,21 +132,20 @@ class TraceWriter:
         mode = compress_mode(compress)
         attrs = validate_attrs(run_attrs)
         attrs["config_json"] = S.config_json(config)
+        existed = path.exists()
         f, lock_fd = open_for_append(path, create=True)
         try:
             g = new_run(f, attrs, mode, model_blob)
             f.flush()
             f.swmr_mode = True
-        except OSError as exc:
-            f.close()
-            release(lock_fd)
+        except IO_ERRORS as exc:
+            _abandon(f, lock_fd, None if existed else path)
             raise TraceError(
-                f"could not write a new run to {path} ({exc})",
+                f"could not write a new run to {path}: {io_reason(exc)}",
                 "check free disk space and write permission",
             ) from None
         except BaseException:
-            f.close()
-            release(lock_fd)
+            _abandon(f, lock_fd, None if existed else path)
             raise
         return cls(f, g, path, flush_rows, flush_interval_s, lock_fd, mode, handle_sigterm)
 
@@ -176,23 +178,27 @@ class TraceWriter:
             g, was = reopen_run(f, path, run)
             f.flush()
             f.swmr_mode = True
-        except (OSError, KeyError, ValueError) as exc:
-            f.close()
-            release(lock_fd)
+        except (*IO_ERRORS, KeyError, ValueError) as exc:
+            _abandon(f, lock_fd, None)
             raise TraceError(
-                f"cannot resume run {run!r} of {path} ({exc})",
+                f"cannot resume run {run!r} of {path} ({io_reason(exc)})",
                 "start a new run with TraceWriter.create",
             ) from None
         except BaseException:
-            f.close()
-            release(lock_fd)
+            _abandon(f, lock_fd, None)
             raise
         w = cls(f, g, path, flush_rows, flush_interval_s, lock_fd, mode, handle_sigterm)
         step = w._last_step if w._last_step is not None else -1
-        w.append_event(
-            step, "resume", f"writer resumed with {w.steps_written} steps on disk (run was {was})"
-        )
-        w.flush()
+        try:
+            w.append_event(
+                step,
+                "resume",
+                f"writer resumed with {w.steps_written} steps on disk (run was {was})",
+            )
+            w.flush()
+        except BaseException:
+            w._abandon()
+            raise
         return w
 
     # ---------------------------------------------------------------- appending
@@ -227,7 +233,7 @@ class TraceWriter:
                 "pass one value per perturbation sample in each sequence",
             )
         with self._lock:
-            if self._closed or self._bg_error:
+            if self._closed or self._bg_error or self._stopped:
                 self._raise_state()
             self._add_step(
                 (step, q, batch_seed, eps, lr, loss, forward_passes, fresh_words, fresh_numbers),
@@ -288,7 +294,7 @@ class TraceWriter:
 
     def _append_timings(self, rows: tuple[tuple[int, str, float, str], ...]) -> None:
         with self._lock:
-            if self._closed or self._bg_error:
+            if self._closed or self._bg_error or self._stopped:
                 self._raise_state()
             self._rows.timing.extend(rows)
             if len(self._rows.timing) >= self._other_rows:
@@ -318,7 +324,7 @@ class TraceWriter:
 
     def _append(self, rows: list[tuple[Any, ...]], row: tuple[Any, ...]) -> None:
         with self._lock:
-            if self._closed or self._bg_error:
+            if self._closed or self._bg_error or self._stopped:
                 self._raise_state()
             rows.append(row)
             if len(rows) >= self._other_rows:
@@ -365,7 +371,7 @@ class TraceWriter:
         with a TraceError after the valid rows are written.
         """
         with self._lock:
-            if self._closed or self._bg_error:
+            if self._closed or self._bg_error or self._stopped:
                 self._raise_state()
             self._flush()
 
@@ -373,7 +379,7 @@ class TraceWriter:
         """The flush thread's call: flush whatever is buffered; an error waits for the
         writer's next call, which raises it."""
         with self._lock:
-            if self._closed or self._bg_error or not self.pending:
+            if self._closed or self._bg_error or self._stopped or not self.pending:
                 return
             try:
                 self._flush()
@@ -386,11 +392,9 @@ class TraceWriter:
         blocks, problem = self._rows.blocks(self._tables.rows["samples"])
         try:
             self._tables.append(blocks)
-        except OSError as exc:
-            raise TraceError(
-                f"could not write to trace {self.path} ({exc})",
-                "check free disk space; the unwritten rows stay buffered for the next flush",
-            ) from None
+        except IO_ERRORS as exc:
+            self._tables.roll_back()  # the failed block must not appear later as zero rows
+            raise self._disk_error(exc) from None
         steps, evals = blocks["steps"], blocks["evals"]
         if len(steps):
             self._last_fp = int(steps["forward_passes"][-1])
@@ -414,7 +418,7 @@ class TraceWriter:
             )
         values = {k: S.attr_value(k, v) for k, v in attrs.items()}
         with self._lock:
-            if self._closed:
+            if self._closed or self._stopped:
                 self._raise_state()
             self._write_attrs(values)
 
@@ -426,10 +430,8 @@ class TraceWriter:
                 else:
                     self._g.attrs[key] = value
             self._f.flush()
-        except OSError as exc:
-            raise TraceError(
-                f"could not write run attributes to {self.path} ({exc})", "check free disk space"
-            ) from None
+        except IO_ERRORS as exc:
+            raise self._disk_error(exc) from None
 
     def finish(self, status: str = "complete", **final_attrs: object) -> None:
         """Flush and record the end of the run: finished, status, end_time and final values.
@@ -453,7 +455,7 @@ class TraceWriter:
         if not isinstance(crc, int) or isinstance(crc, bool) or not -1 <= crc <= S.U32[1]:
             raise TraceError(f"weights_crc = {crc!r} is not a u32", "pass the CRC-32 as an int")
         with self._lock:
-            if self._closed:
+            if self._closed or self._stopped:
                 self._raise_state()
             if self._finished:
                 raise TraceError(
@@ -499,34 +501,64 @@ class TraceWriter:
         if self._flusher is not None:
             self._flusher.stop()
         try:
-            if not self._finished:
+            if not self._finished and self._stopped is None:  # stopped: nothing to write
                 self.finish(status)
         finally:
             with self._lock:
                 self._closed = True
                 atexit.unregister(self._at_exit)
                 try:
-                    if self._close_file() and self._finished and self._compress == "close":
+                    closed = self._close_file()
+                    if closed and self._finished and self._compress == "close":
                         self._compact()  # still holding the lock: no other writer can open it
                 finally:
-                    release(self._liveness_fd)  # also releases the liveness lock
-                    self._liveness_fd = None
-                    if self._sigterm:
-                        self._sigterm = False
-                        sigterm.release()
+                    self._release()
+
+    def _release(self) -> None:
+        """Give back the liveness lock and the SIGTERM handler."""
+        release(self._liveness_fd)  # closing the fd releases the lock
+        self._liveness_fd = None
+        if self._sigterm:
+            self._sigterm = False
+            sigterm.release()
+
+    def _abandon(self) -> None:
+        """Close without finishing the run (a resume whose first write failed)."""
+        if self._flusher is not None:
+            self._flusher.stop()
+        with self._lock:
+            self._closed = True
+            atexit.unregister(self._at_exit)
+            self._close_file()
+            self._release()
 
     def _close_file(self) -> bool:
         """Close the HDF5 file; False if that failed."""
         try:
             self._f.close()
-        except OSError:
+        except IO_ERRORS:
             return False
         return True
+
+    def _disk_error(self, exc: BaseException) -> TraceError:
+        """The one-line error of the first write the disk refused; the writer stops there.
+
+        HDF5's file is detached from the disk at once (unclosable.py): what HDF5 still
+        writes, and the close, then go to memory, so HDF5 never sees a second failure (which
+        it does not survive) and the trace on disk keeps the whole rows of the last flush.
+        """
+        self._stopped = TraceError(
+            f"could not write to trace {self.path}: {io_reason(exc)}",
+            f"free disk space (or check the disk); the {self.steps_written} steps on disk are "
+            "whole and the run resumes from them (hilbench run --resume)",
+        )
+        detach_from_disk(self._f)
+        return self._stopped
 
     def _compact(self) -> None:
         try:
             compact(self.path)
-        except (TraceError, OSError) as exc:
+        except (TraceError, *IO_ERRORS) as exc:
             warnings.warn(f"{self.path} stays uncompressed: {exc}", TraceWarning, stacklevel=4)
 
     def _at_exit(self) -> None:
@@ -540,6 +572,12 @@ class TraceWriter:
         if self._bg_error is not None:
             err, self._bg_error = self._bg_error, None
             raise err
+        if self._stopped is not None and not self._closed:
+            raise TraceError(
+                f"the trace writer for {self.path} stopped at a failed write "
+                f"({self._stopped.cause})",
+                "end the run; it resumes from the steps on disk (hilbench run --resume)",
+            )
         raise TraceError(
             f"the trace writer for {self.path} is closed",
             "create a new TraceWriter to record another run",
@@ -573,4 +611,17 @@ class TraceWriter:
         try:
             self.close(status)
         except Exception as err:  # keep the original exception; say what else went wrong
-            exc.add_note(f"hilbench trace: could not finish {self.path}: {err}")
+            if str(err) != str(exc):
+                exc.add_note(f"hilbench trace: could not finish {self.path}: {err}")
+
+
+def _abandon(f: h5py.File, lock_fd: int | None, remove: Path | None) -> None:
+    """After a failed setup: close the file, release the lock, remove the file we created."""
+    if remove is not None:  # a file this call made: nothing of it needs to reach the disk
+        detach_from_disk(f)
+    with contextlib.suppress(*IO_ERRORS):
+        f.close()
+    release(lock_fd)
+    if remove is not None:
+        with contextlib.suppress(OSError):
+            remove.unlink()
