@@ -40,7 +40,7 @@ class Tables:
         for name in names[:1]:  # the first block (samples) on disk before the steps that own
             self._write(name, blocks[name])  # it: HDF5 writes cached chunks in any order
         if len(names) > 1 and len(blocks[names[0]]):
-            self._file.flush()
+            self.datasets[names[0]].id.flush()  # that table only: cheaper than the file
         for name in names[1:]:
             self._write(name, blocks[name])
         self._file.flush()
