@@ -1,4 +1,6 @@
-"""HDF5 traces: the schema, an appending writer, a reader, limits for tests, and replay."""
+"""HDF5 traces: the schema, an appending writer, a reader, limits for tests, and replay.
+
+Other packages import from here (or from limits, replay, plots, schema), never a private name."""
 
 from hilbench.trace.reader import (
     Final,
@@ -11,6 +13,7 @@ from hilbench.trace.reader import (
     open_runs,
     run_infos,
 )
+from hilbench.trace.resume_point import LoggedUpdate, ResumePoint, resume_point
 from hilbench.trace.schema import FORMAT_NAME, FORMAT_VERSION, TIMING_SOURCES
 from hilbench.trace.writer import Terminated, TraceWarning, TraceWriter, compact, writer_alive
 
@@ -20,6 +23,8 @@ __all__ = [
     "TIMING_SOURCES",
     "Final",
     "Follower",
+    "LoggedUpdate",
+    "ResumePoint",
     "ResumeState",
     "RunInfo",
     "Snapshot",
@@ -30,6 +35,7 @@ __all__ = [
     "compact",
     "list_runs",
     "open_runs",
+    "resume_point",
     "run_infos",
     "writer_alive",
 ]

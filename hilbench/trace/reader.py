@@ -5,116 +5,33 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import h5py
 import numpy as np
 
-from hilbench import __version__ as _VERSION
 from hilbench.errors import TraceError
 from hilbench.trace import schema as S
+from hilbench.trace.decoding import decode_rows, plain_value, readable_attrs, str_dtype
+from hilbench.trace.file_errors import FIX_CORRUPT, check_root, open_error
+from hilbench.trace.liveness import HAVE_FLOCK, lock_exclusive, release, writer_alive
+from hilbench.trace.recovery import past_end_of_allocation, repair_end_of_allocation
+from hilbench.trace.whole_rows import whole_steps, written_rows
 
-_FIX_CORRUPT = "re-copy the trace from its source, or record the run again"
+# The old private names, kept for code outside the trace package that still uses them
+# (hilbench.trace.decoding has the public ones).
+_decode = plain_value
+_decode_rows = decode_rows
+_str_dtype = str_dtype
 
-try:  # where flock exists hilbench writers use their own lock (see writer.py), not HDF5's
-    import fcntl as _fcntl  # noqa: F401
+_T = TypeVar("_T")
 
-    _READ_KW: dict[str, Any] = {"locking": False}
-except ImportError:  # pragma: no cover - Windows
-    _READ_KW = {}
-
-
-def open_error(path: Path, exc: OSError, *, writing: bool = False) -> TraceError:
-    """Translate an h5py/HDF5 open failure into one clear TraceError."""
-    msg = str(exc)
-    m = re.search(r"errno = (\d+)", msg)
-    errno = exc.errno or (int(m.group(1)) if m else None)
-    if "truncated file" in msg:
-        return TraceError(
-            f"{path} is truncated ({_hdf5_reason(msg)})",
-            f"the file was cut short (interrupted copy or full disk); {_FIX_CORRUPT}",
-        )
-    if "file signature not found" in msg:
-        return TraceError(f"{path} is not an HDF5 file", "give the path of a hilbench .h5 trace")
-    if "already open for" in msg or "consistency flags" in msg:
-        return TraceError(
-            f"{path} was left open by a writer that did not close it (killed or crashed)",
-            "Trace.open reads it and TraceWriter.resume/create recover it; for other tools "
-            f"clear the flag with `h5clear -s {path}`",
-        )
-    if "unable to lock file" in msg:
-        return TraceError(
-            f"{path} is open in another process (a live writer, or a program holding it)",
-            "wait for that run to finish, or write to another file",
-        )
-    if errno == 13:
-        verb = "written" if writing else "read"
-        return TraceError(
-            f"{path} cannot be {verb}: permission denied",
-            "fix the file permissions or choose another path",
-        )
-    if errno == 2 and writing:  # e.g. /proc/x.h5: the directory exists, a file cannot
-        return TraceError(
-            f"cannot create trace {path}: the system refused a new file there",
-            "choose a writable location for the trace (--trace PATH)",
-        )
-    if errno == 2:
-        return TraceError(
-            f"no trace file at {path} (or its directory does not exist)", "check the path"
-        )
-    reason = _hdf5_reason(msg)
-    if writing:
-        return TraceError(
-            f"cannot write trace {path} ({reason})",
-            "choose a writable path on a disk with free space",
-        )
-    return TraceError(f"{path} is corrupt: HDF5 cannot open it ({reason})", _FIX_CORRUPT)
-
-
-def _hdf5_reason(msg: str) -> str:
-    m = re.search(r"\((.*)\)\s*$", msg)
-    return m.group(1) if m else msg
-
-
-def check_root(f: h5py.File, path: Path) -> int:
-    """Check the root attributes of a hilbench trace; return its format_version."""
-    fmt = f.attrs.get("format")
-    if isinstance(fmt, bytes):
-        fmt = fmt.decode("utf-8", "replace")
-    if fmt != S.FORMAT_NAME:
-        raise TraceError(
-            f"{path} is an HDF5 file but not a hilbench trace (no format = "
-            f"{S.FORMAT_NAME!r} root attribute)",
-            "give the path of a trace written by hilbench",
-        )
-    version = f.attrs.get("format_version")
-    try:
-        version = int(version)
-    except (TypeError, ValueError):
-        raise TraceError(
-            f"{path} has no valid format_version attribute ({version!r})", _FIX_CORRUPT
-        ) from None
-    if version > S.FORMAT_VERSION:
-        writer = f.attrs.get("written_by")
-        if isinstance(writer, bytes):
-            writer = writer.decode("utf-8", "replace")
-        by = f" (written by {writer})" if isinstance(writer, str) and writer else ""
-        reads = (
-            f"upgrade hilbench to {writer.split()[-1]} or newer"
-            if by and writer.startswith("hilbench ")
-            else f"upgrade hilbench to a version that reads trace format {version}"
-        )
-        raise TraceError(
-            f"{path} is trace format version {version}{by}; this hilbench ({_VERSION}) reads "
-            f"format version {S.FORMAT_VERSION}",
-            f"{reads} (pip install -U hilbench)",
-        )
-    return version
+# Where flock exists hilbench writers use their own lock (liveness.py), not HDF5's.
+_READ_KW: dict[str, Any] = {"locking": False} if HAVE_FLOCK else {}
 
 
 @contextlib.contextmanager
@@ -145,7 +62,7 @@ def _open_read(path: str | Path) -> Iterator[h5py.File]:
             check_root(f, path)
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
             raise TraceError(
-                f"{path} is corrupt: its root group cannot be read ({exc})", _FIX_CORRUPT
+                f"{path} is corrupt: its root group cannot be read ({exc})", FIX_CORRUPT
             ) from None
         yield f
     finally:
@@ -168,6 +85,9 @@ class RunInfo:
     steps: int  # step rows on disk
     forward_passes: int  # after the last step on disk (the final count once finished)
     budget: int | None  # from the stored config, when it has one
+    #: for an unfinished run: whether a writer holds the file now (False: it was killed or
+    #: its disk failed; the run resumes), None where that cannot be known (no flock)
+    writer_alive: bool | None = None
 
     @property
     def resumable(self) -> bool:
@@ -177,22 +97,47 @@ class RunInfo:
 
 def run_infos(path: str | Path) -> list[RunInfo]:
     """Every run of a trace file, in order, as RunInfo (cheap: attributes and one row)."""
+    return _repairing(Path(path), lambda: _run_infos(path))
+
+
+def _repairing(path: Path, read: Callable[[], _T]) -> _T:
+    """``read()``; once more after raising the stored end of allocation of a file whose
+    writer is gone and whose last write was cut short (recovery.py), if that is the error."""
+    try:
+        return read()
+    except TraceError as err:
+        if not past_end_of_allocation(err) or writer_alive(path):
+            raise
+        try:
+            fd = lock_exclusive(path)  # no writer may start while the superblock changes
+        except (TraceError, OSError):
+            raise err from None
+        try:
+            if not repair_end_of_allocation(path):
+                raise
+        finally:
+            release(fd)
+    return read()
+
+
+def _run_infos(path: str | Path) -> list[RunInfo]:
     out = []
+    alive = writer_alive(path)
     with _open_read(path) as f:
         for rid in _run_ids(f):
             try:
                 g = f[S.RUNS_GROUP][rid]
-                attrs = {k: _decode(g.attrs[k]) for k in ("status", "finished") if k in g.attrs}
+                attrs = readable_attrs(g, ("status", "finished"))
                 steps = g.get("steps")
-                n = int(steps.shape[0]) if steps is not None else 0
+                n = _whole_steps_on_disk(g)
                 fp = int(steps[n - 1]["forward_passes"]) if n else 0
                 try:
-                    budget = json.loads(_decode(g.attrs.get("config_json", "{}"))).get("budget")
+                    budget = json.loads(plain_value(g.attrs.get("config_json", "{}"))).get("budget")
                 except (ValueError, AttributeError):
                     budget = None
             except (OSError, KeyError, ValueError, RuntimeError) as exc:
                 raise TraceError(
-                    f"{path} run {rid} is corrupt or unreadable ({exc})", _FIX_CORRUPT
+                    f"{path} run {rid} is corrupt or unreadable ({exc})", FIX_CORRUPT
                 ) from None
             out.append(
                 RunInfo(
@@ -202,9 +147,25 @@ def run_infos(path: str | Path) -> list[RunInfo]:
                     steps=n,
                     forward_passes=fp,
                     budget=budget if isinstance(budget, int) else None,
+                    writer_alive=None if attrs.get("finished", False) else alive,
                 )
             )
     return out
+
+
+#: run_infos checks this many last step rows (a failed write damages only the last block).
+_TAIL_STEPS = 4096
+
+
+def _whole_steps_on_disk(g: h5py.Group) -> int:
+    """Whole step rows of a run group, from the tail of its tables (cheap on a long run)."""
+    steps, samples = g.get("steps"), g.get("samples")
+    if steps is None or samples is None or not steps.shape[0]:
+        return 0
+    first = max(0, steps.shape[0] - _TAIL_STEPS)
+    tail = steps.fields(["step", "q", "sample_start"])[first:]
+    start = int(tail["sample_start"][0])
+    return first + whole_steps(tail, samples[start:], start)[0]
 
 
 def _run_ids(f: h5py.File) -> list[str]:
@@ -214,26 +175,35 @@ def _run_ids(f: h5py.File) -> list[str]:
     return sorted(runs)
 
 
-def _decode(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value
-
-
 def _read_table(g: h5py.Group, name: str) -> np.ndarray:
     """A dataset as a structured array; fixed strings become str, vlen strings str objects."""
     want = S.DATASETS[name]
     ds = g.get(name)
     if ds is None:
-        return np.empty(0, _str_dtype(want))
-    rows = _decode_rows(ds[()])
+        return np.empty(0, str_dtype(want))
+    rows = decode_rows(ds[()])
     return _current_steps(rows) if name == "steps" else rows
+
+
+def events_on_disk(g: h5py.Group) -> np.ndarray:
+    """The events table; if a cut-short write lost the heap of some details, the events up
+    to the first of those (their fixed columns are read on their own)."""
+    try:
+        return _read_table(g, "events")
+    except (OSError, RuntimeError, ValueError):
+        pass
+    ds = g["events"]
+    fixed = ds.fields(["step", "time", "kind"])[()]
+    details = ds.fields("detail")
+    rows = []
+    for i in range(len(fixed)):
+        try:
+            detail = details[i]
+        except (OSError, RuntimeError, ValueError):
+            break
+        rows.append((*fixed[i].tolist(), detail))
+    raw = np.array(rows, S.EVENTS_DTYPE) if rows else np.empty(0, S.EVENTS_DTYPE)
+    return decode_rows(raw)
 
 
 def _current_steps(rows: np.ndarray) -> np.ndarray:
@@ -248,38 +218,28 @@ def _current_steps(rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _decode_rows(raw: np.ndarray) -> np.ndarray:
-    """Rows read from a table: fixed strings become str, vlen strings str objects."""
-    out = np.empty(len(raw), _str_dtype(raw.dtype))
-    for col in raw.dtype.names:
-        kind = raw.dtype[col]
-        if kind.kind == "S":
-            out[col] = np.char.decode(raw[col], "utf-8", "replace")
-        elif kind.kind == "O":
-            out[col] = [
-                v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in raw[col]
-            ]
-        else:
-            out[col] = raw[col]
-    return out
-
-
-def _str_dtype(dtype: np.dtype) -> np.dtype:
-    fields = []
-    for col in dtype.names:
-        kind = dtype[col]
-        if kind.kind == "S":
-            fields.append((col, f"U{kind.itemsize}"))
-        elif kind.kind == "O":
-            fields.append((col, object))
-        else:
-            fields.append((col, kind))
-    return np.dtype(fields)
-
-
 def _quantiles(x: np.ndarray) -> dict[str, float]:
     p50, p90, p99 = np.percentile(x, [50, 90, 99])
     return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "mean": float(x.mean())}
+
+
+def pick_run(path: Path, ids: list[str], run: str | int | None) -> str:
+    """The id of run ``run`` (an id like '0001', its number, or None: the last) among ``ids``."""
+    if not ids:
+        raise TraceError(f"{path} holds no runs", "record a run into it first")
+    if run is None:
+        return ids[-1]
+    if isinstance(run, int | np.integer) and not isinstance(run, bool):
+        rid = S.run_id(int(run))
+    elif isinstance(run, str):
+        rid = S.run_id(int(run)) if run.isdigit() and run not in ids else run
+    else:
+        rid = repr(run)
+    if rid not in ids:
+        raise TraceError(
+            f"{path} has no run {rid!r}; it has {', '.join(ids)}", "pick one of those run ids"
+        )
+    return rid
 
 
 @dataclass
@@ -298,62 +258,54 @@ class Trace:
     model_blob: bytes | None = None
     units: dict[str, dict[str, str]] = field(default_factory=dict)
     format_version: int = S.FORMAT_VERSION
+    #: for an unfinished run: whether a writer held the file when it was read (False: it
+    #: was killed, or its disk failed), None when finished or where that cannot be known
+    writer_alive: bool | None = None
 
     @classmethod
     def open(cls, path: str | Path, run: str | int | None = None) -> Trace:
         """Load run ``run`` (id like '0001', or its number; default: the last run) of ``path``."""
-        path = Path(path)
+        return _repairing(Path(path), lambda: cls._open(Path(path), run))
+
+    @classmethod
+    def _open(cls, path: Path, run: str | int | None) -> Trace:
         with _open_read(path) as f:
             version = check_root(f, path)
             ids = _run_ids(f)
-            rid = cls._pick(path, ids, run)
+            rid = pick_run(path, ids, run)
             try:
-                return cls._load(path, f[S.RUNS_GROUP][rid], rid, version)
+                trace = cls._load(path, f[S.RUNS_GROUP][rid], rid, version)
             except (OSError, KeyError, ValueError, RuntimeError) as exc:
                 raise TraceError(
-                    f"{path} run {rid} is corrupt or unreadable ({exc})", _FIX_CORRUPT
+                    f"{path} run {rid} is corrupt or unreadable ({exc})", FIX_CORRUPT
                 ) from None
-
-    @staticmethod
-    def _pick(path: Path, ids: list[str], run: str | int | None) -> str:
-        if not ids:
-            raise TraceError(f"{path} holds no runs", "record a run into it first")
-        if run is None:
-            return ids[-1]
-        if isinstance(run, int | np.integer) and not isinstance(run, bool):
-            rid = S.run_id(int(run))
-        elif isinstance(run, str):
-            rid = S.run_id(int(run)) if run.isdigit() and run not in ids else run
-        else:
-            rid = repr(run)
-        if rid not in ids:
-            raise TraceError(
-                f"{path} has no run {rid!r}; it has {', '.join(ids)}", "pick one of those run ids"
-            )
-        return rid
+        if not trace.finished:
+            trace.writer_alive = writer_alive(path)
+        return trace
 
     @classmethod
     def _load(cls, path: Path, g: h5py.Group, rid: str, version: int) -> Trace:
-        attrs = {k: _decode(v) for k, v in g.attrs.items()}
+        attrs = readable_attrs(g)
         try:
             config = json.loads(attrs.get("config_json", "{}") or "{}")
         except json.JSONDecodeError as exc:
             raise TraceError(
-                f"{path} run {rid} has an invalid config_json ({exc})", _FIX_CORRUPT
+                f"{path} run {rid} has an invalid config_json ({exc})", FIX_CORRUPT
             ) from None
         units = {}
         for name in S.DATASETS:
             if name in g and "units" in g[name].attrs:
-                units[name] = json.loads(_decode(g[name].attrs["units"]))
+                units[name] = json.loads(plain_value(g[name].attrs["units"]))
         blob = bytes(g["model_blob"][()].tobytes()) if "model_blob" in g else None
         steps = _read_table(g, "steps")
         samples = _read_table(g, "samples")
-        # Seen mid-flush (SWMR) or after a kill, the tables may disagree at the end: keep the
-        # steps whose samples are all on disk, and no sample beyond the last of those steps.
-        ends = steps["sample_start"] + steps["q"]
-        whole = int(np.searchsorted(np.maximum.accumulate(ends) > len(samples), True))
-        steps = steps[:whole]
-        samples = samples[: int(ends[whole - 1]) if whole else 0]
+        # Seen mid-flush (SWMR), after a kill or a failed write, the tables may end in rows
+        # that never reached the disk: keep the whole steps and rows really written.
+        n_steps, n_samples = whole_steps(steps, samples)
+        steps, samples = steps[:n_steps], samples[:n_samples]
+        tables = {name: _read_table(g, name) for name in ("evals", "timing")}
+        tables["events"] = events_on_disk(g)
+        evals, timing, events = (rows[: written_rows(n, rows)] for n, rows in tables.items())
         return cls(
             path=path,
             run_id=rid,
@@ -361,9 +313,9 @@ class Trace:
             config=config,
             steps=steps,
             samples=samples,
-            evals=_read_table(g, "evals"),
-            timing=_read_table(g, "timing"),
-            events=_read_table(g, "events"),
+            evals=evals,
+            timing=timing,
+            events=events,
             model_blob=blob,
             units=units,
             format_version=version,
@@ -598,8 +550,19 @@ class Trace:
             "events": self.event_counts(),
             "start_time": self.attrs.get("start_time"),
             "end_time": self.attrs.get("end_time") or None,
+            "writer": None if self.writer_alive is None else _WRITER[self.writer_alive],
+            "error": self.error,
         }
 
+    @property
+    def error(self) -> str | None:
+        """The text of the run's last 'error' event (what ended a failed run), None if none."""
+        errors = self.events["detail"][self.events["kind"] == "error"]
+        return str(errors[-1]) if len(errors) else None
+
+
+#: Trace.summary()["writer"] of an unfinished run: its writer holds the file, or is gone.
+_WRITER = {True: "alive", False: "gone"}
 
 #: Final.train_loss is the mean step loss over this many last steps (step losses are noisy).
 FINAL_LOSS_WINDOW = 50
@@ -688,24 +651,24 @@ class Follower:
     def poll(self) -> Update:
         with _open_read(self.path) as f:
             if self.run_id is None:
-                self.run_id = Trace._pick(self.path, _run_ids(f), self.run)
+                self.run_id = pick_run(self.path, _run_ids(f), self.run)
             try:
                 g = f[S.RUNS_GROUP][self.run_id]
-                attrs = {k: _decode(v) for k, v in g.attrs.items()}
+                attrs = readable_attrs(g)
                 new = {}
                 for name in self._n:
                     ds = g[name]
                     n = ds.shape[0]
                     new[name] = (
-                        _decode_rows(ds[self._n[name] : n])
+                        decode_rows(ds[self._n[name] : n])
                         if n > self._n[name]
-                        else np.empty(0, _str_dtype(ds.dtype))
+                        else np.empty(0, str_dtype(ds.dtype))
                     )
                     self._n[name] = max(self._n[name], n)
                 new["steps"] = _current_steps(new["steps"])
             except (OSError, KeyError, ValueError, RuntimeError) as exc:
                 raise TraceError(
-                    f"{self.path} run {self.run_id} cannot be read ({exc})", _FIX_CORRUPT
+                    f"{self.path} run {self.run_id} cannot be read ({exc})", FIX_CORRUPT
                 ) from None
         return Update(
             self.run_id, attrs, new["steps"], new["evals"], new["events"], self._n["steps"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbench.device import ModelState
 from hilbench.errors import TraceError
 from hilbench.trace.reader import Trace
 
@@ -49,9 +50,7 @@ class ReplayResult:
         )
 
 
-def _initial_state(trace: Trace):  # -> hilbench.device.state.ModelState
-    from hilbench.device import ModelState
-
+def _initial_state(trace: Trace) -> ModelState:
     if trace.model_blob is None:
         raise TraceError(
             f"{trace.path} run {trace.run_id} holds no model blob, so it cannot be replayed",

@@ -303,6 +303,26 @@ def float_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     return out, ~np.asarray(ok, dtype=bool)
 
 
+#: Columns whose values have a tighter lower bound than their type's.
+COLUMN_MINIMUM = {("steps", "q"): 0}
+
+
+def check_column(
+    table: str, column: str, values: Sequence[Any]
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """``values`` for ``table``.``column`` checked against the column's type in DATASETS:
+    (values as int64 or float64, mask of the values that do not fit, the expected type)."""
+    kind = DATASETS[table][column]
+    if kind.kind == "f":
+        return (*float_column(values), f"f{kind.itemsize}")
+    info = np.iinfo(kind)
+    lo = COLUMN_MINIMUM.get((table, column))
+    expected = f"{kind.kind}{8 * kind.itemsize}"
+    if lo is not None:
+        expected += f" >= {lo}"
+    return (*int_column(values, info.min if lo is None else lo, info.max), expected)
+
+
 def short_ascii(value: object, what: str, width: int) -> str:
     """``value`` if it is an ASCII str that fits a fixed-width column, else a TraceError."""
     if not isinstance(value, str) or not value.isascii() or len(value) > width:
@@ -387,6 +407,43 @@ def clear_open_flags(fd: int) -> bool:
     if lookup3(bytes(block)) != int.from_bytes(head[end : end + 4], "little"):
         return False  # not a superblock we understand: leave it alone
     block[11] = 0
+    os.pwrite(fd, bytes(block) + lookup3(bytes(block)).to_bytes(4, "little"), 0)
+    os.fsync(fd)
+    return True
+
+
+def _superblock(fd: int) -> tuple[bytearray, int] | None:
+    """The version 2/3 superblock before its checksum, and its offset size; None if the file
+    does not start with one whose checksum holds."""
+    head = os.pread(fd, 64, 0)
+    if not head.startswith(_SIGNATURE) or len(head) < 12 or head[8] not in (2, 3):
+        return None
+    end = 12 + 4 * head[9]
+    if len(head) < end + 4:
+        return None
+    block = bytearray(head[:end])
+    if lookup3(bytes(block)) != int.from_bytes(head[end : end + 4], "little"):
+        return None
+    return block, head[9]
+
+
+def raise_end_of_allocation(fd: int) -> bool:
+    """Raise the superblock's end-of-allocation address to the file's size (what
+    ``h5clear --increment=0`` does): a write cut short may leave metadata on disk that lies
+    past the stored address, which HDF5 then refuses to read. False if nothing changed.
+
+    The caller must know that no process is writing the file.
+    """
+    found = _superblock(fd)
+    if found is None:
+        return False
+    block, width = found
+    at = 12 + 2 * width  # base address, extension address, then the end-of-file address
+    eoa = int.from_bytes(block[at : at + width], "little")
+    size = os.fstat(fd).st_size
+    if size <= eoa:
+        return False
+    block[at : at + width] = size.to_bytes(width, "little")
     os.pwrite(fd, bytes(block) + lookup3(bytes(block)).to_bytes(4, "little"), 0)
     os.fsync(fd)
     return True

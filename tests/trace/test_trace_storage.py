@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from trace_helpers import CONFIG, RUN_ATTRS, write_known_run
 
-from hilbench.trace import Trace, TraceWriter, list_runs
+from hilbench.trace import Trace, TraceWriter, list_runs, sigterm
 from hilbench.trace import writer as W
 from tests.needs import need_tool
 
@@ -202,10 +202,10 @@ def test_sigterm_flushes_and_marks_the_run_interrupted(tmp_path: Path) -> None:
 def test_sigterm_handler_is_only_installed_while_a_writer_is_open(tmp_path: Path) -> None:
     before = signal.getsignal(signal.SIGTERM)
     with TraceWriter.create(tmp_path / "a.h5", RUN_ATTRS, CONFIG) as a:
-        assert signal.getsignal(signal.SIGTERM) is W._on_sigterm
+        assert signal.getsignal(signal.SIGTERM) is sigterm.on_sigterm
         with TraceWriter.create(tmp_path / "b.h5", RUN_ATTRS, CONFIG):
             pass
-        assert signal.getsignal(signal.SIGTERM) is W._on_sigterm  # a is still open
+        assert signal.getsignal(signal.SIGTERM) is sigterm.on_sigterm  # a is still open
         assert not a.closed
     assert signal.getsignal(signal.SIGTERM) == before
     with TraceWriter.create(tmp_path / "c.h5", RUN_ATTRS, CONFIG, handle_sigterm=False):
