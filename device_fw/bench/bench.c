@@ -91,7 +91,7 @@ int hb_bench_forward(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena
     hb_status_clear(st);
     if (check_runs(runs, "runs", st) < 0) return -1;
     hb_graph *g = hb_graph_instance();
-    if (hb_graph_load(g, blob, len, st) < 0) return -1;
+    if (hb_blob_load(g, blob, len, st) < 0) return -1;
     r->ops = hb_graph_n_ops(g);
     r->act_bytes = hb_graph_act_bytes(g);
     r->input_size = hb_graph_input_size(g);
@@ -244,7 +244,7 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
     hb_status_clear(st);
     hb_graph *g = hb_graph_instance();
     hb_model *m = hb_model_instance();
-    if (hb_graph_load(g, blob, len, st) < 0) return -1;
+    if (hb_blob_load(g, blob, len, st) < 0) return -1;
     hb_slot one = *data;
     const hb_slot *slot = &one;
     if (!one.n_classes && hb_graph_output_size(g) <= UINT16_MAX)

@@ -323,10 +323,10 @@ static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size, ui
                           const hb_graph_rows *rows) {
     uint32_t classes = hb_graph_output_size(m->g);
     hb_stream bs;
-    hb_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
+    hb_philox_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
     int64_t sum = 0;
     for (uint16_t i = 0; i < batch_size; i++) {
-        uint32_t item = hb_batch_index(&bs, s->n_items, i);
+        uint32_t item = hb_philox_batch_index(&bs, s->n_items, i);
         const int8_t *out =
             hb_graph_forward_rows(m->g, s->inputs + (size_t)item * s->item_size, rows);
         sum += hb_loss_item(&m->loss, out, classes, s->labels[item]);
@@ -409,7 +409,7 @@ int hb_model_apply(hb_model *m, const uint8_t *seeds, const uint8_t *coeffs, uin
             mst_off += hb_pad16((uint64_t)tt->n * per);
         }
         tg.data = tensor_data(m, t);
-        hb_stream_init(&tg.round, hb_rd32(seeds), HB_STREAM_ROUNDING, t);
+        hb_philox_stream_init(&tg.round, hb_rd32(seeds), HB_STREAM_ROUNDING, t);
         for (uint32_t e0 = 0; e0 < tt->n; e0 += chunk) {
             uint32_t cnt = tt->n - e0 < chunk ? tt->n - e0 : chunk;
             memset(acc, 0, sizeof acc[0] * cnt);
@@ -433,7 +433,7 @@ void hb_model_eval(hb_model *m, const hb_slot *s, uint32_t start, uint32_t count
     if (start > s->n_items || count > s->n_items - start) return; /* outside the checked range */
     for (uint32_t i = start; i < start + count; i++) {
         const int8_t *out = hb_graph_forward(m->g, s->inputs + (size_t)i * s->item_size);
-        *correct += hb_argmax(out, classes) == s->labels[i];
+        *correct += hb_loss_argmax(out, classes) == s->labels[i];
         *loss_sum += hb_loss_item(&m->loss, out, classes, s->labels[i]);
     }
 }

@@ -3,14 +3,14 @@
  * reference/integer_ops/<op>.h, MEAN from reference/reduce.h) over one sample (NHWC without the
  * batch axis).
  *
- * The kernels trust their params: core/blob.c checked every count, shape and range when the
- * model was loaded. Per-channel multipliers stay in the blob as unaligned little-endian i32
- * (read with hb_rdi32).
+ * The kernels trust their params: core/blob.c and each op's check (core/ops/) checked every
+ * count, shape and range when the model was loaded. Per-channel multipliers stay in the blob
+ * as unaligned little-endian i32 (read with hb_rdi32).
  *
  * The ops with weights (FC, CONV_2D, DEPTHWISE_CONV_2D) loop over output channels outermost
  * and take each channel's filter row and bias from a row provider (hb_nn_rows) once: read in
  * place from the blob, or produced into a row buffer for a perturbed forward pass
- * (docs/zo-math.md section 3, core/graph.c and core/model.c). Any loop order gives the same
+ * (docs/zo-math.md section 3, core/ops/rows.c and core/model.c). Any loop order gives the same
  * bytes: each output element is one accumulator.
  *
  * Scalar and Helium (MVE) in one function: FC, CONV_2D and DEPTHWISE_CONV_2D open with an

@@ -50,14 +50,14 @@ static void fresh_run(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count, i
 
 void hb_zo_pool_draw(uint8_t dist, uint32_t pool_seed, int8_t *pool, uint32_t pool_size) {
     hb_stream s;
-    hb_stream_init(&s, pool_seed, HB_STREAM_POOL, 0);
+    hb_philox_stream_init(&s, pool_seed, HB_STREAM_POOL, 0);
     fresh_run(dist, &s, 0, pool_size, pool);
 }
 
 void hb_zo_samples(const hb_zo_source *src, const hb_zo_tensor *t, uint32_t ti, uint32_t seed,
                    uint32_t e0, uint32_t count, int8_t *r, uint8_t *mult) {
     hb_stream s;
-    hb_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
+    hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
     const uint32_t P = src->pool_size;
     if (!P) {
         fresh_run(src->dist, &s, e0, count, r);
@@ -101,7 +101,7 @@ void hb_zo_samples(const hb_zo_source *src, const hb_zo_tensor *t, uint32_t ti, 
 }
 
 void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti, hb_zo_rowline *lines) {
-    hb_stream_init(&rs->s, seed, HB_STREAM_PERTURB, ti);
+    hb_philox_stream_init(&rs->s, seed, HB_STREAM_PERTURB, ti);
     rs->lines = lines;
     if (lines)
         for (uint32_t l = 0; l < HB_ZO_ROW_CACHE_LINES; l++) lines[l].tag = 0;
@@ -113,7 +113,7 @@ static uint32_t row_word(hb_zo_rowstream *rs, uint32_t word) {
     const uint32_t block = word >> 2;
     hb_zo_rowline *line = &rs->lines[block % HB_ZO_ROW_CACHE_LINES];
     if (line->tag != block + 1) {
-        hb_stream_fill(&rs->s, block);
+        hb_philox_stream_fill(&rs->s, block);
         memcpy(line->w, rs->s.w, sizeof line->w);
         line->tag = block + 1; /* block < 2^24 (n <= 2^26): no wrap */
     }
@@ -190,7 +190,7 @@ void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab) {
         tab[hb_zo_value_index(dist, (int8_t)r)] = hb_zo_signed_delta((int8_t)r, scale, em);
 }
 
-uint32_t hb_isqrt_u64(uint64_t x) {
+uint32_t hb_zo_isqrt_u64(uint64_t x) {
     uint64_t r = 0, bit = (uint64_t)1 << 62;
     while (bit > x) bit >>= 2;
     while (bit) {
@@ -221,6 +221,6 @@ uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tenso
         for (uint32_t c = 0; c < cnt; c++) q += (uint64_t)((int32_t)r[c] * r[c]);
     }
     if (q == 0) return HB_SCALE_MAX;
-    uint32_t s = hb_isqrt_u64(((uint64_t)t->n << 32) / q); /* n < 2^26: no wrap */
+    uint32_t s = hb_zo_isqrt_u64(((uint64_t)t->n << 32) / q); /* n < 2^26: no wrap */
     return s < HB_SCALE_MAX ? s : HB_SCALE_MAX;
 }

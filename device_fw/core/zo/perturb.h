@@ -100,7 +100,7 @@ void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab);
 static inline int32_t hb_zo_signed_delta(int8_t r, uint32_t scale, int32_t em);
 
 /* floor(sqrt(x)), bitwise. */
-uint32_t hb_isqrt_u64(uint64_t x);
+uint32_t hb_zo_isqrt_u64(uint64_t x);
 
 /* The scale S (Q16) of trained tensor t for seed: fixed per distribution, or adaptive
  * min(2^16, isqrt(floor(2^32 n / Q))), Q = sum r^2 (2^16 if Q = 0). */

@@ -27,7 +27,7 @@ void hb_philox4x32_10(const uint32_t ctr[4], uint32_t k0, uint32_t k1, uint32_t 
     out[3] = c3;
 }
 
-void hb_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tensor) {
+void hb_philox_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tensor) {
     s->seed = seed;
     s->stream = stream;
     s->tensor = tensor;
@@ -35,13 +35,13 @@ void hb_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tenso
     s->valid = 0;
 }
 
-void hb_stream_fill(hb_stream *s, uint32_t block) {
+void hb_philox_stream_fill(hb_stream *s, uint32_t block) {
     const uint32_t ctr[4] = {block, s->tensor, 0, 0};
     hb_philox4x32_10(ctr, s->seed, s->stream, s->w);
     s->block = block;
     s->valid = 1;
 }
 
-uint32_t hb_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i) {
+uint32_t hb_philox_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i) {
     return (uint32_t)(((uint64_t)hb_stream_word(batch, i) * n_items) >> 32);
 }

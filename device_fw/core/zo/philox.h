@@ -18,14 +18,14 @@ typedef struct {
     uint32_t w[4];
 } hb_stream;
 
-void hb_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tensor);
+void hb_philox_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tensor);
 /* Fill s->w with block `block` of the stream. */
-void hb_stream_fill(hb_stream *s, uint32_t block);
+void hb_philox_stream_fill(hb_stream *s, uint32_t block);
 
 /* Word `word` of the stream (inline: the common case is a hit in the cached block). */
 static inline uint32_t hb_stream_word(hb_stream *s, uint32_t word) {
     uint32_t block = word >> 2;
-    if (!s->valid || s->block != block) hb_stream_fill(s, block);
+    if (!s->valid || s->block != block) hb_philox_stream_fill(s, block);
     return s->w[word & 3u];
 }
 /* Half i mod 2 of word i div 2 (half 0: bits 0..15, half 1: bits 16..31). */
@@ -34,6 +34,6 @@ static inline uint32_t hb_stream_half(hb_stream *s, uint32_t i) {
 }
 
 /* Item i of PROBE's mini-batch: (u64) word_i * n_items >> 32, stream (batch_seed, 2), tensor 0. */
-uint32_t hb_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i);
+uint32_t hb_philox_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i);
 
 #endif /* HB_ZO_PHILOX_H */
