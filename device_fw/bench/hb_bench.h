@@ -39,6 +39,9 @@ typedef struct {
 
 /* The cost of reading the tick counter twice (the least of 64 empty intervals): subtracted
  * from every timed run. Measured once, at the first call. */
+/* A marker call for a per-function profile under QEMU (bench/qemu/insn_split.c): does nothing. */
+void hb_bench_mark(void);
+
 uint64_t hb_bench_tick_overhead(void);
 
 typedef struct {
