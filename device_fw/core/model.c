@@ -281,18 +281,13 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
         hb_zo_perturb_run(p->src.dist, &s->s, j * len, len, base, dtab, out);
         return out;
     }
-    const int32_t voff = hb_zo_value_offset(p->src.dist);
-    const uint32_t vshift = hb_zo_value_shift(p->src.dist);
     for (uint32_t i0 = 0; i0 < len; i0 += HB_ZO_CHUNK) {
         const uint32_t cnt = len - i0 < HB_ZO_CHUNK ? len - i0 : HB_ZO_CHUNK;
         const int8_t *b = base + (size_t)i0 * step;
         int8_t *o = out + i0;
         hb_zo_row_samples(&p->src, tt, s, j, i0, cnt, o); /* the raw samples, in place */
         if (table)
-            for (uint32_t c = 0; c < cnt; c++) {
-                const int32_t d = dtab[(uint32_t)(o[c] + voff) >> vshift];
-                o[c] = hb_zo_clamp_weight(b[(size_t)c * step] + d);
-            }
+            hb_zo_perturb_samples(p->src.dist, b, (uint32_t)step, cnt, dtab, o);
         else
             for (uint32_t c = 0; c < cnt; c++) {
                 const int32_t d = hb_zo_signed_delta(o[c], scale, em);

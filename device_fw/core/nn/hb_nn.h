@@ -27,16 +27,7 @@
 #include "fixedpoint.h"
 #include "hb_bytes.h"
 
-/* HB_NN_MVE: 1 when the kernels use Helium. Derived here and nowhere else, from the
- * compiler's __ARM_FEATURE_MVE (bit 0: integer MVE, e.g. -mcpu=cortex-m55); building with
- * -DHB_NN_SCALAR keeps the scalar C on an MVE target (make an547 AN547_NN=scalar). */
-#if defined(HB_NN_SCALAR)
-#define HB_NN_MVE 0
-#elif defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-#define HB_NN_MVE 1
-#else
-#define HB_NN_MVE 0
-#endif
+#include "hb_mve.h" /* HB_NN_MVE */
 
 #if HB_NN_MVE
 #include "hb_nn_mve.h"

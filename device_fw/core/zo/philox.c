@@ -35,9 +35,39 @@ void hb_philox_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_
     s->valid = 0;
 }
 
+#if HB_NN_MVE
+/* Four Philox4x32-10 blocks at once, counters (block + lane, tensor, 0, 0), one block per 32-bit
+ * lane: word k of the four blocks is one vector (c_k), each round two 32x32 multiplies as
+ * VMULH/VMUL pairs, the keys' bumps in scalar registers; VST4 stores the lanes block-major.
+ * Every lane computes hb_philox4x32_10's words exactly (the same u32 operations). */
+static void philox_x4(uint32_t block, uint32_t tensor, uint32_t k0, uint32_t k1, uint32_t *out) {
+    uint32x4_t c0 = vaddq_n_u32(vidupq_n_u32(0, 1), block), c1 = vdupq_n_u32(tensor);
+    uint32x4_t c2 = vdupq_n_u32(0), c3 = vdupq_n_u32(0);
+    const uint32x4_t m0 = vdupq_n_u32(HB_PHILOX_M0), m1 = vdupq_n_u32(HB_PHILOX_M1);
+    for (int r = 0; r < HB_PHILOX_ROUNDS; r++) {
+        if (r > 0) {
+            k0 += HB_PHILOX_W0; /* u32: wraps */
+            k1 += HB_PHILOX_W1;
+        }
+        const uint32x4_t hi0 = vmulhq_u32(c0, m0), lo0 = vmulq_u32(c0, m0);
+        const uint32x4_t hi1 = vmulhq_u32(c2, m1), lo1 = vmulq_u32(c2, m1);
+        c0 = veorq_u32(veorq_u32(hi1, c1), vdupq_n_u32(k0));
+        c2 = veorq_u32(veorq_u32(hi0, c3), vdupq_n_u32(k1));
+        c1 = lo1;
+        c3 = lo0;
+    }
+    const uint32x4x4_t v = {{c0, c1, c2, c3}};
+    vst4q_u32(out, v);
+}
+#endif
+
 void hb_philox_stream_fill(hb_stream *s, uint32_t block) {
+#if HB_NN_MVE
+    philox_x4(block, s->tensor, s->seed, s->stream, s->w);
+#else
     const uint32_t ctr[4] = {block, s->tensor, 0, 0};
     hb_philox4x32_10(ctr, s->seed, s->stream, s->w);
+#endif
     s->block = block;
     s->valid = 1;
 }
