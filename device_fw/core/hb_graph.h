@@ -83,6 +83,10 @@ typedef struct {
     const int8_t *(*weight_row)(void *ctx, int32_t c, uint32_t j);
     int32_t (*bias)(void *ctx, int32_t c, uint32_t j);
     void *ctx; /* the source's state (a row buffer, cached PRNG blocks) */
+    /* the distance of the entries of claimed filter c's rows (the same for every row of the
+     * pass; NULL: 1, contiguous). A source may produce several depthwise rows at once as the
+     * columns of one buffer (hb_nn_rows' step) */
+    uint32_t (*row_step)(void *ctx, int32_t c);
 } hb_graph_rows;
 
 /* hb_graph_forward with the claimed tensors' rows from rows (NULL: none claimed). */

@@ -257,6 +257,50 @@ static hb_zo_rowstream *pass_stream(probe_pass *p, int32_t t, int bias) {
  * a table goes word by word from the stream to the weights (hb_zo_perturb_run); otherwise the
  * raw samples of a piece of the row go through the first bytes of the row buffer's own piece,
  * which the piece's results then overwrite. */
+/* Depthwise rows in the order the kernel reads them: a trailing filter of fresh samples and
+ * one delta table (no pool, no channel multipliers) has row j's entry i at element i R + j, so
+ * G consecutive rows are, for each entry i, G consecutive elements: one fused run each
+ * (hb_zo_perturb_run, its samples word by word and its weights contiguous in the blob) into
+ * the columns of a static buffer, group[i G + g] = row j0 + g's entry i, read by the kernel
+ * with step G (hb_graph_rows.row_step). The group is computed when the kernel asks for its
+ * first row and serves the next G - 1 (a row out of order recomputes its group). */
+enum { DW_GROUP = 64, DW_GROUP_BYTES = 2048 };
+static _Alignas(16) int8_t dw_group[DW_GROUP_BYTES];
+static struct {
+    const void *pass; /* the pass the group is of (NULL: none) */
+    int32_t tensor, em;
+    uint32_t j0;
+} dw_key;
+
+/* whether trained filter t's rows come grouped this pass */
+static int dw_grouped(const probe_pass *p, const hb_zo_tensor *tt) {
+    return tt->layout == HB_ROWS_TRAILING && !p->src.pool && !tt->cm &&
+           tt->n >= hb_zo_n_values(p->src.dist) && tt->len * (uint32_t)DW_GROUP <= DW_GROUP_BYTES;
+}
+
+static uint32_t pass_row_step(void *ctx, int32_t t) {
+    const probe_pass *p = ctx;
+    return dw_grouped(p, &p->m->z.trained[t]) ? DW_GROUP : 1;
+}
+
+static const int8_t *dw_row(probe_pass *p, int32_t t, uint32_t j, const int8_t *w,
+                            const int32_t *dtab, int32_t em, hb_zo_rowstream *s) {
+    const hb_zo_tensor *tt = &p->m->z.trained[t];
+    const uint32_t j0 = j / DW_GROUP * DW_GROUP, g = j - j0;
+    if (dw_key.pass != p || dw_key.tensor != t || dw_key.em != em || dw_key.j0 != j0) {
+        const uint32_t n = tt->rows - j0 < DW_GROUP ? tt->rows - j0 : DW_GROUP;
+        for (uint32_t i = 0; i < tt->len; i++) {
+            const uint32_t e = i * tt->rows + j0;
+            hb_zo_perturb_run(p->src.dist, &s->s, e, n, w + e, dtab, dw_group + i * DW_GROUP);
+        }
+        dw_key.pass = p;
+        dw_key.tensor = t;
+        dw_key.em = em;
+        dw_key.j0 = j0;
+    }
+    return dw_group + g;
+}
+
 static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
     probe_pass *p = ctx;
     const hb_model *m = p->m;
@@ -281,6 +325,7 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
         hb_zo_perturb_run(p->src.dist, &s->s, j * len, len, base, dtab, out);
         return out;
     }
+    if (table && dw_grouped(p, tt)) return dw_row(p, t, j, w, dtab, em, s);
     for (uint32_t i0 = 0; i0 < len; i0 += HB_ZO_CHUNK) {
         const uint32_t cnt = len - i0 < HB_ZO_CHUNK ? len - i0 : HB_ZO_CHUNK;
         const int8_t *b = base + (size_t)i0 * step;
@@ -344,7 +389,8 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
     p->sign = sign;
     p->w_tensor = p->b_tensor = p->tab_tensor = -1;
     p->tab_em = 0;
-    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p};
+    dw_key.pass = NULL; /* a new pass: no depthwise group */
+    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step};
     return batch_loss(m, s, batch_size, batch_seed, &rows);
 }
 

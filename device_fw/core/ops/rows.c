@@ -47,6 +47,8 @@ void hb_op_rows_of(const hb_graph *g, const hb_op *o, const hb_graph_rows *src, 
     out->wc = src ? src->claim(src->ctx, o->idx[1]) : -1;
     out->bc = src && out->b ? src->claim(src->ctx, o->idx[2]) : -1;
     out->r.row = out->wc >= 0 ? row_claimed : trailing ? row_trailing : row_leading;
-    out->r.step = out->wc < 0 ? o->prep.row_step : 1;
+    out->r.step = out->wc < 0                      ? o->prep.row_step
+                  : src->row_step ? src->row_step(src->ctx, out->wc)
+                                  : 1;
     out->r.bias = out->bc >= 0 ? bias_claimed : out->b ? bias_blob : bias_none;
 }
