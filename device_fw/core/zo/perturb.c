@@ -173,15 +173,18 @@ static inline uint16x8_t popcount16_mve(uint16x8_t x) {
     return vandq_u16(vaddq_u16(x, vshrq_n_u16(x, 8)), vdupq_n_u16(0x1F));
 }
 
-/* Words wi0 .. wi0 + nw - 1 of a stream into wb (the stream's cached blocks copied, a fill
- * of HB_STREAM_BLOCKS blocks at a time). */
+/* Words wi0 .. wi0 + nw - 1 of a stream into wb (the stream's cached blocks copied four words
+ * per vector, a fill of HB_STREAM_BLOCKS blocks at a time). */
 static void stream_words(hb_stream *s, uint32_t wi0, uint32_t nw, uint32_t *wb) {
     for (uint32_t i = 0; i < nw;) {
         const uint32_t wi = wi0 + i;
         (void)hb_stream_word(s, wi); /* the block of word wi cached */
         const uint32_t at = wi - 4u * s->block, avail = 4u * HB_STREAM_BLOCKS - at;
         const uint32_t m = avail < nw - i ? avail : nw - i;
-        memcpy(wb + i, s->w + at, 4u * m);
+        for (uint32_t k = 0; k < m; k += 4) {
+            const mve_pred16_t live = vctp32q(m - k);
+            vstrwq_p_u32(wb + i + k, vldrwq_z_u32(s->w + at + k, live), live);
+        }
         i += m;
     }
 }
@@ -191,9 +194,9 @@ enum { RUN_WORDS = 64 }; /* words per piece: 2048 Rademacher, 128 Gaussian, 256 
 /* One piece's n elements from its samples (lane c of element c: bit c of bits / half c of
  * halves / the low 7 bits of byte c of bytes): eight per int16 vector, the last group
  * predicated; the weights widened, the delta added, clamped to +-L, narrowed and stored. */
-static inline int16x8_t delta_mve(uint8_t dist, const uint8_t *bits, const uint16_t *halves,
-                                  const uint8_t *bytes, uint32_t c, mve_pred16_t live,
-                                  int16x8_t d0, int16_t diff, uint16x8_t neg_lane) {
+static inline __attribute__((always_inline)) int16x8_t delta_mve(
+    uint8_t dist, const uint8_t *bits, const uint16_t *halves, const uint8_t *bytes, uint32_t c,
+    mve_pred16_t live, int16x8_t d0, int16_t diff, uint16x8_t neg_lane) {
     if (dist == HB_DIST_RADEMACHER) { /* d0 + bit * (d1 - d0) */
         const uint16x8_t b =
             vshlq_u16(vdupq_n_u16(bits[c >> 3]), vreinterpretq_s16_u16(neg_lane));
@@ -205,8 +208,9 @@ static inline int16x8_t delta_mve(uint8_t dist, const uint8_t *bits, const uint1
     return vldrhq_gather_shifted_offset_z_s16(narrow, idx, live);
 }
 
-static void perturb_piece_mve(uint8_t dist, const uint32_t *wb, uint32_t lane0, uint32_t n,
-                              const int8_t *w, int8_t *out, int16x8_t d0, int16_t diff) {
+static inline __attribute__((always_inline)) void perturb_piece_mve(
+    uint8_t dist, const uint32_t *wb, uint32_t lane0, uint32_t n, const int8_t *w, int8_t *out,
+    int16x8_t d0, int16_t diff) {
     const int16x8_t lo = vdupq_n_s16(-HB_WEIGHT_LIMIT), hi = vdupq_n_s16(HB_WEIGHT_LIMIT);
     const uint16x8_t neg_lane = vreinterpretq_u16_s16(vnegq_s16(vreinterpretq_s16_u16(
         vidupq_n_u16(0, 1)))); /* lane c: shift right by c */
@@ -250,7 +254,13 @@ static void perturb_run_mve(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t co
                 wb[i] = (wb[i] >> lane0) | (wb[i + 1] << (32u - lane0));
             first = 0;
         }
-        perturb_piece_mve(dist, wb, first, n, w, out, d0, diff);
+        /* one loop per distribution (the lane's decoding a constant in each) */
+        if (dist == HB_DIST_RADEMACHER)
+            perturb_piece_mve(HB_DIST_RADEMACHER, wb, first, n, w, out, d0, diff);
+        else if (dist == HB_DIST_GAUSSIAN)
+            perturb_piece_mve(HB_DIST_GAUSSIAN, wb, first, n, w, out, d0, diff);
+        else
+            perturb_piece_mve(HB_DIST_UNIFORM, wb, first, n, w, out, d0, diff);
         e0 += n;
         count -= n;
         w += n;
