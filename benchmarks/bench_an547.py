@@ -397,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         version = qemu_version()
-        images = build_images()
+        # --probe-table --image: that image only (nothing built)
+        images = {"mve": args.image} if args.probe_table and args.image else build_images()
     except BenchError as exc:
         print(f"bench_an547: {exc}", file=sys.stderr)
         return 2
@@ -410,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"target: Cortex-M55 (QEMU mps3-an547), {version}, -icount shift={args.icount_shift}")
     print(
         f"firmware: device_fw core ({source_state()}), {build['compiler']}, "
-        f"{build['flags'].replace(' -DHB_NN_SCALAR', '')}; scalar: AN547_NN=scalar "
+        f"{build.get('flags', '?').replace(' -DHB_NN_SCALAR', '')}; scalar: AN547_NN=scalar "
         f"(-DHB_NN_SCALAR), Helium: AN547_NN=mve"
     )
     print(
