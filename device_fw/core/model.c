@@ -40,6 +40,7 @@ struct hb_model {
     hb_zocf z; /* z.trained: the table in the work area, once bound */
     /* the work area's parts (offsets into work; used only once bound: < work_bytes then) */
     uint32_t pool_off, row_off, delta_off, cache_off, table_off, scale_off;
+    uint32_t row_bytes; /* the row buffer's bytes (the longest trained weight row, padded) */
     uint8_t has_cache; /* a depthwise filter trains with fresh samples: the row cache exists */
     uint64_t work_bytes;
     uint8_t *work; /* NULL until bound */
@@ -142,7 +143,8 @@ int hb_model_load(hb_model *m, hb_graph *g, hb_status *st) {
     m->pool_off = (uint32_t)off;
     off += hb_pad16(m->z.pool_size);
     m->row_off = (uint32_t)off;
-    off += hb_pad16(longest);
+    m->row_bytes = (uint32_t)hb_pad16(longest);
+    off += m->row_bytes;
     m->delta_off = (uint32_t)off;
     if (weights) off += hb_pad16((uint64_t)HB_ZO_DELTA_BYTES * hb_zo_n_values(m->z.dist));
     m->cache_off = (uint32_t)off;
@@ -261,44 +263,64 @@ static hb_zo_rowstream *pass_stream(probe_pass *p, int32_t t, int bias) {
  * one delta table (no pool, no channel multipliers) has row j's entry i at element i R + j, so
  * G consecutive rows are, for each entry i, G consecutive elements: one fused run each
  * (hb_zo_perturb_run, its samples word by word and its weights contiguous in the blob) into
- * the columns of a static buffer, group[i G + g] = row j0 + g's entry i, read by the kernel
- * with step G (hb_graph_rows.row_step). The group is computed when the kernel asks for its
- * first row and serves the next G - 1 (a row out of order recomputes its group). */
-enum { DW_GROUP = 64, DW_GROUP_BYTES = 2048 };
-static _Alignas(16) int8_t dw_group[DW_GROUP_BYTES];
+ * the columns of a work-area buffer (dw_buffer), group[i G + g] = row j0 + g's entry i, read by
+ * the kernel with step G (hb_graph_rows.row_step). G = the buffer's bytes / L, at most 64, a
+ * multiple of 16: the work area is the twin's, no byte more. The group is computed when the
+ * kernel asks for its first row and serves the next G - 1; any other row forgets it (a row out
+ * of order recomputes it). */
+enum { DW_GROUP_MAX = 64 };
 static struct {
-    const void *pass; /* the pass the group is of (NULL: none) */
+    const void *pass; /* the pass the row buffer's group is of (NULL: none) */
     int32_t tensor, em;
     uint32_t j0;
 } dw_key;
 
-/* whether trained filter t's rows come grouped this pass */
-static int dw_grouped(const probe_pass *p, const hb_zo_tensor *tt) {
-    return tt->layout == HB_ROWS_TRAILING && !p->src.pool && !tt->cm &&
-           tt->n >= hb_zo_n_values(p->src.dist) && tt->len * (uint32_t)DW_GROUP <= DW_GROUP_BYTES;
+/* The group's buffer: the larger of the row buffer and the depthwise row cache (a grouped
+ * filter reads neither: its rows are in the group, its samples word by word; a tensor that
+ * uses the cache after it empties it, hb_zo_rowstream_init). */
+static int8_t *dw_buffer(const hb_model *m, uint32_t *bytes) {
+    const uint32_t cache = HB_ZO_ROW_CACHE_LINES * HB_ZO_ROW_CACHE_LINE_BYTES;
+    const int in_cache = m->has_cache && cache > m->row_bytes;
+    *bytes = in_cache ? cache : m->row_bytes;
+    return work_at(m, in_cache ? m->cache_off : m->row_off);
+}
+
+/* the rows per group of trained filter t this pass (a multiple of the Helium depthwise
+ * kernel's 16-channel block: a block never spans two groups, whose rows it may read in place),
+ * 0: not grouped */
+static uint32_t dw_group_rows(const probe_pass *p, const hb_zo_tensor *tt) {
+    if (tt->layout != HB_ROWS_TRAILING || p->src.pool || tt->cm ||
+        tt->n < hb_zo_n_values(p->src.dist))
+        return 0;
+    uint32_t bytes;
+    (void)dw_buffer(p->m, &bytes);
+    uint32_t g = bytes / tt->len;
+    if (g > DW_GROUP_MAX) g = DW_GROUP_MAX;
+    return g - g % 16;
 }
 
 static uint32_t pass_row_step(void *ctx, int32_t t) {
     const probe_pass *p = ctx;
-    return dw_grouped(p, &p->m->z.trained[t]) ? DW_GROUP : 1;
+    const uint32_t g = dw_group_rows(p, &p->m->z.trained[t]);
+    return g ? g : 1;
 }
 
-static const int8_t *dw_row(probe_pass *p, int32_t t, uint32_t j, const int8_t *w,
-                            const int32_t *dtab, int32_t em, hb_zo_rowstream *s) {
+static const int8_t *dw_row(probe_pass *p, int32_t t, uint32_t j, uint32_t G, const int8_t *w,
+                            const int32_t *dtab, int32_t em, hb_zo_rowstream *s, int8_t *group) {
     const hb_zo_tensor *tt = &p->m->z.trained[t];
-    const uint32_t j0 = j / DW_GROUP * DW_GROUP, g = j - j0;
+    const uint32_t j0 = j / G * G, g = j - j0;
     if (dw_key.pass != p || dw_key.tensor != t || dw_key.em != em || dw_key.j0 != j0) {
-        const uint32_t n = tt->rows - j0 < DW_GROUP ? tt->rows - j0 : DW_GROUP;
+        const uint32_t n = tt->rows - j0 < G ? tt->rows - j0 : G;
         for (uint32_t i = 0; i < tt->len; i++) {
             const uint32_t e = i * tt->rows + j0;
-            hb_zo_perturb_run(p->src.dist, &s->s, e, n, w + e, dtab, dw_group + i * DW_GROUP);
+            hb_zo_perturb_run(p->src.dist, &s->s, e, n, w + e, dtab, group + i * G);
         }
         dw_key.pass = p;
         dw_key.tensor = t;
         dw_key.em = em;
         dw_key.j0 = j0;
     }
-    return dw_group + g;
+    return group + g;
 }
 
 static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
@@ -321,11 +343,16 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
         p->tab_em = em;
         table = 1;
     }
+    const uint32_t G = table ? dw_group_rows(p, tt) : 0;
+    if (G) {
+        uint32_t bytes;
+        return dw_row(p, t, j, G, w, dtab, em, s, dw_buffer(m, &bytes));
+    }
+    dw_key.pass = NULL; /* the row buffer gets another row */
     if (table && step == 1 && !p->src.pool) { /* a leading row of fresh samples: fused */
         hb_zo_perturb_run(p->src.dist, &s->s, j * len, len, base, dtab, out);
         return out;
     }
-    if (table && dw_grouped(p, tt)) return dw_row(p, t, j, w, dtab, em, s);
     for (uint32_t i0 = 0; i0 < len; i0 += HB_ZO_CHUNK) {
         const uint32_t cnt = len - i0 < HB_ZO_CHUNK ? len - i0 : HB_ZO_CHUNK;
         const int8_t *b = base + (size_t)i0 * step;
