@@ -14,8 +14,12 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from hilbench import __version__, datasets, version
-from hilbench.backends import Backend, EmulatorBackend, make_backend
+from hilbench.backend.base import Backend, Connection
+from hilbench.backend.emulate import EmulatorBackend
+from hilbench.backend.registry import make_backend
 from hilbench.board.lifecycle import Lifecycle, Stage
+from hilbench.client.device_client import DeviceClient
+from hilbench.client.recovery import RecoveringTarget, UpdateLog
 from hilbench.config import RunConfig, parse_eps_mult
 from hilbench.console import (
     NullView,
@@ -36,8 +40,6 @@ from hilbench.npu.graph import Graph
 from hilbench.npu.ops import _backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
-from hilbench.target.client import Target
-from hilbench.target.recovery import RecoveringTarget, UpdateLog
 from hilbench.trace import Trace, TraceWriter
 from hilbench.trace.reader import RunInfo, run_infos
 from hilbench.train.schedule import Scheduler, make_schedule
@@ -55,11 +57,13 @@ POOL_SEED_SALT = 0x504F4F4C  # "POOL": the pool seed is the run seed xor this
 RANDOM_INIT_WEIGHT_RANGE = 64
 
 
-def direct_target(twin: DeviceTwin | None = None) -> Target:
-    """A connected Target on an in-process twin, for studies: no pty, no thread, the same bytes
-    and device code as the emulator backend (``EmulatorBackend(link="memory")``'s link)."""
+def direct_target(twin: DeviceTwin | None = None) -> DeviceClient:
+    """A connected DeviceClient on an in-process twin, for studies: no pty, no thread, the same
+    bytes and device code as the emulator backend (``EmulatorBackend(link="memory")``'s link)."""
     port = MemoryPort(FrameEndpoint(twin or DeviceTwin()).feed, name="in-process")
-    target = Target(port, name="emulator (in-process)", min_rto=EmulatorBackend.MEMORY_MIN_RTO_S)
+    target = DeviceClient(
+        port, name="emulator (in-process)", min_rto=EmulatorBackend.MEMORY_MIN_RTO_S
+    )
     target.hello()
     return target
 
@@ -295,7 +299,7 @@ def run(
     config: RunConfig,
     *,
     view: RunView | None = None,
-    target: Target | None = None,
+    target: DeviceClient | Connection | None = None,
     backend: Backend | None = None,
     schedule: Scheduler | None = None,
 ) -> RunResult:
@@ -322,7 +326,7 @@ def resume(
     *,
     view: RunView | None = None,
     backend: Backend | None = None,
-    target: Target | None = None,
+    target: DeviceClient | Connection | None = None,
     run: str | None = None,
 ) -> RunResult:
     """Continue an interrupted run of ``trace_path`` in the same file: ``run`` (an id such as
@@ -396,7 +400,7 @@ def _run(
     config: RunConfig,
     *,
     view: RunView | None,
-    target: Target | None,
+    target: DeviceClient | Connection | None,
     backend: Backend | None,
     schedule: Scheduler | None,
     resumed: _Resumed | None = None,
@@ -447,15 +451,18 @@ def _run(
 
         owned = None
         trainer = None
+        connection = None
         try:
-            if target is None:  # connect first: a wrong port leaves no failed run in the trace
+            if isinstance(target, Connection):  # an opened backend's: where, and a lifecycle
+                connection, target = target, target.client
+            elif target is None:  # connect first: a wrong port leaves no failed run in the trace
                 owned = backend or make_backend(config)
                 view_status(view, _connecting(config))
-                if hasattr(owned, "load_progress"):  # a board: the firmware's bar
-                    owned.load_progress = lambda done, total: view_transfer(
-                        view, "loading the firmware", done, total
-                    )
-                target = owned.open()
+                owned.load_progress = lambda done, total: view_transfer(  # a board's firmware
+                    view, "loading the firmware", done, total
+                )
+                connection = owned.open()
+                target = connection.client
             inner = target
             target = RecoveringTarget(
                 target,
@@ -465,7 +472,7 @@ def _run(
                 shadow=ModelState.from_blob if config.backend != "emulate" else None,
             )
             # where it ran: a farm board's place, exporter host, probe id, firmware hash
-            where = dict(getattr(inner, "location", None) or {})
+            where = dict(connection.location) if connection is not None else {}
             if resumed is None:
                 writer = TraceWriter.create(
                     trace_path, {**run_attrs, **where}, config.to_dict(), model_blob=model.blob
@@ -500,7 +507,8 @@ def _run(
                 x_test = datasets.quantize_inputs(
                     data.x_test, model.input_scale, model.input_zero_point
                 )
-                life = getattr(inner, "lifecycle", None)  # a board's stages, timed and logged
+                # a board's stages, timed and logged
+                life = connection.lifecycle if connection is not None else None
                 with _UploadStatus(view, inner) as uploads, _moving(life, Stage.MODEL_LOADED):
                     if resumed is None:
                         uploads.expect("the model", len(model.blob))
@@ -595,7 +603,7 @@ class _UploadStatus:
     acknowledged (the client's ``on_upload``, given back when the ``with`` block ends,
     however it ends); a phase of several blobs (a resume: model and data) counts as one."""
 
-    def __init__(self, view: RunView, target: Target) -> None:
+    def __init__(self, view: RunView, target: DeviceClient) -> None:
         self.view = view
         self.target = target
         self.what = ""

@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from hilbench.backends import single_threaded_blas
+    from hilbench.backend.emulate import single_threaded_blas
     from hilbench.device.server import serve_tcp
     from hilbench.device.twin import DeviceTwin
 

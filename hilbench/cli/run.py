@@ -410,7 +410,7 @@ def _backend_override(args: argparse.Namespace):
             )
         return None
     kind, port, baud = _device(args)
-    from hilbench.backends import make_backend
+    from hilbench.backend.registry import make_backend
 
     return make_backend(
         RunConfig(

@@ -131,7 +131,7 @@ def _local_only(ctx: LoadContext, what: str) -> None:
 
 
 def _start(argv: list[str], name: str, ctx: LoadContext) -> Any:
-    from hilbench.target.process import FirmwareProcess
+    from hilbench.launch.process import FirmwareProcess
 
     process = FirmwareProcess(argv, name=f"{name} of place {ctx.place}")
     first = process.start()
@@ -145,7 +145,7 @@ def _start(argv: list[str], name: str, ctx: LoadContext) -> Any:
 
 
 def _load_sil(ctx: LoadContext) -> Loaded:
-    from hilbench.target.sil import sil_binary
+    from hilbench.launch.sil import sil_binary
 
     _local_only(ctx, "sil")
     binary = sil_binary(ctx.image or ctx.params.get("image") or None)

@@ -183,7 +183,7 @@ _PROFILES = {"stm32n6": elfimage.STM32N6, "an547": elfimage.AN547}
 def _elf(ctx: LoadContext, machine: str):
     given = ctx.image or str(ctx.params.get("image", "") or "") or None
     if machine == "an547":
-        from hilbench.target.qemu import firmware_elf as an547_elf
+        from hilbench.launch.qemu import firmware_elf as an547_elf
 
         return an547_elf(given)
     from hilbench.board.firmware import firmware_elf

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hilbench.client.device_client import CommandTiming, DeviceClient
 from hilbench.config import rate_schedule
 from hilbench.console import NullView, Progress, RunView
 from hilbench.errors import HilbenchError
-from hilbench.target.client import CommandTiming, Target
 from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
 from hilbench.train.schedule import Scheduler, StepInfo
@@ -92,7 +92,7 @@ class Trainer:
 
     def __init__(
         self,
-        target: Target,
+        target: DeviceClient,
         schedule: Scheduler,
         settings: TrainSettings,
         trace,  # hilbench.trace.TraceWriter

@@ -10,8 +10,8 @@ import pytest
 
 from hilbench.device.server import ThreadedServer
 from hilbench.device.twin import DeviceTwin
+from hilbench.launch.make import run_make
 from hilbench.link.pty_pair import PtyPair
-from hilbench.target.make import run_make
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from hilbench import datasets, session
-from hilbench.backends import EmulatorBackend
+from hilbench.backend.emulate import EmulatorBackend
 from hilbench.config import RunConfig
 from hilbench.console import NullView
 from hilbench.trace import Trace

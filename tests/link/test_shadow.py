@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from hilbench.backends import EmulatorBackend
+from hilbench.backend.emulate import EmulatorBackend
+from hilbench.client.recovery import RecoveringTarget, WeightsDiverged
 from hilbench.device.state import ModelState
 from hilbench.device.twin import DeviceTwin
-from hilbench.target.recovery import RecoveringTarget, WeightsDiverged
 from tests.link.soak import tiny_workload
 
 

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 from hilbench import session
-from hilbench.backends import EmulatorBackend, QemuBackend
+from hilbench.backend.emulate import EmulatorBackend
+from hilbench.backend.qemu import QemuBackend
+from hilbench.client.device_client import DeviceReset
 from hilbench.config import RunConfig
 from hilbench.device.twin import DeviceTwin
 from hilbench.errors import DeviceError
 from hilbench.link.faults import FaultSpec
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
-from hilbench.target.client import DeviceReset
 from hilbench.trace import Trace
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables

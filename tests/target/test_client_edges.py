@@ -1,6 +1,6 @@
 """The client's retries, re-sends, APPLY_PROBED/APPLY_PROBE reuse, chunking and refusals.
 
-Every test drives the real ``Target`` against the twin behind its real frame endpoint, over
+Every test drives the real ``DeviceClient`` against the twin behind its real frame endpoint, over
 the in-process link; a ``Link`` in between records each request frame and can withhold,
 repeat, damage or replace an answer, as a bad cable or a wrong port would.
 """
@@ -15,6 +15,13 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from hilbench.client.device_client import (
+    CommandTiming,
+    DeviceClient,
+    DeviceReset,
+    ModelWork,
+    describe_bytes,
+)
 from hilbench.device.server import FrameEndpoint
 from hilbench.device.twin import DeviceTwin
 from hilbench.errors import DeviceError, LinkError
@@ -22,13 +29,6 @@ from hilbench.link.memory import MemoryPort
 from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import Frame, FrameDecoder, encode_frame
-from hilbench.target.client import (
-    CommandTiming,
-    DeviceReset,
-    ModelWork,
-    Target,
-    describe_bytes,
-)
 from tests.link.soak import tiny_workload
 
 BLOB, X, Y = tiny_workload()
@@ -63,10 +63,10 @@ class Link:
         return [T(f.type).name for f in self.requests[since:]]
 
 
-def connect(link: Link | None = None, **kw: object) -> tuple[Target, Link, list]:
+def connect(link: Link | None = None, **kw: object) -> tuple[DeviceClient, Link, list]:
     link = link or Link()
     events: list[tuple[str, str]] = []
-    target = Target(
+    target = DeviceClient(
         MemoryPort(link.answer, name="mem"),
         name="dut",
         min_rto=0.001,
@@ -78,14 +78,14 @@ def connect(link: Link | None = None, **kw: object) -> tuple[Target, Link, list]
     return target, link, events
 
 
-def loaded(**kw: object) -> tuple[Target, Link, list]:
+def loaded(**kw: object) -> tuple[DeviceClient, Link, list]:
     target, link, events = connect(**kw)
     target.load_model(BLOB)
     target.load_data(0, X, Y, 10)
     return target, link, events
 
 
-def probe(target: Target, seeds: np.ndarray = SEEDS, batch_seed: int = 1) -> m.ProbeResponse:
+def probe(target: DeviceClient, seeds: np.ndarray = SEEDS, batch_seed: int = 1) -> m.ProbeResponse:
     return target.probe(slot=0, batch_size=8, batch_seed=batch_seed, eps=2, seeds=seeds)
 
 
@@ -106,7 +106,7 @@ def test_a_lost_answer_is_retried_with_the_identical_frame_and_applied_once():
 
 def test_each_request_takes_the_next_sequence_number_mod_2_16():
     link = Link(DeviceTwin(boot_nonce=1, max_payload=256))  # uploads in many frames
-    target = Target(MemoryPort(link.answer), name="dut", min_rto=0.001, timeout=0.05)
+    target = DeviceClient(MemoryPort(link.answer), name="dut", min_rto=0.001, timeout=0.05)
     target._seq = 0xFFF8  # the session starts near the wrap: uploads cross it
     target.hello()
     target.load_model(BLOB)
@@ -361,7 +361,7 @@ def test_uploads_are_cut_to_the_devices_frames():
 
 
 def test_chunk_size_before_hello_and_its_floor():
-    target = Target(MemoryPort(Link().answer), name="x")
+    target = DeviceClient(MemoryPort(Link().answer), name="x")
     assert target._chunk_size() == spec.MIN_DEVICE_PAYLOAD - 16  # the least any device takes
     target.info = type("I", (), {"max_payload": 40})()
     assert target._chunk_size() == 64
@@ -429,11 +429,11 @@ def test_each_command_reports_host_and_device_time():
 
 
 def test_repr_and_type_checks():
-    target = Target(MemoryPort(Link().answer), name="x")
-    assert repr(target) == "<Target x: no HELLO answered yet>"
+    target = DeviceClient(MemoryPort(Link().answer), name="x")
+    assert repr(target) == "<DeviceClient x: no HELLO answered yet>"
     target.hello()
     assert repr(target) == (
-        f"<Target x: hilbench-twin, firmware {target.info.firmware!r}, protocol 1>"
+        f"<DeviceClient x: hilbench-twin, firmware {target.info.firmware!r}, protocol 1>"
     )
     with pytest.raises(TypeError, match="not a request"):
         target._exchange(m.WeightsCrcResponse(crc32=0, updates_applied=0))

@@ -11,19 +11,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hilbench.device.state import ModelState
-from hilbench.device.twin import DeviceTwin
-from hilbench.errors import DeviceError
-from hilbench.protocol import data_blob
-from hilbench.protocol import messages as m
-from hilbench.session import direct_target
-from hilbench.target.recovery import (
+from hilbench.client.recovery import (
     CRC_EVERY,
     MAX_RECOVERIES_IN_A_ROW,
     RecoveringTarget,
     UpdateLog,
     WeightsDiverged,
 )
+from hilbench.device.state import ModelState
+from hilbench.device.twin import DeviceTwin
+from hilbench.errors import DeviceError
+from hilbench.protocol import data_blob
+from hilbench.protocol import messages as m
+from hilbench.session import direct_target
 from tests.link.soak import tiny_workload
 
 WORKLOAD = tiny_workload()

@@ -1,6 +1,6 @@
-"""Upload progress: ``Target.on_upload`` hears the bytes the device acknowledged, chunk by chunk,
-over a link paced to the board's 921,600 baud (the twin behind a pty); the views show it (a bar
-on the live panel during setup, a line a period in plain output); and a whole run over that
+"""Upload progress: ``DeviceClient.on_upload`` hears the bytes the device acknowledged, chunk by
+chunk, over a link paced to the board's 921,600 baud (the twin behind a pty); the views show it
+(a bar on the live panel during setup, a line a period in plain output); and a whole run over that
 link reports its uploads that way."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from hilbench import datasets, session
+from hilbench.client.device_client import FRAME_OVERHEAD, DeviceClient
 from hilbench.config import RunConfig
 from hilbench.console import LiveView, PlainView, Progress, Transfer, fmt_bytes
 from hilbench.device.server import ThreadedServer
@@ -23,7 +24,6 @@ from hilbench.link.paced import PacedPort
 from hilbench.link.pty_pair import PtyPair
 from hilbench.link.serial_port import open_port
 from hilbench.protocol import data_blob
-from hilbench.target.client import FRAME_OVERHEAD, Target
 
 BAUD = 921_600  # the ST-LINK-V3 virtual COM port's rate (STM32N6570-DK)
 SECONDS_PER_BYTE = 10 / BAUD  # 8N1
@@ -31,10 +31,10 @@ SECONDS_PER_BYTE = 10 / BAUD  # 8N1
 
 @pytest.fixture
 def paced_target():
-    """A Target on a pty paced to 921,600 baud, the twin answering on the far side."""
+    """A DeviceClient on a pty paced to 921,600 baud, the twin answering on the far side."""
     pty = PtyPair()
     server = ThreadedServer(DeviceTwin(), pty.device_stream())
-    target = Target(PacedPort(open_port(pty.path), BAUD), name="twin at 921600 baud")
+    target = DeviceClient(PacedPort(open_port(pty.path), BAUD), name="twin at 921600 baud")
     target.hello()
     yield target
     target.close()

@@ -1,4 +1,4 @@
-"""Reset recovery: a Target wrapper that survives device reboots in the middle of a run.
+"""Reset recovery: a DeviceClient wrapper that survives device reboots in the middle of a run.
 
 It remembers what it sent that the device keeps (the model blob, each data slot) and every
 update the device acknowledged, with the weights CRCs the device reported along the way. When
@@ -17,9 +17,9 @@ from typing import Protocol
 
 import numpy as np
 
+from hilbench.client.device_client import DeviceClient, DeviceInfo, DeviceReset
 from hilbench.errors import DeviceError, HilbenchError
 from hilbench.protocol import data_blob
-from hilbench.target.client import DeviceInfo, DeviceReset, Target
 
 MAX_RECOVERIES_IN_A_ROW = 20
 CRC_EVERY = 100  # updates between weights-CRC checkpoints (one extra round trip each)
@@ -48,11 +48,11 @@ class UpdateLog:
 
 
 class RecoveringTarget:
-    """Same commands as ``Target``; a device reset costs time, never correctness."""
+    """Same commands as ``DeviceClient``; a device reset costs time, never correctness."""
 
     def __init__(
         self,
-        target: Target,
+        target: DeviceClient,
         *,
         on_event: Callable[[str, str], None] | None = None,
         crc_every: int = CRC_EVERY,
@@ -135,7 +135,7 @@ class RecoveringTarget:
             self.weights_crc()
 
     def apply_probe(self, apply_seeds: np.ndarray, coeffs: np.ndarray, **probe: object):
-        """``Target.apply_probe``, logged as ``apply`` is; returns the PROBE's answer."""
+        """``DeviceClient.apply_probe``, logged as ``apply`` is; returns the PROBE's answer."""
         applied, response = self._call(
             lambda: self.target.apply_probe(apply_seeds, coeffs, **probe)
         )

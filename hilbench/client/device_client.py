@@ -1,6 +1,6 @@
 """The host's client for one device: every command is a timed, traced round trip.
 
-``Target`` speaks docs/protocol.md over any pyserial port. It numbers requests, waits for the
+``DeviceClient`` speaks docs/protocol.md over any pyserial port. It numbers requests, waits for the
 answer with the same sequence number, turns ERROR frames into DeviceError and silence into
 LinkError (naming the port, the command and the bytes seen), and reports each command's
 host wall-clock time and the device's own duration with its source.
@@ -20,13 +20,13 @@ from typing import NamedTuple
 import numpy as np
 import serial
 
+from hilbench.client.rto import PEAK_HALF_LIFE_S, Part, WorkTimer
 from hilbench.errors import ConfigError, DeviceError, LinkError
 from hilbench.link.faults import FaultSpec
 from hilbench.link.wrapper import PortWrapper
 from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
-from hilbench.target.rto import PEAK_HALF_LIFE_S, Part, WorkTimer
 
 TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}
 INSTRUCTIONS = "instr"  # executed instructions (QEMU -icount): a count, never seconds
@@ -42,7 +42,7 @@ _PROBE, _APPLY_PROBED, _APPLY_PROBE = (  # plain ints: compared and packed on ev
 )
 UPLOAD_FIX = {
     "model blob": "pass a model blob (hilbench.npu.blob.to_blob builds one)",
-    "data blob": "pass a data blob (hilbench.protocol.data_blob.encode, or Target.load_data)",
+    "data blob": "pass a data blob (hilbench.protocol.data_blob.encode, or DeviceClient.load_data)",
 }
 FRAME_OVERHEAD = 16  # header, CRC, COBS and delimiter bytes a chunk must leave room for
 #: ``on_upload(acknowledged, total)``: bytes of a model or data blob the device has
@@ -118,7 +118,7 @@ class DeviceReset(DeviceError):
     """The device rebooted since the last HELLO (its model, data and weights are gone)."""
 
 
-class Target:
+class DeviceClient:
     """A connected device (twin, QEMU or board) behind a pyserial port.
 
     Every request is retried on silence (adaptive timeout, exponential backoff) or when the
@@ -641,9 +641,9 @@ class Target:
     def __repr__(self) -> str:
         info = self.info
         if info is None:
-            return f"<Target {self.name}: no HELLO answered yet>"
+            return f"<DeviceClient {self.name}: no HELLO answered yet>"
         return (
-            f"<Target {self.name}: {info.device_id}, firmware {info.firmware!r}, "
+            f"<DeviceClient {self.name}: {info.device_id}, firmware {info.firmware!r}, "
             f"protocol {info.protocol_version}>"
         )
 
@@ -687,3 +687,8 @@ def describe_bytes(data: bytes) -> str:
         text = data.decode("ascii", "replace")
         return f"text {text!r}"
     return data.hex(" ")
+
+
+#: The old name of :class:`DeviceClient` (it clashed with labgrid's ``Target``), kept for one
+#: release: new code imports ``DeviceClient``.
+Target = DeviceClient

@@ -1,0 +1,81 @@
+"""Events from the client and the backends, delivered to whoever subscribed.
+
+The model is labgrid's steps: the client and a backend announce what happens (a command's
+round trip, a retry or a reset, a chunk of an upload, a board's timed step), and any number
+of subscribers (the trace, the live view, the board's log, a failing test's report) hear it.
+Nothing is set on the client: a subscriber subscribes, and is gone when it unsubscribes.
+
+A :class:`Channel` is one kind of event; emitting on a channel nobody listens to costs one
+test of an empty tuple (a command's timing is emitted on every round trip).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Generic, NamedTuple, TypeVar
+
+T = TypeVar("T")
+
+
+class Incident(NamedTuple):
+    """Something that happened on the link: ``kind`` (retry, resync, reset, injected,
+    recovered, ...) and what, in one line."""
+
+    kind: str
+    detail: str
+
+
+class Transfer(NamedTuple):
+    """Progress of an upload or a firmware load: ``done`` of ``total`` bytes acknowledged
+    (0 before the first chunk, then after each chunk's answer)."""
+
+    done: int
+    total: int
+
+
+class Step(NamedTuple):
+    """One timed step of a backend's way to a device (find the board, a hook, halt, write,
+    reset, HELLO, ...): its name, its duration and how it ended ("" when it went well)."""
+
+    name: str
+    seconds: float
+    outcome: str = ""
+
+
+class Channel(Generic[T]):
+    """The subscribers of one kind of event, called in the order they subscribed."""
+
+    __slots__ = ("_subscribers",)
+
+    def __init__(self) -> None:
+        self._subscribers: tuple[Callable[[T], None], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self._subscribers)
+
+    def subscribe(self, subscriber: Callable[[T], None]) -> Callable[[T], None]:
+        """Add ``subscriber`` (it hears every event from now on); returns it."""
+        self._subscribers = (*self._subscribers, subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Callable[[T], None]) -> None:
+        """Remove ``subscriber`` (its first subscription if it subscribed twice); no error if
+        it is not subscribed (a cleanup path may run twice)."""
+        subscribers = list(self._subscribers)
+        if subscriber in subscribers:
+            subscribers.remove(subscriber)
+            self._subscribers = tuple(subscribers)
+
+    @contextmanager
+    def subscribed(self, subscriber: Callable[[T], None]) -> Iterator[Callable[[T], None]]:
+        """``subscriber`` hears the events of the ``with`` block, however it ends."""
+        self.subscribe(subscriber)
+        try:
+            yield subscriber
+        finally:
+            self.unsubscribe(subscriber)
+
+    def emit(self, event: T) -> None:
+        for subscriber in self._subscribers:
+            subscriber(event)
