@@ -5,6 +5,7 @@ import pytest
 from devwire import Wire, data, in_session, loaded, model_blob, probe
 
 from hilbench import datasets
+from hilbench.client.device_client import Target
 from hilbench.config import RunConfig
 from hilbench.device.server import FrameEndpoint, ThreadedServer
 from hilbench.device.twin import DeviceTwin
@@ -15,7 +16,6 @@ from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import FrameDecoder, encode_frame
 from hilbench.session import prepare_model
-from hilbench.target.client import Target
 
 
 @pytest.fixture(scope="module")
