@@ -19,6 +19,7 @@ from hilbench.backend.emulate import EmulatorBackend
 from hilbench.backend.registry import make_backend
 from hilbench.board.lifecycle import Lifecycle, Stage
 from hilbench.client.device_client import DeviceClient
+from hilbench.client.events import Incident, Transfer
 from hilbench.client.recovery import RecoveringTarget, UpdateLog
 from hilbench.config import RunConfig, parse_eps_mult
 from hilbench.console import (
@@ -442,12 +443,16 @@ def _run(
         early: list[tuple[str, str]] = []
         writer: TraceWriter | None = None
 
-        def on_event(kind: str, detail: str) -> None:
+        def on_event(incident: Incident) -> None:
+            kind, detail = incident
             view_event(view, kind, detail)
             if writer is None:
                 early.append((kind, detail))
             else:  # stamped with the step in progress (after a resume: the next step on disk)
                 writer.event(kind, detail)
+
+        def on_load(load: Transfer) -> None:  # a board's firmware
+            view_transfer(view, "loading the firmware", load.done, load.total)
 
         owned = None
         trainer = None
@@ -458,15 +463,13 @@ def _run(
             elif target is None:  # connect first: a wrong port leaves no failed run in the trace
                 owned = backend or make_backend(config)
                 view_status(view, _connecting(config))
-                owned.load_progress = lambda done, total: view_transfer(  # a board's firmware
-                    view, "loading the firmware", done, total
-                )
-                connection = owned.open()
+                with owned.events.load.subscribed(on_load):
+                    connection = owned.open()
                 target = connection.client
             inner = target
+            inner.events.incident.subscribe(on_event)
             target = RecoveringTarget(
                 target,
-                on_event=on_event,
                 # The twin's semantics are what any device must compute: check a board or QEMU
                 # against them. The emulator is the twin itself, so there it would check nothing.
                 shadow=ModelState.from_blob if config.backend != "emulate" else None,
@@ -482,10 +485,10 @@ def _run(
                 if where:
                     writer.set_attrs(**where)
         except BaseException:
+            if target is not None:  # the client outlives this run when it is the caller's
+                target.events.incident.unsubscribe(on_event)
             if owned is not None:
                 owned.close()
-            elif target is not None and isinstance(target, RecoveringTarget):
-                target.detach()
             raise
         with writer as trace:
             for kind, detail in early:
@@ -561,7 +564,7 @@ def _run(
                 finally:
                     view.finish()
             finally:
-                target.detach()
+                inner.events.incident.unsubscribe(on_event)
                 if owned is not None:
                     owned.close()
             trace.finish(
@@ -600,8 +603,8 @@ def _connecting(config: RunConfig) -> str:
 
 class _UploadStatus:
     """Says on the view what the device is being sent and how much of it the device has
-    acknowledged (the client's ``on_upload``, given back when the ``with`` block ends,
-    however it ends); a phase of several blobs (a resume: model and data) counts as one."""
+    acknowledged (a subscriber of the client's ``upload`` event while the ``with`` block
+    runs, however it ends); a phase of several blobs (a resume: model and data) counts as one."""
 
     def __init__(self, view: RunView, target: DeviceClient) -> None:
         self.view = view
@@ -610,15 +613,15 @@ class _UploadStatus:
         self.size = 0
         self._base = 0  # bytes of the phase's blobs already sent
         self._blob_done = 0
-        self._before = target.on_upload
-        target.on_upload = self._progress
+        target.events.upload.subscribe(self._progress)
 
     def expect(self, what: str, size: int) -> None:
         """The next upload: ``what`` (the view says it as its first bytes go), ``size`` bytes
         or more (a phase of several blobs: all of them)."""
         self.what, self.size, self._base, self._blob_done = what, size, 0, 0
 
-    def _progress(self, done: int, total: int) -> None:
+    def _progress(self, upload: Transfer) -> None:
+        done, total = upload
         if done == 0 and self._blob_done:  # the phase's next blob
             self._base += self._blob_done
         self._blob_done = done
@@ -629,7 +632,7 @@ class _UploadStatus:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.target.on_upload = self._before
+        self.target.events.upload.unsubscribe(self._progress)
 
 
 def _moving(life: Lifecycle | None, stage: Stage, detail: str = "") -> AbstractContextManager:

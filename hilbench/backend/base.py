@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import serial
 
-from hilbench.client.device_client import DeviceClient, UploadProgress
+from hilbench.client.device_client import DeviceClient
+from hilbench.client.events import BackendEvents
 from hilbench.link.faults import FaultSpec, FaultyPort
 from hilbench.link.serial_port import open_port
 
@@ -52,9 +53,9 @@ class Backend(ABC):
     def __init__(self, faults: FaultSpec | None = None) -> None:
         self.connection: Connection | None = None
         self.faults = faults if faults is not None and faults.any() else None
-        #: (bytes written, total) of a firmware load during ``open()``; backends that load
-        #: nothing never call it
-        self.load_progress: UploadProgress | None = None
+        #: what ``open()`` goes through: timed steps, firmware load progress (backends that
+        #: load nothing announce none)
+        self.events = BackendEvents()
 
     @property
     def client(self) -> DeviceClient | None:

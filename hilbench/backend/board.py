@@ -32,6 +32,7 @@ from hilbench.board.loader import TailPort, load
 from hilbench.board.ports import BoardRef, is_port_spec, list_ports, open_board_port, resolve_board
 from hilbench.board.pyocd_target import PyocdTarget
 from hilbench.board.stm32n6 import build_id_in
+from hilbench.client.events import Step, Transfer
 from hilbench.errors import HilbenchError
 from hilbench.link.faults import FaultSpec
 from hilbench.link.serial_port import DEFAULT_BAUD
@@ -106,7 +107,8 @@ class BoardBackend(Backend):
         self.probe = probe
         self.connect = connect  # (probe id, SWD Hz) -> DebugTarget; default pyOCD
         self.board: BoardRef | None = None
-        self.steps: list[tuple[str, float]] = []
+        self.steps: list[tuple[str, float]] = []  # (name, seconds) of every step so far
+        self.events.step.subscribe(self._record_step)  # the steps list and the board's log
         self.loaded: bool | None = None  # None: nothing to load with (no probe)
         self.lifecycle = Lifecycle(spec, tail=self._tail)
         self._port: TailPort | None = None
@@ -115,8 +117,14 @@ class BoardBackend(Backend):
         return bytes(self._port.tail) if self._port is not None else b""
 
     def _step(self, name: str, seconds: float) -> None:
-        self.steps.append((name, seconds))
-        log.info("%s: %s (%.3f s)", self.board or self.spec, name, seconds)
+        self.events.step.emit(Step(name, seconds))
+
+    def _record_step(self, step: Step) -> None:
+        self.steps.append((step.name, step.seconds))
+        log.info("%s: %s (%.3f s)", self.board or self.spec, step.name, step.seconds)
+
+    def _load_progress(self, done: int, total: int) -> None:
+        self.events.load.emit(Transfer(done, total))
 
     def open(self) -> Connection:
         life = self.lifecycle
@@ -165,7 +173,7 @@ class BoardBackend(Backend):
                 lambda hz: connect(probe_id, hz),
                 port,
                 board=str(board),
-                progress=self.load_progress,
+                progress=self._load_progress if self.events.load else None,
                 on_step=self._step,
             )
         except HilbenchError:

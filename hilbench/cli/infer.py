@@ -137,11 +137,12 @@ def infer_on_device(
     ys = []
     device = make_backend(config)
     bar = TransferBar()  # on stderr: stdout is the outputs
-    device.load_progress = bar.to("loading the firmware")  # a board's firmware, if loaded
+    device.events.load.subscribe(bar.to("loading the firmware"))  # a board's firmware, if any
     with bar, device as target:
-        target.on_upload = bar.to("uploading the model")
+        model = target.events.upload.subscribe(bar.to("uploading the model"))
         target.load_model(blob)
-        target.on_upload = bar.to("uploading the inputs")
+        target.events.upload.unsubscribe(model)
+        target.events.upload.subscribe(bar.to("uploading the inputs"))
         item = flat.shape[1]
         per_slot = max(1, min(CHUNK, (spec.DEFAULT_ARENA_BYTES // 4) // (item + 1)))
         for start in range(0, len(flat), per_slot):

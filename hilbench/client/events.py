@@ -79,3 +79,28 @@ class Channel(Generic[T]):
     def emit(self, event: T) -> None:
         for subscriber in self._subscribers:
             subscriber(event)
+
+
+class ClientEvents:
+    """What a client announces: ``command`` (a CommandTiming after each round trip),
+    ``incident`` (an :class:`Incident`: retry, resync, reset, injected fault, recovery) and
+    ``upload`` (a :class:`Transfer` per chunk of a model or data blob)."""
+
+    __slots__ = ("command", "incident", "upload")
+
+    def __init__(self) -> None:
+        self.command: Channel = Channel()  # of hilbench.client.device_client.CommandTiming
+        self.incident: Channel[Incident] = Channel()
+        self.upload: Channel[Transfer] = Channel()
+
+
+class BackendEvents:
+    """What a backend announces while it opens: ``step`` (a :class:`Step`: a board's find,
+    hook, halt, write, reset, HELLO, ...) and ``load`` (a :class:`Transfer` per chunk of a
+    firmware load)."""
+
+    __slots__ = ("load", "step")
+
+    def __init__(self) -> None:
+        self.step: Channel[Step] = Channel()
+        self.load: Channel[Transfer] = Channel()

@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from hilbench.client.device_client import DeviceClient, DeviceInfo, DeviceReset
+from hilbench.client.events import ClientEvents, Incident
 from hilbench.errors import DeviceError, HilbenchError
 from hilbench.protocol import data_blob
 
@@ -54,7 +55,6 @@ class RecoveringTarget:
         self,
         target: DeviceClient,
         *,
-        on_event: Callable[[str, str], None] | None = None,
         crc_every: int = CRC_EVERY,
         max_in_a_row: int = MAX_RECOVERIES_IN_A_ROW,
         shadow: Callable[[bytes], WeightsShadow] | None = None,
@@ -64,14 +64,12 @@ class RecoveringTarget:
         self.make_shadow = shadow
         self._shadow: WeightsShadow | None = None
         self._shadow_steps = 0  # log entries the shadow has applied
-        self.on_event = on_event
         self.max_in_a_row = max_in_a_row
         self.log = UpdateLog()
         self.recoveries = 0
         self._model: bytes | None = None
         self._slots: dict[int, bytes] = {}
         self._restoring = False
-        target.on_event = self._forward_event
 
     # --- pass-through ---------------------------------------------------------------------
     @property
@@ -83,24 +81,17 @@ class RecoveringTarget:
         return self.target.name
 
     @property
-    def on_command(self):
-        return self.target.on_command
+    def events(self) -> ClientEvents:
+        """The inner client's events; a recovery is an ``incident`` on them too."""
+        return self.target.events
 
-    @on_command.setter
-    def on_command(self, callback) -> None:
-        self.target.on_command = callback
-
-    def _forward_event(self, kind: str, detail: str) -> None:
-        if self.on_event:
-            self.on_event(kind, detail)
+    def _announce(self, kind: str, detail: str) -> None:
+        incident = self.target.events.incident
+        if incident:
+            incident.emit(Incident(kind, detail))
 
     def close(self) -> None:
         self.target.close()
-
-    def detach(self) -> None:
-        """Stop forwarding the inner target's timings and events (it outlives this run)."""
-        self.target.on_command = None
-        self.target.on_event = None
 
     # --- commands -------------------------------------------------------------------------
     def hello(self, timeout: float | None = None) -> DeviceInfo:
@@ -235,7 +226,7 @@ class RecoveringTarget:
             )
         self.log.checkpoints.append((applied, crc))
         self.recoveries += 1
-        self._forward_event(
+        self._announce(
             "restored" if self._restoring else "recovered",
             f"reloaded model and {len(self._slots)} data slot(s), replayed {len(steps)} "
             f"updates in {time.perf_counter() - started:.3f} s; weights CRC {crc:#010x}",

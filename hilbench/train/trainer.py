@@ -116,7 +116,6 @@ class Trainer:
         self._step_device_s = 0.0
         self._device_source: str | None = None
         self._last_eval: tuple[int, float, float] | None = None  # (passes, accuracy, loss)
-        target.on_command = self._record_timing
 
     def _fresh(self, q: int) -> tuple[int, int]:
         fresh = self._fresh_by_q.get(q)
@@ -187,7 +186,14 @@ class Trainer:
         already holds their updates; ``last_eval``: the trace's last test evaluation as
         (forward passes, accuracy, loss), so the weights it evaluated are not evaluated
         again). The final evaluation is the last one of the loop when that one saw the final
-        weights (a budget that is a multiple of ``eval_every``)."""
+        weights (a budget that is a multiple of ``eval_every``). Every command's timing goes
+        into the trace while it runs (a subscriber of the client's ``command`` event)."""
+        with self.target.events.command.subscribed(self._record_timing):
+            return self._train(resume, last_eval)
+
+    def _train(
+        self, resume: list[LoggedStep] | None, last_eval: tuple[int, float, float] | None
+    ) -> TrainResult:
         s = self.settings
         rng = SeedStream(np.random.default_rng(s.seed))
         progress = Progress(budget=s.budget)

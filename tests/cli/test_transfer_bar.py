@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from hilbench.cli.progress import TransferBar
+from hilbench.client.events import Transfer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,11 +30,11 @@ def test_piped_a_line_to_begin_then_one_a_period(capsys):
         model = bar.to("uploading the model")
         for done in range(0, 50_001, 1_000):  # 5 s at 10 kB/s
             clock.t = done / 10_000
-            model(done, 50_000)
+            model(Transfer(done, 50_000))
         inputs = bar.to("uploading the inputs")
         for _blob in range(3):  # three blobs of one kind: one line to begin
             for done in (0, 500, 1000):
-                inputs(done, 1000)
+                inputs(Transfer(done, 1000))
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
         "uploading the model (48.8 KiB)",

@@ -63,7 +63,11 @@ class Link:
         return [T(f.type).name for f in self.requests[since:]]
 
 
-def connect(link: Link | None = None, **kw: object) -> tuple[DeviceClient, Link, list]:
+def connect(
+    link: Link | None = None, on_command: object = None, **kw: object
+) -> tuple[DeviceClient, Link, list]:
+    """A client on ``link`` that said HELLO; its incidents are listed, its command timings go
+    to ``on_command`` (HELLO's included)."""
     link = link or Link()
     events: list[tuple[str, str]] = []
     target = DeviceClient(
@@ -71,9 +75,11 @@ def connect(link: Link | None = None, **kw: object) -> tuple[DeviceClient, Link,
         name="dut",
         min_rto=0.001,
         timeout=kw.pop("timeout", 0.05),
-        on_event=lambda k, d: events.append((k, d)),
         **kw,
     )
+    target.events.incident.subscribe(events.append)  # Incident(kind, detail): a 2-tuple
+    if on_command is not None:
+        target.events.command.subscribe(on_command)
     target.hello()
     return target, link, events
 
@@ -415,7 +421,7 @@ def test_apply_batch_packs_as_many_updates_as_fit():
 def test_each_command_reports_host_and_device_time():
     seen: list[CommandTiming] = []
     target, _, _ = loaded()
-    target.on_command = seen.append
+    target.events.command.subscribe(seen.append)
     probe(target)
     (t,) = seen
     assert t.command == "PROBE" and t.source == "modeled" and t.instructions is None
@@ -423,7 +429,7 @@ def test_each_command_reports_host_and_device_time():
     plain = Link(DeviceTwin(boot_nonce=1, modeled_timing=False))
     target2, _, _ = connect(plain)
     target2.load_model(BLOB)
-    target2.on_command = seen.append
+    target2.events.command.subscribe(seen.append)
     target2.weights_crc()
     assert seen[-1].source is None and seen[-1].device_s is None
 

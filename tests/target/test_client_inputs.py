@@ -224,12 +224,11 @@ def test_given_macs_of_a_blob_hilbench_cannot_read_are_kept_at_least_one():
     assert ModelWork.from_blob(b"junk", macs=5) == ModelWork(macs=5)
 
 
-def test_upload_progress_given_to_the_constructor():
+def test_upload_progress_reaches_a_subscriber():
     calls: list[tuple[int, int]] = []
     link = Link()
-    target = DeviceClient(
-        MemoryPort(link.answer), name="dut", on_upload=lambda d, t: calls.append((d, t))
-    )
+    target = DeviceClient(MemoryPort(link.answer), name="dut")
+    target.events.upload.subscribe(calls.append)  # Transfer(done, total): a 2-tuple
     target.hello()
     target.load_model(BLOB)
     assert calls[0] == (0, len(BLOB)) and calls[-1] == (len(BLOB), len(BLOB))
@@ -306,9 +305,8 @@ def test_a_reboot_names_the_recovery():
 def test_a_device_without_a_session_is_one_reset_even_before_hello():
     link = Link()
     events: list[tuple[str, str]] = []
-    target = DeviceClient(
-        MemoryPort(link.answer), name="dut", on_event=lambda k, d: events.append(k)
-    )
+    target = DeviceClient(MemoryPort(link.answer), name="dut")
+    target.events.incident.subscribe(lambda incident: events.append(incident.kind))
     for _ in range(2):
         with pytest.raises(DeviceReset):
             target.weights_crc()

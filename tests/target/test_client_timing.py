@@ -55,7 +55,7 @@ def test_each_timing_is_the_answers_own_duration_and_the_host_round_trip():
         return reply
 
     link.hostile = keep
-    target, _, _ = connect(link, on_command=seen.append)  # given to the constructor
+    target, _, _ = connect(link, on_command=seen.append)  # subscribed before HELLO
     target.load_model(BLOB)
     target.load_data(0, X, Y, 10)
     started = time.perf_counter()
