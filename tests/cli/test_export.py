@@ -11,7 +11,8 @@ import h5py
 import numpy as np
 import pytest
 
-from hilbench import datasets, session
+from hilbench import data as datasets
+from hilbench import session
 from hilbench.backend.emulate import EmulatorBackend
 from hilbench.config import RunConfig
 from hilbench.console import NullView

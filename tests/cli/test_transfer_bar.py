@@ -45,12 +45,12 @@ def test_piped_a_line_to_begin_then_one_a_period(capsys):
 
 
 def test_infer_on_the_sil_firmware_says_what_it_uploads(tmp_path):
-    from hilbench import session
     from hilbench.config import RunConfig
     from hilbench.npu.tflite import export_tflite
+    from hilbench.train import prepare
 
     config = RunConfig()
-    graph = session.build_graph(config, session.load_data(config))
+    graph = prepare.build_graph(config, prepare.load_data(config))
     (tmp_path / "m.tflite").write_bytes(export_tflite(graph))
     np.save(tmp_path / "x.npy", np.zeros((3, *graph.input_shape), np.int8))
     done = subprocess.run(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hilbench import datasets
+from hilbench import data as datasets
 from hilbench.backend.emulate import EmulatorBackend
 from hilbench.client.recovery import RecoveringTarget
 from hilbench.link.faults import FRAME_FAULTS, FaultSpec

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from hilbench import datasets, session
+from hilbench import data as datasets
+from hilbench import session
 from hilbench.client.device_client import FRAME_OVERHEAD, DeviceClient
 from hilbench.config import RunConfig
 from hilbench.console import LiveView, PlainView, Progress, Transfer, fmt_bytes
