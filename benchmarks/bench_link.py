@@ -23,7 +23,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from hilbench import datasets, session
+from hilbench import data as datasets
+from hilbench import session
 from hilbench.backend.emulate import EmulatorBackend, single_threaded_blas
 from hilbench.client.device_client import Target
 from hilbench.config import RunConfig

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from devwire import Wire, data, in_session, loaded, model_blob, probe
 
-from hilbench import datasets
+from hilbench import data as datasets
 from hilbench.client.device_client import Target
 from hilbench.config import RunConfig
 from hilbench.device.server import FrameEndpoint, ThreadedServer
