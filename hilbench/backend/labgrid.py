@@ -26,11 +26,10 @@ from hilbench.farm import (
 )
 from hilbench.farm.client import FarmClient, PlaceResource
 from hilbench.farm.guard import Guard
-from hilbench.farm.local import close_socket_now
 from hilbench.farm.spec import BoardSpec, coordinator_address, parse_board, wait_seconds
 from hilbench.farm.waiting import Status
 from hilbench.link.faults import FaultSpec
-from hilbench.link.serial_port import DEFAULT_BAUD, open_port
+from hilbench.link.serial_port import DEFAULT_BAUD, close_socket_now, open_port
 
 SERIAL_PROTOCOLS = {"raw": "socket", "rfc2217": "rfc2217"}
 

@@ -9,11 +9,11 @@ import time
 from hilbench.backend.base import Backend, Connection
 from hilbench.errors import HilbenchError
 from hilbench.farm import loaders
-from hilbench.farm.local import BoardLock, close_socket_now, read_map, socket_address, take_board
+from hilbench.farm.local import BoardLock, read_map, socket_address, take_board
 from hilbench.farm.spec import BoardSpec, parse_board, wait_seconds
 from hilbench.farm.waiting import Status
 from hilbench.link.faults import FaultSpec
-from hilbench.link.serial_port import open_port
+from hilbench.link.serial_port import close_socket_now, open_port
 
 
 class MapBackend(Backend):

@@ -29,55 +29,18 @@ Built in:
 
 from __future__ import annotations
 
-import hashlib
 import shlex
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hilbench.errors import HilbenchError, LinkError
+from hilbench.farm.context import LoadContext, Loaded, file_hash, is_local
+from hilbench.farm.pyocd_loader import load_board
 
 LOAD_TIMEOUT_S = 300.0
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "")
-
-
-@dataclass(frozen=True)
-class LoadContext:
-    """What a loader knows about the board it loads."""
-
-    place: str  # labgrid place or board map name
-    exporter: str  # the labgrid exporter publishing it (the host name for a board map)
-    host: str  # the host the probe hangs on (where a loader must run pyOCD)
-    probe: str  # debug probe id (ST-LINK serial number), "" when none
-    serial_host: str  # where the device's serial port answers
-    serial_port: int
-    image: str  # the firmware file to load, "" for the kind's default
-    params: dict[str, Any] = field(default_factory=dict)  # the place's loader settings
-    serial_url: str = ""  # the serial port as pyserial opens it ("": socket://HOST:PORT)
-    baud: int = 0  # its speed (0: the firmware's default)
-
-    @property
-    def port_url(self) -> str:
-        """The device's serial port: ``serial_url``, else raw TCP at serial_host:serial_port."""
-        if self.serial_url:
-            return self.serial_url
-        host = self.serial_host or "127.0.0.1"
-        return f"socket://{f'[{host}]' if ':' in host else host}:{self.serial_port}"
-
-
-@dataclass
-class Loaded:
-    """A loaded board: the image's hash (``sha256:...``, "" if unknown) and a stop function."""
-
-    firmware_hash: str = ""
-    detail: str = ""
-    stop: Callable[[], None] = lambda: None
-
-
 Loader = Callable[[LoadContext], Loaded]
 _LOADERS: dict[str, Loader] = {}
 
@@ -101,19 +64,6 @@ def load(kind: str, ctx: LoadContext) -> Loaded:
             "or register one with hilbench.farm.loaders.register",
         )
     return loader(ctx)
-
-
-def file_hash(path: str | Path) -> str:
-    """``sha256:<hex>`` of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return f"sha256:{digest.hexdigest()}"
-
-
-def is_local(host: str) -> bool:
-    return host in LOCAL_HOSTS or host in (socket.gethostname(), socket.getfqdn())
 
 
 def _load_none(ctx: LoadContext) -> Loaded:
@@ -213,15 +163,8 @@ def _load_command(ctx: LoadContext) -> Loaded:
     return Loaded(digest, f"ran {template}", stop)
 
 
-def _load_pyocd(ctx: LoadContext) -> Loaded:
-    """The board loader through pyOCD or a GDB stub (hilbench/farm/pyocd_loader.py)."""
-    from hilbench.farm.pyocd_loader import load_board
-
-    return load_board(ctx)
-
-
 register("none", _load_none)
 register("sil", _load_sil)
 register("emulate", _load_emulate)
 register("command", _load_command)
-register("pyocd", _load_pyocd)
+register("pyocd", load_board)  # through pyOCD or a GDB stub (hilbench/farm/pyocd_loader.py)

@@ -236,21 +236,6 @@ def take_board(
             show.clear()
 
 
-def close_socket_now(port: object) -> None:
-    """Close a socket:// port without pyserial's 0.3 s pause after it (meant for a quick
-    reconnect to the same server; a farm board is released right after, and the next client
-    connects to a device that already serves one connection at a time)."""
-    from serial.urlhandler.protocol_socket import Serial as SocketSerial
-
-    if isinstance(port, SocketSerial) and port.is_open and port._socket is not None:
-        with contextlib.suppress(OSError):
-            port._socket.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            port._socket.close()
-        port._socket = None
-        port.is_open = False
-
-
 def socket_address(port: str) -> tuple[str, int]:
     """(host, port) of a socket:// or rfc2217:// URL; ("", 0) for a device path."""
     match = re.fullmatch(r"(?:socket|rfc2217)://\[?([^\]/]*?)\]?:(\d+)(?:[/?].*)?", port)

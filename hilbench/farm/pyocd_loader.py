@@ -28,7 +28,8 @@ from collections.abc import Callable
 from hilbench.board import elfimage
 from hilbench.board.debug import DebugLinkError, DebugTarget
 from hilbench.errors import ConfigError, HilbenchError
-from hilbench.farm.loaders import LoadContext, Loaded, is_local
+from hilbench.farm.context import LoadContext, Loaded, is_local
+from hilbench.link.serial_port import close_socket_now
 
 log = logging.getLogger("hilbench.board")
 MACHINES = ("stm32n6", "an547")
@@ -208,7 +209,6 @@ def _check_build(ctx: LoadContext, image: elfimage.FirmwareImage, firmware: str)
 
 
 def _close_now(port: object) -> None:
-    from hilbench.farm.local import close_socket_now
 
     close_socket_now(port)
     close = getattr(port, "close", None)
