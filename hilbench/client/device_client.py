@@ -283,7 +283,7 @@ class DeviceClient:
                 _error_fix(code),
             )
         commands = self._commands
-        if commands:
+        if commands.subscribers:
             device_s = getattr(response, "duration_ns", None)
             source = TIMING_SOURCES.get(int(getattr(response, "timing_source", 0)))
             if source == INSTRUCTIONS:  # duration_ns holds a count: kept as one

@@ -46,26 +46,28 @@ class Step(NamedTuple):
 class Channel(Generic[T]):
     """The subscribers of one kind of event, called in the order they subscribed."""
 
-    __slots__ = ("_subscribers",)
+    __slots__ = ("subscribers",)
 
     def __init__(self) -> None:
-        self._subscribers: tuple[Callable[[T], None], ...] = ()
+        #: read it, never assign it (``subscribe`` does): a hot path tests it for emptiness
+        #: as a plain attribute, cheaper than ``bool(channel)``
+        self.subscribers: tuple[Callable[[T], None], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self._subscribers)
+        return bool(self.subscribers)
 
     def subscribe(self, subscriber: Callable[[T], None]) -> Callable[[T], None]:
         """Add ``subscriber`` (it hears every event from now on); returns it."""
-        self._subscribers = (*self._subscribers, subscriber)
+        self.subscribers = (*self.subscribers, subscriber)
         return subscriber
 
     def unsubscribe(self, subscriber: Callable[[T], None]) -> None:
         """Remove ``subscriber`` (its first subscription if it subscribed twice); no error if
         it is not subscribed (a cleanup path may run twice)."""
-        subscribers = list(self._subscribers)
+        subscribers = list(self.subscribers)
         if subscriber in subscribers:
             subscribers.remove(subscriber)
-            self._subscribers = tuple(subscribers)
+            self.subscribers = tuple(subscribers)
 
     @contextmanager
     def subscribed(self, subscriber: Callable[[T], None]) -> Iterator[Callable[[T], None]]:
@@ -77,7 +79,7 @@ class Channel(Generic[T]):
             self.unsubscribe(subscriber)
 
     def emit(self, event: T) -> None:
-        for subscriber in self._subscribers:
+        for subscriber in self.subscribers:
             subscriber(event)
 
 
