@@ -134,8 +134,9 @@ class _ResettingQemu(QemuBackend):
         self.at = at
 
     def _attach(self, port, name, **options):
-        target = super()._attach(port, name, **options)
-        injector, write, count = target.port, target.port.write, [0]
+        connection = super()._attach(port, name, **options)
+        injector = connection.client.port
+        write, count = injector.write, [0]
 
         def write_and_reset(data: bytes) -> int:
             count[0] += 1
@@ -145,7 +146,7 @@ class _ResettingQemu(QemuBackend):
             return write(data)
 
         injector.write = write_and_reset
-        return target
+        return connection
 
 
 def test_link_faults_and_resets_end_with_the_clean_weights(tmp_path, an547_elf):
