@@ -55,7 +55,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_firmware import BenchError, Report, cpu, op_rows, parse_report, source_state
 
-from hilbench.target.make import output_tail, run_make
+from hilbench.launch.make import output_tail, run_make
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"scalar": "an547-scalar", "mve": "an547"}  # AN547_NN -> its build directory

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hilbench.config import (
+    BACKENDS,
     ENV_BAUD,
     ENV_BOARD,
     INITS,
@@ -67,6 +68,17 @@ examples:
 """
 
 
+#: What each --BACKEND option of ``hilbench run`` says (hilbench.config.BACKENDS names them).
+DEVICE_HELP = {
+    "emulate": "the bit-exact device twin (default)",
+    "sil": "the C firmware built for this host (software in loop)",
+    "qemu": "the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (UART on a "
+    "local TCP port; durations are executed instructions)",
+    "board": f"a board's serial port (/dev/ttyACM0, COM3) or a pyserial URL such as "
+    f"socket://HOST:PORT (default: ${ENV_BOARD}, then [tool.hilbench] board)",
+}
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
@@ -79,22 +91,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d = RunConfig()
     device = p.add_argument_group("the device (one of)")
     where = device.add_mutually_exclusive_group()
-    where.add_argument("--emulate", action="store_true", help="the bit-exact device twin (default)")
-    where.add_argument(
-        "--sil", action="store_true", help="the C firmware built for this host (software in loop)"
-    )
-    where.add_argument(
-        "--qemu",
-        action="store_true",
-        help="the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (UART on a "
-        "local TCP port; durations are executed instructions)",
-    )
-    where.add_argument(
-        "--board",
-        metavar="PORT",
-        help=f"a board's serial port (/dev/ttyACM0, COM3) or a pyserial URL such as "
-        f"socket://HOST:PORT (default: ${ENV_BOARD}, then [tool.hilbench] board)",
-    )
+    for name in BACKENDS:  # the one list of backend names (the pytest options read it too)
+        if name == "board":
+            where.add_argument(f"--{name}", metavar="PORT", help=DEVICE_HELP[name])
+        else:
+            where.add_argument(f"--{name}", action="store_true", help=DEVICE_HELP[name])
     device.add_argument(
         "--fw",
         metavar="PATH",
@@ -410,7 +411,7 @@ def _backend_override(args: argparse.Namespace):
             )
         return None
     kind, port, baud = _device(args)
-    from hilbench.backends import make_backend
+    from hilbench.backend.registry import make_backend
 
     return make_backend(
         RunConfig(
