@@ -14,7 +14,6 @@ from typing import Any
 from hilbench.errors import ConfigError
 from hilbench.link.serial_port import DEFAULT_BAUD  # the board's speed unless one is named
 
-BACKENDS = ("emulate", "sil", "qemu", "board")
 BAUD_RANGE = (50, 20_000_000)
 ENV_BOARD = "HILBENCH_BOARD"
 ENV_BAUD = "HILBENCH_BAUD"
@@ -23,6 +22,45 @@ FILE_KEYS = {
     "board": "the board's port or pyserial URL when no backend option is given",
     "baud": "the board's serial speed",
 }
+
+
+@dataclass(frozen=True)
+class BackendName:
+    """One backend as the options name it: what ``hilbench run --NAME`` and ``pytest --NAME``
+    say, and, for a backend that takes a value (``--board PORT``), the RunConfig field it fills."""
+
+    run_help: str
+    test_help: str
+    port: bool = False  # the option takes a PORT, stored in RunConfig.port
+
+
+#: Every backend, declared once: the CLI's device options, the pytest plugin's options, the
+#: configuration's check and hilbench.backend.registry (one factory per name) read this table.
+#: The first is the default.
+BACKEND_NAMES: dict[str, BackendName] = {
+    "emulate": BackendName(
+        "the bit-exact device twin (default)",
+        "use the bit-exact device twin (default)",
+    ),
+    "sil": BackendName(
+        "the C firmware built for this host (software in loop)",
+        "use the C firmware built for this host (software in the loop)",
+    ),
+    "qemu": BackendName(
+        "the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (UART on a "
+        "local TCP port; durations are executed instructions)",
+        "use the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (one QEMU "
+        "per session or xdist worker)",
+    ),
+    "board": BackendName(
+        f"a board's serial port (/dev/ttyACM0, COM3) or a pyserial URL such as "
+        f"socket://HOST:PORT (default: ${ENV_BOARD}, then [tool.hilbench] board)",
+        "use a board: its port (/dev/ttyACM0), its ST-LINK's serial, auto (the one "
+        "attached), or any pyserial URL such as socket://HOST:PORT",
+        port=True,
+    ),
+}
+BACKENDS = tuple(BACKEND_NAMES)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import pytest
 from hilbench.backend.base import Backend, Connection
 from hilbench.backend.registry import make_backend
 from hilbench.client.device_client import DeviceClient
-from hilbench.config import BACKENDS, RunConfig
+from hilbench.config import BACKEND_NAMES, RunConfig
 from hilbench.console import LiveView, NullView, RunView
 from hilbench.errors import HilbenchError
 
@@ -42,26 +42,18 @@ class BackendOption:
     field: str | None = None
 
 
-_OPTION_HELP = {
-    "emulate": "use the bit-exact device twin (default)",
-    "sil": "use the C firmware built for this host (software in the loop)",
-    "qemu": "use the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (one QEMU "
-    "per session or xdist worker)",
-    "board": "use a board: its port (/dev/ttyACM0), its ST-LINK's serial, auto (the one "
-    "attached), or any pyserial URL such as socket://HOST:PORT",
-}
-#: Which device every test talks to: one option per name of hilbench.config.BACKENDS (the
-#: list the CLI reads too), the first is the default. The options, the one-backend-only check
+#: Which device every test talks to: one option per backend of hilbench.config.BACKEND_NAMES
+#: (the table the CLI reads too), the first is the default. The options, the one-backend-only check
 #: and backend_config() all read this table.
 BACKEND_OPTIONS = tuple(
     BackendOption(
         f"--{name}",
         name,
-        _OPTION_HELP[name],
-        metavar="PORT" if name == "board" else None,
-        field="port" if name == "board" else None,
+        backend.test_help,
+        metavar="PORT" if backend.port else None,
+        field="port" if backend.port else None,
     )
-    for name in BACKENDS
+    for name, backend in BACKEND_NAMES.items()
 )
 
 

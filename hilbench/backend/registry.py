@@ -1,6 +1,6 @@
 """Which backend a run's configuration names: the factory above the backends.
 
-The names are ``hilbench.config.BACKENDS`` (the one list the CLI's device options, the pytest
+The names are ``hilbench.config.BACKEND_NAMES`` (the one table the CLI's device options, the pytest
 plugin's options and the configuration's check all read); this module maps each to its
 backend class. A ``--board`` value picks among four: a farm's board (``labgrid:``, ``map:``),
 a physical board to load (auto, a probe serial, an ST-LINK's port, any port with ``--fw``), or

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hilbench.config import (
-    BACKENDS,
+    BACKEND_NAMES,
     ENV_BAUD,
-    ENV_BOARD,
     INITS,
     PERTURBATIONS,
     RunConfig,
@@ -68,17 +67,6 @@ examples:
 """
 
 
-#: What each --BACKEND option of ``hilbench run`` says (hilbench.config.BACKENDS names them).
-DEVICE_HELP = {
-    "emulate": "the bit-exact device twin (default)",
-    "sil": "the C firmware built for this host (software in loop)",
-    "qemu": "the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (UART on a "
-    "local TCP port; durations are executed instructions)",
-    "board": f"a board's serial port (/dev/ttyACM0, COM3) or a pyserial URL such as "
-    f"socket://HOST:PORT (default: ${ENV_BOARD}, then [tool.hilbench] board)",
-}
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
@@ -91,11 +79,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d = RunConfig()
     device = p.add_argument_group("the device (one of)")
     where = device.add_mutually_exclusive_group()
-    for name in BACKENDS:  # the one list of backend names (the pytest options read it too)
-        if name == "board":
-            where.add_argument(f"--{name}", metavar="PORT", help=DEVICE_HELP[name])
+    for name, backend in BACKEND_NAMES.items():  # the one table of backends (pytest's too)
+        if backend.port:
+            where.add_argument(f"--{name}", metavar="PORT", help=backend.run_help)
         else:
-            where.add_argument(f"--{name}", action="store_true", help=DEVICE_HELP[name])
+            where.add_argument(f"--{name}", action="store_true", help=backend.run_help)
     device.add_argument(
         "--fw",
         metavar="PATH",
@@ -380,20 +368,23 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chosen(args: argparse.Namespace) -> tuple[str, str | None] | None:
+    """The backend option given (its name, and its PORT if it takes one); None if none."""
+    for name, backend in BACKEND_NAMES.items():
+        value = getattr(args, name)
+        if value is not None and value is not False:
+            return name, value if backend.port else None
+    return None
+
+
 def _device(args: argparse.Namespace) -> tuple[str, str | None, int]:
     """(backend, port, baud) from the options, then the environment, then pyproject.toml."""
     defaults = user_defaults()
     baud = parse_baud(args.baud) if args.baud is not None else defaults.baud
-    if args.qemu:
-        backend, port = "qemu", None
-    elif args.sil:
-        backend, port = "sil", None
-    elif args.board is not None:
-        backend, port = "board", args.board
-    elif args.emulate or defaults.board is None:
-        backend, port = "emulate", None
-    else:
-        backend, port = "board", defaults.board
+    chosen = _chosen(args)
+    if chosen is None:  # the default: the board named once, else the twin
+        chosen = ("emulate", None) if defaults.board is None else ("board", defaults.board)
+    backend, port = chosen
     if args.baud is not None and backend != "board":
         raise ConfigError(
             f"--baud sets a board's serial speed; the {backend} backend has none",
@@ -404,7 +395,8 @@ def _device(args: argparse.Namespace) -> tuple[str, str | None, int]:
 
 def _backend_override(args: argparse.Namespace):
     """With --resume, a backend named on the command line replaces the trace's."""
-    if not (args.qemu or args.sil or args.board is not None):
+    chosen = _chosen(args)
+    if chosen is None or chosen[0] == "emulate":  # the twin: the trace's backend stays
         if args.baud is not None:
             raise ConfigError(
                 "--baud with --resume needs --board PORT", "name the board the run goes on with"

@@ -207,14 +207,13 @@ def events_on_disk(g: h5py.Group) -> np.ndarray:
 
 
 def _current_steps(rows: np.ndarray) -> np.ndarray:
-    """Step rows in the current layout: a format version 1 run's (no fresh_numbers column)
-    get fresh_numbers = -1 (not recorded)."""
-    if "fresh_numbers" in rows.dtype.names:
+    """Step rows in the current layout: an older run's columns missing from its layout
+    (fresh_numbers in a version 1 run) get -1 (not recorded)."""
+    if rows.dtype.names == S.STEPS_DTYPE.names:
         return rows
     out = np.empty(len(rows), S.STEPS_DTYPE)
-    for col in rows.dtype.names:
-        out[col] = rows[col]
-    out["fresh_numbers"] = S.NOT_RECORDED
+    for col in S.STEPS_DTYPE.names:
+        out[col] = rows[col] if col in rows.dtype.names else S.NOT_RECORDED
     return out
 
 

@@ -14,18 +14,9 @@ import numpy as np
 from hilbench.errors import TraceError
 from hilbench.trace import schema as S
 
-#: The steps table's columns as append_step takes them (sample_start is derived at flush).
-STEP_FIELDS = (
-    "step",
-    "q",
-    "batch_seed",
-    "eps",
-    "lr",
-    "loss",
-    "forward_passes",
-    "fresh_words",
-    "fresh_numbers",
-)
+#: The steps table's columns as append_step gives them, in the schema's order (sample_start
+#: is derived at flush).
+STEP_FIELDS = tuple(name for name in S.STEP_COLUMNS if name != "sample_start")
 #: The samples table's columns given per sample (step is the owning step's).
 SAMPLE_FIELDS = ("seed", "loss_plus", "loss_minus", "grad", "coeff")
 STEP_INDEX = {name: i for i, name in enumerate(STEP_FIELDS)}
@@ -61,7 +52,7 @@ class RowBuffer:
     """The rows of every table appended since the last flush."""
 
     def __init__(self, steps_dtype: np.dtype) -> None:
-        self.steps_dtype = steps_dtype  # the current layout, or version 1's (no fresh_numbers)
+        self.steps_dtype = steps_dtype  # the current layout, or an older version's
         self.steps: list[tuple[Any, ...]] = []
         self.samples: dict[str, list[Any]] = {name: [] for name in SAMPLE_FIELDS}
         self._sample_lists = tuple(self.samples[name] for name in SAMPLE_FIELDS)

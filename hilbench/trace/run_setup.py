@@ -60,9 +60,9 @@ def validate_attrs(run_attrs: Mapping[str, object]) -> dict[str, S.AttrValue]:
 
 
 def steps_layout(ds: h5py.Dataset, verb: str = "cannot append") -> np.dtype:
-    """The record layout of a run's steps table: the current one or version 1's."""
+    """The record layout of a run's steps table: the current one or an older version's."""
     names = ds.dtype.names or ()
-    for layout in (S.STEPS_DTYPE, S.STEPS_DTYPE_V1):
+    for layout in S.STEPS_LAYOUTS:
         if names == layout.names:
             return layout
     raise TraceError(

@@ -9,6 +9,7 @@ import datetime as _dt
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,25 +88,49 @@ RESERVED_RUN_ATTRS = (*FINAL_ATTR_PLACEHOLDERS, "config_json")
 
 VLEN_STR = h5py.string_dtype("utf-8")
 
-STEPS_DTYPE = np.dtype(
-    [
-        ("step", "<i8"),
-        ("q", "<i4"),
-        ("sample_start", "<i8"),
-        ("batch_seed", "<u4"),
-        ("eps", "<i4"),
-        ("lr", "<f8"),
-        ("loss", "<f8"),
-        ("forward_passes", "<i8"),
-        ("fresh_words", "<i8"),
-        ("fresh_numbers", "<i8"),
-    ]
+
+@dataclass(frozen=True)
+class StepColumn:
+    """One column of the steps table: its type, its unit and the format version that added it."""
+
+    dtype: str
+    unit: str
+    since: int = 1
+
+
+#: The steps table, declared once: its layout (STEPS_DTYPE and every older version's), its
+#: units, the row buffer's fields and the reader's upgrade of older runs derive from it. A
+#: column added later goes last, with since = the FORMAT_VERSION that adds it; older runs read
+#: it as NOT_RECORDED.
+STEP_COLUMNS: dict[str, StepColumn] = {
+    "step": StepColumn("<i8", "index"),
+    "q": StepColumn("<i4", "count"),
+    "sample_start": StepColumn("<i8", "row index into samples"),
+    "batch_seed": StepColumn("<u4", "u32 seed"),
+    "eps": StepColumn("<i4", "weight LSB"),
+    "lr": StepColumn("<f8", "1"),
+    "loss": StepColumn("<f8", "nats"),
+    "forward_passes": StepColumn("<i8", "count (cumulative)"),
+    "fresh_words": StepColumn("<i8", "32-bit words (this step)"),
+    "fresh_numbers": StepColumn("<i8", "random numbers (this step)", since=2),
+}
+
+
+def steps_dtype(version: int = FORMAT_VERSION) -> np.dtype:
+    """The steps table's layout in format ``version``: the columns it had."""
+    return np.dtype([(n, c.dtype) for n, c in STEP_COLUMNS.items() if c.since <= version])
+
+
+STEPS_DTYPE = steps_dtype()
+#: Every steps layout a trace may hold, newest first (runs of an older version are read with
+#: the missing columns NOT_RECORDED, and resumed in their layout).
+STEPS_LAYOUTS: tuple[np.dtype, ...] = tuple(
+    dict.fromkeys(steps_dtype(v) for v in range(FORMAT_VERSION, 0, -1))
 )
-#: The steps table of format version 1 (no fresh_numbers). Runs written in it are still read
-#: (fresh_numbers = NOT_RECORDED) and resumed in it (the appended rows stay in that layout).
-STEPS_DTYPE_V1 = np.dtype([(name, STEPS_DTYPE[name]) for name in STEPS_DTYPE.names[:-1]])
-#: fresh_numbers of a step whose count is not known: a version 1 run, or a caller that did not
-#: give it to append_step.
+#: The steps table of format version 1 (no fresh_numbers).
+STEPS_DTYPE_V1 = steps_dtype(1)
+#: A step column whose value is not known: a run of a version before the column, or a caller
+#: that did not give it to append_step.
 NOT_RECORDED = -1
 SAMPLES_DTYPE = np.dtype(
     [
@@ -140,18 +165,7 @@ DATASETS: dict[str, np.dtype] = {
 }
 
 UNITS: dict[str, dict[str, str]] = {
-    "steps": {
-        "step": "index",
-        "q": "count",
-        "sample_start": "row index into samples",
-        "batch_seed": "u32 seed",
-        "eps": "weight LSB",
-        "lr": "1",
-        "loss": "nats",
-        "forward_passes": "count (cumulative)",
-        "fresh_words": "32-bit words (this step)",
-        "fresh_numbers": "random numbers (this step)",
-    },
+    "steps": {name: column.unit for name, column in STEP_COLUMNS.items()},
     "samples": {
         "step": "index",
         "seed": "u32 seed",

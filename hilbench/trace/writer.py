@@ -71,7 +71,7 @@ class TraceWriter:
         self._g = group
         self.path = path
         self.run_id = group.name.rsplit("/", 1)[-1]
-        # A run resumed from format version 1 keeps its steps layout (no fresh_numbers).
+        # A run resumed from an older format version keeps its steps layout.
         steps_dtype = steps_layout(group["steps"])
         self._tables = Tables(group, steps_dtype)
         self._rows = RowBuffer(steps_dtype)

@@ -6,7 +6,8 @@
  * blob parser (core/blob.c) and the interpreter (core/graph.c) only call through that table.
  *
  * A new op: its kernel (core/nn/<op>.c, declared in core/nn/hb_nn.h), its registration
- * (core/ops/<op>.c, declared below) and one line in core/ops/table.c's table. */
+ * (core/ops/<op>.c: const hb_op_reg hb_op_<op>) and one line in core/ops/table.c's list,
+ * which declares the registrations it names; nothing here changes. */
 #ifndef HB_OPS_H
 #define HB_OPS_H
 
@@ -38,9 +39,6 @@ struct hb_op_reg {
 
 /* The registration of an opcode pass 1 accepted (HB_OPS in gen/hb_blob.h); NULL for others. */
 const hb_op_reg *hb_op_find(uint8_t opcode);
-
-extern const hb_op_reg hb_op_fully_connected, hb_op_conv2d, hb_op_depthwise_conv2d,
-    hb_op_average_pool2d, hb_op_max_pool2d, hb_op_mean, hb_op_add, hb_op_reshape;
 
 /* ---- shared by the ops' checks (core/ops/check.c) ------------------------------------------ */
 
