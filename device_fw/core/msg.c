@@ -8,7 +8,7 @@
 #include "hb_bytes.h"
 #include "hb_msg.h"
 
-_Static_assert(HB_L_HELLO == 0 && HB_L_INFER == HB_LAST_REQUEST - HB_FIRST_REQUEST,
+_Static_assert(HB_L_HELLO == 0 && HB_L_LAST_REQUEST == HB_LAST_REQUEST - HB_FIRST_REQUEST,
                "request layouts come first, in type order");
 _Static_assert(HB_MAX_FIELDS < HB_NONE, "field indices fit a byte");
 _Static_assert(HB_N_LAYOUTS < HB_NONE, "layout ids fit a byte");

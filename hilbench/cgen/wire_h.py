@@ -28,7 +28,7 @@ Layout tables (msg.c walks them; HB_WIRE_TABLES defined before this header insta
 
 hb_layouts[HB_L_<KEY>] describes one payload layout: its name as messages say it ("PROBE
 request") and its fields in wire order. A request of type t has layout id t - HB_FIRST_REQUEST
-(HB_L_HELLO .. HB_L_INFER); responses, ERROR, the frame header and the data blob's header follow.
+(HB_L_HELLO .. HB_L_LAST_REQUEST); responses, ERROR, the frame header and the data blob's header follow.
 Each hb_field_desc is one entry, in table order:
   HB_FK_SCALAR   a little-endian integer of wire type `wire` (HB_W_*); `ranged` set: its value
                  must be in lo..hi (inclusive) or the request is refused with HB_MSG_RANGE
@@ -246,6 +246,8 @@ def build() -> Header:
     h.comment("Layout ids")
     for lay in order:
         h.define(f"HB_L_{_key(lay)}", spec.LAYOUT_IDS[lay.key], lay.name)
+    last = spec.LAYOUT_IDS[spec.REQUEST_LAYOUTS[int(spec.LAST_REQUEST)].key]
+    h.define("HB_L_LAST_REQUEST", last, "the last request's layout (msg.c checks the order)")
     h.define("HB_N_LAYOUTS", len(order))
     h.define("HB_MAX_FIELDS", max(len(lay.items) for lay in order), "fields of the longest layout")
 

@@ -154,7 +154,7 @@
 
 /* hb_layouts[HB_L_<KEY>] describes one payload layout: its name as messages say it ("PROBE */
 /* request") and its fields in wire order. A request of type t has layout id t - HB_FIRST_REQUEST */
-/* (HB_L_HELLO .. HB_L_INFER); responses, ERROR, the frame header and the data blob's header follow. */
+/* (HB_L_HELLO .. HB_L_LAST_REQUEST); responses, ERROR, the frame header and the data blob's header follow. */
 /* Each hb_field_desc is one entry, in table order: */
 /*   HB_FK_SCALAR   a little-endian integer of wire type `wire` (HB_W_*); `ranged` set: its value */
 /*                  must be in lo..hi (inclusive) or the request is refused with HB_MSG_RANGE */
@@ -246,6 +246,7 @@ typedef struct {
 #define HB_L_INFER_R 24  /* INFER response */
 #define HB_L_ERROR 25  /* ERROR response */
 #define HB_L_DATA_BLOB 26  /* data blob */
+#define HB_L_LAST_REQUEST 11  /* the last request's layout (msg.c checks the order) */
 #define HB_N_LAYOUTS 27
 #define HB_MAX_FIELDS 8  /* fields of the longest layout */
 
