@@ -251,4 +251,4 @@ def make_backend(config: RunConfig) -> Backend:
                 config.port or "", faults, baud=config.baud, firmware=config.firmware
             )
         return SerialBackend(config.port or "", faults=faults, baud=config.baud)
-    return EmulatorBackend(faults=faults)
+    return EmulatorBackend(DeviceTwin(timing_model=config.timing_model), faults=faults)

@@ -28,7 +28,7 @@ from hilbench.console import (
 from hilbench.device import DeviceTwin, FrameEndpoint, ModelState
 from hilbench.errors import ConfigError, HilbenchError
 from hilbench.link.memory import MemoryPort
-from hilbench.npu import zoo
+from hilbench.npu import cost, zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.graph import Graph
 from hilbench.npu.ops import backend as npu_backend
@@ -428,6 +428,7 @@ def _run(
         "git_revision": git_revision(),
         "npu_backend": npu_name,
         "npu_isa": npu_isa,
+        "timing_model": cost.timing_model(config.timing_model).name,
     }
     what = f"{config.model} on {config.dataset} · {schedule.name} · {config.backend}"
     view.start(f"hilbench · {what}{npu}")
