@@ -61,3 +61,21 @@ def test_an_int8_model_or_unsupported_ops_are_refused():
     b.Finish(model.Pack(b), file_identifier=b"TFL3")
     with pytest.raises(ModelError, match=r"1 unsupported op: layer 2 \(TANH\)"):
         quantize_tflite.import_float_tflite(bytes(b.Output()), "f.tflite")
+
+
+def test_the_quantize_command_calibrates_on_a_data_set(tmp_path, capsys):
+    from hilbench import datasets
+    from hilbench.cli.quantize import main
+    from hilbench.npu.tflite import load_tflite
+
+    fm = nets.cnn(np.random.default_rng(0), (8, 16), 10, 8)
+    src, out = tmp_path / "f.tflite", tmp_path / "q.tflite"
+    src.write_bytes(quantize_tflite.export_float_tflite(fm))
+    assert main([str(src), "--data", "digits", "--items", "64", "-o", str(out)]) == 0
+    assert "zero point" in capsys.readouterr().out
+    g = load_tflite(out)
+    calib = datasets.load("digits").x_train[:64]
+    want = quantize_tflite.quantize_float_tflite(src.read_bytes(), calib)
+    assert export_tflite(g) == export_tflite(want)
+    assert main([str(src), "--calibration", str(tmp_path / "none.npy"), "-o", str(out)]) == 2
+    assert "cannot read" in capsys.readouterr().err
