@@ -22,8 +22,7 @@ BACKENDS = ("emulate", "sil", "qemu", "board")
 WORST = 5  # items named in a report
 
 
-def tflm_outputs(model: bytes, x: np.ndarray) -> np.ndarray:
-    """TFLM's int8 outputs of the .tflite ``model`` (batch 1) for each item of ``x``."""
+def _runtime() -> Any:
     try:
         from tflite_micro.python.tflite_micro import runtime
     except ImportError:
@@ -31,6 +30,12 @@ def tflm_outputs(model: bytes, x: np.ndarray) -> np.ndarray:
             "validate compares with TFLM, which needs the tflite-micro package",
             "pip install 'hilbench[dev]' (tflite-micro)",
         ) from None
+    return runtime
+
+
+def tflm_outputs(model: bytes, x: np.ndarray) -> np.ndarray:
+    """TFLM's int8 outputs of the .tflite ``model`` (batch 1) for each item of ``x``."""
+    runtime = _runtime()
     arena = max(1 << 16, 16 * len(model) + 64 * int(x[0].size if len(x) else 1))
     it = runtime.Interpreter.from_bytes(model, arena_size=arena)
     ys = []
@@ -198,6 +203,59 @@ def validate(
         backend=backend,
         labels=labels,
     )
+
+
+@dataclass(frozen=True)
+class LayerDiff:
+    index: int
+    kind: str
+    output: str
+    differing: int  # bytes that differ over all items
+    size: int
+
+
+def compare_layers(graph: Any, x: np.ndarray, reference: Any | None = None) -> list[LayerDiff]:
+    """Every op's output on the emulator against TFLM's running ``reference`` (default: the
+    same graph; hilbench's export of it, all tensors preserved), over the items of ``x``; beyond
+    ST's report, which compares outputs only. A device returns outputs only, so this is the
+    emulator's."""
+    from hilbench.npu.tflite import export_tflite_indexed
+
+    runtime = _runtime()
+    ours = graph.run_all(x)
+    model, index = export_tflite_indexed(graph if reference is None else reference, 1)
+    acts = sum(int(np.prod(t.shape)) for t in graph.tensors.values() if t.data is None)
+    it = runtime.Interpreter.from_bytes(
+        model,
+        arena_size=max(1 << 16, 16 * len(model) + 64 * int(x[0].size)) + 2 * acts,
+        intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors,
+    )
+    theirs: dict[str, list[np.ndarray]] = {op.outputs[0]: [] for op in graph.ops}
+    for item in x:
+        it.set_input(item[None], 0)
+        it.invoke()
+        for name in theirs:
+            got = it.GetTensor(index[name], 0)
+            theirs[name].append(np.asarray(got["tensor_data"] if isinstance(got, dict) else got))
+    out = []
+    for i, op in enumerate(graph.ops):
+        name = op.outputs[0]
+        a = np.asarray(ours[name]).reshape(len(x), -1)
+        b = np.stack(theirs[name]).reshape(len(x), -1)
+        out.append(LayerDiff(i, op.kind, name, int(np.count_nonzero(a != b)), int(a.size)))
+    return out
+
+
+def format_layers(diffs: list[LayerDiff]) -> str:
+    first = next((d for d in diffs if d.differing), None)
+    head = (
+        "layers: every intermediate tensor equals TFLM's"
+        if first is None
+        else f"layers: first difference at layer {first.index} ({first.kind} -> '{first.output}')"
+    )
+    rows = [f"  {d.index:3d} {d.kind:20s} {d.output[:30]:30s} {d.differing:>8,} of {d.size:,}"
+            for d in diffs]  # fmt: skip
+    return "\n".join([head, *rows])
 
 
 def format_text(r: Report) -> str:

@@ -1,5 +1,6 @@
 """``hilbench validate MODEL.tflite [--emulate | --sil | --qemu | --board PORT] [--input X.npy |
---data NAME [--split test]] [--labels y.npy] [--json] [--rmse R --mae M --l2r L --cos C --acc A]``:
+--data NAME [--split test]] [--labels y.npy] [--json] [--layers] [--rmse R --mae M --l2r L
+--cos C --acc A]``:
 a device against TFLM item by item — byte-equal outputs, ST's metrics (ACC, RMSE, MAE, L2R,
 COS), accuracy with labels, the worst items. Exit 0 when every output is byte-equal (or, given
 tolerances, within them), 1 otherwise. The logic is :mod:`hilbench.validate`."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,9 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--items", type=int, help="only the first N items")
     p.add_argument("--labels", type=Path, help="y.npy: a label per item (accuracy)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--layers", action="store_true", help="also compare every layer (the emulator's) with TFLM"
+    )
     for name in TOLERANCES:
         bound = "at least" if name in ("cos", "acc") else "at most"
         p.add_argument(f"--{name}", type=float, help=f"tolerance: {name.upper()} {bound} this")
@@ -47,7 +52,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     from hilbench.cli.infer import load_inputs
     from hilbench.npu.tflite import import_tflite
-    from hilbench.validate import format_text, validate
+    from hilbench.validate import compare_layers, format_layers, format_text, validate
 
     try:
         model = args.model.read_bytes()
@@ -79,13 +84,19 @@ def handle(args: argparse.Namespace) -> int:
     )
     tol = {k: getattr(args, k) for k in TOLERANCES if getattr(args, k) is not None}
     ok = r.within(tol)
+    layers = compare_layers(graph, x) if args.layers else None
     if args.json:
-        json.dump({**r.to_dict(), "tolerances": tol, "passed": ok}, sys.stdout, indent=1)
+        d = {**r.to_dict(), "tolerances": tol, "passed": ok}
+        if layers is not None:
+            d["layers"] = [asdict(x) for x in layers]
+        json.dump(d, sys.stdout, indent=1)
         print()
     else:
         print(format_text(r))
         if tol:
             print(f"  tolerances {tol}: {'met' if ok else 'NOT met'}")
+        if layers is not None:
+            print(format_layers(layers))
     return 0 if ok else 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from hilbench import datasets, validate
 from hilbench.cli.validate import main
 from hilbench.npu import zoo
+from hilbench.npu.graph import Graph
 from hilbench.npu.tflite import export_tflite
 from tests.needs import need_module
 
@@ -84,3 +86,21 @@ def test_bad_input_exits_2(digits_cnn, tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.zeros((3, 8, 8, 1), np.float32))
     assert main([str(path), "--input", str(tmp_path / "x.npy")]) == 2
     assert "quantize them" in capsys.readouterr().err
+
+
+def test_layers_are_compared_with_tflm_and_a_difference_is_located(digits_cnn, capsys):
+    g, path = digits_cnn
+    assert main([str(path), "--data", "digits", "--items", "4", "--layers"]) == 0
+    out = capsys.readouterr().out
+    assert "every intermediate tensor equals TFLM's" in out
+    x = np.random.default_rng(3).integers(-128, 128, (3, 8, 8, 1)).astype(np.int8)
+    diffs = validate.compare_layers(g, x)
+    assert [d.kind for d in diffs] == [op.kind for op in g.ops]
+    assert all(d.differing == 0 and d.size == 3 * np.prod(g.tensors[d.output].shape) for d in diffs)
+    # the second conv's bias moved in the emulated graph only: its layer is named first
+    name = g.ops[1].inputs[2]
+    tensors = dict(g.tensors)
+    tensors[name] = dataclasses.replace(g.tensors[name], data=g.tensors[name].data + 1000)
+    moved = Graph(tensors, g.ops, g.input, g.output, g.name)
+    text = validate.format_layers(validate.compare_layers(moved, x, reference=g))
+    assert "first difference at layer 1 (CONV_2D -> 'conv1_out')" in text
