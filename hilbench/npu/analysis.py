@@ -59,20 +59,15 @@ class ModelMemory:
 
 def model_memory(g: Any) -> ModelMemory:
     """The memory of graph ``g`` with the default ZO method (every weight tensor, Rademacher,
-    fresh samples); a graph without weights trains nothing (its work area is 0)."""
+    fresh samples); a graph without weights trains nothing."""
     consts = sum(t.data.nbytes for t in g.tensors.values() if t.data is not None)
     tables = LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
     act = plan.act_bytes(g)
     act_all = sum(zocf.pad16(size) for _, size, _, _ in plan.lives(g))
     bare = zocf.pad16(len(to_blob(g)))
-    try:
-        cfg = zocf.build(g)
-        trained = zocf.resolve(cfg, g)
-    except zocf.ZocfError as exc:
-        if exc.key != "no_weights":
-            raise
-        zero = dict.fromkeys(MASTERS, 0)
-        return ModelMemory(consts, bare, bare, act, act_all, 0, 0, zero, {}, 0)
+    # every weight tensor; a weightless model gets the default section (no entries)
+    cfg = zocf.build(g) if g.trainable() else zocf.ZoConfig()
+    trained = zocf.resolve(cfg, g)
     blob = to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()})
     row = zocf.row_buffer_bytes(trained)
     return ModelMemory(

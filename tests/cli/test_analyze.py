@@ -69,3 +69,12 @@ def test_bad_input_is_one_line_and_exit_2(argv, says, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_model_without_weights_is_inference_only(tmp_path, capsys):
+    from tests.cli.test_validate import _pools_model
+
+    _, path = _pools_model(tmp_path)
+    a = _json(capsys, [str(path)])
+    assert a["params"] == 0 and a["flash"] == 0 and list(a["ram"]) == ["inference"]
+    assert "inference only" in a["notes"][0]

@@ -104,3 +104,37 @@ def test_layers_are_compared_with_tflm_and_a_difference_is_located(digits_cnn, c
     moved = Graph(tensors, g.ops, g.input, g.output, g.name)
     text = validate.format_layers(validate.compare_layers(moved, x, reference=g))
     assert "first difference at layer 1 (CONV_2D -> 'conv1_out')" in text
+
+
+def _pools_model(tmp_path):
+    from hilbench.npu import convert
+    from hilbench.npu.floatnet import FloatModel, Layer
+
+    fm = FloatModel(
+        "pools",
+        (8, 8, 4),
+        [
+            Layer("p0", "avgpool", ["input"], "p0_out", kernel=2, stride=2),
+            Layer("p1", "maxpool", ["p0_out"], "p1_out", kernel=2, padding="VALID"),
+            Layer("f", "flatten", ["p1_out"], "logits"),
+        ],
+    )
+    calib = np.random.default_rng(0).random((8, 8, 8, 4), dtype=np.float32)
+    g = convert.quantize_model(fm, calib, logit_range=None)
+    path = tmp_path / "pools.tflite"
+    path.write_bytes(export_tflite(g))
+    return g, path
+
+
+@pytest.mark.parametrize("backend", ["emulate-twin", "sil"])
+def test_a_model_without_weights_infers_on_a_device(tmp_path, backend):
+    """No weight tensor, so no ZO state: a device still loads it and infers (issue 27)."""
+    from hilbench.cli.infer import infer_on_device
+
+    g, path = _pools_model(tmp_path)
+    assert [op.kind for op in g.ops] == ["AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE"]
+    x = np.random.default_rng(1).integers(-128, 128, (4, 8, 8, 4)).astype(np.int8)
+    y = infer_on_device(g, x, "emulate" if backend == "emulate-twin" else backend)
+    want = validate.tflm_outputs(path.read_bytes(), x)
+    np.testing.assert_array_equal(y.reshape(len(x), -1), want)
+    assert len({row.tobytes() for row in want}) == len(x)
