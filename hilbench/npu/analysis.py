@@ -57,7 +57,7 @@ class ModelMemory:
         return self.blob + self.act_all + GRAD_BYTES * self.trained
 
 
-def model_memory(g: Any) -> ModelMemory:
+def model_memory(g: Any, cfg: zocf.ZoConfig | None = None) -> ModelMemory:
     """The memory of graph ``g`` with the default ZO method (every weight tensor, Rademacher,
     fresh samples); a graph without weights trains nothing."""
     consts = sum(t.data.nbytes for t in g.tensors.values() if t.data is not None)
@@ -66,7 +66,8 @@ def model_memory(g: Any) -> ModelMemory:
     act_all = sum(zocf.pad16(size) for _, size, _, _ in plan.lives(g))
     bare = zocf.pad16(len(to_blob(g)))
     # every weight tensor; a weightless model gets the default section (no entries)
-    cfg = zocf.build(g) if g.trainable() else zocf.ZoConfig()
+    if cfg is None:
+        cfg = zocf.build(g) if g.trainable() else zocf.ZoConfig()
     trained = zocf.resolve(cfg, g)
     blob = to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()})
     row = zocf.row_buffer_bytes(trained)
@@ -228,3 +229,25 @@ def format_text(a: Analysis) -> str:
         out.append(f"  {lat.model:12s} {_ms(lat.seconds):>14s}  {lat.what}")
     out += [f"note: {n}" for n in a.notes]
     return "\n".join(out)
+
+
+def fit_line(g: Any, cfg: zocf.ZoConfig | None = None) -> str:
+    """One line on where a ZO step of ``g`` with ZO method ``cfg`` (default: every weight
+    tensor, q16 master) and its inference fit on the STM32N6, for run summaries and reports."""
+    mem = model_memory(g, cfg)
+    master = (cfg or zocf.ZoConfig()).master
+    step = mem.step(master)  # the work area of cfg, its pool included
+    what = f"ZO step ({master} master)" if mem.trained else "inference"
+    step = step if mem.trained else mem.inference
+    return (
+        f"{what} {_kib(step)}: {FIT_WORDS[fit(step)]}; inference {_kib(mem.inference)} "
+        f"(STM32N6 arena {cost.N6_ARENA_BYTES:,} B)"
+    )
+
+
+def fit_line_of_blob(blob: bytes) -> str:
+    """:func:`fit_line` of a model blob (a trace's ``model_blob``) with its own ZOCF."""
+    from hilbench.npu.blob import from_blob
+
+    graph, sections = from_blob(blob)
+    return fit_line(graph, zocf.ZoConfig.from_sections(sections))

@@ -78,3 +78,13 @@ def test_a_model_without_weights_is_inference_only(tmp_path, capsys):
     a = _json(capsys, [str(path)])
     assert a["params"] == 0 and a["flash"] == 0 and list(a["ram"]) == ["inference"]
     assert "inference only" in a["notes"][0]
+
+
+def test_fit_line_of_a_blob_uses_its_own_zo_method():
+    g = zoo.build("mlp", seed=0)
+    plain = analysis.fit_line_of_blob(to_blob(g, {"ZOCF": zocf.build(g, master="int8").to_bytes()}))
+    pooled = zocf.build(g, master="int8", pool_size=1024).to_bytes()
+    line = analysis.fit_line_of_blob(to_blob(g, {"ZOCF": pooled}))
+    assert plain.startswith("ZO step (int8 master)") and "fits on-chip SRAM" in plain
+    kib = lambda s: float(s.split(" KiB")[0].split()[-1])  # noqa: E731
+    assert kib(line) == pytest.approx(kib(plain) + 1.0, abs=0.1)  # the pool's 1,024 B
