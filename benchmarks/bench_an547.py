@@ -19,16 +19,30 @@ emulator's (hilbench.npu, bit-exact with TFLM) byte for byte; a row that differs
 and the run exits 1.
 
 ZO step (``hilbench-bench zo``): the model with its LOSS section and the default ZO method,
-a random data set, ``--q`` seeds, a mini-batch of ``--batch``. PROBE = forward passes (2 q B,
-each at the cost of an unperturbed one) + loss + PRNG (the scales, and the samples each
-perturbed forward pass draws row by row) + perturbation (the rest: the row provider's deltas
-and clamps into the row buffer, the batch); APPLY = PRNG (samples in chunks) + update (the
-rest). Both images' losses and weights CRCs must be equal.
+a random data set, ``--q`` seeds, a mini-batch of ``--batch``. Two splits of PROBE and APPLY:
+
+- *measured*, per function: a QEMU TCG plugin (device_fw/bench/qemu/insn_split.c, ``make -C
+  device_fw qemu-plugin``) counts the instructions executed at every address between two calls
+  of the image's ``hb_bench_mark`` (around the first PROBE and the first APPLY), and the ELF's
+  symbols name the functions. Its total agrees with the tick bracket to a few instructions.
+- *modelled*: each part timed alone and multiplied by how often PROBE needs it (forward passes
+  = 2 q B x one unperturbed pass, loss, PRNG = q scales + 2 q B x drawing every row's samples
+  once); "the rest" is what these leave. The PRNG line is such a model (n_perturbed x
+  draw_rows), not a measurement: the measured split names Philox (hb_philox_stream_fill).
+
+Both images' losses and weights CRCs must be equal.
+
+``--probe-table``: PROBE against its floor, 2 q B forward passes (PROBE / (2 q B x one forward
+pass)), for the MLP and the CNN with each perturbation (rademacher, uniform, uniform with a
+pool of 512, gaussian) at q = 4, B = 32 and MobileNetV2 alpha 0.35 at q = 2, B = 4 (issue 25's
+table), the Helium image, each with its measured per-function split.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
+import collections
 import shutil
 import subprocess
 import sys
@@ -41,7 +55,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_firmware import BenchError, Report, cpu, op_rows, parse_report, source_state
 
-from hilbench.target.make import output_tail, run_make
+from hilbench.launch.make import output_tail, run_make
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"scalar": "an547-scalar", "mve": "an547"}  # AN547_NN -> its build directory
@@ -78,14 +92,77 @@ def qemu_version() -> str:
     return subprocess.run([path, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
 
 
-def run_image(elf: Path, args: list[str], shift: int) -> Report:
-    """The benchmark image under QEMU with ``args`` (paths absolute); its report."""
+PLUGIN = ROOT / "device_fw" / "build" / "qemu" / "libinsn_split.so"
+MARK = "hb_bench_mark"  # bench/bench.c: its calls open and close the plugin's windows
+NM = "arm-none-eabi-nm"
+
+
+def build_plugin(root: Path = ROOT) -> Path | str:
+    """The per-function counter (a QEMU plugin), or why it could not be built."""
+    status, output = run_make(root, "qemu-plugin")
+    if status != 0:
+        return f"make qemu-plugin failed: {output_tail(output)}"
+    return PLUGIN
+
+
+class Symbols:
+    """Address -> function of an ELF (``nm -n -S``: defined code symbols with a size)."""
+
+    def __init__(self, elf: Path) -> None:
+        out = subprocess.run(
+            [NM, "-n", "-S", "--defined-only", str(elf)], capture_output=True, text=True, check=True
+        ).stdout
+        rows = []
+        for line in out.splitlines():
+            w = line.split()
+            if len(w) == 4 and w[2] in "tTwW":
+                rows.append((int(w[0], 16), int(w[1], 16), w[3]))
+        rows.sort()
+        self.rows = rows
+        self.starts = [r[0] for r in rows]
+        self.by_name = {name: addr for addr, _, name in rows}
+
+    def name(self, addr: int) -> str:
+        i = bisect.bisect_right(self.starts, addr) - 1
+        if i >= 0 and addr < self.rows[i][0] + self.rows[i][1]:
+            return self.rows[i][2]
+        return "?"
+
+
+def read_windows(path: Path, syms: Symbols) -> list[collections.Counter]:
+    """The plugin's output: per window, instructions per function."""
+    windows: list[collections.Counter] = []
+    for line in path.read_text().splitlines():
+        w = line.split()
+        if w[0] == "window":
+            windows.append(collections.Counter())
+        elif w[0] != "marks":
+            windows[-1][syms.name(int(w[0], 16))] += int(w[1])
+    return windows
+
+
+def run_image(
+    elf: Path, args: list[str], shift: int, plugin: Path | None = None
+) -> tuple[Report, list[collections.Counter]]:
+    """The benchmark image under QEMU with ``args`` (paths absolute): its report, and with a
+    plugin the instructions per function of each marked window."""
     sh = ",".join(f"arg={a}" for a in ["hilbench-bench", *args, "--icount-shift", str(shift)])
     cmd = [
         QEMU, "-M", "mps3-an547", "-display", "none", "-monitor", "none", "-serial", "null",
         "-icount", f"shift={shift}", "-semihosting-config", f"enable=on,target=native,{sh}",
         "-kernel", str(elf),
     ]  # fmt: skip
+    if plugin is None:
+        return _run(cmd, elf, args), []
+    syms = Symbols(elf)
+    with tempfile.TemporaryDirectory(prefix="insn_split_") as tmp:
+        out = Path(tmp) / "split.txt"
+        cmd += ["-plugin", f"{plugin},mark={syms.by_name[MARK]:#x},out={out}"]
+        rep = _run(cmd, elf, args)
+        return rep, read_windows(out, syms)
+
+
+def _run(cmd: list[str], elf: Path, args: list[str]) -> Report:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
     if done.returncode not in (0, 1) or (done.returncode == 1 and "error" not in done.stdout):
         tail = (done.stderr or done.stdout).strip()[-400:]
@@ -101,7 +178,7 @@ class Forward:
 
 
 def forward(elf: Path, blob: Path, x: Path, runs: int, shift: int) -> Forward:
-    rep = run_image(elf, ["forward", str(blob), str(x), "--runs", str(runs)], shift)
+    rep, _ = run_image(elf, ["forward", str(blob), str(x), "--runs", str(runs)], shift)
     f = rep.get("forward")
     return Forward(int(f["min"]), bytes.fromhex(rep.get("output")["hex"]), f["stable"] == "1")
 
@@ -154,24 +231,50 @@ def target_note(r: Row) -> str:
     return ""
 
 
-def zo_step(images, title: str, g, q: int, batch: int, runs: int, shift: int, work: Path) -> bool:
-    """Both images' ZO step split, side by side; True if their losses and CRCs agree."""
+def zo_files(g, work: Path, zo=None) -> list[Path]:
+    """The zo command's blob (LOSS, and ZOCF if ``zo`` is a ZoConfig), inputs and labels."""
     from hilbench.npu.blob import to_blob
     from hilbench.zo import loss
 
     tables = loss.LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
     r = np.random.default_rng(7)
     n_items, item = 16, int(np.prod(g.input_shape))
+    sections = {"LOSS": tables.to_bytes()}
+    if zo is not None:
+        sections["ZOCF"] = zo.to_bytes()
     files = {
-        "zo.blob": to_blob(g, {"LOSS": tables.to_bytes()}),
+        "zo.blob": to_blob(g, sections),
         "zo.x": r.integers(-128, 128, (n_items, item)).astype(np.int8).tobytes(),
         "zo.y": r.integers(0, int(np.prod(g.output_shape)), n_items).astype(np.uint8).tobytes(),
     }
     for name, data in files.items():
         (work / name).write_bytes(data)
-    args = ["zo", *(str(work / n) for n in files), "--q", str(q), "--batch", str(batch)]
-    args += ["--runs", str(runs), "--item-runs", str(runs), "--seed", "1"]
-    reps = {nn: run_image(elf, args, shift) for nn, elf in images.items()}
+    return [work / n for n in files]
+
+
+def zo_args(files: list[Path], q: int, batch: int, runs: int) -> list[str]:
+    args = ["zo", *(str(f) for f in files), "--q", str(q), "--batch", str(batch)]
+    return [*args, "--runs", str(runs), "--item-runs", str(runs), "--seed", "1"]
+
+
+def print_split(name: str, counts: collections.Counter, ticks: int, top: int = 8) -> None:
+    """One window's instructions per function, the largest first, and the check against the
+    tick bracket."""
+    total = sum(counts.values())
+    print(f"  {name} per function (measured; plugin total {total:,}, tick bracket {ticks:,}):")
+    rest = total
+    for fn, n in counts.most_common(top):
+        print(f"    {fn[:40]:40s} {n:14,d} {n / total:6.1%}")
+        rest -= n
+    print(f"    {'(every other function)':40s} {rest:14,d} {rest / total:6.1%}")
+
+
+def zo_step(images, title: str, g, q: int, batch: int, runs: int, shift: int, work: Path,
+            plugin: Path | None) -> bool:  # fmt: skip
+    """Both images' ZO step split, side by side; True if their losses and CRCs agree."""
+    args = zo_args(zo_files(g, work), q, batch, runs)
+    ran = {nn: run_image(elf, args, shift, plugin) for nn, elf in images.items()}
+    reps = {nn: rep for nn, (rep, _) in ran.items()}
     same = all(
         reps[nn].get(rec) == reps["scalar"].get(rec)
         for nn in reps
@@ -182,17 +285,21 @@ def zo_step(images, title: str, g, q: int, batch: int, runs: int, shift: int, wo
         f"\n{title}: {zo['trained']} trained tensors, {int(zo['weight_elems']):,} weights; "
         f"q={q}, batch {batch}: {zo['n_forward']} forward passes per PROBE; fewest of {runs} runs"
     )
-    print(f"  {'part':36s} {'':>5s} {'scalar instr':>14s} {'Helium instr':>14s} {'ratio':>7s}")
-    parts = [("probe", "total", "PROBE"), ("probe", "forward", "  forward passes"),
-             ("probe", "loss", "  loss"), ("probe", "prng", "  PRNG (scales, row samples)"),
-             ("probe", "perturb", "  perturbation (row provider)"),
-             ("apply", "total", "APPLY"), ("apply", "prng", "  PRNG (chunk samples)"),
-             ("apply", "update", "  update")]  # fmt: skip
+    print(f"  {'part (modelled: timed alone x uses)':36s} {'':>5s} {'scalar instr':>14s} "
+          f"{'Helium instr':>14s} {'ratio':>7s}")  # fmt: skip
+    parts = [("probe", "total", "PROBE"), ("probe", "forward", "  forward passes (model)"),
+             ("probe", "loss", "  loss (model)"),
+             ("probe", "prng", "  PRNG model: q scales + n x rows"),
+             ("probe", "perturb", "  the rest (perturbation, batch)"),
+             ("apply", "total", "APPLY"), ("apply", "prng", "  PRNG model (chunk samples)"),
+             ("apply", "update", "  the rest (update)")]  # fmt: skip
     for step, key, name in parts:
         v = {nn: int(rep.get("zo_split", step=step)[key]) for nn, rep in reps.items()}
         share = {nn: v[nn] / int(reps[nn].get("zo_split", step=step)["total"]) for nn in v}
         note = f"   {share['scalar']:5.1%} / {share['mve']:5.1%} of {step.upper()}"
-        print_row(name, "", v["scalar"], max(v["mve"], 1), "" if key == "total" else note)
+        # "the rest" is what the model leaves: negative where the model overcounts (a part
+        # timed alone costs more than inside the step); the measured split below is exact
+        print_row(name, "", v["scalar"], v["mve"] or 1, "" if key == "total" else note)
     fwd = {nn: int(rep.get("zo_time", part="forward")["min"]) for nn, rep in reps.items()}
     step = {nn: sum(int(rep.get("zo_split", step=s)["total"]) for s in ("probe", "apply"))
             for nn, rep in reps.items()}  # fmt: skip
@@ -203,7 +310,55 @@ def zo_step(images, title: str, g, q: int, batch: int, runs: int, shift: int, wo
         f"Helium {beyond['mve']:.3f}x; losses and weights CRCs "
         + ("equal in both images" if same else "DIFFER between the images")
     )
+    for nn, (rep, windows) in ran.items():
+        if len(windows) < 2:
+            continue
+        print(f"  {nn} image:")
+        for w, step_name in enumerate(("probe", "apply")):
+            ticks = int(rep.get("zo_time", part=step_name)["min"]) if runs == 1 else 0
+            print_split(step_name.upper(), windows[w], ticks)
     return same
+
+
+# issue 25's table: (title, zoo model, zoo kwargs, q, batch, perturbations)
+PERTURBATIONS = {
+    "rademacher": {"distribution": "rademacher"},
+    "uniform": {"distribution": "uniform"},
+    "uniform + pool 512": {"distribution": "uniform", "pool_size": 512, "pool_seed": 1},
+    "gaussian": {"distribution": "gaussian"},
+}
+PROBE_TABLE = (
+    ("MLP", "mlp", {}, 4, 32, tuple(PERTURBATIONS)),
+    ("CNN", "cnn", {}, 4, 32, tuple(PERTURBATIONS)),
+    ("MobileNetV2 a0.35 32x32", "mobilenet_v2", {"alpha": 0.35, "resolution": 32}, 2, 4,
+     ("rademacher",)),
+)  # fmt: skip
+
+
+def probe_table(elf: Path, plugin: Path | None, shift: int, work: Path, top: int) -> None:
+    """PROBE / (2 q B forward passes) per model and perturbation, with the measured split."""
+    from hilbench.npu import zoo
+    from hilbench.zo import zocf
+
+    print("\nPROBE against its floor (Helium image; floor = 2 q B x one forward pass)")
+    rows = []
+    for title, name, kw, q, batch, perts in PROBE_TABLE:
+        g = zoo.build(name, seed=0, **kw)
+        for pert in perts:
+            zo = zocf.build(g, **PERTURBATIONS[pert])
+            args = zo_args(zo_files(g, work, zo), q, batch, 1)
+            rep, windows = run_image(elf, args, shift, plugin)
+            probe = int(rep.get("zo_time", part="probe")["min"])
+            fwd = int(rep.get("zo_time", part="forward")["min"])
+            n = int(rep.get("zo")["n_forward"])
+            rows.append((f"{title}, {pert}", q, batch, probe, n * fwd, probe / (n * fwd)))
+            if windows:
+                print(f"\n{title}, {pert} (q={q}, B={batch}):")
+                print_split("PROBE", windows[0], probe, top)
+    print(f"\n  {'model, perturbation':34s} {'q':>2s} {'B':>3s} {'PROBE instr':>14s} "
+          f"{'floor instr':>14s} {'ratio':>7s}")  # fmt: skip
+    for label, q, batch, probe, floor, ratio in rows:
+        print(f"  {label:34s} {q:2d} {batch:3d} {probe:14,d} {floor:14,d} {ratio:6.2f}x")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,6 +369,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=4, help="PROBE's mini-batch")
     ap.add_argument("--zo-runs", type=int, default=1, help="PROBEs and APPLYs per image")
     ap.add_argument("--icount-shift", type=int, default=5, help="QEMU -icount shift (0..10)")
+    ap.add_argument("--no-split", action="store_true", help="no per-function count (plugin)")
+    ap.add_argument(
+        "--probe-table",
+        action="store_true",
+        help="only PROBE / its floor per model and perturbation (issue 25's table)",
+    )
+    ap.add_argument("--top", type=int, default=8, help="functions per measured split")
+    ap.add_argument(
+        "--image",
+        type=Path,
+        help="--probe-table on this Helium image (e.g. an "
+        "older build, for a before/after table) instead of building one",
+    )
     args = ap.parse_args(argv)
     names = [m for m in args.models.split(",") if m]
     bad = [m for m in names if m not in MODELS]
@@ -229,22 +397,40 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         version = qemu_version()
-        images = build_images()
+        # --probe-table --image: that image only (nothing built)
+        images = {"mve": args.image} if args.probe_table and args.image else build_images()
     except BenchError as exc:
         print(f"bench_an547: {exc}", file=sys.stderr)
         return 2
-    build = run_image(images["mve"], ["info"], args.icount_shift).build
+    plugin = None if args.no_split else build_plugin()
+    if isinstance(plugin, str):
+        print(f"bench_an547: no per-function split: {plugin}", file=sys.stderr)
+        plugin = None
+    build = run_image(images["mve"], ["info"], args.icount_shift)[0].build
     print(f"host CPU (runs QEMU; the figures do not depend on it): {cpu()}")
     print(f"target: Cortex-M55 (QEMU mps3-an547), {version}, -icount shift={args.icount_shift}")
     print(
         f"firmware: device_fw core ({source_state()}), {build['compiler']}, "
-        f"{build['flags'].replace(' -DHB_NN_SCALAR', '')}; scalar: AN547_NN=scalar "
+        f"{build.get('flags', '?').replace(' -DHB_NN_SCALAR', '')}; scalar: AN547_NN=scalar "
         f"(-DHB_NN_SCALAR), Helium: AN547_NN=mve"
     )
     print(
         f"unit: {build['clock']} per forward pass, the fewest of {args.runs} runs; ratio = "
         f"scalar / Helium (higher: Helium needs fewer); outputs checked against the emulator"
     )
+    print(
+        "per-function split: "
+        + (f"measured by {PLUGIN.name} (QEMU TCG plugin)" if plugin else "none (--no-split)")
+    )
+    if args.probe_table:
+        elf = args.image or images["mve"]
+        if plugin and MARK not in Symbols(elf).by_name:
+            print(f"{elf}: no {MARK}: no per-function split")
+            plugin = None
+        print(f"image: {elf}")
+        with tempfile.TemporaryDirectory(prefix="bench_an547_") as tmp:
+            probe_table(elf, plugin, args.icount_shift, Path(tmp), args.top)
+        return 0
     graphs = [(MODELS[m][0], zoo.build(MODELS[m][1], seed=0, **MODELS[m][2])) for m in names]
     rows = [Row(r.label, r.graph, r.counts) for r in op_rows(graphs, None)]
     ok = True
@@ -282,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             for title, g in graphs:
                 ok = zo_step(images, title, g, args.q, args.batch, args.zo_runs,
-                             args.icount_shift, work) and ok  # fmt: skip
+                             args.icount_shift, work, plugin) and ok  # fmt: skip
     if not ok:
         print("\nMISMATCH: an image's output, losses or weights differ; see the rows above")
         return 1

@@ -32,7 +32,7 @@ PHASES = ("acquire", "load", "connect", "disconnect", "release")
 
 
 def _warm() -> None:
-    import hilbench.farm.backend
+    import hilbench.backend.labgrid
     import hilbench.session  # noqa: F401
 
 
@@ -47,7 +47,7 @@ def _config(seed: int, budget: int, trace: Path):
 def farm_run(seed: int, budget: int, out: str) -> dict:
     """One sweep run through the farm: the whole life of a --board labgrid: run."""
     from hilbench import session
-    from hilbench.farm.backend import LabgridBackend
+    from hilbench.backend.labgrid import LabgridBackend
 
     started = time.perf_counter()
     backend = LabgridBackend("labgrid:board=sil", wait=600)
@@ -82,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from hilbench import session
-    from hilbench.farm.backend import LabgridBackend
+    from hilbench.backend.labgrid import LabgridBackend
     from hilbench.farm.lab import LocalFarm
-    from hilbench.target.sil import sil_binary
+    from hilbench.launch.sil import sil_binary
 
     sil_binary()  # built before anything is timed
     seeds = list(range(args.runs))
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         with LocalFarm.simple(root / "farm1", sil=1, twin=0, exporters=1) as farm:
             os.environ["LG_COORDINATOR"] = farm.address
             backend = LabgridBackend("labgrid:board=sil")
-            target = backend.open()
+            target = backend.open().client
             crcs, walls = {}, []
             started = time.perf_counter()
             for seed in seeds:

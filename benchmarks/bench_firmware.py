@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbench.target.make import output_tail, run_make
+from hilbench.launch.make import output_tail, run_make
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "device_fw" / "build" / "bench" / "hilbench-bench"

@@ -29,8 +29,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from hilbench import datasets, session
-from hilbench.backends import EmulatorBackend, single_threaded_blas
+from hilbench import data as datasets
+from hilbench import session
+from hilbench.backend.emulate import EmulatorBackend, single_threaded_blas
+from hilbench.client.device_client import Target
 from hilbench.config import RunConfig
 from hilbench.console import PlainView
 from hilbench.device import DeviceTwin, serve_tcp
@@ -39,7 +41,6 @@ from hilbench.link.paced import PacedPort
 from hilbench.link.serial_port import open_port
 from hilbench.link.wrapper import PortWrapper
 from hilbench.protocol import data_blob
-from hilbench.target.client import Target
 
 BAUD = 921_600
 PACED_REPEATS = 3  # a paced upload takes about 1 s; other processes' load only slows one down
@@ -238,7 +239,8 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
     both and other processes' load does not count. Then the same run with each part of the
     host's work timed on its own (the extra clock reads inflate the parts a little)."""
     from hilbench import console
-    from hilbench.target import client, recovery
+    from hilbench.client import device_client as client
+    from hilbench.client import recovery
     from hilbench.trace.writer import TraceWriter
     from hilbench.train import estimator, trainer
 

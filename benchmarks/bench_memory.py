@@ -326,7 +326,7 @@ def _sil_cpu_ns(binary: Path) -> int:
 def time_probe(binary: Path, name: str, kw: dict, method: dict, reps: int) -> tuple[float, float]:
     """(PROBE, 2 q B plain forward passes by EVAL): the SIL program's CPU seconds per request,
     the fastest of reps."""
-    from hilbench.backends import SilBackend
+    from hilbench.backend.sil import SilBackend
     from hilbench.protocol import data_blob
 
     g = zoo.build(name, seed=3, **kw)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_an547 import ELF, ROOT, BenchError, Row, measure, qemu_version, run_image
 from bench_firmware import cpu, op_rows
 
-from hilbench.target.make import output_tail, run_make
+from hilbench.launch.make import output_tail, run_make
 
 MODELS = {
     "mlp": ("MLP", "mlp", {}),

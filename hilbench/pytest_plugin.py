@@ -2,7 +2,7 @@
 
 ``pytest --emulate`` (default) runs the twin in-process behind a pty; ``--board=PORT`` drives a
 board or any pyserial URL (``socket://HOST:PORT`` from ``hilbench emulate``); ``--qemu`` runs
-the firmware in QEMU. Fixtures: ``hil_backend`` (session), ``device`` (the connected Target),
+the firmware in QEMU. Fixtures: ``hil_backend`` (session), ``device`` (the connected DeviceClient),
 ``zo_session`` (train and get the trace back), ``trace_path`` (this test's trace file).
 """
 
@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from hilbench.backends import Backend, make_backend
-from hilbench.config import RunConfig
+from hilbench.backend.base import Backend, Connection
+from hilbench.backend.registry import make_backend
+from hilbench.client.device_client import DeviceClient
+from hilbench.config import BACKENDS, RunConfig
 from hilbench.console import LiveView, NullView, RunView
 from hilbench.errors import HilbenchError
-from hilbench.target.client import Target
 
 
 @dataclass(frozen=True)
@@ -41,26 +42,26 @@ class BackendOption:
     field: str | None = None
 
 
-#: Which device every test talks to: one row per backend, the first is the default. The
-#: options, the one-backend-only check and backend_config() all read this table; a new
-#: backend is one row here.
-BACKEND_OPTIONS = (
-    BackendOption("--emulate", "emulate", "use the bit-exact device twin (default)"),
-    BackendOption("--sil", "sil", "use the C firmware built for this host (software in the loop)"),
+_OPTION_HELP = {
+    "emulate": "use the bit-exact device twin (default)",
+    "sil": "use the C firmware built for this host (software in the loop)",
+    "qemu": "use the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (one QEMU "
+    "per session or xdist worker)",
+    "board": "use a board: its port (/dev/ttyACM0), its ST-LINK's serial, auto (the one "
+    "attached), or any pyserial URL such as socket://HOST:PORT",
+}
+#: Which device every test talks to: one option per name of hilbench.config.BACKENDS (the
+#: list the CLI reads too), the first is the default. The options, the one-backend-only check
+#: and backend_config() all read this table.
+BACKEND_OPTIONS = tuple(
     BackendOption(
-        "--board",
-        "board",
-        "use a board: its port (/dev/ttyACM0), its ST-LINK's serial, auto (the one attached), "
-        "or any pyserial URL such as socket://HOST:PORT",
-        metavar="PORT",
-        field="port",
-    ),
-    BackendOption(
-        "--qemu",
-        "qemu",
-        "use the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (one QEMU per "
-        "session or xdist worker)",
-    ),
+        f"--{name}",
+        name,
+        _OPTION_HELP[name],
+        metavar="PORT" if name == "board" else None,
+        field="port" if name == "board" else None,
+    )
+    for name in BACKENDS
 )
 
 
@@ -134,7 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"hilbench: {exc}") from None
     _check_trace_dir(config)
     if backend == "qemu":
-        from hilbench.backends import QemuBackend
+        from hilbench.backend.qemu import QemuBackend
 
         try:
             QemuBackend.check_available()
@@ -180,7 +181,7 @@ def hil_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
     backend = make_backend(backend_config(pytestconfig))
     pytestconfig.stash[_BACKEND] = backend
     board_log = logging.getLogger("hilbench.board")
-    if getattr(backend, "lifecycle", None) is not None and board_log.level == logging.NOTSET:
+    if backend.lifecycle is not None and board_log.level == logging.NOTSET:
         board_log.setLevel(logging.INFO)
     try:
         backend.open()
@@ -195,11 +196,12 @@ def hil_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
 
 
 @pytest.fixture
-def device(hil_backend: Backend) -> Target:
+def device(hil_backend: Backend) -> DeviceClient:
     """The connected device for the chosen backend; it has answered HELLO."""
-    assert hil_backend.target is not None
-    hil_backend.target.hello()
-    return hil_backend.target
+    client = hil_backend.client
+    assert client is not None
+    client.hello()
+    return client
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -342,12 +344,23 @@ class ZoSession:
     the test's device, replays the trace against the device's weights CRC and returns a
     SessionOutcome. Each call adds a run to the test's trace file."""
 
-    def __init__(self, request: pytest.FixtureRequest, device: Target, trace_path: Path) -> None:
+    def __init__(
+        self, request: pytest.FixtureRequest, device: DeviceClient, trace_path: Path
+    ) -> None:
         self._request = request
         self._device = device
         self._base = backend_config(request.config)
         self.trace_path = trace_path
         self.runs: list[_Run] = request.node.stash.setdefault(_RUNS, [])
+
+    def _where(self) -> DeviceClient | Connection:
+        """The session backend's connection when the test's device is its client (a board's
+        place and lifecycle go into the run), else the device itself."""
+        backend = self._request.config.stash.get(_BACKEND, None)
+        connection = backend.connection if backend is not None else None
+        if connection is not None and connection.client is self._device:
+            return connection
+        return self._device
 
     def _record(self, name: str, value: object) -> None:
         self._request.node.user_properties.append((name, value))
@@ -362,7 +375,7 @@ class ZoSession:
         entry = _Run(self.trace_path, _count_runs(self.trace_path))
         self.runs.append(entry)
         try:
-            result = session.run(config, view=_view(self._request.config), target=self._device)
+            result = session.run(config, view=_view(self._request.config), target=self._where())
         except BaseException as exc:
             entry.error = f"{type(exc).__name__}: {exc}"
             raise
@@ -423,7 +436,7 @@ def _count_runs(path: Path) -> int:
 
 
 @pytest.fixture
-def zo_session(request: pytest.FixtureRequest, device: Target, trace_path: Path) -> ZoSession:
+def zo_session(request: pytest.FixtureRequest, device: DeviceClient, trace_path: Path) -> ZoSession:
     """Train on the test's device: ``zo_session(budget=4000, scheduler="fixed:2")``."""
     return ZoSession(request, device, trace_path)
 
@@ -454,7 +467,7 @@ def board_section(item: pytest.Item) -> str:
     if "hil_backend" not in getattr(item, "fixturenames", ()):
         return ""
     backend = item.config.stash.get(_BACKEND, None)
-    life = getattr(backend, "lifecycle", None)
+    life = backend.lifecycle if backend is not None else None
     if life is None:
         return ""
     return "\n".join(_row(label, text) for label, text in life.report())

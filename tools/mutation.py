@@ -53,9 +53,9 @@ TARGETS: dict[str, Target] = {
     "update": Target("hilbench/zo/update.py", ("tests/zo",), 0.90),
     "loss": Target("hilbench/zo/loss.py", ("tests/zo",), 0.90),
     "limits": Target("hilbench/trace/limits.py", ("tests/trace",), 0.85),
-    "recovery": Target("hilbench/target/recovery.py", ("tests/target",), 0.80, messages=True),
+    "recovery": Target("hilbench/client/recovery.py", ("tests/target",), 0.80, messages=True),
     "client": Target(
-        "hilbench/target/client.py", ("tests/target", "tests/device"), 0.80, messages=True
+        "hilbench/client/device_client.py", ("tests/target", "tests/device"), 0.80, messages=True
     ),
 }
 

@@ -39,6 +39,9 @@ typedef struct {
 
 /* The cost of reading the tick counter twice (the least of 64 empty intervals): subtracted
  * from every timed run. Measured once, at the first call. */
+/* A marker call for a per-function profile under QEMU (bench/qemu/insn_split.c): does nothing. */
+void hb_bench_mark(void);
+
 uint64_t hb_bench_tick_overhead(void);
 
 typedef struct {
@@ -51,7 +54,7 @@ typedef struct {
     int stable;           /* every timed run gave the first run's output, byte for byte */
 } hb_bench_forward_result;
 
-/* Load the blob (hb_graph_load, in place), place its activations at the start of the arena,
+/* Load the blob (hb_blob_load, in place), place its activations at the start of the arena,
  * run one untimed forward pass on input (input_len bytes, the model's input size), then
  * `runs` timed ones (1..HB_BENCH_MAX_RUNS). Returns 0, or -1 with st set: the blob's
  * refusal (BAD_MODEL), an input of the wrong size, runs out of range, or an arena smaller
@@ -114,7 +117,7 @@ typedef struct {
     int32_t lp[HB_BENCH_MAX_SAVED_Q], lm[HB_BENCH_MAX_SAVED_Q];
 } hb_bench_zo_result;
 
-/* Load the blob as a ZO model (hb_graph_load, hb_model_load: it needs a LOSS section, and its
+/* Load the blob as a ZO model (hb_blob_load, hb_model_load: it needs a LOSS section, and its
  * ZOCF if any), bind activations and ZO work in the arena, and time: single forward passes,
  * the loss, the PRNG's parts (scales; every trained element's sample drawn row by row as a
  * PROBE's forward pass does, and in chunks as APPLY does; from the ZOCF as the device reads

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "graph_types.h"
+#include "ops/hb_op.h"
 #include "hb_bytes.h"
 #include "hb_crc.h"
 #include "hb_wire.h"
@@ -44,10 +45,6 @@ static const op_kind kinds[HB_OP_MAX_CODE + 1] = {
 #undef KIND_ROW
 };
 
-const char *hb_op_name(uint8_t opcode) {
-    return opcode <= HB_OP_MAX_CODE && kinds[opcode].name ? kinds[opcode].name : "?";
-}
-
 static int streq(const char *a, const char *b) {
     while (*a && *a == *b) a++, b++;
     return *a == *b;
@@ -62,93 +59,6 @@ static int64_t field_value(const uint8_t *p, uint8_t fmt) {
     case HB_FMT_U32: return hb_rd32(p);
     default: return hb_fp_wrap32(hb_rd32(p)); /* HB_FMT_I32 */
     }
-}
-
-/* ---- decoding a checked record (also used by graph.c to run the op) ----------------------- */
-
-static int32_t i32_at(const uint8_t *p, uint32_t off) { return hb_fp_wrap32(hb_rd32(p + off)); }
-
-static hb_nn_requant tail(const uint8_t *p, uint32_t head, uint32_t count_off) {
-    const uint32_t n = hb_rd16(p + count_off);
-    return (hb_nn_requant){p + head, (const int8_t *)(p + head + 4u * n), n};
-}
-
-void hb_decode_fc(const uint8_t *p, hb_nn_fc_params *o) {
-    o->input_offset = i32_at(p, HB_REC_FULLY_CONNECTED_INPUT_OFFSET_OFF);
-    o->output_offset = i32_at(p, HB_REC_FULLY_CONNECTED_OUTPUT_OFFSET_OFF);
-    o->act_min = i32_at(p, HB_REC_FULLY_CONNECTED_ACT_MIN_OFF);
-    o->act_max = i32_at(p, HB_REC_FULLY_CONNECTED_ACT_MAX_OFF);
-    o->rq = tail(p, HB_REC_FULLY_CONNECTED_HEAD_SIZE, HB_REC_FULLY_CONNECTED_CHANNEL_COUNT_OFF);
-}
-
-/* CONV_2D and DEPTHWISE_CONV_2D share the head up to the activation field */
-_Static_assert(HB_REC_CONV_2D_OUT_W_OFF == HB_REC_DEPTHWISE_CONV_2D_OUT_W_OFF &&
-                   HB_REC_CONV_2D_STRIDE_H_OFF == HB_REC_DEPTHWISE_CONV_2D_STRIDE_H_OFF &&
-                   HB_REC_CONV_2D_ACT_MAX_OFF == HB_REC_DEPTHWISE_CONV_2D_ACT_MAX_OFF,
-               "CONV_2D and DEPTHWISE_CONV_2D records share their head");
-
-void hb_decode_conv(const uint8_t *p, int depthwise, hb_nn_conv_params *o) {
-    o->input_offset = i32_at(p, HB_REC_CONV_2D_INPUT_OFFSET_OFF);
-    o->output_offset = i32_at(p, HB_REC_CONV_2D_OUTPUT_OFFSET_OFF);
-    o->act_min = i32_at(p, HB_REC_CONV_2D_ACT_MIN_OFF);
-    o->act_max = i32_at(p, HB_REC_CONV_2D_ACT_MAX_OFF);
-    o->stride_h = p[HB_REC_CONV_2D_STRIDE_H_OFF];
-    o->stride_w = p[HB_REC_CONV_2D_STRIDE_W_OFF];
-    o->dilation_h = p[HB_REC_CONV_2D_DILATION_H_OFF];
-    o->dilation_w = p[HB_REC_CONV_2D_DILATION_W_OFF];
-    o->pad_top = p[HB_REC_CONV_2D_PAD_TOP_OFF];
-    o->pad_left = p[HB_REC_CONV_2D_PAD_LEFT_OFF];
-    o->out_h = hb_rd16(p + HB_REC_CONV_2D_OUT_H_OFF);
-    o->out_w = hb_rd16(p + HB_REC_CONV_2D_OUT_W_OFF);
-    if (depthwise) {
-        o->depth_multiplier = hb_rd16(p + HB_REC_DEPTHWISE_CONV_2D_DEPTH_MULTIPLIER_OFF);
-        o->rq = tail(p, HB_REC_DEPTHWISE_CONV_2D_HEAD_SIZE,
-                     HB_REC_DEPTHWISE_CONV_2D_CHANNEL_COUNT_OFF);
-    } else {
-        o->depth_multiplier = 1;
-        o->rq = tail(p, HB_REC_CONV_2D_HEAD_SIZE, HB_REC_CONV_2D_CHANNEL_COUNT_OFF);
-    }
-}
-
-_Static_assert(HB_REC_AVERAGE_POOL_2D_HEAD_SIZE == HB_REC_MAX_POOL_2D_HEAD_SIZE &&
-                   HB_REC_AVERAGE_POOL_2D_OUT_W_OFF == HB_REC_MAX_POOL_2D_OUT_W_OFF,
-               "the two pools share one record");
-
-void hb_decode_pool(const uint8_t *p, hb_nn_pool_params *o) {
-    o->act_min = i32_at(p, HB_REC_MAX_POOL_2D_ACT_MIN_OFF);
-    o->act_max = i32_at(p, HB_REC_MAX_POOL_2D_ACT_MAX_OFF);
-    o->stride_h = p[HB_REC_MAX_POOL_2D_STRIDE_H_OFF];
-    o->stride_w = p[HB_REC_MAX_POOL_2D_STRIDE_W_OFF];
-    o->filter_h = p[HB_REC_MAX_POOL_2D_FILTER_H_OFF];
-    o->filter_w = p[HB_REC_MAX_POOL_2D_FILTER_W_OFF];
-    o->pad_top = p[HB_REC_MAX_POOL_2D_PAD_TOP_OFF];
-    o->pad_left = p[HB_REC_MAX_POOL_2D_PAD_LEFT_OFF];
-    o->out_h = hb_rd16(p + HB_REC_MAX_POOL_2D_OUT_H_OFF);
-    o->out_w = hb_rd16(p + HB_REC_MAX_POOL_2D_OUT_W_OFF);
-}
-
-void hb_decode_mean(const uint8_t *p, hb_nn_mean_params *o, int *keep_dims) {
-    o->input_zero_point = i32_at(p, HB_REC_MEAN_INPUT_ZERO_POINT_OFF);
-    o->output_offset = i32_at(p, HB_REC_MEAN_OUTPUT_OFFSET_OFF);
-    o->multiplier = i32_at(p, HB_REC_MEAN_MULTIPLIER_OFF);
-    o->shift = i32_at(p, HB_REC_MEAN_SHIFT_OFF);
-    o->count = hb_rd32(p + HB_REC_MEAN_COUNT_OFF);
-    *keep_dims = p[HB_REC_MEAN_KEEP_DIMS_OFF];
-}
-
-void hb_decode_add(const uint8_t *p, hb_nn_add_params *o) {
-    o->input1_offset = i32_at(p, HB_REC_ADD_INPUT1_OFFSET_OFF);
-    o->input2_offset = i32_at(p, HB_REC_ADD_INPUT2_OFFSET_OFF);
-    o->output_offset = i32_at(p, HB_REC_ADD_OUTPUT_OFFSET_OFF);
-    o->act_min = i32_at(p, HB_REC_ADD_ACT_MIN_OFF);
-    o->act_max = i32_at(p, HB_REC_ADD_ACT_MAX_OFF);
-    o->left_shift = i32_at(p, HB_REC_ADD_LEFT_SHIFT_OFF);
-    o->input1_multiplier = i32_at(p, HB_REC_ADD_INPUT1_MULTIPLIER_OFF);
-    o->input1_shift = i32_at(p, HB_REC_ADD_INPUT1_SHIFT_OFF);
-    o->input2_multiplier = i32_at(p, HB_REC_ADD_INPUT2_MULTIPLIER_OFF);
-    o->input2_shift = i32_at(p, HB_REC_ADD_INPUT2_SHIFT_OFF);
-    o->output_multiplier = i32_at(p, HB_REC_ADD_OUTPUT_MULTIPLIER_OFF);
-    o->output_shift = i32_at(p, HB_REC_ADD_OUTPUT_SHIFT_OFF);
 }
 
 /* ---- pass 1: structure -------------------------------------------------------------------- */
@@ -342,7 +252,7 @@ static int op(hb_graph *g, reader *r, uint16_t oi) {
     if (take(r, HB_BLOB_OP_SIZE, HB_WHAT_HBM_OP, oi, &h)) return -1;
     const uint8_t opcode = h[HB_BLOB_OP_OPCODE_OFF], n_in = h[HB_BLOB_OP_N_INPUTS_OFF];
     const uint8_t n_out = h[HB_BLOB_OP_N_OUTPUTS_OFF], res = h[HB_BLOB_OP_RESERVED_OFF];
-    if (opcode > HB_OP_MAX_CODE || kinds[opcode].name == NULL)
+    if (opcode > HB_OP_MAX_CODE || kinds[opcode].name == NULL || hb_op_find(opcode) == NULL)
         return BAD(st, HB_MSG_HBM_OPCODE, HB_I(oi), HB_I(opcode));
     if (res != 0) return BAD(st, HB_MSG_HBM_OP_RESERVED, HB_I(oi), HB_I(res));
     const op_kind *k = &kinds[opcode];
@@ -366,6 +276,7 @@ static int op(hb_graph *g, reader *r, uint16_t oi) {
     const uint32_t base = r->pos;
     if (take(r, plen, HB_WHAT_HBM_PARAMS, oi, NULL)) return -1;
     if (params(r, oi, opcode, base, plen)) return -1;
+    o->reg = hb_op_find(opcode);
     o->opcode = opcode;
     o->n_in = n_in;
     o->n_out = n_out;
@@ -419,229 +330,28 @@ enum { NOT_WRITTEN = -2, GRAPH_INPUT = -1 };
 static int16_t writer[HB_MAX_TENSORS]; /* activation -> the op that writes it */
 static int16_t user[HB_MAX_TENSORS];   /* constant -> the op that reads it, -1 none */
 
-static int is_const(const hb_graph *g, uint16_t t) { return g->tensors[t].role != HB_ROLE_ACTIVATION; }
-
-static int is_activation(const hb_graph *g, uint16_t t) {
-    return g->tensors[t].dtype == HB_DTYPE_INT8 && !is_const(g, t) && g->n_q[t] == 1;
-}
-
-typedef struct {
-    hb_graph *g;
-    hb_status *st;
-    uint16_t oi;
-    const hb_op *o;
-    const char *kind;
-} opctx;
-
-static int act_in(const opctx *c, uint16_t t) {
-    if (!is_activation(c->g, t)) return BAD(c->st, HB_MSG_HBM_ACT_IN, HB_I(c->oi), HB_S(c->kind), HB_I(t));
-    return 0;
-}
-
-static int act_out(const opctx *c) {
-    const uint16_t t = c->o->idx[c->o->n_in];
-    if (!is_activation(c->g, t)) return BAD(c->st, HB_MSG_HBM_ACT_OUT, HB_I(c->oi), HB_S(c->kind), HB_I(t));
-    return 0;
-}
-
-static int rank3(const opctx *c, uint16_t x) {
-    const hb_tensor *t = &c->g->tensors[x];
-    if (t->rank != 3) return BAD(c->st, HB_MSG_HBM_RANK3, HB_I(c->oi), HB_S(c->kind), HB_I(x), HB_I(t->rank));
-    return 0;
-}
-
-/* filter scales, the params' channel count, the optional bias; marks weight and bias roles */
-static int filter_and_bias(const opctx *c, uint32_t n_out, int32_t axis, uint32_t n_channels) {
-    hb_graph *g = c->g;
-    const uint16_t wi = c->o->idx[1];
-    const uint16_t nq = g->n_q[wi];
-    if (nq != 1 && (nq != n_out || g->axis[wi] != axis))
-        return BAD(c->st, HB_MSG_HBM_FILTER_SCALES, HB_I(c->oi), HB_S(c->kind), HB_I(wi), HB_I(nq),
-                   HB_I(g->axis[wi]), HB_I(n_out), HB_I(axis));
-    if (n_channels != nq)
-        return BAD(c->st, HB_MSG_HBM_CHANNELS, HB_I(c->oi), HB_S(c->kind), HB_I(n_channels), HB_I(wi), HB_I(nq));
-    if (c->o->n_in > 2) {
-        const uint16_t bi = c->o->idx[2];
-        const hb_tensor *b = &g->tensors[bi];
-        if (!(is_const(g, bi) && b->dtype == HB_DTYPE_INT32 && b->rank == 1 && b->dims[0] == n_out &&
-              g->n_q[bi] == nq))
-            return BAD(c->st, HB_MSG_HBM_BIAS, HB_I(c->oi), HB_S(c->kind), HB_I(bi), HB_I(n_out), HB_I(nq));
-        g->tensors[bi].role = HB_ROLE_BIAS;
-        g->tensors[bi].opcode = c->o->opcode;
-    }
-    g->tensors[wi].role = HB_ROLE_WEIGHT;
-    g->tensors[wi].opcode = c->o->opcode;
-    return 0;
-}
-
-static int64_t floor_div(int64_t a, int64_t b) { /* b > 0 */
-    const int64_t q = a / b;
-    return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-
-/* TFLite's ComputeOutSize and ComputePaddingWithOffset (docs/model-blob.md) */
-static void window(uint8_t padding, int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t *out,
-                   int64_t *pad) {
-    const int64_t eff = (k - 1) * dil + 1;
-    *out = padding == HB_PADDING_SAME ? floor_div(in + stride - 1, stride)
-                                      : floor_div(in + stride - eff, stride);
-    const int64_t total = (*out - 1) * stride + eff - in;
-    *pad = (total > 0 ? total : 0) / 2;
-}
-
-static int geometry(const opctx *c, uint16_t x, uint8_t padding, uint32_t kh, uint32_t kw,
-                    uint32_t sh, uint32_t sw, uint32_t dh, uint32_t dw, uint32_t out_h, uint32_t out_w,
-                    uint32_t pad_top, uint32_t pad_left, uint32_t n_out) {
-    const hb_tensor *t = &c->g->tensors[x];
-    int64_t oh, ow, pt, pl;
-    window(padding, t->dims[0], kh, sh, dh, &oh, &pt);
-    window(padding, t->dims[1], kw, sw, dw, &ow, &pl);
-    if (oh != out_h || ow != out_w || pt != pad_top || pl != pad_left)
-        return BAD(c->st, HB_MSG_HBM_GEOMETRY, HB_I(c->oi), HB_S(c->kind), HB_I(out_h), HB_I(out_w),
-                   HB_I(pad_top), HB_I(pad_left), HB_I(oh), HB_I(ow), HB_I(pt), HB_I(pl));
-    const uint16_t yi = c->o->idx[c->o->n_in];
-    const hb_tensor *y = &c->g->tensors[yi];
-    if (y->rank != 3 || y->dims[0] != oh || y->dims[1] != ow || y->dims[2] != n_out)
-        return BAD(c->st, HB_MSG_HBM_SHAPE3, HB_I(c->oi), HB_S(c->kind), HB_I(yi), HB_I(oh), HB_I(ow),
-                   HB_I(n_out));
-    return 0;
-}
-
-static int check_fc(const opctx *c) {
-    const hb_graph *g = c->g;
-    const uint16_t xi = c->o->idx[0], wi = c->o->idx[1], yi = c->o->idx[c->o->n_in];
-    if (act_in(c, xi) || act_out(c)) return -1;
-    const hb_tensor *w = &g->tensors[wi];
-    if (!(is_const(g, wi) && w->dtype == HB_DTYPE_INT8 && w->rank == 2))
-        return BAD(c->st, HB_MSG_HBM_FC_WEIGHTS, HB_I(c->oi), HB_S(c->kind), HB_I(wi));
-    const uint32_t m = w->dims[0], k = w->dims[1];
-    if (g->tensors[xi].n != k)
-        return BAD(c->st, HB_MSG_HBM_FC_INPUT, HB_I(c->oi), HB_S(c->kind), HB_I(xi), HB_I(g->tensors[xi].n), HB_I(k));
-    const hb_tensor *y = &g->tensors[yi];
-    if (!(y->rank == 1 && y->dims[0] == m))
-        return BAD(c->st, HB_MSG_HBM_SHAPE1, HB_I(c->oi), HB_S(c->kind), HB_I(yi), HB_I(m));
-    hb_nn_fc_params p;
-    hb_decode_fc(g->blob + c->o->params, &p);
-    return filter_and_bias(c, m, 0, p.rq.n);
-}
-
-static int check_conv(const opctx *c, int depthwise) {
-    const hb_graph *g = c->g;
-    const uint16_t xi = c->o->idx[0], wi = c->o->idx[1];
-    if (act_in(c, xi) || act_out(c) || rank3(c, xi)) return -1;
-    const uint8_t *pp = g->blob + c->o->params;
-    hb_nn_conv_params p;
-    hb_decode_conv(pp, depthwise, &p);
-    const hb_tensor *x = &g->tensors[xi], *w = &g->tensors[wi];
-    const uint64_t cin = x->dims[2];
-    uint64_t n_out;
-    if (depthwise) {
-        n_out = cin * p.depth_multiplier;
-        if (!(is_const(g, wi) && w->dtype == HB_DTYPE_INT8 && w->rank == 4 && w->dims[0] == 1 &&
-              w->dims[3] == n_out))
-            return BAD(c->st, HB_MSG_HBM_DW_FILTER, HB_I(c->oi), HB_S(c->kind), HB_I(wi), HB_I(n_out));
-    } else {
-        if (!(is_const(g, wi) && w->dtype == HB_DTYPE_INT8 && w->rank == 4 && w->dims[3] == cin))
-            return BAD(c->st, HB_MSG_HBM_CONV_FILTER, HB_I(c->oi), HB_S(c->kind), HB_I(wi), HB_I(cin));
-        n_out = w->dims[0];
-    }
-    if (filter_and_bias(c, (uint32_t)n_out, depthwise ? 3 : 0, p.rq.n)) return -1;
-    const uint8_t padding = pp[HB_REC_CONV_2D_PADDING_OFF];
-    return geometry(c, xi, padding, w->dims[1], w->dims[2], p.stride_h, p.stride_w, p.dilation_h,
-                    p.dilation_w, p.out_h, p.out_w, p.pad_top, p.pad_left, (uint32_t)n_out);
-}
-
-static int check_pool(const opctx *c) {
-    const hb_graph *g = c->g;
-    const uint16_t xi = c->o->idx[0];
-    if (act_in(c, xi) || act_out(c) || rank3(c, xi)) return -1;
-    const uint8_t *pp = g->blob + c->o->params;
-    hb_nn_pool_params p;
-    hb_decode_pool(pp, &p);
-    return geometry(c, xi, pp[HB_REC_MAX_POOL_2D_PADDING_OFF], p.filter_h, p.filter_w, p.stride_h,
-                    p.stride_w, 1, 1, p.out_h, p.out_w, p.pad_top, p.pad_left, g->tensors[xi].dims[2]);
-}
-
-static int check_mean(const opctx *c) {
-    const hb_graph *g = c->g;
-    const uint16_t xi = c->o->idx[0], yi = c->o->idx[1];
-    if (act_in(c, xi) || act_out(c) || rank3(c, xi)) return -1;
-    hb_nn_mean_params p;
-    int keep;
-    hb_decode_mean(g->blob + c->o->params, &p, &keep);
-    const hb_tensor *x = &g->tensors[xi], *y = &g->tensors[yi];
-    const uint64_t pixels = (uint64_t)x->dims[0] * x->dims[1];
-    if (p.count != pixels)
-        return BAD(c->st, HB_MSG_HBM_MEAN_COUNT, HB_I(c->oi), HB_S(c->kind), HB_I(p.count), HB_I(pixels));
-    const uint32_t ch = x->dims[2];
-    if (keep) {
-        if (!(y->rank == 3 && y->dims[0] == 1 && y->dims[1] == 1 && y->dims[2] == ch))
-            return BAD(c->st, HB_MSG_HBM_SHAPE3, HB_I(c->oi), HB_S(c->kind), HB_I(yi), HB_I(1), HB_I(1), HB_I(ch));
-    } else if (!(y->rank == 1 && y->dims[0] == ch)) {
-        return BAD(c->st, HB_MSG_HBM_SHAPE1, HB_I(c->oi), HB_S(c->kind), HB_I(yi), HB_I(ch));
-    }
-    return 0;
-}
-
-static int same_shape(const hb_tensor *a, const hb_tensor *b) {
-    if (a->rank != b->rank) return 0;
-    for (uint8_t j = 0; j < a->rank; j++)
-        if (a->dims[j] != b->dims[j]) return 0;
-    return 1;
-}
-
-static int check_add(const opctx *c) {
-    const hb_graph *g = c->g;
-    const uint16_t ai = c->o->idx[0], bi = c->o->idx[1], yi = c->o->idx[2];
-    if (act_in(c, ai) || act_in(c, bi) || act_out(c)) return -1;
-    if (!same_shape(&g->tensors[ai], &g->tensors[bi]) || !same_shape(&g->tensors[bi], &g->tensors[yi]))
-        return BAD(c->st, HB_MSG_HBM_ADD_SHAPES, HB_I(c->oi), HB_S(c->kind), HB_I(ai), HB_I(bi), HB_I(yi));
-    return 0;
-}
-
-static int check_reshape(const opctx *c) {
-    const hb_graph *g = c->g;
-    const uint16_t xi = c->o->idx[0], yi = c->o->idx[1];
-    if (act_in(c, xi) || act_out(c)) return -1;
-    if (g->tensors[xi].n != g->tensors[yi].n)
-        return BAD(c->st, HB_MSG_HBM_RESHAPE, HB_I(c->oi), HB_S(c->kind), HB_I(xi), HB_I(g->tensors[xi].n),
-                   HB_I(yi), HB_I(g->tensors[yi].n));
-    return 0;
-}
-
 static int check_op(hb_graph *g, uint16_t oi, hb_status *st) {
     const hb_op *o = &g->ops[oi];
-    const opctx c = {g, st, oi, o, kinds[o->opcode].name};
+    const hb_op_check_ctx c = {g, st, oi, o, kinds[o->opcode].name};
     for (uint8_t k = 0; k < o->n_in; k++) {
         const uint16_t t = o->idx[k];
-        if (!is_const(g, t) && writer[t] == NOT_WRITTEN)
+        if (!hb_graph_is_const(g, t) && writer[t] == NOT_WRITTEN)
             return BAD(st, HB_MSG_HBM_NOT_READY, HB_I(oi), HB_S(c.kind), HB_I(t));
     }
     for (uint8_t k = 0; k < o->n_out; k++) {
         const uint16_t t = o->idx[o->n_in + k];
-        if (is_const(g, t)) return BAD(st, HB_MSG_HBM_OUT_CONST, HB_I(oi), HB_S(c.kind), HB_I(t));
+        if (hb_graph_is_const(g, t)) return BAD(st, HB_MSG_HBM_OUT_CONST, HB_I(oi), HB_S(c.kind), HB_I(t));
         if (writer[t] == GRAPH_INPUT) return BAD(st, HB_MSG_HBM_OUT_INPUT, HB_I(oi), HB_S(c.kind), HB_I(t));
         if (writer[t] != NOT_WRITTEN)
             return BAD(st, HB_MSG_HBM_OUT_TWICE, HB_I(oi), HB_S(c.kind), HB_I(t), HB_I(writer[t]));
     }
     for (uint8_t k = 0; k < o->n_in; k++) {
         const uint16_t t = o->idx[k];
-        if (!is_const(g, t)) continue;
+        if (!hb_graph_is_const(g, t)) continue;
         if (user[t] >= 0) return BAD(st, HB_MSG_HBM_SHARED, HB_I(oi), HB_S(c.kind), HB_I(t), HB_I(user[t]));
         user[t] = (int16_t)oi;
     }
-    int bad;
-    switch (o->opcode) {
-    case HB_OP_FULLY_CONNECTED: bad = check_fc(&c); break;
-    case HB_OP_CONV_2D: bad = check_conv(&c, 0); break;
-    case HB_OP_DEPTHWISE_CONV_2D: bad = check_conv(&c, 1); break;
-    case HB_OP_AVERAGE_POOL_2D:
-    case HB_OP_MAX_POOL_2D: bad = check_pool(&c); break;
-    case HB_OP_MEAN: bad = check_mean(&c); break;
-    case HB_OP_ADD: bad = check_add(&c); break;
-    default: bad = check_reshape(&c); break; /* HB_OP_RESHAPE: pass 1 allows no other opcode */
-    }
-    if (bad) return -1;
+    if (o->reg->check(&c)) return -1;
     for (uint8_t k = 0; k < o->n_out; k++) writer[o->idx[o->n_in + k]] = (int16_t)oi;
     return 0;
 }
@@ -651,7 +361,7 @@ static int graph(hb_graph *g, hb_status *st) {
         writer[t] = NOT_WRITTEN;
         user[t] = -1;
     }
-    if (!is_activation(g, g->input)) return BAD(st, HB_MSG_HBM_GRAPH_INPUT, HB_I(g->input));
+    if (!hb_graph_is_activation(g, g->input)) return BAD(st, HB_MSG_HBM_GRAPH_INPUT, HB_I(g->input));
     writer[g->input] = GRAPH_INPUT;
     for (uint16_t oi = 0; oi < g->n_ops; oi++)
         if (check_op(g, oi, st)) return -1;
@@ -661,7 +371,7 @@ static int graph(hb_graph *g, hb_status *st) {
 
 /* ---- the entry point ------------------------------------------------------------------------ */
 
-int hb_graph_load(hb_graph *g, uint8_t *blob, uint32_t len, hb_status *st) {
+int hb_blob_load(hb_graph *g, uint8_t *blob, uint32_t len, hb_status *st) {
     hb_status_clear(st);
     g->blob = NULL;
     g->act = NULL;
@@ -671,12 +381,13 @@ int hb_graph_load(hb_graph *g, uint8_t *blob, uint32_t len, hb_status *st) {
     if (structure(g, blob, len, st)) goto refused;
     g->blob = blob;
     if (graph(g, st)) goto refused;
-    const uint64_t act = hb_plan(g);
+    const uint64_t act = hb_plan_activations(g);
     if (act > HB_MAX_ACT_BYTES) {
         BAD(st, HB_MSG_HBM_ACT_BYTES, HB_I(act), HB_I(HB_MAX_ACT_BYTES));
         goto refused;
     }
     g->act_bytes = (uint32_t)act;
+    for (uint16_t oi = 0; oi < g->n_ops; oi++) g->ops[oi].reg->prepare(g, &g->ops[oi]);
     return 0;
 refused:
     hb_graph_unload(g);

@@ -8,10 +8,10 @@
 #include "hb_bytes.h"
 #include "hb_commands.h"
 #include "hb_crc.h"
-#include "hb_device.h"
 #include "hb_graph.h"
 #include "hb_model.h"
 #include "hb_msg.h"
+#include "hb_payload.h"
 #include "hb_port.h"
 #include "hb_store.h"
 #include "hb_wire.h"
@@ -42,7 +42,7 @@ _Static_assert(HB_MODEL_APPLY_SCRATCH(APPLY_Q_CAP, 8) <= HB_DEVICE_MAX_PAYLOAD &
                    HB_MODEL_APPLY_SCRATCH(PROBED_Q_CAP, 8) <= HB_DEVICE_MAX_PAYLOAD,
                "an APPLY's scratch (8 elements at a time at least) fits the response buffer");
 
-void hb_cmd_init(uint16_t max_payload, uint32_t boot_nonce) {
+void hb_commands_init(uint16_t max_payload, uint32_t boot_nonce) {
     memset(&cmd, 0, sizeof cmd);
     cmd.max_payload = max_payload;
     cmd.boot_nonce = boot_nonce;
@@ -156,7 +156,7 @@ static int load_model(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen
         crc = hb_crc32(0, blob, total >= HB_CRC_SIZE ? total - HB_CRC_SIZE : 0);
         hb_graph *g = hb_graph_instance();
         hb_model *m = hb_model_instance();
-        if (hb_graph_load(g, blob, total, st) < 0 || hb_model_load(m, g, st) < 0 ||
+        if (hb_blob_load(g, blob, total, st) < 0 || hb_model_load(m, g, st) < 0 ||
             hb_store_model_reserve(hb_graph_act_bytes(g), hb_model_work_bytes(m), st) < 0) {
             drop_model(); /* a refused blob leaves no model */
             return -1;
@@ -373,7 +373,7 @@ static int infer(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen, hb_
     return 0;
 }
 
-int hb_cmd_execute(uint8_t type, const uint8_t *p, uint16_t len, uint8_t *resp,
+int hb_commands_execute(uint8_t type, const uint8_t *p, uint16_t len, uint8_t *resp,
                    uint16_t *resp_len, hb_status *st) {
     /* every answer fits HB_DEVICE_MAX_PAYLOAD: a fixed layout, or checked by fits() against
      * max_payload (which hb_device_init keeps <= HB_DEVICE_MAX_PAYLOAD) */

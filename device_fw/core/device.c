@@ -58,9 +58,9 @@ void hb_device_init(uint8_t *arena, uint32_t arena_bytes, uint16_t max_payload) 
     if (max_payload > HB_DEVICE_MAX_PAYLOAD) max_payload = HB_DEVICE_MAX_PAYLOAD;
     memset(&dev, 0, sizeof dev);
     dev.max_payload = max_payload;
-    hb_rx_init(&dev.rx, rx_buf, max_payload);
+    hb_frame_rx_init(&dev.rx, rx_buf, max_payload);
     hb_store_init(arena, arena_bytes);
-    hb_cmd_init(max_payload, hb_port_boot_nonce());
+    hb_commands_init(max_payload, hb_port_boot_nonce());
 }
 
 uint16_t hb_device_max_payload(void) { return dev.max_payload; }
@@ -99,7 +99,7 @@ static void answer_error(const hb_frame *req, const hb_status *st) {
 
 static void answer_bad_frame(hb_problem kind) {
     char text[16];
-    hb_arg name = HB_S(hb_problem_name(kind));
+    hb_arg name = HB_S(hb_frame_problem_name(kind));
     size_t len = hb_format(text, sizeof text, HB_MSG_BAD_FRAME, &name, 1);
     uint16_t n = error_payload(bad_body + HB_HEADER_SIZE, HB_MSG_BAD_FRAME_CODE, 0, text,
                                (uint16_t)len);
@@ -167,7 +167,7 @@ static void dispatch(const hb_frame *f) {
     }
     /* 8-9. state checks, execution */
     uint16_t n = 0;
-    if (hb_cmd_execute(f->type, f->payload, f->len, tx_body + HB_HEADER_SIZE, &n, st) < 0) {
+    if (hb_commands_execute(f->type, f->payload, f->len, tx_body + HB_HEADER_SIZE, &n, st) < 0) {
         answer_error(f, st);
         return;
     }
@@ -180,7 +180,7 @@ void hb_device_rx(const uint8_t *data, size_t n) {
         hb_rx_event ev;
         hb_frame f;
         hb_problem kind = 0;
-        size_t used = hb_rx_feed(&dev.rx, data, n, &ev, &f, &kind);
+        size_t used = hb_frame_rx_feed(&dev.rx, data, n, &ev, &f, &kind);
         data += used;
         n -= used;
         if (ev == HB_RX_PROBLEM) answer_bad_frame(kind);

@@ -7,12 +7,12 @@
 
 #define COBS_MAX_CODE 0xFFu /* a block of 254 non-zero bytes, no zero after it */
 
-uint32_t hb_max_encoded_len(uint32_t max_payload) {
+uint32_t hb_frame_max_encoded_len(uint32_t max_payload) {
     uint32_t body = max_payload + HB_FRAME_OVERHEAD;
     return body + body / (COBS_MAX_CODE - 1u) + 1u;
 }
 
-size_t hb_cobs_encode(const uint8_t *in, size_t n, uint8_t *out) {
+size_t hb_frame_cobs_encode(const uint8_t *in, size_t n, uint8_t *out) {
     size_t code_at = 0, o = 1;
     uint8_t code = 1;
     for (size_t i = 0; i < n; i++) {
@@ -34,7 +34,7 @@ size_t hb_cobs_encode(const uint8_t *in, size_t n, uint8_t *out) {
     return o;
 }
 
-long hb_cobs_decode(const uint8_t *in, size_t m, uint8_t *out) {
+long hb_frame_cobs_decode(const uint8_t *in, size_t m, uint8_t *out) {
     size_t i = 0, o = 0;
     while (i < m) {
         size_t c = in[i];
@@ -49,7 +49,7 @@ long hb_cobs_decode(const uint8_t *in, size_t m, uint8_t *out) {
     return (long)o;
 }
 
-const char *hb_problem_name(hb_problem kind) {
+const char *hb_frame_problem_name(hb_problem kind) {
     switch (kind) {
     case HB_PROBLEM_COBS: return HB_PROBLEM_NAME_COBS;
     case HB_PROBLEM_SHORT: return HB_PROBLEM_NAME_SHORT;
@@ -60,9 +60,9 @@ const char *hb_problem_name(hb_problem kind) {
     }
 }
 
-void hb_rx_init(hb_rx *r, uint8_t *buf, uint16_t max_payload) {
+void hb_frame_rx_init(hb_rx *r, uint8_t *buf, uint16_t max_payload) {
     r->buf = buf;
-    r->limit = hb_max_encoded_len(max_payload);
+    r->limit = hb_frame_max_encoded_len(max_payload);
     r->len = 0;
     r->discarded = 0;
     r->max_payload = max_payload;
@@ -73,7 +73,7 @@ static hb_rx_event rx_check(hb_rx *r, hb_frame *f, hb_problem *kind) {
     uint32_t raw = r->len;
     r->len = 0;
     if (raw == 0) return HB_RX_NONE; /* two delimiters in a row: ignored */
-    long dec = hb_cobs_decode(r->buf, raw, r->buf);
+    long dec = hb_frame_cobs_decode(r->buf, raw, r->buf);
     if (dec < 0) {
         *kind = HB_PROBLEM_COBS;
         return HB_RX_PROBLEM;
@@ -107,7 +107,7 @@ static hb_rx_event rx_check(hb_rx *r, hb_frame *f, hb_problem *kind) {
     return HB_RX_FRAME;
 }
 
-size_t hb_rx_feed(hb_rx *r, const uint8_t *data, size_t n, hb_rx_event *ev, hb_frame *f,
+size_t hb_frame_rx_feed(hb_rx *r, const uint8_t *data, size_t n, hb_rx_event *ev, hb_frame *f,
                   hb_problem *kind) {
     for (size_t i = 0; i < n; i++) {
         uint8_t b = data[i];
@@ -147,7 +147,7 @@ size_t hb_frame_encode(uint8_t *wire, uint8_t *body, uint8_t version, uint8_t ty
     size_t crc_at = (size_t)HB_HEADER_SIZE + n;
     hb_wr32(body + crc_at, hb_crc32(0, body, crc_at));
     wire[0] = 0;
-    size_t len = hb_cobs_encode(body, crc_at + HB_CRC_SIZE, wire + 1);
+    size_t len = hb_frame_cobs_encode(body, crc_at + HB_CRC_SIZE, wire + 1);
     wire[1 + len] = 0;
     return len + 2;
 }

@@ -11,13 +11,7 @@
 
 #include "hb_wire.h"
 
-/* The largest payload the device's static buffers hold (receive, response, cache). A port
- * short of RAM may build with a smaller one (-DHB_DEVICE_MAX_PAYLOAD=...; at least
- * HB_MIN_DEVICE_PAYLOAD and the longest ERROR); hb_device_init clamps max_payload to it.
- * Static RAM of the protocol: about 4 x this (receive, response body, cache, scratch). */
-#ifndef HB_DEVICE_MAX_PAYLOAD
-#define HB_DEVICE_MAX_PAYLOAD HB_MAX_PAYLOAD
-#endif
+#include "hb_payload.h" /* HB_DEVICE_MAX_PAYLOAD */
 
 /* Boot: no session, no model, no data, empty cache, a new boot nonce from the port.
  * arena/arena_bytes: the memory for models and data (16-byte aligned, arena_bytes a multiple

@@ -1,6 +1,6 @@
 /* The model graph on the device: the HBM0 blob parsed and checked, activations planned,
- * one sample at a time through the int8 ops (core/nn/). Implemented in core/graph.c,
- * core/blob.c, core/plan.c.
+ * one sample at a time through the int8 ops (core/ops/, kernels in core/nn/). Implemented in
+ * core/graph.c (the interpreter), core/blob.c (hb_blob_load, the parser), core/plan.c.
  *
  * The blob stays where it was received (in the arena's model region) and constants are used
  * in place: weights are read from the blob bytes, and APPLY (hb_model.h) updates them there.
@@ -38,7 +38,7 @@ typedef struct hb_graph hb_graph; /* opaque: the one instance is hb_graph_instan
  * answers 0 / NULL / -1). The blob must stay in place, 4-byte aligned, while the model is
  * used: constants are read (and perturbed by the ZO code) where they are. A successful load
  * unbinds the activations: call hb_graph_bind before hb_graph_forward. */
-int hb_graph_load(hb_graph *g, uint8_t *blob, uint32_t len, hb_status *st);
+int hb_blob_load(hb_graph *g, uint8_t *blob, uint32_t len, hb_status *st);
 
 /* Forget the model (e.g. before its blob's bytes are reused); afterwards there is none. */
 void hb_graph_unload(hb_graph *g);
@@ -83,6 +83,10 @@ typedef struct {
     const int8_t *(*weight_row)(void *ctx, int32_t c, uint32_t j);
     int32_t (*bias)(void *ctx, int32_t c, uint32_t j);
     void *ctx; /* the source's state (a row buffer, cached PRNG blocks) */
+    /* the distance of the entries of claimed filter c's rows (the same for every row of the
+     * pass; NULL: 1, contiguous). A source may produce several depthwise rows at once as the
+     * columns of one buffer (hb_nn_rows' step) */
+    uint32_t (*row_step)(void *ctx, int32_t c);
 } hb_graph_rows;
 
 /* hb_graph_forward with the claimed tensors' rows from rows (NULL: none claimed). */

@@ -21,7 +21,7 @@ typedef struct {
 
 typedef struct hb_model hb_model; /* core/model.c */
 
-/* Check the LOSS and then the ZOCF section against g (which hb_graph_load accepted), in the
+/* Check the LOSS and then the ZOCF section against g (which hb_blob_load accepted), in the
  * order of docs/zo-math.md, each failure BAD_MODEL with the declared message (gen/hb_zo.h
  * HB_MSG_LOSS_* / HB_MSG_ZOCF_*), and compute the working memory the ZO method needs.
  * Changes nothing in the blob. Returns 0, or -1 with st set. */

@@ -40,6 +40,7 @@ struct hb_model {
     hb_zocf z; /* z.trained: the table in the work area, once bound */
     /* the work area's parts (offsets into work; used only once bound: < work_bytes then) */
     uint32_t pool_off, row_off, delta_off, cache_off, table_off, scale_off;
+    uint32_t row_bytes; /* the row buffer's bytes (the longest trained weight row, padded) */
     uint8_t has_cache; /* a depthwise filter trains with fresh samples: the row cache exists */
     uint64_t work_bytes;
     uint8_t *work; /* NULL until bound */
@@ -142,7 +143,8 @@ int hb_model_load(hb_model *m, hb_graph *g, hb_status *st) {
     m->pool_off = (uint32_t)off;
     off += hb_pad16(m->z.pool_size);
     m->row_off = (uint32_t)off;
-    off += hb_pad16(longest);
+    m->row_bytes = (uint32_t)hb_pad16(longest);
+    off += m->row_bytes;
     m->delta_off = (uint32_t)off;
     if (weights) off += hb_pad16((uint64_t)HB_ZO_DELTA_BYTES * hb_zo_n_values(m->z.dist));
     m->cache_off = (uint32_t)off;
@@ -257,6 +259,70 @@ static hb_zo_rowstream *pass_stream(probe_pass *p, int32_t t, int bias) {
  * a table goes word by word from the stream to the weights (hb_zo_perturb_run); otherwise the
  * raw samples of a piece of the row go through the first bytes of the row buffer's own piece,
  * which the piece's results then overwrite. */
+/* Depthwise rows in the order the kernel reads them: a trailing filter of fresh samples and
+ * one delta table (no pool, no channel multipliers) has row j's entry i at element i R + j, so
+ * G consecutive rows are, for each entry i, G consecutive elements: one fused run each
+ * (hb_zo_perturb_run, its samples word by word and its weights contiguous in the blob) into
+ * the columns of a work-area buffer (dw_buffer), group[i G + g] = row j0 + g's entry i, read by
+ * the kernel with step G (hb_graph_rows.row_step). G = the buffer's bytes / L, at most 64, a
+ * multiple of 16: the work area is the twin's, no byte more. The group is computed when the
+ * kernel asks for its first row and serves the next G - 1; any other row forgets it (a row out
+ * of order recomputes it). */
+enum { DW_GROUP_MAX = 64 };
+static struct {
+    const void *pass; /* the pass the row buffer's group is of (NULL: none) */
+    int32_t tensor, em;
+    uint32_t j0;
+} dw_key;
+
+/* The group's buffer: the larger of the row buffer and the depthwise row cache (a grouped
+ * filter reads neither: its rows are in the group, its samples word by word; a tensor that
+ * uses the cache after it empties it, hb_zo_rowstream_init). */
+static int8_t *dw_buffer(const hb_model *m, uint32_t *bytes) {
+    const uint32_t cache = HB_ZO_ROW_CACHE_LINES * HB_ZO_ROW_CACHE_LINE_BYTES;
+    const int in_cache = m->has_cache && cache > m->row_bytes;
+    *bytes = in_cache ? cache : m->row_bytes;
+    return work_at(m, in_cache ? m->cache_off : m->row_off);
+}
+
+/* the rows per group of trained filter t this pass (a multiple of the Helium depthwise
+ * kernel's 16-channel block: a block never spans two groups, whose rows it may read in place),
+ * 0: not grouped */
+static uint32_t dw_group_rows(const probe_pass *p, const hb_zo_tensor *tt) {
+    if (tt->layout != HB_ROWS_TRAILING || p->src.pool || tt->cm ||
+        tt->n < hb_zo_n_values(p->src.dist))
+        return 0;
+    uint32_t bytes;
+    (void)dw_buffer(p->m, &bytes);
+    uint32_t g = bytes / tt->len;
+    if (g > DW_GROUP_MAX) g = DW_GROUP_MAX;
+    return g - g % 16;
+}
+
+static uint32_t pass_row_step(void *ctx, int32_t t) {
+    const probe_pass *p = ctx;
+    const uint32_t g = dw_group_rows(p, &p->m->z.trained[t]);
+    return g ? g : 1;
+}
+
+static const int8_t *dw_row(probe_pass *p, int32_t t, uint32_t j, uint32_t G, const int8_t *w,
+                            const int32_t *dtab, int32_t em, hb_zo_rowstream *s, int8_t *group) {
+    const hb_zo_tensor *tt = &p->m->z.trained[t];
+    const uint32_t j0 = j / G * G, g = j - j0;
+    if (dw_key.pass != p || dw_key.tensor != t || dw_key.em != em || dw_key.j0 != j0) {
+        const uint32_t n = tt->rows - j0 < G ? tt->rows - j0 : G;
+        for (uint32_t i = 0; i < tt->len; i++) {
+            const uint32_t e = i * tt->rows + j0;
+            hb_zo_perturb_run(p->src.dist, &s->s, e, n, w + e, dtab, group + i * G);
+        }
+        dw_key.pass = p;
+        dw_key.tensor = t;
+        dw_key.em = em;
+        dw_key.j0 = j0;
+    }
+    return group + g;
+}
+
 static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
     probe_pass *p = ctx;
     const hb_model *m = p->m;
@@ -277,22 +343,23 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
         p->tab_em = em;
         table = 1;
     }
+    const uint32_t G = table ? dw_group_rows(p, tt) : 0;
+    if (G) {
+        uint32_t bytes;
+        return dw_row(p, t, j, G, w, dtab, em, s, dw_buffer(m, &bytes));
+    }
+    dw_key.pass = NULL; /* the row buffer gets another row */
     if (table && step == 1 && !p->src.pool) { /* a leading row of fresh samples: fused */
         hb_zo_perturb_run(p->src.dist, &s->s, j * len, len, base, dtab, out);
         return out;
     }
-    const int32_t voff = hb_zo_value_offset(p->src.dist);
-    const uint32_t vshift = hb_zo_value_shift(p->src.dist);
     for (uint32_t i0 = 0; i0 < len; i0 += HB_ZO_CHUNK) {
         const uint32_t cnt = len - i0 < HB_ZO_CHUNK ? len - i0 : HB_ZO_CHUNK;
         const int8_t *b = base + (size_t)i0 * step;
         int8_t *o = out + i0;
         hb_zo_row_samples(&p->src, tt, s, j, i0, cnt, o); /* the raw samples, in place */
         if (table)
-            for (uint32_t c = 0; c < cnt; c++) {
-                const int32_t d = dtab[(uint32_t)(o[c] + voff) >> vshift];
-                o[c] = hb_zo_clamp_weight(b[(size_t)c * step] + d);
-            }
+            hb_zo_perturb_samples(p->src.dist, b, (uint32_t)step, cnt, dtab, o);
         else
             for (uint32_t c = 0; c < cnt; c++) {
                 const int32_t d = hb_zo_signed_delta(o[c], scale, em);
@@ -323,10 +390,10 @@ static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size, ui
                           const hb_graph_rows *rows) {
     uint32_t classes = hb_graph_output_size(m->g);
     hb_stream bs;
-    hb_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
+    hb_philox_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
     int64_t sum = 0;
     for (uint16_t i = 0; i < batch_size; i++) {
-        uint32_t item = hb_batch_index(&bs, s->n_items, i);
+        uint32_t item = hb_philox_batch_index(&bs, s->n_items, i);
         const int8_t *out =
             hb_graph_forward_rows(m->g, s->inputs + (size_t)item * s->item_size, rows);
         sum += hb_loss_item(&m->loss, out, classes, s->labels[item]);
@@ -349,7 +416,8 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
     p->sign = sign;
     p->w_tensor = p->b_tensor = p->tab_tensor = -1;
     p->tab_em = 0;
-    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p};
+    dw_key.pass = NULL; /* a new pass: no depthwise group */
+    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step};
     return batch_loss(m, s, batch_size, batch_seed, &rows);
 }
 
@@ -409,7 +477,7 @@ int hb_model_apply(hb_model *m, const uint8_t *seeds, const uint8_t *coeffs, uin
             mst_off += hb_pad16((uint64_t)tt->n * per);
         }
         tg.data = tensor_data(m, t);
-        hb_stream_init(&tg.round, hb_rd32(seeds), HB_STREAM_ROUNDING, t);
+        hb_philox_stream_init(&tg.round, hb_rd32(seeds), HB_STREAM_ROUNDING, t);
         for (uint32_t e0 = 0; e0 < tt->n; e0 += chunk) {
             uint32_t cnt = tt->n - e0 < chunk ? tt->n - e0 : chunk;
             memset(acc, 0, sizeof acc[0] * cnt);
@@ -433,7 +501,7 @@ void hb_model_eval(hb_model *m, const hb_slot *s, uint32_t start, uint32_t count
     if (start > s->n_items || count > s->n_items - start) return; /* outside the checked range */
     for (uint32_t i = start; i < start + count; i++) {
         const int8_t *out = hb_graph_forward(m->g, s->inputs + (size_t)i * s->item_size);
-        *correct += hb_argmax(out, classes) == s->labels[i];
+        *correct += hb_loss_argmax(out, classes) == s->labels[i];
         *loss_sum += hb_loss_item(&m->loss, out, classes, s->labels[i]);
     }
 }

@@ -23,7 +23,7 @@ static buffer bufs[MAX_BUFFERS];
 static uint16_t by_offset[MAX_BUFFERS]; /* placed buffers, sorted by offset */
 static uint16_t last_read[HB_MAX_TENSORS];
 
-uint64_t hb_plan(hb_graph *g) {
+uint64_t hb_plan_activations(hb_graph *g) {
     uint32_t nb = 0;
     /* birth order: the input, then every op's outputs */
     bufs[nb++] = (buffer){0, g->tensors[g->input].n, g->input, 0, 0};

@@ -1,4 +1,4 @@
-/* libFuzzer harness: the model-blob parser and the model load (hb_graph_load, hb_model_load),
+/* libFuzzer harness: the model-blob parser and the model load (hb_blob_load, hb_model_load),
  * then, for a blob both accept whose working memory fits a 1 MiB arena, the commands' math on
  * it: bind, one forward pass, a PROBE, an APPLY, an EVAL, WEIGHTS_CRC.
  *
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hb_model *m = hb_model_instance();
     hb_status st;
     hb_status_clear(&st);
-    if (hb_graph_load(g, blob, (uint32_t)size, &st) < 0) {
+    if (hb_blob_load(g, blob, (uint32_t)size, &st) < 0) {
         REQUIRE(st.code == HB_ERR_BAD_MODEL && st.len > 0 && st.len <= HB_MAX_ERROR_MSG);
         REQUIRE(hb_graph_forward(g, inputs) == NULL);
         return 0;

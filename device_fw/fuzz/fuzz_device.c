@@ -59,11 +59,11 @@ static uint64_t ticks;
 void hb_port_write(const uint8_t *w, size_t n) {
     REQUIRE(n >= 2 && w[0] == 0 && w[n - 1] == 0);
     hb_rx rx;
-    hb_rx_init(&rx, rx_buf, HB_MAX_PAYLOAD);
+    hb_frame_rx_init(&rx, rx_buf, HB_MAX_PAYLOAD);
     hb_rx_event ev;
     hb_frame f;
     hb_problem kind = 0;
-    size_t used = hb_rx_feed(&rx, w, n, &ev, &f, &kind);
+    size_t used = hb_frame_rx_feed(&rx, w, n, &ev, &f, &kind);
     REQUIRE(ev == HB_RX_FRAME && used == n); /* exactly one intact frame */
     REQUIRE(f.version == HB_PROTOCOL_VERSION);
     hb_status st;

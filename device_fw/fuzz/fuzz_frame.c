@@ -26,13 +26,13 @@ static uint8_t dec[2 * 65536];
 static void reencode(const hb_frame *f, uint16_t max_payload) {
     memcpy(body + HB_HEADER_SIZE, f->payload, f->len);
     size_t n = hb_frame_encode(wire, body, f->version, f->type, f->seq, f->len);
-    REQUIRE(n <= hb_max_encoded_len(f->len) + 2);
+    REQUIRE(n <= hb_frame_max_encoded_len(f->len) + 2);
     hb_rx rx;
-    hb_rx_init(&rx, rxbuf2, max_payload);
+    hb_frame_rx_init(&rx, rxbuf2, max_payload);
     hb_rx_event ev;
     hb_frame g;
     hb_problem kind;
-    size_t used = hb_rx_feed(&rx, wire, n, &ev, &g, &kind);
+    size_t used = hb_frame_rx_feed(&rx, wire, n, &ev, &g, &kind);
     REQUIRE(used == n && ev == HB_RX_FRAME);
     REQUIRE(g.version == f->version && g.type == f->type && g.seq == f->seq);
     REQUIRE(g.len == f->len && g.crc == f->crc);
@@ -50,15 +50,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     /* COBS round trip of the raw input */
     if (size <= 65536) {
-        size_t e = hb_cobs_encode(data, size, enc);
+        size_t e = hb_frame_cobs_encode(data, size, enc);
         REQUIRE(e <= size + size / 254 + 1);
         for (size_t i = 0; i < e; i++) REQUIRE(enc[i] != 0);
-        REQUIRE(hb_cobs_decode(enc, e, dec) == (long)size);
+        REQUIRE(hb_frame_cobs_decode(enc, e, dec) == (long)size);
         REQUIRE(memcmp(dec, data, size) == 0);
     }
 
     hb_rx rx;
-    hb_rx_init(&rx, rxbuf, max_payload);
+    hb_frame_rx_init(&rx, rxbuf, max_payload);
     size_t at = 0;
     while (at < size) {
         size_t chunk = piece ? piece : size;
@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             hb_rx_event ev;
             hb_frame f;
             hb_problem kind = 0;
-            size_t used = hb_rx_feed(&rx, data + at + off, chunk - off, &ev, &f, &kind);
+            size_t used = hb_frame_rx_feed(&rx, data + at + off, chunk - off, &ev, &f, &kind);
             REQUIRE(used >= 1 && used <= chunk - off);
             REQUIRE(rx.len <= rx.limit);
             off += used;
@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 REQUIRE(f.len <= max_payload);
                 reencode(&f, max_payload);
             } else if (ev == HB_RX_PROBLEM) {
-                REQUIRE(kind >= 1 && kind <= HB_N_PROBLEMS && hb_problem_name(kind)[0]);
+                REQUIRE(kind >= 1 && kind <= HB_N_PROBLEMS && hb_frame_problem_name(kind)[0]);
             }
         }
         at += chunk;

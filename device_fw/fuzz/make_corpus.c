@@ -92,13 +92,13 @@ static void from_transcript(const char *path) {
         add(&all, l.bytes, l.n);
         /* device records: decode the line's frames */
         hb_rx rx;
-        hb_rx_init(&rx, rx_buf, HB_MAX_PAYLOAD);
+        hb_frame_rx_init(&rx, rx_buf, HB_MAX_PAYLOAD);
         size_t at = 0, start = 0;
         while (at < l.n) {
             hb_rx_event ev;
             hb_frame f;
             hb_problem kind = 0;
-            at += hb_rx_feed(&rx, l.bytes + at, l.n - at, &ev, &f, &kind);
+            at += hb_frame_rx_feed(&rx, l.bytes + at, l.n - at, &ev, &f, &kind);
             if (ev == HB_RX_NONE && at < l.n) continue;
             size_t len = at - start;
             if (ev == HB_RX_FRAME && f.version == HB_PROTOCOL_VERSION) {

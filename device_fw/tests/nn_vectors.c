@@ -40,7 +40,7 @@ uint8_t *nnv_act(int slot, uint32_t n) {
 int nnv_load(hb_graph *g, const hbgv_array *blob, int64_t want_act, hb_status *st,
              const char *what) {
     uint8_t *b = nnv_copy(0, blob);
-    if (hb_graph_load(g, b, blob->nbytes, st)) {
+    if (hb_blob_load(g, b, blob->nbytes, st)) {
         CHECK(0, "%s: refused: %.*s", what, st->len, st->msg);
         return -1;
     }

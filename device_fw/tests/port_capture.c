@@ -74,14 +74,14 @@ static uint8_t store[CAP_OUT_MAX];
 
 int cap_answers(cap_answer *out, int max) {
     hb_rx rx;
-    hb_rx_init(&rx, rx_buf, HB_MAX_PAYLOAD);
+    hb_frame_rx_init(&rx, rx_buf, HB_MAX_PAYLOAD);
     size_t at = 0, used_store = 0;
     int count = 0;
     while (at < cap_len) {
         hb_rx_event ev;
         hb_frame f;
         hb_problem kind = 0;
-        at += hb_rx_feed(&rx, cap_out + at, cap_len - at, &ev, &f, &kind);
+        at += hb_frame_rx_feed(&rx, cap_out + at, cap_len - at, &ev, &f, &kind);
         if (ev == HB_RX_PROBLEM) return -1;
         if (ev == HB_RX_FRAME && count < max) {
             memcpy(store + used_store, f.payload, f.len);

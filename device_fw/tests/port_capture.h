@@ -30,7 +30,7 @@ void cap_clear(void);
 size_t cap_feed(const uint8_t *data, size_t n);
 
 /* One request frame on the wire: 0x00, COBS(body), 0x00 (version HB_PROTOCOL_VERSION unless
- * cap_frame_v is used). Returns its length; wire must hold hb_max_encoded_len(n) + 2 bytes. */
+ * cap_frame_v is used). Returns its length; wire must hold hb_frame_max_encoded_len(n) + 2 bytes. */
 size_t cap_frame(uint8_t *wire, uint8_t type, uint16_t seq, const uint8_t *payload, uint16_t n);
 size_t cap_frame_v(uint8_t *wire, uint8_t version, uint8_t type, uint16_t seq,
                    const uint8_t *payload, uint16_t n);

@@ -20,7 +20,7 @@ static void expect_refusal(const hbgv_array *blob, const hbgv_array *msg, const 
     hb_graph *g = hb_graph_instance();
     hb_status st;
     uint8_t *b = nnv_copy(0, blob);
-    const int rc = hb_graph_load(g, b, blob->nbytes, &st);
+    const int rc = hb_blob_load(g, b, blob->nbytes, &st);
     CHECK(rc == -1 && st.code == HB_ERR_BAD_MODEL, "%s: rc %d code %u, expected BAD_MODEL", label,
           rc, st.code);
     CHECK(st.len == msg->nbytes && memcmp(st.msg, msg->data, st.len) == 0,

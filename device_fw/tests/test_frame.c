@@ -26,11 +26,11 @@ static void test_crc(void) {
 
 static void cobs_case(const char *what, const uint8_t *in, size_t n, const uint8_t *want,
                       size_t wn) {
-    size_t got = hb_cobs_encode(in, n, enc);
+    size_t got = hb_frame_cobs_encode(in, n, enc);
     CHECK(got == wn, "%s: encoded %zu bytes, want %zu", what, got, wn);
     if (got == wn) CHECK_BYTES(what, enc, want, wn);
     CHECK(got <= n + n / 254 + 1, "%s: longer than the bound", what);
-    long back = hb_cobs_decode(enc, got, dec);
+    long back = hb_frame_cobs_decode(enc, got, dec);
     CHECK(back == (long)n, "%s: decoded %ld bytes, want %zu", what, back, n);
     if (back == (long)n && n) CHECK_BYTES(what, dec, in, n);
 }
@@ -71,12 +71,12 @@ static void test_cobs(void) {
     cobs_case("508-byte run", in, 508, want, 510);
 
     /* decoding errors: a zero, a code past the end */
-    CHECK(hb_cobs_decode((const uint8_t[]){0x05, 0x01}, 2, dec) == -1, "code past the end");
-    CHECK(hb_cobs_decode((const uint8_t[]){0x02, 0x00}, 2, dec) == -1, "zero inside");
-    CHECK(hb_cobs_decode((const uint8_t[]){0x00}, 1, dec) == -1, "zero code");
+    CHECK(hb_frame_cobs_decode((const uint8_t[]){0x05, 0x01}, 2, dec) == -1, "code past the end");
+    CHECK(hb_frame_cobs_decode((const uint8_t[]){0x02, 0x00}, 2, dec) == -1, "zero inside");
+    CHECK(hb_frame_cobs_decode((const uint8_t[]){0x00}, 1, dec) == -1, "zero code");
     /* in place */
     uint8_t inplace[] = {0x03, 0x11, 0x22, 0x02, 0x33};
-    long n = hb_cobs_decode(inplace, 5, inplace);
+    long n = hb_frame_cobs_decode(inplace, 5, inplace);
     CHECK(n == 4 && inplace[0] == 0x11 && inplace[2] == 0 && inplace[3] == 0x33, "in place");
 
     /* round trips of random bodies, zeros frequent */
@@ -85,11 +85,11 @@ static void test_cobs(void) {
         size_t len = (size_t)(rand() % 1100);
         static uint8_t body[1100];
         for (size_t i = 0; i < len; i++) body[i] = (rand() % 4 == 0) ? 0 : (uint8_t)rand();
-        size_t e = hb_cobs_encode(body, len, enc);
+        size_t e = hb_frame_cobs_encode(body, len, enc);
         int zero = 0;
         for (size_t i = 0; i < e; i++) zero |= enc[i] == 0;
         CHECK(!zero && e <= len + len / 254 + 1, "encoding %d has a zero or is too long", t);
-        CHECK(hb_cobs_decode(enc, e, dec) == (long)len && memcmp(dec, body, len) == 0,
+        CHECK(hb_frame_cobs_decode(enc, e, dec) == (long)len && memcmp(dec, body, len) == 0,
               "round trip %d", t);
     }
 }
@@ -106,11 +106,11 @@ static void example(const char *what, uint8_t type, uint16_t seq, const uint8_t 
 
     /* and the receiver gives the frame back */
     hb_rx rx;
-    hb_rx_init(&rx, rxbuf, HB_MAX_PAYLOAD);
+    hb_frame_rx_init(&rx, rxbuf, HB_MAX_PAYLOAD);
     hb_rx_event ev;
     hb_frame f;
     hb_problem kind;
-    size_t used = hb_rx_feed(&rx, enc, len, &ev, &f, &kind);
+    size_t used = hb_frame_rx_feed(&rx, enc, len, &ev, &f, &kind);
     CHECK(ev == HB_RX_FRAME && used == len, "%s: not received (%d, %zu)", what, ev, used);
     CHECK(f.version == HB_PROTOCOL_VERSION && f.type == type && f.seq == seq && f.len == n,
           "%s: header", what);
@@ -161,7 +161,7 @@ static void feed_all(hb_rx *rx, const uint8_t *data, size_t n, events *out, size
             hb_rx_event ev;
             hb_frame f;
             hb_problem kind = 0;
-            off += hb_rx_feed(rx, data + at + off, chunk - off, &ev, &f, &kind);
+            off += hb_frame_rx_feed(rx, data + at + off, chunk - off, &ev, &f, &kind);
             if (ev != HB_RX_NONE && out->n < 64) {
                 out->ev[out->n] = ev;
                 out->kind[out->n] = kind;
@@ -186,14 +186,14 @@ static void test_receiver(void) {
     hb_rx rx;
     events ev;
 
-    CHECK(hb_max_encoded_len(HB_MAX_PAYLOAD) == HB_MAX_ENCODED_LEN, "limit %u",
-          hb_max_encoded_len(HB_MAX_PAYLOAD));
-    CHECK(hb_max_encoded_len(256) == 266 + 1 + 1, "limit at 256: %u", hb_max_encoded_len(256));
+    CHECK(hb_frame_max_encoded_len(HB_MAX_PAYLOAD) == HB_MAX_ENCODED_LEN, "limit %u",
+          hb_frame_max_encoded_len(HB_MAX_PAYLOAD));
+    CHECK(hb_frame_max_encoded_len(256) == 266 + 1 + 1, "limit at 256: %u", hb_frame_max_encoded_len(256));
     for (int kind = 1; kind <= HB_N_PROBLEMS; kind++)
-        CHECK(hb_problem_name((hb_problem)kind)[0] != 0, "kind %d has no name", kind);
-    CHECK(hb_problem_name(0)[0] == 0, "kind 0 has a name");
-    CHECK(strcmp(hb_problem_name(HB_PROBLEM_CRC), "crc") == 0, "crc name");
-    CHECK(strcmp(hb_problem_name(HB_PROBLEM_OVERSIZE), "oversize") == 0, "oversize name");
+        CHECK(hb_frame_problem_name((hb_problem)kind)[0] != 0, "kind %d has no name", kind);
+    CHECK(hb_frame_problem_name(0)[0] == 0, "kind 0 has a name");
+    CHECK(strcmp(hb_frame_problem_name(HB_PROBLEM_CRC), "crc") == 0, "crc name");
+    CHECK(strcmp(hb_frame_problem_name(HB_PROBLEM_OVERSIZE), "oversize") == 0, "oversize name");
 
     /* two frames, extra delimiters, fed whole, byte by byte and in 7-byte pieces */
     for (size_t step = 0; step < 8; step += (step ? 6 : 1)) {
@@ -202,7 +202,7 @@ static void test_receiver(void) {
         stream[n++] = 0;
         n += put_frame(stream + n, 3, 0xBEEF, payload, 300);
         n += put_frame(stream + n, 9, 2, NULL, 0);
-        hb_rx_init(&rx, rxbuf, HB_MAX_PAYLOAD);
+        hb_frame_rx_init(&rx, rxbuf, HB_MAX_PAYLOAD);
         feed_all(&rx, stream, n, &ev, step);
         CHECK(ev.n == 2 && ev.ev[0] == HB_RX_FRAME && ev.ev[1] == HB_RX_FRAME,
               "step %zu: %d events", step, ev.n);
@@ -225,7 +225,7 @@ static void test_receiver(void) {
                  {"oversize run", HB_PROBLEM_OVERSIZE}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         uint16_t maxp = 256;
-        hb_rx_init(&rx, rxbuf, maxp);
+        hb_frame_rx_init(&rx, rxbuf, maxp);
         size_t n = 0;
         static uint8_t body[HB_MAX_PAYLOAD + HB_FRAME_OVERHEAD];
         switch (c) {
@@ -237,7 +237,7 @@ static void test_receiver(void) {
             break;
         case 1: /* a 9-byte body */
             memset(body, 1, 9);
-            n = hb_cobs_encode(body, 9, stream);
+            n = hb_frame_cobs_encode(body, 9, stream);
             stream[n++] = 0;
             break;
         case 2: /* one payload bit flipped after the CRC was computed */
@@ -251,7 +251,7 @@ static void test_receiver(void) {
             hb_wr16(body + 4, 5);
             memcpy(body + 6, payload + 1, 4);
             hb_wr32(body + 10, hb_crc32(0, body, 10));
-            n = hb_cobs_encode(body, 14, stream);
+            n = hb_frame_cobs_encode(body, 14, stream);
             stream[n++] = 0;
             break;
         }
@@ -259,8 +259,8 @@ static void test_receiver(void) {
             n = put_frame(stream, 4, 1, payload, 257);
             break;
         case 5: /* limit + 1 non-zero bytes, then the delimiter */
-            memset(stream, 0x55, hb_max_encoded_len(maxp) + 1);
-            n = hb_max_encoded_len(maxp) + 1;
+            memset(stream, 0x55, hb_frame_max_encoded_len(maxp) + 1);
+            n = hb_frame_max_encoded_len(maxp) + 1;
             stream[n++] = 0;
             break;
         }
@@ -277,8 +277,8 @@ static void test_receiver(void) {
 
     /* a raw run of exactly the limit is not oversize (it is checked: here a bad CRC), and a
      * run of 3 x the limit is one oversize, reported once */
-    hb_rx_init(&rx, rxbuf, 256);
-    size_t lim = hb_max_encoded_len(256);
+    hb_frame_rx_init(&rx, rxbuf, 256);
+    size_t lim = hb_frame_max_encoded_len(256);
     for (size_t i = 0; i < lim; i++) stream[i] = (i % 2) ? 0x55 : 0x02; /* valid COBS */
     CHECK(lim % 2 == 0, "limit %zu", lim);
     stream[lim] = 0;
@@ -290,7 +290,7 @@ static void test_receiver(void) {
 
     /* the largest frame a 4096 device accepts: a payload of all 0xFF is the longest encoding */
     memset(payload, 0xFF, HB_MAX_PAYLOAD);
-    hb_rx_init(&rx, rxbuf, HB_MAX_PAYLOAD);
+    hb_frame_rx_init(&rx, rxbuf, HB_MAX_PAYLOAD);
     size_t n = put_frame(stream, 2, 1, payload, HB_MAX_PAYLOAD);
     feed_all(&rx, stream, n, &ev, 0);
     CHECK(ev.n == 1 && ev.ev[0] == HB_RX_FRAME && ev.f[0].len == HB_MAX_PAYLOAD,

@@ -100,7 +100,7 @@ static void test_sections(void) {
     hb_status st;
     const hbgv_array *blob = hbgv_need(&F, "sec.blob"), *tags = hbgv_need(&F, "sec.tags");
     uint8_t *b = nnv_copy(0, blob);
-    CHECK(hb_graph_load(g, b, blob->nbytes, &st) == 0, "sections blob: %.*s", st.len, st.msg);
+    CHECK(hb_blob_load(g, b, blob->nbytes, &st) == 0, "sections blob: %.*s", st.len, st.msg);
     for (uint32_t i = 0; i + 4 <= tags->nbytes; i += 4) {
         char tag[5] = {0};
         memcpy(tag, tags->data + i, 4);
@@ -118,7 +118,7 @@ static void test_sections(void) {
     CHECK(hb_graph_section(g, "NONE", &data, &len) == -1, "section NONE found");
     /* a refused load leaves no model behind */
     b[8] ^= 1; /* n_tensors: the CRC no longer matches */
-    CHECK(hb_graph_load(g, b, blob->nbytes, &st) == -1 && st.code == HB_ERR_BAD_MODEL,
+    CHECK(hb_blob_load(g, b, blob->nbytes, &st) == -1 && st.code == HB_ERR_BAD_MODEL,
           "corrupted blob accepted");
     CHECK(hb_graph_n_tensors(g) == 0 && hb_graph_n_ops(g) == 0 && hb_graph_act_bytes(g) == 0 &&
               hb_graph_input_size(g) == 0 && hb_graph_tensor(g, 0) == NULL &&
@@ -128,7 +128,7 @@ static void test_sections(void) {
     CHECK(hb_graph_forward(g, in) == NULL, "forward without a model");
     /* loaded but not bound: no forward; unloaded: no model */
     b[8] ^= 1;
-    CHECK(hb_graph_load(g, b, blob->nbytes, &st) == 0, "reload: %.*s", st.len, st.msg);
+    CHECK(hb_blob_load(g, b, blob->nbytes, &st) == 0, "reload: %.*s", st.len, st.msg);
     CHECK(hb_graph_forward(g, in) == NULL, "forward before hb_graph_bind");
     hb_graph_unload(g);
     CHECK(hb_graph_n_tensors(g) == 0 && hb_graph_output_size(g) == 0 &&

@@ -104,9 +104,9 @@ static uint32_t probe_is_in_place(const char *file, int c, hb_model *m, hb_graph
     int8_t *xs = malloc((size_t)B * slot->item_size);
     uint8_t ys[B];
     hb_stream bs;
-    hb_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
+    hb_philox_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
     for (uint32_t i = 0; i < B; i++) {
-        const uint32_t item = hb_batch_index(&bs, slot->n_items, i);
+        const uint32_t item = hb_philox_batch_index(&bs, slot->n_items, i);
         memcpy(xs + (size_t)i * slot->item_size, slot->inputs + (size_t)item * slot->item_size,
                slot->item_size);
         ys[i] = slot->labels[item];
@@ -159,7 +159,7 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
     hb_model *m = hb_model_instance();
     hb_status st;
     hb_status_clear(&st);
-    int rc = hb_graph_load(g, blob, len, &st);
+    int rc = hb_blob_load(g, blob, len, &st);
     CHECK(rc == 0, "%s c%d: graph refused: %.*s", file, c, st.len, st.msg);
     if (rc) return free(blob), 1;
     rc = hb_model_load(m, g, &st);
@@ -282,7 +282,7 @@ static void refusals(const hbgv_file *f) {
         memcpy(blob, blob_a->data, len);
         hb_graph *g = hb_graph_instance();
         hb_status st;
-        int rc = hb_graph_load(g, blob, len, &st);
+        int rc = hb_blob_load(g, blob, len, &st);
         const uint8_t *sec;
         uint32_t slen;
         CHECK(rc == 0 && hb_graph_section(g, cases[i].tag, &sec, &slen) == 0, "section %s",
@@ -291,7 +291,7 @@ static void refusals(const hbgv_file *f) {
         size_t off = (size_t)(sec - blob) + cases[i].at;
         blob[off] = cases[i].value;
         hb_wr32(blob + len - 4, hb_crc32(0, blob, len - 4));
-        rc = hb_graph_load(g, blob, len, &st);
+        rc = hb_blob_load(g, blob, len, &st);
         CHECK(rc == 0, "reload: %.*s", st.len, st.msg);
         rc = hb_model_load(hb_model_instance(), g, &st);
         size_t n = strlen(cases[i].want);

@@ -106,12 +106,12 @@ static size_t hello(uint16_t seq, uint32_t token) {
 static uint8_t rx_buf[HB_MAX_ENCODED_LEN];
 static int first_frame(const uint8_t *buf, size_t n, hb_frame *f) {
     hb_rx rx;
-    hb_rx_init(&rx, rx_buf, HB_MAX_PAYLOAD);
+    hb_frame_rx_init(&rx, rx_buf, HB_MAX_PAYLOAD);
     size_t at = 0;
     while (at < n) {
         hb_rx_event ev;
         hb_problem kind;
-        at += hb_rx_feed(&rx, buf + at, n - at, &ev, f, &kind);
+        at += hb_frame_rx_feed(&rx, buf + at, n - at, &ev, f, &kind);
         if (ev == HB_RX_FRAME) return 1;
     }
     return 0;

@@ -44,8 +44,8 @@ static uint8_t got_body[HB_MAX_ENCODED_LEN], want_body[HB_MAX_ENCODED_LEN];
 
 /* one answer frame (0x00 .. 0x00) against its expectation; 1 if equal */
 static int same_frame(const char *path, const uint8_t *got, size_t gn, const expect_frame *e) {
-    long g = gn >= 2 ? hb_cobs_decode(got + 1, gn - 2, got_body) : -1;
-    long w = e->n >= 2 ? hb_cobs_decode(e->bytes + 1, e->n - 2, want_body) : -1;
+    long g = gn >= 2 ? hb_frame_cobs_decode(got + 1, gn - 2, got_body) : -1;
+    long w = e->n >= 2 ? hb_frame_cobs_decode(e->bytes + 1, e->n - 2, want_body) : -1;
     int ok;
     if (!e->n_masks) {
         ok = gn == e->n && memcmp(got, e->bytes, gn) == 0;

@@ -39,7 +39,7 @@ static void test_philox(void) {
     const hbgv_array *key = hbgv_need(&F, "stream.key"), *w = hbgv_need(&F, "stream.words");
     for (uint32_t i = 0; i < key->dims[0]; i++) {
         hb_stream s;
-        hb_stream_init(&s, (uint32_t)at(key, 3 * i), (uint32_t)at(key, 3 * i + 1),
+        hb_philox_stream_init(&s, (uint32_t)at(key, 3 * i), (uint32_t)at(key, 3 * i + 1),
                        (uint32_t)at(key, 3 * i + 2));
         uint32_t nw = w->dims[1];
         /* backwards first: the block cache must not assume order */
@@ -53,14 +53,14 @@ static void test_philox(void) {
         const hbgv_array *args = arr("batch%d.%s", b, "args"), *idx = arr("batch%d.%s", b, "idx");
         if (!args) break;
         hb_stream s;
-        hb_stream_init(&s, (uint32_t)at(args, 0), HB_STREAM_BATCH, 0);
+        hb_philox_stream_init(&s, (uint32_t)at(args, 0), HB_STREAM_BATCH, 0);
         for (uint32_t i = 0; i < (uint32_t)at(args, 2); i++)
-            CHECK(hb_batch_index(&s, (uint32_t)at(args, 1), i) == (uint32_t)at(idx, i),
+            CHECK(hb_philox_batch_index(&s, (uint32_t)at(args, 1), i) == (uint32_t)at(idx, i),
                   "batch %d item %u", b, i);
     }
     const hbgv_array *x = hbgv_need(&F, "isqrt.x"), *r = hbgv_need(&F, "isqrt.r");
     for (uint32_t i = 0; i < hbgv_elems(x); i++)
-        CHECK(hb_isqrt_u64((uint64_t)at(x, i)) == (uint64_t)at(r, i), "isqrt %u", i);
+        CHECK(hb_zo_isqrt_u64((uint64_t)at(x, i)) == (uint64_t)at(r, i), "isqrt %u", i);
 }
 
 /* a trained tensor from a case's cfg fields */
@@ -164,7 +164,7 @@ static void test_perturb(void) {
                  * int8 range so that both clamps are hit, equal clamp(w + tab[rank(r)]) */
                 if (pool) continue;
                 hb_stream st;
-                hb_stream_init(&st, seed, HB_STREAM_PERTURB, ti);
+                hb_philox_stream_init(&st, seed, HB_STREAM_PERTURB, ti);
                 int8_t wv[HB_ZO_CHUNK], out[HB_ZO_CHUNK];
                 for (uint32_t e0 = 0, len = 1; e0 < n && !bad; e0 += len, len = len % 41 + 3) {
                     const uint32_t cnt = n - e0 < len ? n - e0 : len;
@@ -269,7 +269,7 @@ static void test_update(void) {
                                              : NULL;
         if (kind == HB_ZO_BIAS) tg.mst = NULL;
         tg.data = blob;
-        hb_stream_init(&tg.round, (uint32_t)at(seeds, 0), HB_STREAM_ROUNDING, ti);
+        hb_philox_stream_init(&tg.round, (uint32_t)at(seeds, 0), HB_STREAM_ROUNDING, ti);
         uint32_t scales[8];
         for (uint32_t k = 0; k < q; k++)
             scales[k] = hb_zo_scale(&src, scaling, &t, ti, (uint32_t)at(seeds, k));
@@ -334,13 +334,13 @@ static void test_loss(void) {
             int64_t v = hb_loss_item(&tb, l, classes, (uint32_t)at(lb, i));
             CHECK(v == at(per, i), "loss%d item %u: %lld, expected %lld", c, i, (long long)v,
                   (long long)at(per, i));
-            CHECK(hb_argmax(l, classes) == (uint32_t)at(am, i), "loss%d argmax %u", c, i);
+            CHECK(hb_loss_argmax(l, classes) == (uint32_t)at(am, i), "loss%d argmax %u", c, i);
             sum += v;
         }
         CHECK(hb_loss_mean(sum, items) == at(mean, 0), "loss%d mean %d, expected %lld", c,
               hb_loss_mean(sum, items), (long long)at(mean, 0));
         for (uint32_t i = 0; i < hbgv_elems(ls); i++)
-            CHECK(hb_ln_q16(&tb, (uint32_t)at(ls, i)) == at(ln, i), "loss%d ln %u", c, i);
+            CHECK(hb_loss_ln_q16(&tb, (uint32_t)at(ls, i)) == at(ln, i), "loss%d ln %u", c, i);
     }
     CHECK(cases >= 4, "only %d loss cases", cases);
     /* the floor division of the mean and its int32 wrap */

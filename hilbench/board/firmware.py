@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 from hilbench.errors import HilbenchError
-from hilbench.target.make import output_tail, run_make
-from hilbench.target.process import repo_dir
+from hilbench.launch.make import output_tail, run_make
+from hilbench.launch.process import repo_dir
 
 ELF_RELATIVE = Path("device_fw/build/stm32n6/hilbench-stm32n6.elf")
 #: The flash-boot variant (make stm32n6-flash): the same firmware linked where the boot ROM

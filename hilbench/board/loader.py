@@ -27,9 +27,9 @@ from hilbench.board.debug import VTOR, DebugLinkError, DebugTarget
 from hilbench.board.elfimage import FirmwareImage
 from hilbench.board.lifecycle import describe_tail
 from hilbench.board.stm32n6 import build_id_in
+from hilbench.client.device_client import DeviceClient, DeviceInfo
 from hilbench.errors import HilbenchError, LinkError
 from hilbench.link.wrapper import PortWrapper
-from hilbench.target.client import DeviceInfo, Target
 
 #: SWD frequencies tried in turn when the probe fails (Hz); an ST-LINK-V3 that locks up at a
 #: high speed usually works at a lower one.
@@ -69,7 +69,7 @@ class TailPort(PortWrapper):
 
 @dataclass
 class LoadResult:
-    target: Target  # connected, HELLO answered; the caller owns it (closing closes the port)
+    target: DeviceClient  # connected, HELLO answered; the caller owns it (closing closes the port)
     info: DeviceInfo
     skipped: bool  # the board already ran this build
     frequency: int | None = None  # the SWD frequency the load worked at
@@ -77,7 +77,7 @@ class LoadResult:
     steps: list[tuple[str, float]] = field(default_factory=list)
 
 
-def running_build(target: Target) -> DeviceInfo | None:
+def running_build(target: DeviceClient) -> DeviceInfo | None:
     """HELLO from whatever runs on the port, or None when nothing answers quickly."""
     try:
         return target.hello(timeout=RUNNING_HELLO_S, retries=0)
@@ -107,7 +107,7 @@ def load(
             on_step(name, steps[-1][1])
 
     tail_port = TailPort(port)
-    target = Target(tail_port, name=board)
+    target = DeviceClient(tail_port, name=board)
     t0 = time.monotonic()
     if not force:
         info = running_build(target)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from hilbench.target.cortex_m import FAULT_REPORT
+from hilbench.launch.cortex_m import FAULT_REPORT
 
 #: Development boot (BOOT1 high): the debugger loads the image here, the Secure alias of
 #: AXISRAM1 (ST's example applications link at the same address; AXISRAM1's first KiB is left

@@ -1,6 +1,6 @@
 """device_fw/core/gen/hb_an547.h: the an547 port's side contract with the host.
 
-Declared in hilbench/target/an547.py: the firmware's semihosting options, its exit codes, the
+Declared in hilbench/launch/an547.py: the firmware's semihosting options, its exit codes, the
 largest arena, and the console and fault-report templates. Only device_fw/port/an547 includes
 this header; the core never does.
 """
@@ -8,12 +8,12 @@ this header; the core never does.
 from __future__ import annotations
 
 from hilbench.cgen import Header, builder
-from hilbench.target import an547
+from hilbench.launch import an547
 
 
 @builder("hb_an547.h")
 def build() -> Header:
-    h = Header("hb_an547.h", "hilbench/target/an547.py")
+    h = Header("hb_an547.h", "hilbench/launch/an547.py")
     h.comment("Options on the semihosting command line: --name=value (a flag: --name)")
     for name, flag in an547.OPTIONS.items():
         h.string(f"HB_AN547_OPT_{name}", flag)

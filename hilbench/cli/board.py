@@ -150,7 +150,7 @@ def handle_load(args: argparse.Namespace) -> int:
                 board=str(board),
                 frequencies=frequencies or FREQUENCIES,
                 force=args.force,
-                progress=bar.to(f"loading {elf.name}"),
+                progress=lambda done, total: bar.update(f"loading {elf.name}", done, total),
             )
         except BaseException:
             port.close()

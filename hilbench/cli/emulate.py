@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from hilbench.backends import single_threaded_blas
+    from hilbench.backend.emulate import single_threaded_blas
     from hilbench.device import DeviceTwin, serve_tcp
 
     host, sep, port = args.listen.rpartition(":")

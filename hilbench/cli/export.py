@@ -56,7 +56,7 @@ def describe_quant(graph: Any, name: str, what: str) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from hilbench import datasets
+    from hilbench import data as datasets
     from hilbench.errors import ConfigError, HilbenchError, TraceError
     from hilbench.npu.tflite import export_tflite, import_tflite
     from hilbench.trace import Trace

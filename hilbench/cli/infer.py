@@ -111,7 +111,7 @@ def infer_on_device(
     graph, x: np.ndarray, backend: str, *, port: str | None = None, firmware: str | None = None
 ) -> np.ndarray:
     """Outputs (N, *output_shape) int8 of ``graph`` on ``x`` as a device computes them."""
-    from hilbench.backends import make_backend
+    from hilbench.backend.registry import make_backend
     from hilbench.cli.progress import TransferBar
     from hilbench.config import RunConfig
     from hilbench.npu.blob import to_blob
@@ -137,12 +137,12 @@ def infer_on_device(
     ys = []
     device = make_backend(config)
     bar = TransferBar()  # on stderr: stdout is the outputs
-    if hasattr(device, "load_progress"):  # a board: loading its firmware
-        device.load_progress = bar.to("loading the firmware")
+    device.events.load.subscribe(bar.to("loading the firmware"))  # a board's firmware, if any
     with bar, device as target:
-        target.on_upload = bar.to("uploading the model")
+        model = target.events.upload.subscribe(bar.to("uploading the model"))
         target.load_model(blob)
-        target.on_upload = bar.to("uploading the inputs")
+        target.events.upload.unsubscribe(model)
+        target.events.upload.subscribe(bar.to("uploading the inputs"))
         item = flat.shape[1]
         per_slot = max(1, min(CHUNK, (spec.DEFAULT_ARENA_BYTES // 4) // (item + 1)))
         for start in range(0, len(flat), per_slot):

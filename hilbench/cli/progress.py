@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from hilbench.client import events
 from hilbench.console import Transfer, fmt_bytes
 
 PERIOD_S = 2.0  # plain output: at most one line this often
@@ -61,9 +62,9 @@ class TransferBar:
         self._said_at = now
         print(line, file=sys.stderr, flush=True)
 
-    def to(self, what: str) -> Callable[[int, int], None]:
-        """A ``(done, total)`` callback that updates the line named ``what``."""
-        return lambda done, total: self.update(what, done, total)
+    def to(self, what: str) -> Callable[[events.Transfer], None]:
+        """A subscriber of upload / load events that updates the line named ``what``."""
+        return lambda transfer: self.update(what, transfer.done, transfer.total)
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -31,7 +31,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 
 def calibration(args: argparse.Namespace, input_shape: tuple[int, ...]) -> np.ndarray:
     if args.data:
-        from hilbench import datasets
+        from hilbench import data as datasets
 
         res = input_shape[0] if datasets.is_image_dataset(args.data) else None
         return datasets.load(args.data, res).x_train[: args.items]

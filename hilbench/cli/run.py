@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hilbench.config import (
+    BACKENDS,
     ENV_BAUD,
     ENV_BOARD,
     INITS,
@@ -67,6 +68,17 @@ examples:
 """
 
 
+#: What each --BACKEND option of ``hilbench run`` says (hilbench.config.BACKENDS names them).
+DEVICE_HELP = {
+    "emulate": "the bit-exact device twin (default)",
+    "sil": "the C firmware built for this host (software in loop)",
+    "qemu": "the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (UART on a "
+    "local TCP port; durations are executed instructions)",
+    "board": f"a board's serial port (/dev/ttyACM0, COM3) or a pyserial URL such as "
+    f"socket://HOST:PORT (default: ${ENV_BOARD}, then [tool.hilbench] board)",
+}
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
@@ -79,22 +91,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d = RunConfig()
     device = p.add_argument_group("the device (one of)")
     where = device.add_mutually_exclusive_group()
-    where.add_argument("--emulate", action="store_true", help="the bit-exact device twin (default)")
-    where.add_argument(
-        "--sil", action="store_true", help="the C firmware built for this host (software in loop)"
-    )
-    where.add_argument(
-        "--qemu",
-        action="store_true",
-        help="the C firmware on a Cortex-M55 under qemu-system-arm -M mps3-an547 (UART on a "
-        "local TCP port; durations are executed instructions)",
-    )
-    where.add_argument(
-        "--board",
-        metavar="PORT",
-        help=f"a board's serial port (/dev/ttyACM0, COM3) or a pyserial URL such as "
-        f"socket://HOST:PORT (default: ${ENV_BOARD}, then [tool.hilbench] board)",
-    )
+    for name in BACKENDS:  # the one list of backend names (the pytest options read it too)
+        if name == "board":
+            where.add_argument(f"--{name}", metavar="PORT", help=DEVICE_HELP[name])
+        else:
+            where.add_argument(f"--{name}", action="store_true", help=DEVICE_HELP[name])
     device.add_argument(
         "--fw",
         metavar="PATH",
@@ -114,6 +115,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="inject faults into every frame, both ways, and device resets: "
         "KIND=PROBABILITY,... with KIND drop, corrupt, duplicate, delay, truncate, reset, "
         "and seed=N, e.g. drop=0.01,reset=0.001,seed=1 (the run must end with the same weights)",
+    )
+
+    device.add_argument(
+        "--timing-model",
+        default=d.timing_model,
+        choices=("m55", "npu"),
+        help="the emulator's modeled durations: m55, the firmware's kernels on the Cortex-M55 "
+        "at 600 MHz (default: what every hilbench firmware runs), or npu, a projection onto "
+        "the Neural-ART (docs/npu.md)",
     )
 
     what = p.add_argument_group("what trains")
@@ -336,6 +346,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         lr_schedule=args.lr_schedule,
         eps_schedule=args.eps_schedule,
         link_faults=args.link_faults,
+        timing_model=args.timing_model,
     )
 
 
@@ -410,7 +421,7 @@ def _backend_override(args: argparse.Namespace):
             )
         return None
     kind, port, baud = _device(args)
-    from hilbench.backends import make_backend
+    from hilbench.backend.registry import make_backend
 
     return make_backend(
         RunConfig(
@@ -495,18 +506,33 @@ def _device_time(result) -> str:
     from hilbench.trace import Trace
 
     try:
-        t = Trace.open(result.trace_path, result.run_id).timing
+        tr = Trace.open(result.trace_path, result.run_id)
     except (HilbenchError, OSError):
         return ""
+    t, model = tr.timing, str(tr.attrs.get("timing_model", "") or "")
     parts = []
     for src in dict.fromkeys(t["source"].tolist()):
         name = src.decode() if isinstance(src, bytes) else str(src)
         total = float(t["duration_s"][t["source"] == src].sum())
-        if name in ("modeled", "device"):
+        if name == "modeled" and model:
+            parts.append(f"{total:.3f} s (modeled: {model})")
+        elif name in ("modeled", "device"):
             parts.append(f"{total:.3f} s ({name})")
         elif name == "instr":
             parts.append(f"{total:,.0f} instructions (QEMU)")
     return ", ".join(parts)
+
+
+def _fit(result) -> str:
+    """Where the run's ZO step fits on the STM32N6 (hilbench.npu.analysis), or ""."""
+    from hilbench.npu.analysis import fit_line_of_blob
+    from hilbench.trace import Trace
+
+    try:
+        blob = Trace.open(result.trace_path, result.run_id).model_blob
+        return fit_line_of_blob(blob) if blob else ""
+    except (HilbenchError, OSError, ValueError):
+        return ""
 
 
 def _print_summary(console, result) -> None:
@@ -525,6 +551,9 @@ def _print_summary(console, result) -> None:
     device = _device_time(result)
     if device:
         table.add_row("device time", device)
+    fit = _fit(result)
+    if fit:
+        table.add_row("STM32N6 memory", fit)
     try:
         console.print(table)
         print(f"trace written to {result.trace_path} (run {result.run_id})", flush=True)

@@ -1,5 +1,5 @@
 """A data set's split as a model's device sees it: X quantized with the model's input scale and
-zero point (:func:`hilbench.datasets.quantize_inputs`, as ``hilbench run`` does), y the labels
+zero point (:func:`hilbench.data.quantize_inputs`, as ``hilbench run`` does), y the labels
 (``hilbench data export``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from hilbench import datasets
+from hilbench import data as datasets
 from hilbench.errors import HilbenchError
 
 SPLITS = ("train", "test")

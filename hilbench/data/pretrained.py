@@ -9,8 +9,10 @@ the fine-tuning only."""
 from __future__ import annotations
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
-from hilbench.data import cache
+from hilbench.data import cache, registry
+from hilbench.npu import pretrain
 
 SOURCE = "fashion-mnist-source"
 PRETRAIN_SEED = 0
@@ -19,12 +21,7 @@ PRETRAIN_SEED = 0
 def vision_weights(model: str, arch: dict, seed: int = PRETRAIN_SEED) -> tuple[list, object]:
     """(float (w, b) pairs of ``model`` sized by ``arch`` pre-trained from ``seed``, the
     source data set at the model's resolution)."""
-    from threadpoolctl import threadpool_limits
-
-    from hilbench import datasets
-    from hilbench.npu import pretrain
-
-    source = datasets.load(SOURCE, int(arch["resolution"]))
+    source = registry.load(SOURCE, int(arch["resolution"]))
     key = f"{model}|{sorted(arch.items())}|{seed}|{SOURCE}|{pretrain.DEFAULTS.get(model)}"
 
     def make() -> dict[str, np.ndarray]:

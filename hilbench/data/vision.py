@@ -1,4 +1,4 @@
-"""The colour image data sets as :class:`hilbench.datasets.Dataset` at a resolution: the
+"""The colour image data sets as :class:`hilbench.data.dataset.Dataset` at a resolution: the
 Fashion-MNIST tasks (deterministic split, cached on disk) and the user's EuroSAT / STL-10."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from hilbench.data import cache, eurosat, fashion, images, stl10
+from hilbench.data.dataset import Dataset
 from hilbench.errors import ConfigError
 
 TEST_FRACTION = 0.2  # EuroSAT has no published split
@@ -23,9 +24,7 @@ def check_resolution(resolution: int) -> None:
         )
 
 
-def load(name: str, resolution: int):
-    from hilbench.datasets import Dataset
-
+def load(name: str, resolution: int) -> Dataset:
     check_resolution(resolution)
     kind, _, arg = name.partition(":")
     if kind in ("eurosat", "stl10"):

@@ -29,55 +29,18 @@ Built in:
 
 from __future__ import annotations
 
-import hashlib
 import shlex
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hilbench.errors import HilbenchError, LinkError
+from hilbench.farm.context import LoadContext, Loaded, file_hash, is_local
+from hilbench.farm.pyocd_loader import load_board
 
 LOAD_TIMEOUT_S = 300.0
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "")
-
-
-@dataclass(frozen=True)
-class LoadContext:
-    """What a loader knows about the board it loads."""
-
-    place: str  # labgrid place or board map name
-    exporter: str  # the labgrid exporter publishing it (the host name for a board map)
-    host: str  # the host the probe hangs on (where a loader must run pyOCD)
-    probe: str  # debug probe id (ST-LINK serial number), "" when none
-    serial_host: str  # where the device's serial port answers
-    serial_port: int
-    image: str  # the firmware file to load, "" for the kind's default
-    params: dict[str, Any] = field(default_factory=dict)  # the place's loader settings
-    serial_url: str = ""  # the serial port as pyserial opens it ("": socket://HOST:PORT)
-    baud: int = 0  # its speed (0: the firmware's default)
-
-    @property
-    def port_url(self) -> str:
-        """The device's serial port: ``serial_url``, else raw TCP at serial_host:serial_port."""
-        if self.serial_url:
-            return self.serial_url
-        host = self.serial_host or "127.0.0.1"
-        return f"socket://{f'[{host}]' if ':' in host else host}:{self.serial_port}"
-
-
-@dataclass
-class Loaded:
-    """A loaded board: the image's hash (``sha256:...``, "" if unknown) and a stop function."""
-
-    firmware_hash: str = ""
-    detail: str = ""
-    stop: Callable[[], None] = lambda: None
-
-
 Loader = Callable[[LoadContext], Loaded]
 _LOADERS: dict[str, Loader] = {}
 
@@ -103,19 +66,6 @@ def load(kind: str, ctx: LoadContext) -> Loaded:
     return loader(ctx)
 
 
-def file_hash(path: str | Path) -> str:
-    """``sha256:<hex>`` of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return f"sha256:{digest.hexdigest()}"
-
-
-def is_local(host: str) -> bool:
-    return host in LOCAL_HOSTS or host in (socket.gethostname(), socket.getfqdn())
-
-
 def _load_none(ctx: LoadContext) -> Loaded:
     given = str(ctx.params.get("firmware_hash", ""))
     return Loaded(firmware_hash=given, detail="nothing to load: the device runs its firmware")
@@ -131,7 +81,7 @@ def _local_only(ctx: LoadContext, what: str) -> None:
 
 
 def _start(argv: list[str], name: str, ctx: LoadContext) -> Any:
-    from hilbench.target.process import FirmwareProcess
+    from hilbench.launch.process import FirmwareProcess
 
     process = FirmwareProcess(argv, name=f"{name} of place {ctx.place}")
     first = process.start()
@@ -145,7 +95,7 @@ def _start(argv: list[str], name: str, ctx: LoadContext) -> Any:
 
 
 def _load_sil(ctx: LoadContext) -> Loaded:
-    from hilbench.target.sil import sil_binary
+    from hilbench.launch.sil import sil_binary
 
     _local_only(ctx, "sil")
     binary = sil_binary(ctx.image or ctx.params.get("image") or None)
@@ -213,15 +163,8 @@ def _load_command(ctx: LoadContext) -> Loaded:
     return Loaded(digest, f"ran {template}", stop)
 
 
-def _load_pyocd(ctx: LoadContext) -> Loaded:
-    """The board loader through pyOCD or a GDB stub (hilbench/farm/pyocd_loader.py)."""
-    from hilbench.farm.pyocd_loader import load_board
-
-    return load_board(ctx)
-
-
 register("none", _load_none)
 register("sil", _load_sil)
 register("emulate", _load_emulate)
 register("command", _load_command)
-register("pyocd", _load_pyocd)
+register("pyocd", load_board)  # through pyOCD or a GDB stub (hilbench/farm/pyocd_loader.py)

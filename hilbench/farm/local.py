@@ -31,14 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hilbench.backends import Backend
-from hilbench.errors import ConfigError, HilbenchError, LinkError
+from hilbench.errors import ConfigError, LinkError
 from hilbench.farm import loaders
-from hilbench.farm.spec import BoardSpec, Selector, parse_board, wait_seconds
+from hilbench.farm.spec import Selector
 from hilbench.farm.waiting import Countdown, Status, since
-from hilbench.link.faults import FaultSpec
-from hilbench.link.serial_port import DEFAULT_BAUD, open_port
-from hilbench.target.client import Target
+from hilbench.link.serial_port import DEFAULT_BAUD
 
 ENV_LOCK_DIR = "HILBENCH_LOCK_DIR"
 BOARD_KEYS = {
@@ -239,113 +236,7 @@ def take_board(
             show.clear()
 
 
-class MapBackend(Backend):
-    """A board of a board map (see the module doc), locked for as long as it is open."""
-
-    kind = "board"
-
-    def __init__(
-        self,
-        board: str | BoardSpec,
-        faults: FaultSpec | None = None,
-        *,
-        firmware: str | None = None,
-        wait: float | None = None,
-        status: Status | None = None,
-    ) -> None:
-        super().__init__(faults)
-        self.spec = parse_board(board) if isinstance(board, str) else board
-        if self.spec.kind != "map":
-            raise HilbenchError(f"{self.spec.text} is not a board map board", "use map:FILE")
-        self.firmware = firmware or ""
-        self.wait = wait_seconds() if wait is None else wait
-        self.status = status
-        self.lock: BoardLock | None = None
-        self.loaded: loaders.Loaded | None = None
-        self.location: dict[str, str] = {}
-        self.timings: dict[str, float] = {}
-
-    def open(self) -> Target:
-        started = time.perf_counter()
-        boards = read_map(self.spec.map_file)
-        try:
-            board, self.lock = take_board(
-                boards, self.spec.selector, self.wait, self.status, where=self.spec.map_file
-            )
-            locked = time.perf_counter()
-            self.timings["acquire"] = locked - started
-            host, port = _socket_address(board.port)
-            ctx = loaders.LoadContext(
-                place=board.name,
-                exporter=socket.gethostname(),
-                host=socket.gethostname(),
-                probe=board.probe,
-                serial_host=host,
-                serial_port=port,
-                image=self.firmware,
-                params=board.params,
-                serial_url=board.port,
-                baud=board.baud,
-            )
-            self.loaded = loaders.load(board.kind, ctx)
-            loaded = time.perf_counter()
-            self.timings["load"] = loaded - locked
-            target = self._attach(
-                open_port(board.port, baudrate=board.baud), name=f"{board.name} ({board.port})"
-            )
-            self.timings["connect"] = time.perf_counter() - loaded
-        except BaseException:
-            self.close()
-            raise
-        self.location = {
-            "place": board.name,
-            "exporter_host": socket.gethostname(),
-            "probe_host": socket.gethostname(),
-            "probe_id": board.probe,
-            "firmware_hash": self.loaded.firmware_hash,
-            "serial_url": board.port,
-        }
-        target.location = dict(self.location)  # session.run writes it into the trace
-        return target
-
-    def close(self) -> None:
-        begun = time.perf_counter()
-        held = self.lock is not None
-        try:
-            if self.target is not None:
-                close_socket_now(self.target.port)
-            super().close()
-        finally:
-            closed = time.perf_counter()
-            loaded, self.loaded = self.loaded, None
-            try:
-                if loaded is not None:
-                    loaded.stop()
-            finally:
-                if self.lock is not None:
-                    self.lock.release()
-                    self.lock = None
-        if held:
-            self.timings["disconnect"] = closed - begun
-            self.timings["release"] = time.perf_counter() - closed
-
-
-def close_socket_now(port: object) -> None:
-    """Close a socket:// port without pyserial's 0.3 s pause after it (meant for a quick
-    reconnect to the same server; a farm board is released right after, and the next client
-    connects to a device that already serves one connection at a time)."""
-    from serial.urlhandler.protocol_socket import Serial as SocketSerial
-
-    if isinstance(port, SocketSerial) and port.is_open and port._socket is not None:
-        with contextlib.suppress(OSError):
-            port._socket.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            port._socket.close()
-        port._socket = None
-        port.is_open = False
-
-
-def _socket_address(port: str) -> tuple[str, int]:
+def socket_address(port: str) -> tuple[str, int]:
     """(host, port) of a socket:// or rfc2217:// URL; ("", 0) for a device path."""
     match = re.fullmatch(r"(?:socket|rfc2217)://\[?([^\]/]*?)\]?:(\d+)(?:[/?].*)?", port)
     return (match.group(1), int(match.group(2))) if match else ("", 0)

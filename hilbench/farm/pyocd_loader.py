@@ -28,7 +28,8 @@ from collections.abc import Callable
 from hilbench.board import elfimage
 from hilbench.board.debug import DebugLinkError, DebugTarget
 from hilbench.errors import ConfigError, HilbenchError
-from hilbench.farm.loaders import LoadContext, Loaded, is_local
+from hilbench.farm.context import LoadContext, Loaded, is_local
+from hilbench.link.serial_port import close_socket_now
 
 log = logging.getLogger("hilbench.board")
 MACHINES = ("stm32n6", "an547")
@@ -183,7 +184,7 @@ _PROFILES = {"stm32n6": elfimage.STM32N6, "an547": elfimage.AN547}
 def _elf(ctx: LoadContext, machine: str):
     given = ctx.image or str(ctx.params.get("image", "") or "") or None
     if machine == "an547":
-        from hilbench.target.qemu import firmware_elf as an547_elf
+        from hilbench.launch.qemu import firmware_elf as an547_elf
 
         return an547_elf(given)
     from hilbench.board.firmware import firmware_elf
@@ -208,7 +209,6 @@ def _check_build(ctx: LoadContext, image: elfimage.FirmwareImage, firmware: str)
 
 
 def _close_now(port: object) -> None:
-    from hilbench.farm.local import close_socket_now
 
     close_socket_now(port)
     close = getattr(port, "close", None)

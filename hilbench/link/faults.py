@@ -1,10 +1,11 @@
 """Fault injection: a pyserial-port wrapper that damages whole frames, seeded and counted.
 
-``FaultyPort`` sits between the host's ``Target`` and the real port. Each frame crossing it, in
-either direction, may be dropped, corrupted (one byte flipped), duplicated, delayed (delivered
-up to ``max_delay_s`` later, after whatever follows it) or truncated; before a host frame it
-may also reset the device (a RESET frame sent around the fault injector). Rates come from a
-spec like ``drop=0.01,corrupt=0.01,duplicate=0.01,delay=0.01,truncate=0.01,reset=0.001,seed=1``.
+``FaultyPort`` sits between the host's ``DeviceClient`` and the real port. Each frame
+crossing it, in either direction, may be dropped, corrupted (one byte flipped), duplicated,
+delayed (delivered up to ``max_delay_s`` later, after whatever follows it) or truncated; before
+a host frame it may also reset the device (a RESET frame sent around the fault injector).
+Rates come from a spec like
+``drop=0.01,corrupt=0.01,duplicate=0.01,delay=0.01,truncate=0.01,reset=0.001,seed=1``.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class FaultyPort(PortWrapper):
         self._late: list[tuple[float, int, str, bytes]] = []  # delayed frames: (due, n, dir, bytes)
         self._n = 0
 
-    # --- pyserial surface used by Target ---------------------------------------------------
+    # --- pyserial surface used by DeviceClient ---------------------------------------------------
     @property
     def in_waiting(self) -> int:
         self._deliver_late()

@@ -1,6 +1,6 @@
 """An in-process link: the device answers synchronously inside ``write`` (no serial stack).
 
-For soak tests and studies that need millions of frames: the host's ``Target`` and a
+For soak tests and studies that need millions of frames: the host's ``DeviceClient`` and a
 ``FaultyPort`` see the same pyserial-like surface as over a pty, but no thread, no kernel and no
 latency sit in between. The real serial path is exercised by the pty and TCP backends.
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 
 import serial
@@ -44,3 +45,18 @@ def _fix(url: str) -> str:
         "check the cable and the port name (`python -m serial.tools.list_ports`), "
         "or run on the emulator with --emulate"
     )
+
+
+def close_socket_now(port: object) -> None:
+    """Close a socket:// port without pyserial's 0.3 s pause after it (meant for a quick
+    reconnect to the same server; a farm board is released right after, and the next client
+    connects to a device that already serves one connection at a time)."""
+    from serial.urlhandler.protocol_socket import Serial as SocketSerial
+
+    if isinstance(port, SocketSerial) and port.is_open and port._socket is not None:
+        with contextlib.suppress(OSError):
+            port._socket.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            port._socket.close()
+        port._socket = None
+        port.is_open = False

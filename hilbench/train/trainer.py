@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hilbench.client.device_client import CommandTiming, DeviceClient
 from hilbench.config import rate_schedule
 from hilbench.console import NullView, Progress, RunView
 from hilbench.errors import HilbenchError
-from hilbench.target.client import CommandTiming, Target
 from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
 from hilbench.train.schedule import Scheduler, StepInfo
@@ -92,7 +92,7 @@ class Trainer:
 
     def __init__(
         self,
-        target: Target,
+        target: DeviceClient,
         schedule: Scheduler,
         settings: TrainSettings,
         trace,  # hilbench.trace.TraceWriter
@@ -116,7 +116,6 @@ class Trainer:
         self._step_device_s = 0.0
         self._device_source: str | None = None
         self._last_eval: tuple[int, float, float] | None = None  # (passes, accuracy, loss)
-        target.on_command = self._record_timing
 
     def _fresh(self, q: int) -> tuple[int, int]:
         fresh = self._fresh_by_q.get(q)
@@ -187,7 +186,14 @@ class Trainer:
         already holds their updates; ``last_eval``: the trace's last test evaluation as
         (forward passes, accuracy, loss), so the weights it evaluated are not evaluated
         again). The final evaluation is the last one of the loop when that one saw the final
-        weights (a budget that is a multiple of ``eval_every``)."""
+        weights (a budget that is a multiple of ``eval_every``). Every command's timing goes
+        into the trace while it runs (a subscriber of the client's ``command`` event)."""
+        with self.target.events.command.subscribed(self._record_timing):
+            return self._train(resume, last_eval)
+
+    def _train(
+        self, resume: list[LoggedStep] | None, last_eval: tuple[int, float, float] | None
+    ) -> TrainResult:
         s = self.settings
         rng = SeedStream(np.random.default_rng(s.seed))
         progress = Progress(budget=s.budget)

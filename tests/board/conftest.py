@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hilbench.device import DeviceTwin, ThreadedServer
+from hilbench.launch.make import run_make
 from hilbench.link.pty_pair import PtyPair
-from hilbench.target.make import run_make
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,7 @@
 """QEMU's MPS3 AN547 (a Cortex-M55) started halted with its GDB stub and no image: the real
 thing the loader's GDB-remote path drives here. UART0 listens on TCP without waiting for the
 host (the loader opens it before the core resumes); the firmware's settings go on the
-semihosting command line as with hilbench/target/qemu.py."""
+semihosting command line as with hilbench/launch/qemu.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import socket
 import subprocess
 import time
 
-from hilbench.target import an547
+from hilbench.launch import an547
 
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up before any fork
 _PR_SET_PDEATHSIG = 1

@@ -5,8 +5,9 @@ a pty with the twin behind it."""
 
 from __future__ import annotations
 
-from hilbench.backends import SerialBackend, make_backend
-from hilbench.board.backend import BoardBackend, wants_board_backend
+from hilbench.backend.board import BoardBackend, wants_board_backend
+from hilbench.backend.registry import make_backend
+from hilbench.backend.serial import SerialBackend
 from hilbench.config import RunConfig
 from hilbench.errors import HilbenchError, LinkError
 
@@ -41,10 +42,11 @@ def test_a_port_without_a_probe_is_a_plain_link(twin_board):
     twin_board.start("hilbench-twin standing in")
     backend = BoardBackend(twin_board.path, firmware="never-read.elf")
     try:
-        target = backend.open()
-        assert target.info.firmware == "hilbench-twin standing in"
+        connection = backend.open()
+        assert connection.client.info.firmware == "hilbench-twin standing in"
         assert backend.loaded is None and backend.board.probe_id is None
-        assert target.location == {
+        assert connection.loaded is None and connection.lifecycle is backend.lifecycle
+        assert connection.location == {
             "probe_id": "",
             "firmware_hash": "",
             "serial_url": twin_board.path,

@@ -119,7 +119,7 @@ import pytest
 
 from hilbench import pytest_plugin
 from hilbench.board import elfimage
-from hilbench.board.backend import BoardBackend
+from hilbench.backend.board import BoardBackend
 from hilbench.board.pyocd_target import PyocdTarget
 from hilbench.protocol.spec import PROTOCOL_VERSION
 from tests.board.conftest import TwinBoard

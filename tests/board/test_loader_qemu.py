@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from hilbench.backends import EmulatorBackend
+from hilbench.backend.emulate import EmulatorBackend
 from hilbench.board import elfimage
 from hilbench.board.gdbremote import GdbRemoteTarget
 from hilbench.board.loader import load

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from hilbench import datasets
+from hilbench import data as datasets
 from hilbench.cli.data import main
 from hilbench.npu import zoo
 from hilbench.npu.tflite import export_tflite

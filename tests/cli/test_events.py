@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hilbench import session
-from hilbench.backends import EmulatorBackend
+from hilbench.backend.emulate import EmulatorBackend
 from hilbench.config import RunConfig
 from hilbench.console import NullView
 from hilbench.link.faults import FaultSpec

@@ -11,8 +11,9 @@ import h5py
 import numpy as np
 import pytest
 
-from hilbench import datasets, session
-from hilbench.backends import EmulatorBackend
+from hilbench import data as datasets
+from hilbench import session
+from hilbench.backend.emulate import EmulatorBackend
 from hilbench.config import RunConfig
 from hilbench.console import NullView
 from hilbench.trace import Trace

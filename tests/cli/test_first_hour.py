@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hilbench import __version__, session
-from hilbench.backends import EmulatorBackend
+from hilbench.backend.emulate import EmulatorBackend
 from hilbench.config import RunConfig
 from hilbench.console import NullView
 from hilbench.link.pty_pair import PtyPair

@@ -136,7 +136,7 @@ def test_a_run_that_fails_before_training_still_finishes_its_view():
     from pathlib import Path
 
     from hilbench import session
-    from hilbench.backends import EmulatorBackend
+    from hilbench.backend.emulate import EmulatorBackend
     from hilbench.config import RunConfig
     from hilbench.errors import TraceError
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from hilbench.cli.progress import TransferBar
+from hilbench.client.events import Transfer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,11 +30,11 @@ def test_piped_a_line_to_begin_then_one_a_period(capsys):
         model = bar.to("uploading the model")
         for done in range(0, 50_001, 1_000):  # 5 s at 10 kB/s
             clock.t = done / 10_000
-            model(done, 50_000)
+            model(Transfer(done, 50_000))
         inputs = bar.to("uploading the inputs")
         for _blob in range(3):  # three blobs of one kind: one line to begin
             for done in (0, 500, 1000):
-                inputs(done, 1000)
+                inputs(Transfer(done, 1000))
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
         "uploading the model (48.8 KiB)",
@@ -44,12 +45,12 @@ def test_piped_a_line_to_begin_then_one_a_period(capsys):
 
 
 def test_infer_on_the_sil_firmware_says_what_it_uploads(tmp_path):
-    from hilbench import session
     from hilbench.config import RunConfig
     from hilbench.npu.tflite import export_tflite
+    from hilbench.train import prepare
 
     config = RunConfig()
-    graph = session.build_graph(config, session.load_data(config))
+    graph = prepare.build_graph(config, prepare.load_data(config))
     (tmp_path / "m.tflite").write_bytes(export_tflite(graph))
     np.save(tmp_path / "x.npy", np.zeros((3, *graph.input_shape), np.int8))
     done = subprocess.run(

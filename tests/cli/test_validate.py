@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from hilbench import datasets, validate
+from hilbench import data as datasets
+from hilbench import validate
 from hilbench.cli.validate import main
 from hilbench.npu import zoo
 from hilbench.npu.graph import Graph

@@ -6,14 +6,14 @@ import time
 import numpy as np
 import pytest
 
-from hilbench.backends import EmulatorBackend
+from hilbench.backend.emulate import EmulatorBackend
+from hilbench.client.device_client import ModelWork
+from hilbench.client.rto import EXTRAPOLATION_MARGIN, PEAK_MARGIN, RtoEstimator, WorkTimer
 from hilbench.device import DeviceTwin, ModelState
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.cost import forward_macs
 from hilbench.protocol import data_blob
-from hilbench.target.client import ModelWork
-from hilbench.target.rto import EXTRAPOLATION_MARGIN, PEAK_MARGIN, RtoEstimator, WorkTimer
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from hilbench.client.device_client import Target
+from hilbench.client.rto import PEAK_HALF_LIFE_S, PEAK_MARGIN, RtoEstimator
 from hilbench.device import DeviceTwin, FrameEndpoint
 from hilbench.link.faults import FaultSpec, FaultyPort
 from hilbench.link.memory import MemoryPort
-from hilbench.target.client import Target
-from hilbench.target.rto import PEAK_HALF_LIFE_S, PEAK_MARGIN, RtoEstimator
 
 
 def after_a_stall(est: RtoEstimator, fast_samples: int, period_s: float) -> float:

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from devwire import Wire, data, in_session, loaded, model_blob, probe
 
-from hilbench import datasets
+from hilbench import data as datasets
+from hilbench.client.device_client import Target
 from hilbench.config import RunConfig
 from hilbench.device import DeviceTwin, FrameEndpoint, ThreadedServer
 from hilbench.errors import DeviceError
@@ -14,7 +15,6 @@ from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import FrameDecoder, encode_frame
 from hilbench.session import prepare_model
-from hilbench.target.client import Target
 
 
 @pytest.fixture(scope="module")

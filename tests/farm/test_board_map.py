@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from hilbench import session
+from hilbench.backend.map import MapBackend
 from hilbench.config import RunConfig
 from hilbench.device import DeviceTwin, serve_tcp
 from hilbench.errors import ConfigError, LinkError
-from hilbench.farm.local import MapBackend, read_map
+from hilbench.farm.local import read_map
 from hilbench.trace import Trace
 from tests.cli_helpers import ROOT
 
@@ -99,7 +100,7 @@ def test_a_run_on_a_map_board_names_it_in_the_trace(board_map, tmp_path):
 
 HOLD = """
 import sys, time
-from hilbench.farm.local import MapBackend
+from hilbench.backend.map import MapBackend
 backend = MapBackend(sys.argv[1])
 backend.open()
 print(backend.location["place"], flush=True)

@@ -21,17 +21,17 @@ from tests.needs import need_module, need_tool
 need_module("labgrid", "pip install -e '.[farm]' (the dev extra includes it)")
 
 from hilbench import session  # noqa: E402
-from hilbench.backends import EmulatorBackend  # noqa: E402
+from hilbench.backend.emulate import EmulatorBackend  # noqa: E402
+from hilbench.backend.labgrid import LabgridBackend  # noqa: E402
+from hilbench.backend.map import MapBackend  # noqa: E402
 from hilbench.board import elfimage, gdbremote  # noqa: E402
 from hilbench.board.elfimage import FirmwareImage  # noqa: E402
 from hilbench.cli import main  # noqa: E402
 from hilbench.config import RunConfig  # noqa: E402
-from hilbench.farm.backend import LabgridBackend  # noqa: E402
 from hilbench.farm.lab import LabPlace, LocalFarm  # noqa: E402
-from hilbench.farm.local import MapBackend  # noqa: E402
+from hilbench.launch.qemu import firmware_elf  # noqa: E402
 from hilbench.npu import zoo  # noqa: E402
 from hilbench.npu.blob import to_blob  # noqa: E402
-from hilbench.target.qemu import firmware_elf  # noqa: E402
 from hilbench.trace import Trace  # noqa: E402
 from hilbench.zo import zocf  # noqa: E402
 from hilbench.zo.loss import LossTables  # noqa: E402
@@ -125,7 +125,7 @@ def test_a_farm_place_is_loaded_through_the_board_loader_runs_and_is_not_loaded_
     # the next client acquires the place and finds the build running: nothing is loaded
     again = LabgridBackend(f"labgrid:{PLACE}")
     try:
-        target = again.open()
+        target = again.open().client
         loaded = again.strategy.loader.loaded
         assert "already runs build" in loaded.detail and "nothing loaded" in loaded.detail
         assert loaded.firmware_hash == f"build-id:{image.image_id}"
@@ -168,7 +168,7 @@ def test_a_board_map_board_of_kind_pyocd_loads_through_its_gdb_stub(image, tmp_p
         boards = write_map(tmp_path / "boards.toml", qemu.uart_port, gdb, image)
         first = MapBackend(f"map:{boards}")
         try:
-            target = first.open()
+            target = first.open().client
             assert stub.opened == [gdb]
             assert first.loaded.detail.startswith(f"place {PLACE} (probe {PROBE} via the GDB stub")
             assert f"loaded {image.load_bytes} bytes of {image.path.name}" in first.loaded.detail

@@ -22,11 +22,11 @@ from tests.needs import need_module
 need_module("labgrid", "pip install -e '.[farm]' (the dev extra includes it)")
 
 from hilbench import session  # noqa: E402
+from hilbench.backend.labgrid import LabgridBackend  # noqa: E402
 from hilbench.config import RunConfig  # noqa: E402
 from hilbench.errors import LinkError  # noqa: E402
-from hilbench.farm.backend import LabgridBackend  # noqa: E402
 from hilbench.farm.loaders import file_hash  # noqa: E402
-from hilbench.target.sil import sil_binary  # noqa: E402
+from hilbench.launch.sil import sil_binary  # noqa: E402
 from hilbench.trace import Trace  # noqa: E402
 from tests.cli_helpers import ROOT  # noqa: E402
 from tests.farm.conftest import held, wait_all_free  # noqa: E402
@@ -58,8 +58,8 @@ def test_a_held_place_is_waited_for_with_a_countdown_then_its_holder_is_named(co
     holder = LabgridBackend("labgrid:sil-1")
     holder.open()
     try:
-        host, user = holder.client.name.split("/")
-        assert held(coordinator) == {"sil-1": holder.client.name}
+        host, user = holder.farm.name.split("/")
+        assert held(coordinator) == {"sil-1": holder.farm.name}
         assert user.startswith(f"{getpass.getuser()}-hb{os.getpid()}")
         lines: list[str] = []
         waiter = LabgridBackend("labgrid:sil-1", wait=1.5, status=lines.append)
@@ -123,7 +123,7 @@ def test_tags_choose_free_places_and_a_third_client_is_told_who_holds_both(coord
 
 HOLD = """
 import sys, time
-from hilbench.farm.backend import LabgridBackend
+from hilbench.backend.labgrid import LabgridBackend
 backend = LabgridBackend(sys.argv[1])
 backend.open()
 print(backend.place, backend.location["serial_url"], flush=True)
@@ -250,9 +250,9 @@ def test_an_unknown_place_or_tag_lists_what_the_farm_has(coordinator):
 def test_the_strategy_loads_from_a_labgrid_environment_file(tmp_path):
     from labgrid import Environment
 
+    from hilbench.client.device_client import Target
     from hilbench.farm.lab import free_port
     from hilbench.link.serial_port import open_port
-    from hilbench.target.client import Target
 
     port = free_port()
     env_file = tmp_path / "env.yaml"

@@ -14,7 +14,7 @@ import serial
 import serial.rfc2217
 
 from hilbench import session
-from hilbench.backends import SerialBackend
+from hilbench.backend.serial import SerialBackend
 from hilbench.config import RunConfig
 from hilbench.device import DeviceTwin, ThreadedServer
 from hilbench.link.pty_pair import PtyPair

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hilbench.backends import SerialBackend, make_backend
+from hilbench.backend.registry import make_backend
+from hilbench.backend.serial import SerialBackend
 from hilbench.config import RunConfig
 from hilbench.errors import ConfigError
 from hilbench.farm.spec import Selector, coordinator_address, parse_board, wait_seconds
@@ -53,13 +54,13 @@ def test_environment_settings():
 
 
 def test_make_backend_routes_farm_boards_and_leaves_others(tmp_path):
-    from hilbench.farm.local import MapBackend
+    from hilbench.backend.map import MapBackend
 
     assert isinstance(make_backend(RunConfig(backend="board", port="socket://h:1")), SerialBackend)
     board_map = tmp_path / "b.toml"
     assert isinstance(make_backend(RunConfig(backend="board", port=f"map:{board_map}")), MapBackend)
     need_module("labgrid", "pip install -e '.[farm]' (the dev extra includes it)")
-    from hilbench.farm.backend import LabgridBackend
+    from hilbench.backend.labgrid import LabgridBackend
 
     backend = make_backend(RunConfig(backend="board", port="labgrid:board=x"))
     assert isinstance(backend, LabgridBackend)
@@ -71,8 +72,9 @@ def test_hilbench_without_labgrid_does_not_import_it():
     import sys
 
     code = (
-        "import sys, hilbench.backends, hilbench.session, hilbench.pytest_plugin, hilbench.cli\n"
-        "print('labgrid' in sys.modules, 'hilbench.farm' in sys.modules)"
+        "import sys, hilbench.backend.registry, hilbench.session, hilbench.pytest_plugin\n"
+        "import hilbench.cli\n"
+        "print('labgrid' in sys.modules, 'hilbench.farm.client' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hilbench import datasets
-from hilbench.backends import EmulatorBackend
+from hilbench import data as datasets
+from hilbench.backend.emulate import EmulatorBackend
+from hilbench.client.recovery import RecoveringTarget
 from hilbench.link.faults import FRAME_FAULTS, FaultSpec
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
-from hilbench.target.recovery import RecoveringTarget
 from hilbench.zo.loss import LossTables
 from hilbench.zo.update import quantize_coefficients
 

@@ -41,7 +41,7 @@ def test_a_bad_fault_spec_is_one_clear_line(tmp_path):
 
 def test_the_sample_test_passes_with_faults_injected(pytester):
     pytester.makeconftest("from threadpoolctl import threadpool_limits\nthreadpool_limits(1)\n")
-    pytester.copy_example(str(ROOT / "tests" / "test_training.py"))
+    pytester.copy_example(str(ROOT / "tests" / "train" / "test_training.py"))
     result = pytester.runpytest_subprocess("--link-faults", FAULTS, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
 

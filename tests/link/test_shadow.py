@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from hilbench.backends import EmulatorBackend
+from hilbench.backend.emulate import EmulatorBackend
+from hilbench.client.recovery import RecoveringTarget, WeightsDiverged
 from hilbench.device import DeviceTwin, ModelState
-from hilbench.target.recovery import RecoveringTarget, WeightsDiverged
 from tests.link.soak import tiny_workload
 
 

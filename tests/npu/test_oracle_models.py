@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hilbench.datasets import load, quantize_inputs
+from hilbench.data import load, quantize_inputs
 from hilbench.npu import pretrain, zoo
 
 from .oracle import (

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hilbench.datasets import load, quantize_inputs
+from hilbench.data import load, quantize_inputs
 from hilbench.errors import ModelError
 from hilbench.npu import floatnet, nets, pretrain, zoo
 

@@ -64,7 +64,7 @@ def test_an_int8_model_or_unsupported_ops_are_refused():
 
 
 def test_the_quantize_command_calibrates_on_a_data_set(tmp_path, capsys):
-    from hilbench import datasets
+    from hilbench import data as datasets
     from hilbench.cli.quantize import main
     from hilbench.npu.tflite import load_tflite
 

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from hilbench import datasets
+from hilbench import data as datasets
 from hilbench.config import RunConfig
 from hilbench.errors import ModelError
 from hilbench.npu import zoo
-from hilbench.session import RANDOM_INIT_WEIGHT_RANGE, build_graph
+from hilbench.train.prepare import RANDOM_INIT_WEIGHT_RANGE, build_graph
 
 
 def test_weight_range_sets_each_rows_largest_weight_and_keeps_the_float_model():

@@ -95,11 +95,11 @@ def test_limit_result_names_value_limit_and_trace(finished):
 def test_target_before_and_after_hello():
     target = session.direct_target()
     assert repr(target) == (
-        "<Target emulator (in-process): hilbench-twin, "
+        "<DeviceClient emulator (in-process): hilbench-twin, "
         f"firmware {target.info.firmware!r}, protocol {target.info.protocol_version}>"
     )
     target.info = None
-    assert repr(target) == "<Target emulator (in-process): no HELLO answered yet>"
+    assert repr(target) == "<DeviceClient emulator (in-process): no HELLO answered yet>"
 
 
 def test_trace_of_a_hand_built_run_still_prints(finished):

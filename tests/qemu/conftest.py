@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hilbench.target.qemu import firmware_elf
+from hilbench.launch.qemu import firmware_elf
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import socket
 import threading
 from pathlib import Path
 
-from hilbench.target.qemu import QemuProcess, firmware_args
+from hilbench.launch.qemu import QemuProcess, firmware_args
 from tests.sil.differential import (
     ANSWER_TIMEOUT_S,
     DEVICE_ID,

@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hilbench.target.qemu import APT_CROSS, APT_QEMU
-from hilbench.target.sil import sil_binary
+from hilbench.launch.qemu import APT_CROSS, APT_QEMU
+from hilbench.launch.sil import sil_binary
 from tests.cli_helpers import ROOT
 
 

@@ -13,15 +13,15 @@ import time
 import numpy as np
 import pytest
 
-from hilbench.backends import QemuBackend
+from hilbench.backend.qemu import QemuBackend
 from hilbench.errors import LinkError
+from hilbench.launch import an547
+from hilbench.launch.qemu import QemuProcess, firmware_args
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
 from hilbench.protocol import data_blob
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import FrameDecoder, encode_frame
-from hilbench.target import an547
-from hilbench.target.qemu import QemuProcess, firmware_args
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
 
@@ -139,7 +139,7 @@ def test_a_refused_option_ends_qemu_with_the_reason(an547_elf):
 
 def test_a_fault_ends_qemu_and_the_error_carries_the_report(an547_elf):
     backend = QemuBackend(an547_elf, crash_after=2)
-    target = backend.open()  # HELLO: frame 1
+    target = backend.open().client  # HELLO: frame 1
     try:
         target.hello()  # frame 2: answered, then the firmware faults
         with pytest.raises(LinkError) as err:

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from hilbench.backends import QemuBackend
+from hilbench.backend.qemu import QemuBackend
 from tests.cli_helpers import ROOT
 
 GONE_S = 10.0  # how long QEMU may take to go

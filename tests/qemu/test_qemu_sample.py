@@ -14,7 +14,7 @@ from tests.cli_helpers import ROOT
 
 def test_the_sample_test_passes_with_qemu_and_matches_the_twin(pytester, tmp_path, an547_elf):
     pytester.makeconftest("from threadpoolctl import threadpool_limits\nthreadpool_limits(1)\n")
-    pytester.copy_example(str(ROOT / "tests" / "test_training.py"))
+    pytester.copy_example(str(ROOT / "tests" / "train" / "test_training.py"))
     traces = tmp_path / "traces"
     result = pytester.runpytest_subprocess(
         "--qemu",

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 from hilbench import session
-from hilbench.backends import EmulatorBackend, QemuBackend
+from hilbench.backend.emulate import EmulatorBackend
+from hilbench.backend.qemu import QemuBackend
+from hilbench.client.device_client import DeviceReset
 from hilbench.config import RunConfig
 from hilbench.device import DeviceTwin
 from hilbench.errors import DeviceError
 from hilbench.link.faults import FaultSpec
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob
-from hilbench.target.client import DeviceReset
 from hilbench.trace import Trace
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
@@ -133,8 +134,9 @@ class _ResettingQemu(QemuBackend):
         self.at = at
 
     def _attach(self, port, name, **options):
-        target = super()._attach(port, name, **options)
-        injector, write, count = target.port, target.port.write, [0]
+        connection = super()._attach(port, name, **options)
+        injector = connection.client.port
+        write, count = injector.write, [0]
 
         def write_and_reset(data: bytes) -> int:
             count[0] += 1
@@ -144,7 +146,7 @@ class _ResettingQemu(QemuBackend):
             return write(data)
 
         injector.write = write_and_reset
-        return target
+        return connection
 
 
 def test_link_faults_and_resets_end_with_the_clean_weights(tmp_path, an547_elf):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hilbench.target.sil import sil_binary
+from hilbench.launch.sil import sil_binary
 
 
 @pytest.fixture(scope="session")

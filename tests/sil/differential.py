@@ -637,7 +637,7 @@ def _count(answers: dict[str, int], wire: bytes) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hilbench.target.sil import sil_binary
+    from hilbench.launch.sil import sil_binary
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=100_000)

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import bench_memory as bm
 
-from hilbench.backends import SilBackend
+from hilbench.backend.sil import SilBackend
 from hilbench.errors import DeviceError
 from hilbench.npu import zoo
 from hilbench.npu.blob import to_blob

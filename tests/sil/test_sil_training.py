@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from hilbench import session
-from hilbench.backends import EmulatorBackend, SilBackend
+from hilbench.backend.emulate import EmulatorBackend
+from hilbench.backend.sil import SilBackend
 from hilbench.config import RunConfig
 from hilbench.device import DeviceTwin
 from hilbench.npu import zoo

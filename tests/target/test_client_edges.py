@@ -1,6 +1,6 @@
 """The client's retries, re-sends, APPLY_PROBED/APPLY_PROBE reuse, chunking and refusals.
 
-Every test drives the real ``Target`` against the twin behind its real frame endpoint, over
+Every test drives the real ``DeviceClient`` against the twin behind its real frame endpoint, over
 the in-process link; a ``Link`` in between records each request frame and can withhold,
 repeat, damage or replace an answer, as a bad cable or a wrong port would.
 """
@@ -15,19 +15,19 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from hilbench.client.device_client import (
+    CommandTiming,
+    DeviceClient,
+    DeviceReset,
+    ModelWork,
+    describe_bytes,
+)
 from hilbench.device import DeviceTwin, FrameEndpoint
 from hilbench.errors import DeviceError, LinkError
 from hilbench.link.memory import MemoryPort
 from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import Frame, FrameDecoder, encode_frame
-from hilbench.target.client import (
-    CommandTiming,
-    DeviceReset,
-    ModelWork,
-    Target,
-    describe_bytes,
-)
 from tests.link.soak import tiny_workload
 
 BLOB, X, Y = tiny_workload()
@@ -62,29 +62,35 @@ class Link:
         return [T(f.type).name for f in self.requests[since:]]
 
 
-def connect(link: Link | None = None, **kw: object) -> tuple[Target, Link, list]:
+def connect(
+    link: Link | None = None, on_command: object = None, **kw: object
+) -> tuple[DeviceClient, Link, list]:
+    """A client on ``link`` that said HELLO; its incidents are listed, its command timings go
+    to ``on_command`` (HELLO's included)."""
     link = link or Link()
     events: list[tuple[str, str]] = []
-    target = Target(
+    target = DeviceClient(
         MemoryPort(link.answer, name="mem"),
         name="dut",
         min_rto=0.001,
         timeout=kw.pop("timeout", 0.05),
-        on_event=lambda k, d: events.append((k, d)),
         **kw,
     )
+    target.events.incident.subscribe(events.append)  # Incident(kind, detail): a 2-tuple
+    if on_command is not None:
+        target.events.command.subscribe(on_command)
     target.hello()
     return target, link, events
 
 
-def loaded(**kw: object) -> tuple[Target, Link, list]:
+def loaded(**kw: object) -> tuple[DeviceClient, Link, list]:
     target, link, events = connect(**kw)
     target.load_model(BLOB)
     target.load_data(0, X, Y, 10)
     return target, link, events
 
 
-def probe(target: Target, seeds: np.ndarray = SEEDS, batch_seed: int = 1) -> m.ProbeResponse:
+def probe(target: DeviceClient, seeds: np.ndarray = SEEDS, batch_seed: int = 1) -> m.ProbeResponse:
     return target.probe(slot=0, batch_size=8, batch_seed=batch_seed, eps=2, seeds=seeds)
 
 
@@ -105,7 +111,7 @@ def test_a_lost_answer_is_retried_with_the_identical_frame_and_applied_once():
 
 def test_each_request_takes_the_next_sequence_number_mod_2_16():
     link = Link(DeviceTwin(boot_nonce=1, max_payload=256))  # uploads in many frames
-    target = Target(MemoryPort(link.answer), name="dut", min_rto=0.001, timeout=0.05)
+    target = DeviceClient(MemoryPort(link.answer), name="dut", min_rto=0.001, timeout=0.05)
     target._seq = 0xFFF8  # the session starts near the wrap: uploads cross it
     target.hello()
     target.load_model(BLOB)
@@ -360,7 +366,7 @@ def test_uploads_are_cut_to_the_devices_frames():
 
 
 def test_chunk_size_before_hello_and_its_floor():
-    target = Target(MemoryPort(Link().answer), name="x")
+    target = DeviceClient(MemoryPort(Link().answer), name="x")
     assert target._chunk_size() == spec.MIN_DEVICE_PAYLOAD - 16  # the least any device takes
     target.info = type("I", (), {"max_payload": 40})()
     assert target._chunk_size() == 64
@@ -414,7 +420,7 @@ def test_apply_batch_packs_as_many_updates_as_fit():
 def test_each_command_reports_host_and_device_time():
     seen: list[CommandTiming] = []
     target, _, _ = loaded()
-    target.on_command = seen.append
+    target.events.command.subscribe(seen.append)
     probe(target)
     (t,) = seen
     assert t.command == "PROBE" and t.source == "modeled" and t.instructions is None
@@ -422,17 +428,17 @@ def test_each_command_reports_host_and_device_time():
     plain = Link(DeviceTwin(boot_nonce=1, modeled_timing=False))
     target2, _, _ = connect(plain)
     target2.load_model(BLOB)
-    target2.on_command = seen.append
+    target2.events.command.subscribe(seen.append)
     target2.weights_crc()
     assert seen[-1].source is None and seen[-1].device_s is None
 
 
 def test_repr_and_type_checks():
-    target = Target(MemoryPort(Link().answer), name="x")
-    assert repr(target) == "<Target x: no HELLO answered yet>"
+    target = DeviceClient(MemoryPort(Link().answer), name="x")
+    assert repr(target) == "<DeviceClient x: no HELLO answered yet>"
     target.hello()
     assert repr(target) == (
-        f"<Target x: hilbench-twin, firmware {target.info.firmware!r}, protocol 1>"
+        f"<DeviceClient x: hilbench-twin, firmware {target.info.firmware!r}, protocol 1>"
     )
     with pytest.raises(TypeError, match="not a request"):
         target._exchange(m.WeightsCrcResponse(crc32=0, updates_applied=0))

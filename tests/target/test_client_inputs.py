@@ -2,7 +2,8 @@
 the per-step fast path, the frame limits met exactly, empty and short uploads, the model's
 work cached per blob, and every error naming its fix.
 
-The real ``Target`` against the twin over the in-process link (test_client_edges.py's Link)."""
+The real ``DeviceClient`` against the twin over the in-process link (test_client_edges.py's
+Link)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 import serial
 
+from hilbench.client.device_client import DeviceClient, DeviceReset, ModelWork, describe_bytes
 from hilbench.device import DeviceTwin
 from hilbench.errors import ConfigError, DeviceError, LinkError
 from hilbench.link.faults import FaultSpec, FaultyPort
@@ -21,7 +23,6 @@ from hilbench.npu.blob import to_blob
 from hilbench.protocol import messages as m
 from hilbench.protocol import spec
 from hilbench.protocol.frames import PROTOCOL_VERSION, encode_frame
-from hilbench.target.client import DeviceReset, ModelWork, Target, describe_bytes
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
 from tests.target.test_client_edges import BLOB, COEFFS, SEEDS, Link, X, Y, connect, loaded, probe
@@ -223,12 +224,11 @@ def test_given_macs_of_a_blob_hilbench_cannot_read_are_kept_at_least_one():
     assert ModelWork.from_blob(b"junk", macs=5) == ModelWork(macs=5)
 
 
-def test_upload_progress_given_to_the_constructor():
+def test_upload_progress_reaches_a_subscriber():
     calls: list[tuple[int, int]] = []
     link = Link()
-    target = Target(
-        MemoryPort(link.answer), name="dut", on_upload=lambda d, t: calls.append((d, t))
-    )
+    target = DeviceClient(MemoryPort(link.answer), name="dut")
+    target.events.upload.subscribe(calls.append)  # Transfer(done, total): a 2-tuple
     target.hello()
     target.load_model(BLOB)
     assert calls[0] == (0, len(BLOB)) and calls[-1] == (len(BLOB), len(BLOB))
@@ -236,9 +236,9 @@ def test_upload_progress_given_to_the_constructor():
 
 def test_retries_must_be_a_whole_number_of_zero_or_more():
     with pytest.raises(ConfigError, match="retries must be a whole number >= 0, got -1") as e:
-        Target(MemoryPort(Link().answer), retries=-1)
+        DeviceClient(MemoryPort(Link().answer), retries=-1)
     assert e.value.fix == "use e.g. 8"
-    target = Target(MemoryPort(Link().answer))
+    target = DeviceClient(MemoryPort(Link().answer))
     with pytest.raises(ConfigError, match=r"got 1\.5"):
         target.hello(retries=1.5)
 
@@ -305,7 +305,8 @@ def test_a_reboot_names_the_recovery():
 def test_a_device_without_a_session_is_one_reset_even_before_hello():
     link = Link()
     events: list[tuple[str, str]] = []
-    target = Target(MemoryPort(link.answer), name="dut", on_event=lambda k, d: events.append(k))
+    target = DeviceClient(MemoryPort(link.answer), name="dut")
+    target.events.incident.subscribe(lambda incident: events.append(incident.kind))
     for _ in range(2):
         with pytest.raises(DeviceReset):
             target.weights_crc()
@@ -317,7 +318,7 @@ def test_a_broken_port_is_a_link_error_naming_the_command():
         def write(self, data: bytes) -> int:
             raise serial.SerialException("device reports readiness to read but returned no data")
 
-    target = Target(Unplugged(Link().answer), name="dut")
+    target = DeviceClient(Unplugged(Link().answer), name="dut")
     with pytest.raises(LinkError) as e:
         target.hello()
     assert e.value.cause.startswith("the link to dut failed during HELLO: device reports")
@@ -380,7 +381,7 @@ def test_fault_rates_above_one_in_total_leave_no_round_trip():
     port = FaultyPort(MemoryPort(link.answer), FaultSpec(drop=0.7, corrupt=0.5))
     link.hostile = lambda n, f, reply: b""
     with pytest.raises(LinkError) as e:
-        Target(port, name="dut", timeout=0.02, retries=0).hello()
+        DeviceClient(port, name="dut", timeout=0.02, retries=0).hello()
     assert e.value.fix.endswith("damage 120% of frames, so 0% of round trips get through: "
                                 "lower the fault rates")  # fmt: skip
 
@@ -390,7 +391,7 @@ def test_a_wrapped_serial_port_names_its_baud_rate_a_port_that_only_has_one_does
     try:
         wrapped = PortWrapper(serial.Serial(pty.path, baudrate=57600, timeout=0))
         with pytest.raises(LinkError) as e:
-            Target(wrapped, name="board", timeout=0.02, retries=0).hello()
+            DeviceClient(wrapped, name="board", timeout=0.02, retries=0).hello()
         assert "talks at 57,600 baud" in e.value.fix
         wrapped.port.close()
     finally:
@@ -398,7 +399,7 @@ def test_a_wrapped_serial_port_names_its_baud_rate_a_port_that_only_has_one_does
     quiet = MemoryPort(lambda data: b"")
     quiet.baudrate = 115200  # not a serial port: no baud rate to blame
     with pytest.raises(LinkError) as e:
-        Target(quiet, name="x", timeout=0.02, retries=0).hello()
+        DeviceClient(quiet, name="x", timeout=0.02, retries=0).hello()
     assert e.value.fix == "check that the hilbench firmware is running and that this is its address"
 
 
@@ -412,14 +413,14 @@ def test_only_requests_are_sent():
 
 def test_a_no_answer_error_shows_the_last_64_bytes_received():
     noise = bytes(range(1, 101))  # no delimiter: never a frame
-    target = Target(MemoryPort(lambda data: noise), name="dut", timeout=0.02, retries=0)
+    target = DeviceClient(MemoryPort(lambda data: noise), name="dut", timeout=0.02, retries=0)
     with pytest.raises(LinkError) as e:
         target.hello()
     assert f"(last bytes received: {describe_bytes(noise[-64:])})" in e.value.cause
 
 
 def test_an_unnamed_target_is_called_device():
-    target = Target(MemoryPort(lambda data: b""), timeout=0.02, retries=0)
+    target = DeviceClient(MemoryPort(lambda data: b""), timeout=0.02, retries=0)
     with pytest.raises(LinkError, match=r"^no answer from device to HELLO after 1 tries"):
         target.hello()
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import serial
 
+from hilbench.client.device_client import DeviceClient, ModelWork
 from hilbench.device import DeviceTwin
 from hilbench.errors import LinkError
 from hilbench.link.faults import FaultSpec, FaultyPort
@@ -17,7 +18,6 @@ from hilbench.link.memory import MemoryPort
 from hilbench.link.pty_pair import PtyPair
 from hilbench.npu.blob import from_blob
 from hilbench.protocol import messages as m
-from hilbench.target.client import ModelWork, Target
 from hilbench.zo import loss
 from tests.target.test_client_edges import BLOB, COEFFS, SEEDS, Link, X, Y, connect, loaded
 
@@ -112,7 +112,7 @@ def test_model_work_keeps_a_given_macs_of_one():
 def test_silence_through_injected_faults_names_the_rates():
     link = Link()
     port = FaultyPort(MemoryPort(link.answer), FaultSpec(drop=0.2, corrupt=0.05, truncate=0.05))
-    target = Target(port, name="dut", min_rto=0.001, timeout=0.05, retries=0)
+    target = DeviceClient(port, name="dut", min_rto=0.001, timeout=0.05, retries=0)
     link.hostile = lambda n, f, reply: b""
     with pytest.raises(LinkError) as e:
         target.hello()
@@ -122,7 +122,7 @@ def test_silence_through_injected_faults_names_the_rates():
     )
     quiet = FaultyPort(MemoryPort(lambda data: b""), FaultSpec(duplicate=0.5))
     with pytest.raises(LinkError) as e:
-        Target(quiet, name="q", timeout=0.05, retries=0).hello()
+        DeviceClient(quiet, name="q", timeout=0.05, retries=0).hello()
     assert e.value.fix == "check that the hilbench firmware is running and that this is its address"
 
 
@@ -130,7 +130,7 @@ def test_silence_on_a_serial_port_names_the_baud_rate():
     pty = PtyPair()
     try:
         port = serial.Serial(pty.path, baudrate=115200, timeout=0)
-        target = Target(port, name="board", timeout=0.05, retries=0)
+        target = DeviceClient(port, name="board", timeout=0.05, retries=0)
         with pytest.raises(LinkError) as e:
             target.hello()
         assert e.value.fix == (
@@ -144,7 +144,7 @@ def test_silence_on_a_serial_port_names_the_baud_rate():
 
 def test_a_call_may_set_its_own_timeout_and_retries():
     link = Link()
-    target = Target(MemoryPort(link.answer), name="dut", timeout=5.0, retries=8)
+    target = DeviceClient(MemoryPort(link.answer), name="dut", timeout=5.0, retries=8)
     link.hostile = lambda n, f, reply: b""
     started = time.monotonic()
     with pytest.raises(LinkError, match=r"after 2 tries"):

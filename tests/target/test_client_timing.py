@@ -2,7 +2,7 @@
 answer's own fields, the timer fed per kind and size of work (Karn's rule on retried answers),
 the waits of each try, and how it polls the port while it waits.
 
-The real ``Target`` against the twin over the in-process link, as in test_client_edges.py;
+The real ``DeviceClient`` against the twin over the in-process link, as in test_client_edges.py;
 where a wait is checked it is the value the client asked for (recorded), not a stopwatch."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import time
 
 import pytest
 
+from hilbench.client import device_client as client_module
+from hilbench.client.device_client import CommandTiming, DeviceClient
+from hilbench.client.rto import RETRIED_MARGIN
 from hilbench.errors import LinkError
 from hilbench.link.memory import MemoryPort
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import FrameDecoder, encode_frame
-from hilbench.target import client as client_module
-from hilbench.target.client import CommandTiming, Target
-from hilbench.target.rto import RETRIED_MARGIN
 from tests.target.test_client_edges import BLOB, COEFFS, SEEDS, Link, X, Y, connect, loaded, probe
 
 T = m.MessageType
@@ -31,7 +31,7 @@ def answer_of(reply: bytes) -> tuple[object, m.Message]:
     return frame, m.decode_response(frame)
 
 
-def record_waits(target: Target) -> list[float]:
+def record_waits(target: DeviceClient) -> list[float]:
     """The wait of each try the target starts, as it asks ``_await`` for it."""
     waits: list[float] = []
     inner = target._await
@@ -55,7 +55,7 @@ def test_each_timing_is_the_answers_own_duration_and_the_host_round_trip():
         return reply
 
     link.hostile = keep
-    target, _, _ = connect(link, on_command=seen.append)  # given to the constructor
+    target, _, _ = connect(link, on_command=seen.append)  # subscribed before HELLO
     target.load_model(BLOB)
     target.load_data(0, X, Y, 10)
     started = time.perf_counter()
@@ -144,7 +144,7 @@ def test_a_clean_answer_is_an_rtt_sample_a_retried_one_an_upper_bound():
     assert RETRIED_MARGIN * 0.2 <= timer.measured("eval")[units] < 10.0
 
 
-def measured() -> tuple[Target, list[float]]:
+def measured() -> tuple[DeviceClient, list[float]]:
     """A target (default timeout 30 s) that has timed PROBE and APPLY_PROBED, not
     APPLY_PROBE, and holds the seeds of its last PROBE; the waits of its next tries."""
     target, _, _ = loaded(timeout=30.0)
@@ -176,7 +176,7 @@ def test_timeout_and_min_rto_reach_the_timer():
     with pytest.raises(LinkError, match="after 3 tries"):
         target.weights_crc()  # never measured: the default, doubled per retry
     assert waits == [0.07, pytest.approx(0.14), pytest.approx(0.28)]
-    slow = Target(MemoryPort(Link().answer), name="x", min_rto=0.3)
+    slow = DeviceClient(MemoryPort(Link().answer), name="x", min_rto=0.3)
     slow.hello()
     slow.hello()
     assert min(slow._timer.measured("hello").values()) >= 0.3  # at least min_rto
@@ -184,7 +184,7 @@ def test_timeout_and_min_rto_reach_the_timer():
 
 def test_a_calls_own_timeout_caps_every_try():
     link = Link()
-    target = Target(MemoryPort(link.answer), name="dut", timeout=5.0, retries=8)
+    target = DeviceClient(MemoryPort(link.answer), name="dut", timeout=5.0, retries=8)
     waits = record_waits(target)
     link.hostile = lambda n, f, reply: b""
     with pytest.raises(LinkError, match="after 5 tries"):
@@ -220,7 +220,7 @@ class PollingPort(MemoryPort):
 
 def test_polls_shrink_toward_the_deadline_and_reprogram_the_port_only_on_change():
     port = PollingPort(lambda data: b"")
-    target = Target(port, name="quiet")
+    target = DeviceClient(port, name="quiet")
     with pytest.raises(LinkError):
         target.hello(timeout=0.12, retries=3)
     steps = client_module._POLL_STEPS
@@ -242,7 +242,7 @@ def test_polls_shrink_toward_the_deadline_and_reprogram_the_port_only_on_change(
 def test_waiting_bytes_are_read_at_once_and_nothing_waiting_blocks_for_one():
     link = Link()
     port = PollingPort(link.answer)
-    target = Target(port, name="dut", timeout=1.0)
+    target = DeviceClient(port, name="dut", timeout=1.0)
     target.hello()
     target.load_model(BLOB)
     target.weights_crc()
@@ -254,7 +254,7 @@ def test_by_default_nine_tries_wait_5_s_then_doubling_up_to_20_s():
     """docs/protocol.md, "Retries": an unmeasured kind waits the default timeout (5 s); the
     wait of retry n is min(max(timeout, 4 x first), first x 2^n). Every try is answered with
     silence at once here (``_await`` gives up without waiting), so no time passes."""
-    target = Target(MemoryPort(lambda data: b""))
+    target = DeviceClient(MemoryPort(lambda data: b""))
     waits: list[float] = []
     target._await = lambda seq, req_type, wait_s, seen: waits.append(wait_s)  # type: ignore
     with pytest.raises(LinkError, match=r"^no answer from device to HELLO after 9 tries"):

@@ -11,18 +11,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hilbench.device import DeviceTwin, ModelState
-from hilbench.errors import DeviceError
-from hilbench.protocol import data_blob
-from hilbench.protocol import messages as m
-from hilbench.session import direct_target
-from hilbench.target.recovery import (
+from hilbench.client.recovery import (
     CRC_EVERY,
     MAX_RECOVERIES_IN_A_ROW,
     RecoveringTarget,
     UpdateLog,
     WeightsDiverged,
 )
+from hilbench.device import DeviceTwin, ModelState
+from hilbench.errors import DeviceError
+from hilbench.protocol import data_blob
+from hilbench.protocol import messages as m
+from hilbench.session import direct_target
 from tests.link.soak import tiny_workload
 
 WORKLOAD = tiny_workload()
@@ -91,7 +91,8 @@ class HostileTwin(DeviceTwin):
 def device(twin: DeviceTwin, **kw: object) -> tuple[RecoveringTarget, list[tuple[str, str]]]:
     events: list[tuple[str, str]] = []
     inner = direct_target(twin)
-    return RecoveringTarget(inner, on_event=lambda k, d: events.append((k, d)), **kw), events
+    inner.events.incident.subscribe(events.append)  # Incident(kind, detail): a 2-tuple
+    return RecoveringTarget(inner, **kw), events
 
 
 def start(dev: RecoveringTarget) -> None:
@@ -356,17 +357,17 @@ def test_the_wrapper_passes_the_inner_targets_properties_through():
     inner = direct_target(DeviceTwin())
     dev = RecoveringTarget(inner)
     assert dev.info is inner.info and dev.name == inner.name
+    assert dev.events is inner.events  # one set of events: the client's
     seen = []
-    dev.on_command = seen.append
-    assert inner.on_command is dev.on_command
+    with dev.events.command.subscribed(seen.append):
+        dev.hello()
+    assert seen and seen[-1].command == "HELLO"
     dev.hello()
-    assert seen
+    assert len(seen) == 1  # unsubscribed: heard no more
     heard = []
-    dev.on_event = lambda k, d: heard.append(k)
-    inner.on_event("note", "x")
-    assert heard == ["note"]
-    dev.detach()
-    assert inner.on_command is None and inner.on_event is None
+    dev.events.incident.subscribe(lambda incident: heard.append(incident.kind))
+    inner.event("note", "x")
+    assert heard == ["note"] and inner.stats["note"] == 1
     dev.close()
 
 

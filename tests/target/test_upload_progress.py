@@ -1,7 +1,7 @@
-"""Upload progress: ``Target.on_upload`` hears the bytes the device acknowledged, chunk by chunk,
-over a link paced to the board's 921,600 baud (the twin behind a pty); the views show it (a bar
-on the live panel during setup, a line a period in plain output); and a whole run over that
-link reports its uploads that way."""
+"""Upload progress: a ``DeviceClient``'s ``upload`` event tells the bytes the device
+acknowledged, chunk by chunk, over a link paced to the board's 921,600 baud (the twin behind a
+pty); the views show it (a bar on the live panel during setup, a line a period in plain
+output); and a whole run over that link reports its uploads that way."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from hilbench import datasets, session
+from hilbench import data as datasets
+from hilbench import session
+from hilbench.client.device_client import FRAME_OVERHEAD, DeviceClient
 from hilbench.config import RunConfig
 from hilbench.console import LiveView, PlainView, Progress, Transfer, fmt_bytes
 from hilbench.device import DeviceTwin, ThreadedServer
@@ -22,7 +24,6 @@ from hilbench.link.paced import PacedPort
 from hilbench.link.pty_pair import PtyPair
 from hilbench.link.serial_port import open_port
 from hilbench.protocol import data_blob
-from hilbench.target.client import FRAME_OVERHEAD, Target
 
 BAUD = 921_600  # the ST-LINK-V3 virtual COM port's rate (STM32N6570-DK)
 SECONDS_PER_BYTE = 10 / BAUD  # 8N1
@@ -30,10 +31,10 @@ SECONDS_PER_BYTE = 10 / BAUD  # 8N1
 
 @pytest.fixture
 def paced_target():
-    """A Target on a pty paced to 921,600 baud, the twin answering on the far side."""
+    """A DeviceClient on a pty paced to 921,600 baud, the twin answering on the far side."""
     pty = PtyPair()
     server = ThreadedServer(DeviceTwin(), pty.device_stream())
-    target = Target(PacedPort(open_port(pty.path), BAUD), name="twin at 921600 baud")
+    target = DeviceClient(PacedPort(open_port(pty.path), BAUD), name="twin at 921600 baud")
     target.hello()
     yield target
     target.close()
@@ -49,7 +50,7 @@ def model_blob() -> bytes:
 
 def recorder() -> tuple[list[tuple[int, int, float]], object]:
     calls: list[tuple[int, int, float]] = []
-    return calls, lambda done, total: calls.append((done, total, time.perf_counter()))
+    return calls, lambda upload: calls.append((upload.done, upload.total, time.perf_counter()))
 
 
 def check_progress(calls: list[tuple[int, int, float]], total: int, chunk: int) -> None:
@@ -67,7 +68,7 @@ def check_progress(calls: list[tuple[int, int, float]], total: int, chunk: int) 
 
 def test_a_model_upload_reports_each_acknowledged_chunk(paced_target, model_blob):
     calls, on_upload = recorder()
-    paced_target.on_upload = on_upload
+    paced_target.events.upload.subscribe(on_upload)
     paced_target.load_model(model_blob)
     chunk = paced_target.info.max_payload - FRAME_OVERHEAD
     check_progress(calls, len(model_blob), chunk)
@@ -80,7 +81,7 @@ def test_a_data_upload_reports_each_acknowledged_chunk(paced_target, model_blob)
     x = rng.integers(-128, 128, (400, 64), dtype=np.int8)  # 25.6 KB: ~0.3 s at 921,600 baud
     y = rng.integers(0, 10, 400).astype(np.uint8)
     calls, on_upload = recorder()
-    paced_target.on_upload = on_upload
+    paced_target.events.upload.subscribe(on_upload)
     assert paced_target.load_data(0, x, y, 10) == 400
     blob = data_blob.encode(x, y, 10)
     check_progress(calls, len(blob), paced_target.info.max_payload - FRAME_OVERHEAD)
@@ -93,14 +94,15 @@ def test_only_acknowledged_bytes_count(model_blob):
 
     arena = len(model_blob) // 2 // 16 * 16
     target = session.direct_target(DeviceTwin(arena_bytes=arena))
-    calls, target.on_upload = recorder()
+    calls, on_upload = recorder()
+    target.events.upload.subscribe(on_upload)
     with pytest.raises(DeviceError, match="MODEL_TOO_LARGE"):
         target.load_model(model_blob)
     assert [(d, t) for d, t, _ in calls] == [(0, len(model_blob))]
 
 
 def test_without_a_listener_nothing_is_called(paced_target, model_blob):
-    paced_target.on_upload = None
+    assert not paced_target.events.upload  # no subscriber
     assert paced_target.load_model(model_blob) > 0  # and no callback to fail on
 
 
@@ -187,7 +189,8 @@ def test_a_run_over_a_921600_baud_link_reports_its_uploads(paced_target, tmp_pat
     view = PlainView(write=out.append, period=0.1)
     config = RunConfig(budget=40, trace=tmp_path / "t.h5", backend="board", port="paced")
     result = session.run(config, view=view, target=paced_target)
-    assert result.steps > 0 and paced_target.on_upload is None  # the run let go of it
+    assert result.steps > 0 and not paced_target.events.upload  # the run let go of it
+    assert not paced_target.events.incident
     data = datasets.load("digits")
     items = f"{len(data.y_train):,} training items"
     lines = [line for line in out if line.startswith(f"[hilbench] uploading {items}:")]
@@ -210,5 +213,5 @@ def test_a_run_whose_upload_fails_lets_go_of_the_target(model_blob, tmp_path):
     out: list[str] = []
     with pytest.raises(DeviceError, match="MODEL_TOO_LARGE"):
         session.run(RunConfig(trace=tmp_path / "t.h5"), view=PlainView(out.append), target=target)
-    assert target.on_upload is None
+    assert not target.events.upload and not target.events.incident
     assert out[-1].startswith("[hilbench] uploading the model (")

@@ -160,7 +160,7 @@ def test_pty_backend_still_works_without_a_target(tmp_path, monkeypatch):
             super().__init__()
             opened.append(self)
 
-    monkeypatch.setattr("hilbench.backends.PtyPair", RecordedPty)
+    monkeypatch.setattr("hilbench.backend.emulate.PtyPair", RecordedPty)
     r, tr = run(tmp_path, "be", direct=False, budget=40)
     assert len(opened) == 1 and opened[0].path.startswith("/dev/")
     same, _ = run(tmp_path, "in", direct=True, budget=40)

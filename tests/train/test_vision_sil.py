@@ -8,7 +8,7 @@ import pytest
 
 from hilbench import session
 from hilbench.config import RunConfig
-from hilbench.target.sil import sil_binary
+from hilbench.launch.sil import sil_binary
 from hilbench.trace import Trace
 
 

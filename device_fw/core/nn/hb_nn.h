@@ -3,14 +3,14 @@
  * reference/integer_ops/<op>.h, MEAN from reference/reduce.h) over one sample (NHWC without the
  * batch axis).
  *
- * The kernels trust their params: core/blob.c checked every count, shape and range when the
- * model was loaded. Per-channel multipliers stay in the blob as unaligned little-endian i32
- * (read with hb_rdi32).
+ * The kernels trust their params: core/blob.c and each op's check (core/ops/) checked every
+ * count, shape and range when the model was loaded. Per-channel multipliers stay in the blob
+ * as unaligned little-endian i32 (read with hb_rdi32).
  *
  * The ops with weights (FC, CONV_2D, DEPTHWISE_CONV_2D) loop over output channels outermost
  * and take each channel's filter row and bias from a row provider (hb_nn_rows) once: read in
  * place from the blob, or produced into a row buffer for a perturbed forward pass
- * (docs/zo-math.md section 3, core/graph.c and core/model.c). Any loop order gives the same
+ * (docs/zo-math.md section 3, core/ops/rows.c and core/model.c). Any loop order gives the same
  * bytes: each output element is one accumulator.
  *
  * Scalar and Helium (MVE) in one function: FC, CONV_2D and DEPTHWISE_CONV_2D open with an
@@ -27,16 +27,7 @@
 #include "fixedpoint.h"
 #include "hb_bytes.h"
 
-/* HB_NN_MVE: 1 when the kernels use Helium. Derived here and nowhere else, from the
- * compiler's __ARM_FEATURE_MVE (bit 0: integer MVE, e.g. -mcpu=cortex-m55); building with
- * -DHB_NN_SCALAR keeps the scalar C on an MVE target (make an547 AN547_NN=scalar). */
-#if defined(HB_NN_SCALAR)
-#define HB_NN_MVE 0
-#elif defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-#define HB_NN_MVE 1
-#else
-#define HB_NN_MVE 0
-#endif
+#include "hb_mve.h" /* HB_NN_MVE */
 
 #if HB_NN_MVE
 #include "hb_nn_mve.h"

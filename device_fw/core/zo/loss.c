@@ -25,7 +25,7 @@ int hb_loss_load(const uint8_t *sec, uint32_t len, hb_loss_tables *t, hb_status 
     return 0;
 }
 
-int64_t hb_ln_q16(const hb_loss_tables *t, uint32_t s) {
+int64_t hb_loss_ln_q16(const hb_loss_tables *t, uint32_t s) {
     uint32_t b = 31;
     while (!(s >> b)) b--; /* floor(log2 S), 16..31 */
     uint32_t norm = s << (31 - b);               /* in [2^31, 2^32) */
@@ -47,7 +47,7 @@ int64_t hb_loss_item(const hb_loss_tables *t, const int8_t *logits, uint32_t n, 
     uint32_t s = 0; /* each EXP <= EXP[0] = 2^16, n <= 65535: S < 2^32 */
     for (uint32_t j = 0; j < n; j++) s += hb_rd32(t->exp + 4u * (uint32_t)(lmax - logits[j]));
     int64_t lin = hb_rdi32(t->lin + 4u * (uint32_t)(lmax - logits[y]));
-    return lin + hb_ln_q16(t, s);
+    return lin + hb_loss_ln_q16(t, s);
 }
 
 /* floor(a / b) for b > 0 (C's / truncates toward zero) */
@@ -62,7 +62,7 @@ int32_t hb_loss_mean(int64_t sum, uint32_t n) {
     return u <= INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
 }
 
-uint32_t hb_argmax(const int8_t *logits, uint32_t n) {
+uint32_t hb_loss_argmax(const int8_t *logits, uint32_t n) {
     uint32_t best = 0;
     for (uint32_t j = 1; j < n; j++)
         if (logits[j] > logits[best]) best = j;

@@ -17,7 +17,7 @@ typedef struct {
 int hb_loss_load(const uint8_t *sec, uint32_t len, hb_loss_tables *t, hb_status *st);
 
 /* ln_q16(S) for 2^16 <= S < 2^32. */
-int64_t hb_ln_q16(const hb_loss_tables *t, uint32_t s);
+int64_t hb_loss_ln_q16(const hb_loss_tables *t, uint32_t s);
 
 /* The Q16 loss of n int8 logits for label y (y < n, 1 <= n <= 65535: the caller's contract;
  * a y >= n returns 0 without reading past the logits). */
@@ -27,6 +27,6 @@ int64_t hb_loss_item(const hb_loss_tables *t, const int8_t *logits, uint32_t n, 
 int32_t hb_loss_mean(int64_t sum, uint32_t n);
 
 /* The arg-max logit, the lowest index among ties. */
-uint32_t hb_argmax(const int8_t *logits, uint32_t n);
+uint32_t hb_loss_argmax(const int8_t *logits, uint32_t n);
 
 #endif /* HB_ZO_LOSS_H */

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "hb_mve.h"
 #include "zo/philox.h"
 
 /* bits set in a byte: the Gaussian's popcount of a 16-bit half is two lookups */
@@ -50,14 +51,14 @@ static void fresh_run(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count, i
 
 void hb_zo_pool_draw(uint8_t dist, uint32_t pool_seed, int8_t *pool, uint32_t pool_size) {
     hb_stream s;
-    hb_stream_init(&s, pool_seed, HB_STREAM_POOL, 0);
+    hb_philox_stream_init(&s, pool_seed, HB_STREAM_POOL, 0);
     fresh_run(dist, &s, 0, pool_size, pool);
 }
 
 void hb_zo_samples(const hb_zo_source *src, const hb_zo_tensor *t, uint32_t ti, uint32_t seed,
                    uint32_t e0, uint32_t count, int8_t *r, uint8_t *mult) {
     hb_stream s;
-    hb_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
+    hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
     const uint32_t P = src->pool_size;
     if (!P) {
         fresh_run(src->dist, &s, e0, count, r);
@@ -101,7 +102,7 @@ void hb_zo_samples(const hb_zo_source *src, const hb_zo_tensor *t, uint32_t ti, 
 }
 
 void hb_zo_rowstream_init(hb_zo_rowstream *rs, uint32_t seed, uint32_t ti, hb_zo_rowline *lines) {
-    hb_stream_init(&rs->s, seed, HB_STREAM_PERTURB, ti);
+    hb_philox_stream_init(&rs->s, seed, HB_STREAM_PERTURB, ti);
     rs->lines = lines;
     if (lines)
         for (uint32_t l = 0; l < HB_ZO_ROW_CACHE_LINES; l++) lines[l].tag = 0;
@@ -113,7 +114,7 @@ static uint32_t row_word(hb_zo_rowstream *rs, uint32_t word) {
     const uint32_t block = word >> 2;
     hb_zo_rowline *line = &rs->lines[block % HB_ZO_ROW_CACHE_LINES];
     if (line->tag != block + 1) {
-        hb_stream_fill(&rs->s, block);
+        hb_philox_stream_fill(&rs->s, block);
         memcpy(line->w, rs->s.w, sizeof line->w);
         line->tag = block + 1; /* block < 2^24 (n <= 2^26): no wrap */
     }
@@ -151,8 +152,131 @@ void hb_zo_row_samples(const hb_zo_source *src, const hb_zo_tensor *t, hb_zo_row
     }
 }
 
+#if HB_NN_MVE
+/* The delta table hb_zo_delta_table built last, narrowed to int16 and clamped to +-255 for the
+ * Helium perturbation: with |w| <= 128 and L = HB_WEIGHT_LIMIT < 255, clamp(w + d, +-L) is
+ * clamp(w + clamp(d, +-255), +-L), and w + clamp(d, +-255) fits an int16 lane. `narrow_of`
+ * is the table it mirrors (hb_zo_perturb_run falls back to the scalar loop for any other). */
+static int16_t narrow[HB_ZO_VALUES_UNIFORM];
+static const int32_t *narrow_of;
+static uint32_t narrow_n;
+
+_Static_assert(HB_WEIGHT_LIMIT < 255, "clamp(w + d) = clamp(w + clamp(d, +-255)) for |w| <= 128");
+static int16_t narrow_delta(int32_t d) { return (int16_t)(d > 255 ? 255 : d < -255 ? -255 : d); }
+
+/* 16-bit popcount per lane (the Gaussian's table index), SWAR as in Hacker's Delight 5-1 */
+static inline uint16x8_t popcount16_mve(uint16x8_t x) {
+    x = vsubq_u16(x, vandq_u16(vshrq_n_u16(x, 1), vdupq_n_u16(0x5555)));
+    const uint16x8_t m2 = vdupq_n_u16(0x3333);
+    x = vaddq_u16(vandq_u16(x, m2), vandq_u16(vshrq_n_u16(x, 2), m2));
+    x = vandq_u16(vaddq_u16(x, vshrq_n_u16(x, 4)), vdupq_n_u16(0x0F0F));
+    return vandq_u16(vaddq_u16(x, vshrq_n_u16(x, 8)), vdupq_n_u16(0x1F));
+}
+
+/* Words wi0 .. wi0 + nw - 1 of a stream into wb (the stream's cached blocks copied four words
+ * per vector, a fill of HB_STREAM_BLOCKS blocks at a time). */
+static void stream_words(hb_stream *s, uint32_t wi0, uint32_t nw, uint32_t *wb) {
+    for (uint32_t i = 0; i < nw;) {
+        const uint32_t wi = wi0 + i;
+        (void)hb_stream_word(s, wi); /* the block of word wi cached */
+        const uint32_t at = wi - 4u * s->block, avail = 4u * HB_STREAM_BLOCKS - at;
+        const uint32_t m = avail < nw - i ? avail : nw - i;
+        for (uint32_t k = 0; k < m; k += 4) {
+            const mve_pred16_t live = vctp32q(m - k);
+            vstrwq_p_u32(wb + i + k, vldrwq_z_u32(s->w + at + k, live), live);
+        }
+        i += m;
+    }
+}
+
+enum { RUN_WORDS = 64 }; /* words per piece: 2048 Rademacher, 128 Gaussian, 256 uniform */
+
+/* One piece's n elements from its samples (lane c of element c: bit c of bits / half c of
+ * halves / the low 7 bits of byte c of bytes): eight per int16 vector, the last group
+ * predicated; the weights widened, the delta added, clamped to +-L, narrowed and stored. */
+static inline __attribute__((always_inline)) int16x8_t delta_mve(
+    uint8_t dist, const uint8_t *bits, const uint16_t *halves, const uint8_t *bytes, uint32_t c,
+    mve_pred16_t live, int16x8_t d0, int16_t diff, uint16x8_t neg_lane) {
+    if (dist == HB_DIST_RADEMACHER) { /* d0 + bit * (d1 - d0) */
+        const uint16x8_t b =
+            vshlq_u16(vdupq_n_u16(bits[c >> 3]), vreinterpretq_s16_u16(neg_lane));
+        return vmlaq_n_s16(d0, vreinterpretq_s16_u16(vandq_u16(b, vdupq_n_u16(1))), diff);
+    }
+    const uint16x8_t idx = dist == HB_DIST_GAUSSIAN
+                               ? popcount16_mve(vldrhq_z_u16(halves + c, live))
+                               : vandq_u16(vldrbq_z_u16(bytes + c, live), vdupq_n_u16(0x7F));
+    return vldrhq_gather_shifted_offset_z_s16(narrow, idx, live);
+}
+
+static inline __attribute__((always_inline)) void perturb_piece_mve(
+    uint8_t dist, const uint32_t *wb, uint32_t lane0, uint32_t n, const int8_t *w, int8_t *out,
+    int16x8_t d0, int16_t diff) {
+    const int16x8_t lo = vdupq_n_s16(-HB_WEIGHT_LIMIT), hi = vdupq_n_s16(HB_WEIGHT_LIMIT);
+    const uint16x8_t neg_lane = vreinterpretq_u16_s16(vnegq_s16(vreinterpretq_s16_u16(
+        vidupq_n_u16(0, 1)))); /* lane c: shift right by c */
+    const uint8_t *bits = (const uint8_t *)wb; /* Rademacher: lane0 is 0 (shifted out) */
+    const uint16_t *halves = (const uint16_t *)(const void *)wb + lane0;
+    const uint8_t *bytes = (const uint8_t *)wb + lane0;
+    uint32_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const int16x8_t d = delta_mve(dist, bits, halves, bytes, c, 0xFFFF, d0, diff, neg_lane);
+        const int16x8_t v = vaddq_s16(vldrbq_s16(w + c), d);
+        vstrbq_s16(out + c, vminq_s16(vmaxq_s16(v, lo), hi));
+    }
+    if (c < n) { /* the tail, predicated: no byte past the run is read or written */
+        const mve_pred16_t live = vctp16q(n - c);
+        const int16x8_t d = delta_mve(dist, bits, halves, bytes, c, live, d0, diff, neg_lane);
+        const int16x8_t v = vaddq_s16(vldrbq_z_s16(w + c, live), d);
+        vstrbq_p_s16(out + c, vminq_s16(vmaxq_s16(v, lo), hi), live);
+    }
+}
+
+/* Helium: the run in pieces of up to RUN_WORDS stream words, each copied from the stream's
+ * blocks (the four-lane Philox fills four at a time) and read by vector lanes. */
+static void perturb_run_mve(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count,
+                            const int8_t *w, const int32_t *tab, int8_t *out) {
+    const uint32_t per = dist == HB_DIST_RADEMACHER ? HB_PER_WORD_RADEMACHER
+                         : dist == HB_DIST_GAUSSIAN ? HB_PER_WORD_GAUSSIAN
+                                                    : HB_PER_WORD_UNIFORM;
+    const int16_t n0 = narrow_delta(tab[0]), n1 = narrow_delta(tab[1]);
+    const int16x8_t d0 = vdupq_n_s16(n0);
+    const int16_t diff = (int16_t)(n1 - n0);
+    uint32_t wb[RUN_WORDS + 1];
+    while (count) {
+        const uint32_t wi0 = e0 / per, lane0 = e0 % per;
+        const uint32_t n = count < RUN_WORDS * per - lane0 ? count : RUN_WORDS * per - lane0;
+        const uint32_t nw = (lane0 + n + per - 1) / per;
+        stream_words(s, wi0, nw, wb);
+        uint32_t first = lane0;
+        if (dist == HB_DIST_RADEMACHER && lane0) { /* bit lane0 to bit 0 */
+            wb[nw] = 0;
+            for (uint32_t i = 0; i < nw; i++)
+                wb[i] = (wb[i] >> lane0) | (wb[i + 1] << (32u - lane0));
+            first = 0;
+        }
+        /* one loop per distribution (the lane's decoding a constant in each) */
+        if (dist == HB_DIST_RADEMACHER)
+            perturb_piece_mve(HB_DIST_RADEMACHER, wb, first, n, w, out, d0, diff);
+        else if (dist == HB_DIST_GAUSSIAN)
+            perturb_piece_mve(HB_DIST_GAUSSIAN, wb, first, n, w, out, d0, diff);
+        else
+            perturb_piece_mve(HB_DIST_UNIFORM, wb, first, n, w, out, d0, diff);
+        e0 += n;
+        count -= n;
+        w += n;
+        out += n;
+    }
+}
+#endif
+
 void hb_zo_perturb_run(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count, const int8_t *w,
                        const int32_t *tab, int8_t *out) {
+#if HB_NN_MVE
+    if (dist == HB_DIST_RADEMACHER || (tab == narrow_of && narrow_n == hb_zo_n_values(dist))) {
+        perturb_run_mve(dist, s, e0, count, w, tab, out);
+        return;
+    }
+#endif
     /* per word: its lanes from the run's first to the word's last (or the run's end) */
     const uint32_t per = dist == HB_DIST_RADEMACHER ? HB_PER_WORD_RADEMACHER
                          : dist == HB_DIST_GAUSSIAN ? HB_PER_WORD_GAUSSIAN
@@ -176,6 +300,38 @@ void hb_zo_perturb_run(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count, 
     }
 }
 
+void hb_zo_perturb_samples(uint8_t dist, const int8_t *b, uint32_t step, uint32_t n,
+                           const int32_t *tab, int8_t *o) {
+    const int32_t voff = hb_zo_value_offset(dist);
+    const uint32_t vshift = hb_zo_value_shift(dist);
+    uint32_t c = 0;
+#if HB_NN_MVE
+    /* eight lanes: the samples widened, their table indices, the narrow deltas gathered, the
+     * weights loaded (strided: gathered at lane * step from the group's first) */
+    if (tab == narrow_of && narrow_n == hb_zo_n_values(dist) && step < 65536u / 8u) {
+        const int16x8_t lo = vdupq_n_s16(-HB_WEIGHT_LIMIT), hi = vdupq_n_s16(HB_WEIGHT_LIMIT);
+        const uint16x8_t lanes = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)step);
+        const int16x8_t neg_shift = vdupq_n_s16(-(int16_t)vshift);
+        for (; c < n; c += 8) {
+            const mve_pred16_t live = vctp16q(n - c);
+            const int16x8_t r = vaddq_n_s16(vldrbq_z_s16(o + c, live), (int16_t)voff);
+            const uint16x8_t idx = vshlq_u16(vreinterpretq_u16_s16(r), neg_shift);
+            const int16x8_t d = vldrhq_gather_shifted_offset_z_s16(narrow, idx, live);
+            const int16x8_t w = step == 1 ? vldrbq_z_s16(b + c, live)
+                                          : vldrbq_gather_offset_z_s16(b + (size_t)c * step,
+                                                                       lanes, live);
+            const int16x8_t v = vminq_s16(vmaxq_s16(vaddq_s16(w, d), lo), hi);
+            vstrbq_p_s16(o + c, v, live);
+        }
+        return;
+    }
+#endif
+    for (; c < n; c++) {
+        const int32_t d = tab[(uint32_t)(o[c] + voff) >> vshift];
+        o[c] = hb_zo_clamp_weight(b[(size_t)c * step] + d);
+    }
+}
+
 uint32_t hb_zo_n_values(uint8_t dist) {
     return dist == HB_DIST_RADEMACHER ? HB_ZO_VALUES_RADEMACHER
            : dist == HB_DIST_GAUSSIAN ? HB_ZO_VALUES_GAUSSIAN
@@ -186,11 +342,38 @@ void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab) {
     /* the raw samples: Rademacher -1, 1; Gaussian -8..8; uniform the odd -127..127 */
     const int32_t lo = -hb_zo_value_offset(dist);
     const int32_t stride = 1 << hb_zo_value_shift(dist);
+#if HB_NN_MVE
+    /* four entries per vector, hb_zo_signed_delta's operations lane by lane (rsym as
+     * (x + 2^(s-1) - (x < 0)) >> s, the sign bit as the (x < 0)), and the narrow copy */
+    const uint32_t n = hb_zo_n_values(dist);
+    const int sh = HB_SCALE_FRAC - HB_UNIT_FRAC;
+    for (uint32_t i = 0; i < n; i += 4) {
+        const mve_pred16_t live = vctp32q(n - i);
+        const int32x4_t r = vaddq_n_s32(vmulq_n_s32(vreinterpretq_s32_u32(vidupq_n_u32(i, 1)),
+                                                    stride), lo);
+        const int32x4_t x = vmulq_n_s32(r, (int32_t)scale);
+        const int32x4_t u = vshrq_n_s32(
+            vsubq_s32(vaddq_n_s32(x, 1 << (sh - 1)), vreinterpretq_s32_u32(vshrq_n_u32(
+                                                          vreinterpretq_u32_s32(x), 31))),
+            sh);
+        const int32x4_t y = vmulq_n_s32(u, em);
+        const int32x4_t d = vshrq_n_s32(
+            vsubq_s32(vaddq_n_s32(y, 1 << (HB_DELTA_SHIFT - 1)),
+                      vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(y), 31))),
+            HB_DELTA_SHIFT);
+        vstrwq_p_s32(tab + i, d, live);
+        vstrhq_p_s32(narrow + i, vminq_s32(vmaxq_s32(d, vdupq_n_s32(-255)), vdupq_n_s32(255)),
+                     live);
+    }
+    narrow_n = n;
+    narrow_of = tab;
+#else
     for (int32_t r = lo; r <= -lo; r += stride)
         tab[hb_zo_value_index(dist, (int8_t)r)] = hb_zo_signed_delta((int8_t)r, scale, em);
+#endif
 }
 
-uint32_t hb_isqrt_u64(uint64_t x) {
+uint32_t hb_zo_isqrt_u64(uint64_t x) {
     uint64_t r = 0, bit = (uint64_t)1 << 62;
     while (bit > x) bit >>= 2;
     while (bit) {
@@ -221,6 +404,6 @@ uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tenso
         for (uint32_t c = 0; c < cnt; c++) q += (uint64_t)((int32_t)r[c] * r[c]);
     }
     if (q == 0) return HB_SCALE_MAX;
-    uint32_t s = hb_isqrt_u64(((uint64_t)t->n << 32) / q); /* n < 2^26: no wrap */
+    uint32_t s = hb_zo_isqrt_u64(((uint64_t)t->n << 32) / q); /* n < 2^26: no wrap */
     return s < HB_SCALE_MAX ? s : HB_SCALE_MAX;
 }

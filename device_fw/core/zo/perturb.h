@@ -75,6 +75,12 @@ static inline int8_t hb_zo_clamp_weight(int32_t v) {
 void hb_zo_perturb_run(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count, const int8_t *w,
                        const int32_t *tab, int8_t *out);
 
+/* Raw samples turned into perturbed weights in place: o[c] = clamp(b[c step] + tab[
+ * hb_zo_value_index(dist, o[c])], +-HB_WEIGHT_LIMIT) for c < n, o holding the raw samples on
+ * entry (a row piece of pool samples, or a depthwise row's), b the row's weights `step` apart. */
+void hb_zo_perturb_samples(uint8_t dist, const int8_t *b, uint32_t step, uint32_t n,
+                           const int32_t *tab, int8_t *o);
+
 /* The number of distinct raw samples of a distribution (HB_DIST_*): 2, 17 or 128
  * (HB_ZO_VALUES_*), the entries of its delta table. */
 uint32_t hb_zo_n_values(uint8_t dist);
@@ -100,7 +106,7 @@ void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab);
 static inline int32_t hb_zo_signed_delta(int8_t r, uint32_t scale, int32_t em);
 
 /* floor(sqrt(x)), bitwise. */
-uint32_t hb_isqrt_u64(uint64_t x);
+uint32_t hb_zo_isqrt_u64(uint64_t x);
 
 /* The scale S (Q16) of trained tensor t for seed: fixed per distribution, or adaptive
  * min(2^16, isqrt(floor(2^32 n / Q))), Q = sum r^2 (2^16 if Q = 0). */

@@ -9,24 +9,31 @@
 
 #include <stdint.h>
 
+#include "hb_mve.h"
+
 void hb_philox4x32_10(const uint32_t ctr[4], uint32_t k0, uint32_t k1, uint32_t out[4]);
+
+/* Blocks a stream caches: with Helium 4 consecutive blocks, computed together (one per
+ * 32-bit lane, hb_philox_stream_fill), else 1. */
+#define HB_STREAM_BLOCKS (HB_NN_MVE ? 4u : 1u)
 
 typedef struct {
     uint32_t seed, stream, tensor;
-    uint32_t block; /* counter word 0 of the cached block */
-    int valid;      /* the cache holds block */
-    uint32_t w[4];
+    uint32_t block; /* counter word 0 of the first cached block */
+    int valid;      /* the cache holds blocks block .. block + HB_STREAM_BLOCKS - 1 */
+    uint32_t w[4 * HB_STREAM_BLOCKS]; /* block-major: w[4 i + k] is word k of block + i */
 } hb_stream;
 
-void hb_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tensor);
-/* Fill s->w with block `block` of the stream. */
-void hb_stream_fill(hb_stream *s, uint32_t block);
+void hb_philox_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_t tensor);
+/* Fill s->w with blocks `block` .. block + HB_STREAM_BLOCKS - 1 of the stream (s->w[0..3]:
+ * block `block`). */
+void hb_philox_stream_fill(hb_stream *s, uint32_t block);
 
-/* Word `word` of the stream (inline: the common case is a hit in the cached block). */
+/* Word `word` of the stream (inline: the common case is a hit in the cached blocks). */
 static inline uint32_t hb_stream_word(hb_stream *s, uint32_t word) {
     uint32_t block = word >> 2;
-    if (!s->valid || s->block != block) hb_stream_fill(s, block);
-    return s->w[word & 3u];
+    if (!s->valid || block - s->block >= HB_STREAM_BLOCKS) hb_philox_stream_fill(s, block);
+    return s->w[word - 4u * s->block];
 }
 /* Half i mod 2 of word i div 2 (half 0: bits 0..15, half 1: bits 16..31). */
 static inline uint32_t hb_stream_half(hb_stream *s, uint32_t i) {
@@ -34,6 +41,6 @@ static inline uint32_t hb_stream_half(hb_stream *s, uint32_t i) {
 }
 
 /* Item i of PROBE's mini-batch: (u64) word_i * n_items >> 32, stream (batch_seed, 2), tensor 0. */
-uint32_t hb_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i);
+uint32_t hb_philox_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i);
 
 #endif /* HB_ZO_PHILOX_H */

@@ -7,9 +7,8 @@ import pytest
 
 from hilbench.npu import zoo
 from hilbench.npu.tflite import export_tflite
-
-from .cli_helpers import hilbench
-from .npu.oracle import run_tflite
+from tests.cli_helpers import hilbench
+from tests.npu.oracle import run_tflite
 
 
 @pytest.fixture(scope="module")

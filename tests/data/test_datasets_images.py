@@ -8,7 +8,7 @@ import gzip
 import numpy as np
 import pytest
 
-from hilbench import datasets
+from hilbench import data as datasets
 from hilbench.data import eurosat, fashion, idx, images, stl10, vision
 from hilbench.errors import ConfigError
 

@@ -1,6 +1,6 @@
 """The host's client for one device: every command is a timed, traced round trip.
 
-``Target`` speaks docs/protocol.md over any pyserial port. It numbers requests, waits for the
+``DeviceClient`` speaks docs/protocol.md over any pyserial port. It numbers requests, waits for the
 answer with the same sequence number, turns ERROR frames into DeviceError and silence into
 LinkError (naming the port, the command and the bytes seen), and reports each command's
 host wall-clock time and the device's own duration with its source.
@@ -20,13 +20,14 @@ from typing import NamedTuple
 import numpy as np
 import serial
 
+from hilbench.client.events import ClientEvents, Incident, Transfer
+from hilbench.client.rto import PEAK_HALF_LIFE_S, Part, WorkTimer
 from hilbench.errors import ConfigError, DeviceError, LinkError
 from hilbench.link.faults import FaultSpec
 from hilbench.link.wrapper import PortWrapper
 from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
 from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
-from hilbench.target.rto import PEAK_HALF_LIFE_S, Part, WorkTimer
 
 TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}
 INSTRUCTIONS = "instr"  # executed instructions (QEMU -icount): a count, never seconds
@@ -42,11 +43,11 @@ _PROBE, _APPLY_PROBED, _APPLY_PROBE = (  # plain ints: compared and packed on ev
 )
 UPLOAD_FIX = {
     "model blob": "pass a model blob (hilbench.npu.blob.to_blob builds one)",
-    "data blob": "pass a data blob (hilbench.protocol.data_blob.encode, or Target.load_data)",
+    "data blob": "pass a data blob (hilbench.protocol.data_blob.encode, or DeviceClient.load_data)",
 }
 FRAME_OVERHEAD = 16  # header, CRC, COBS and delimiter bytes a chunk must leave room for
-#: ``on_upload(acknowledged, total)``: bytes of a model or data blob the device has
-#: acknowledged, called with 0 before the first chunk and once after each chunk's answer.
+#: ``progress(acknowledged, total)``: bytes of a blob the device has acknowledged, called with
+#: 0 before the first chunk and once after each chunk's answer (the board loader's argument).
 UploadProgress = Callable[[int, int], None]
 
 
@@ -118,14 +119,15 @@ class DeviceReset(DeviceError):
     """The device rebooted since the last HELLO (its model, data and weights are gone)."""
 
 
-class Target:
+class DeviceClient:
     """A connected device (twin, QEMU or board) behind a pyserial port.
 
     Every request is retried on silence (adaptive timeout, exponential backoff) or when the
     device reports a damaged frame; retries re-send the identical frame, which the device
-    answers from its cache, so nothing is applied twice. ``on_event(kind, detail)`` hears about
-    each retry, resync and reset; ``on_upload(acknowledged, total)`` about each chunk of a model
-    or data upload (LOAD_MODEL / LOAD_DATA) the device acknowledged.
+    answers from its cache, so nothing is applied twice. Its ``events`` (hilbench.client.events)
+    tell subscribers about each command's timing (``command``), each retry, resync and reset
+    (``incident``) and each chunk of a model or data upload the device acknowledged
+    (``upload``).
     """
 
     def __init__(
@@ -136,16 +138,12 @@ class Target:
         timeout: float = 5.0,
         retries: int = 8,
         min_rto: float = 0.01,
-        on_command: Callable[[CommandTiming], None] | None = None,
-        on_event: Callable[[str, str], None] | None = None,
-        on_upload: UploadProgress | None = None,
     ) -> None:
         self.port = port
         self.name = name
         self.retries = _checked_retries(retries)
-        self.on_command = on_command
-        self.on_event = on_event
-        self.on_upload = on_upload
+        self.events = ClientEvents()
+        self._commands = self.events.command  # emitted on every round trip
         self.info: DeviceInfo | None = None
         self.stats: Counter[str] = Counter()
         self._seq = secrets.randbelow(0x10000)
@@ -167,10 +165,11 @@ class Target:
         self._work_blob: tuple[int, int, ModelWork] | None = None  # (len, crc32, work)
 
     def event(self, kind: str, detail: str) -> None:
-        """Count an event and pass it to ``on_event`` (retries, resyncs, resets, faults)."""
+        """Count an incident and tell the subscribers (retries, resyncs, resets, faults)."""
         self.stats[kind] += 1
-        if self.on_event:
-            self.on_event(kind, detail)
+        incident = self.events.incident
+        if incident:
+            incident.emit(Incident(kind, detail))
 
     def _host_resync(self, problem: object) -> None:
         self.event("resync", f"host dropped a damaged frame ({problem.kind})")
@@ -283,13 +282,14 @@ class Target:
                 f"{self.name} refused {name}: {response}",
                 _error_fix(code),
             )
-        if self.on_command:
+        commands = self._commands
+        if commands.subscribers:
             device_s = getattr(response, "duration_ns", None)
             source = TIMING_SOURCES.get(int(getattr(response, "timing_source", 0)))
             if source == INSTRUCTIONS:  # duration_ns holds a count: kept as one
-                self.on_command(CommandTiming(name, host_s, None, source, device_s))
+                commands.emit(CommandTiming(name, host_s, None, source, device_s))
                 return response
-            self.on_command(
+            commands.emit(
                 CommandTiming(
                     name,
                     host_s,
@@ -437,18 +437,18 @@ class Target:
         what: str,
     ) -> object:
         """Send ``blob`` (a ``what``: not empty) in chunks, ``request(offset, chunk)`` each; the
-        last answer. ``on_upload`` hears the bytes acknowledged after each answer."""
+        last answer. The ``upload`` event tells the bytes acknowledged after each answer."""
         if not blob:  # nothing to send: the device could only refuse it
             raise ConfigError(f"the {what} to upload is empty (0 bytes)", UPLOAD_FIX[what])
         size, total = self._chunk_size(), len(blob)
-        progress = self.on_upload
-        if progress is not None:
-            progress(0, total)
+        progress = self.events.upload
+        if progress:
+            progress.emit(Transfer(0, total))
         for offset in range(0, total, size):  # at least once: blob is not empty
             chunk = blob[offset : offset + size]
             resp = self._exchange(request(offset, chunk))
-            if progress is not None:
-                progress(offset + len(chunk), total)
+            if progress:
+                progress.emit(Transfer(offset + len(chunk), total))
         return resp
 
     def load_model(self, blob: bytes, *, macs: int | None = None) -> int:
@@ -641,9 +641,9 @@ class Target:
     def __repr__(self) -> str:
         info = self.info
         if info is None:
-            return f"<Target {self.name}: no HELLO answered yet>"
+            return f"<DeviceClient {self.name}: no HELLO answered yet>"
         return (
-            f"<Target {self.name}: {info.device_id}, firmware {info.firmware!r}, "
+            f"<DeviceClient {self.name}: {info.device_id}, firmware {info.firmware!r}, "
             f"protocol {info.protocol_version}>"
         )
 
@@ -687,3 +687,8 @@ def describe_bytes(data: bytes) -> str:
         text = data.decode("ascii", "replace")
         return f"text {text!r}"
     return data.hex(" ")
+
+
+#: The old name of :class:`DeviceClient` (it clashed with labgrid's ``Target``), kept for one
+#: release: new code imports ``DeviceClient``.
+Target = DeviceClient

@@ -10,8 +10,8 @@ Each step of the board's way from absent to ready (find it, open its port, check
 build, connect the probe, halt, write, reset, resume, HELLO) is timed and logged on the
 ``hilbench.board`` logger, which pytest shows with a failing test; every error names the board
 (port and probe id). The board's stage (hilbench/board/lifecycle.py) goes absent -> loaded ->
-ready here, and back to absent on close; the target carries it (``target.lifecycle``) so a run
-moves it on, with the last bytes the board's UART sent for a failure's report.
+ready here, and back to absent on close; the connection carries it (``Connection.lifecycle``) so a
+run moves it on, with the last bytes the board's UART sent for a failure's report.
 """
 
 from __future__ import annotations
@@ -23,16 +23,19 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from hilbench.backends import Backend
+from hilbench.backend.base import Backend, Connection
 from hilbench.board.debug import DebugTarget
+from hilbench.board.elfimage import read_image
+from hilbench.board.firmware import firmware_elf
 from hilbench.board.lifecycle import Lifecycle, Stage
-from hilbench.board.loader import TailPort
+from hilbench.board.loader import TailPort, load
 from hilbench.board.ports import BoardRef, is_port_spec, list_ports, open_board_port, resolve_board
+from hilbench.board.pyocd_target import PyocdTarget
 from hilbench.board.stm32n6 import build_id_in
+from hilbench.client.events import Step, Transfer
 from hilbench.errors import HilbenchError
 from hilbench.link.faults import FaultSpec
 from hilbench.link.serial_port import DEFAULT_BAUD
-from hilbench.target.client import Target, UploadProgress
 
 log = logging.getLogger("hilbench.board")
 HOOKS = {"pre": "HILBENCH_BOARD_PRE", "post": "HILBENCH_BOARD_POST"}
@@ -78,8 +81,6 @@ def wants_board_backend(spec: str, firmware: str | None = None) -> bool:
         return False
     if firmware is not None:
         return True
-    import os
-
     real = os.path.realpath(spec)
     return any(p.stlink and os.path.realpath(p.device) == real for p in list_ports())
 
@@ -106,9 +107,9 @@ class BoardBackend(Backend):
         self.probe = probe
         self.connect = connect  # (probe id, SWD Hz) -> DebugTarget; default pyOCD
         self.board: BoardRef | None = None
-        self.steps: list[tuple[str, float]] = []
+        self.steps: list[tuple[str, float]] = []  # (name, seconds) of every step so far
+        self.events.step.subscribe(self._record_step)  # the steps list and the board's log
         self.loaded: bool | None = None  # None: nothing to load with (no probe)
-        self.load_progress: UploadProgress | None = None  # (bytes written, total) of a load
         self.lifecycle = Lifecycle(spec, tail=self._tail)
         self._port: TailPort | None = None
 
@@ -116,38 +117,40 @@ class BoardBackend(Backend):
         return bytes(self._port.tail) if self._port is not None else b""
 
     def _step(self, name: str, seconds: float) -> None:
-        self.steps.append((name, seconds))
-        log.info("%s: %s (%.3f s)", self.board or self.spec, name, seconds)
+        self.events.step.emit(Step(name, seconds))
 
-    def open(self) -> Target:
+    def _record_step(self, step: Step) -> None:
+        self.steps.append((step.name, step.seconds))
+        log.info("%s: %s (%.3f s)", self.board or self.spec, step.name, step.seconds)
+
+    def _load_progress(self, done: int, total: int) -> None:
+        self.events.load.emit(Transfer(done, total))
+
+    def open(self) -> Connection:
         life = self.lifecycle
         with life.moving_to(Stage.LOADED) as move:
             move.detail = self._find_and_load()
         assert self._port is not None and self.board is not None
         try:
             with life.moving_to(Stage.READY, "HELLO"):
-                target = self._attach(self._port, name=str(self.board))
+                connection = self._attach(self._port, name=str(self.board))
         except HilbenchError:
             self._port.close()
             raise
         # the board's identity, which session.run writes into the trace (as a farm board's)
-        info = target.info
+        info = connection.client.info
         build = build_id_in(info.firmware) if info else None
-        target.location = {  # type: ignore[attr-defined]
+        connection.location = {
             "probe_id": self.board.probe_id or "",
             "firmware_hash": f"build-id:{build}" if build else "",
             "serial_url": self.board.port,
         }
-        target.lifecycle = life  # type: ignore[attr-defined]
-        return target
+        connection.lifecycle = life
+        connection.loaded = self.loaded
+        return connection
 
     def _find_and_load(self) -> str:
         """Find the board, open its port, load the firmware unless it runs it: what was done."""
-        from hilbench.board.elfimage import read_image
-        from hilbench.board.firmware import firmware_elf
-        from hilbench.board.loader import load
-        from hilbench.board.pyocd_target import PyocdTarget
-
         t0 = time.monotonic()
         self.board = board = resolve_board(self.spec, self.probe)
         self.lifecycle.board = str(board)
@@ -170,7 +173,7 @@ class BoardBackend(Backend):
                 lambda hz: connect(probe_id, hz),
                 port,
                 board=str(board),
-                progress=self.load_progress,
+                progress=self._load_progress if self.events.load else None,
                 on_step=self._step,
             )
         except HilbenchError:

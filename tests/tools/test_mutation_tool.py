@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("mutation_tool", ROOT / "tools" / "mutation.py")
 mt = importlib.util.module_from_spec(_spec)
 sys.modules["mutation_tool"] = mt  # dataclasses look their module up

@@ -7,7 +7,7 @@ from tests.cli_helpers import ROOT, emulator_on_tcp, hilbench
 
 def test_the_sample_test_passes_against_a_twin_over_tcp(pytester):
     pytester.makeconftest("from threadpoolctl import threadpool_limits\nthreadpool_limits(1)\n")
-    pytester.copy_example(str(ROOT / "tests" / "test_training.py"))
+    pytester.copy_example(str(ROOT / "tests" / "train" / "test_training.py"))
     with emulator_on_tcp() as url:
         result = pytester.runpytest_subprocess(
             f"--board={url}", "--no-live", "-p", "no:cacheprovider"

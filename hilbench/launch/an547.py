@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from hilbench.target.cortex_m import FAULT_REPORT
+from hilbench.launch.cortex_m import FAULT_REPORT
 
 #: The firmware's options (semihosting arguments after argv[0]), each ``--name=value`` or, for
 #: a flag, ``--name``. Values are escaped with :func:`escape_arg`.

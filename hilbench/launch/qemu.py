@@ -36,11 +36,11 @@ from pathlib import Path
 import serial
 
 from hilbench.errors import HilbenchError, LinkError
+from hilbench.launch import an547
+from hilbench.launch.make import output_tail, run_make
+from hilbench.launch.process import repo_dir
 from hilbench.link.wrapper import PortWrapper
 from hilbench.protocol.frames import FrameDecoder
-from hilbench.target import an547
-from hilbench.target.make import output_tail, run_make
-from hilbench.target.process import repo_dir
 
 ELF_RELATIVE = Path("device_fw/build/an547/hilbench-an547.elf")
 QEMU = "qemu-system-arm"
@@ -162,7 +162,7 @@ def firmware_args(
     firmware: str | None = None,
     crash_after: int | None = None,
 ) -> list[str]:
-    """The firmware's options (hilbench/target/an547.py), as semihosting arguments. Without a
+    """The firmware's options (hilbench/launch/an547.py), as semihosting arguments. Without a
     fixed ``boot_nonce`` the nonces derive from a fresh random seed (one per QEMU start)."""
     opt = an547.OPTIONS
     args = []

@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 from hilbench.errors import HilbenchError, LinkError
-from hilbench.target.make import output_tail, run_make
-from hilbench.target.process import FirmwareProcess, repo_dir
+from hilbench.launch.make import output_tail, run_make
+from hilbench.launch.process import FirmwareProcess, repo_dir
 
 SIL_RELATIVE = Path("device_fw/build/host/hilbench-sil")
 BUILD_TIMEOUT_S = 300

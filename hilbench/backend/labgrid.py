@@ -6,8 +6,8 @@ resources (``NetworkSerialPort`` + ``HilbenchDevice``) with hilbench's loader dr
 strategy, load the firmware (``strategy.transition("loaded")``), connect through the place's
 serial port (raw TCP, or RFC 2217 through ser2net) and say HELLO. ``close()`` undoes all of it
 in reverse; Ctrl-C, a failed test and an exception take the same path, a killed process is
-handled by the guard. The connected Target carries ``location`` (place, exporter host, probe
-id, firmware hash), which the trace records.
+handled by the guard. The connection carries ``location`` (place, exporter host, probe id,
+firmware hash), which the trace records.
 """
 
 from __future__ import annotations
@@ -15,17 +15,21 @@ from __future__ import annotations
 import contextlib
 import time
 
-from hilbench.backends import Backend
+from labgrid import Target as LabgridTarget
+from labgrid.factory import target_factory
+
+from hilbench.backend.base import Backend, Connection
 from hilbench.errors import HilbenchError, LinkError
-from hilbench.farm import loaders
+from hilbench.farm import (
+    labgrid_parts,  # noqa: F401 - registers the classes
+    loaders,
+)
 from hilbench.farm.client import FarmClient, PlaceResource
 from hilbench.farm.guard import Guard
-from hilbench.farm.local import close_socket_now
 from hilbench.farm.spec import BoardSpec, coordinator_address, parse_board, wait_seconds
 from hilbench.farm.waiting import Status
 from hilbench.link.faults import FaultSpec
-from hilbench.link.serial_port import DEFAULT_BAUD, open_port
-from hilbench.target.client import Target
+from hilbench.link.serial_port import DEFAULT_BAUD, close_socket_now, open_port
 
 SERIAL_PROTOCOLS = {"raw": "socket", "rfc2217": "rfc2217"}
 
@@ -69,7 +73,7 @@ class LabgridBackend(Backend):
         self.wait = wait_seconds() if wait is None else wait
         self.status = status
         self.baud = baud
-        self.client: FarmClient | None = None
+        self.farm: FarmClient | None = None
         self.guard: Guard | None = None
         self.place = ""
         self.token = ""
@@ -78,18 +82,18 @@ class LabgridBackend(Backend):
         self.location: dict[str, str] = {}
         self.timings: dict[str, float] = {}  # seconds: acquire, load, connect, release
 
-    def open(self) -> Target:
+    def open(self) -> Connection:
         started = time.perf_counter()
         try:
-            self.client = FarmClient(self.address)
-            self.guard = Guard(self.client.address, self.client.name)
-            place, self.token = self.client.wait_and_acquire(
+            self.farm = FarmClient(self.address)
+            self.guard = Guard(self.farm.address, self.farm.name)
+            place, self.token = self.farm.wait_and_acquire(
                 self.spec.selector, self.wait, self.status
             )
             self.place = place.name
             acquired = time.perf_counter()
             self.timings["acquire"] = acquired - started
-            resources = self.client.resources(place)
+            resources = self.farm.resources(place)
             port, device = _pick(resources, place.name)
             self._build_target(port, device)
             assert self.strategy is not None
@@ -99,7 +103,7 @@ class LabgridBackend(Backend):
             self.timings["load"] = loaded_at - acquired
             url = serial_url(port)
             baud = self.baud or int(port.params.get("speed") or DEFAULT_BAUD)
-            target = self._attach(open_port(url, baudrate=baud), name=f"{self.place} ({url})")
+            connection = self._attach(open_port(url, baudrate=baud), name=f"{self.place} ({url})")
             self.timings["connect"] = time.perf_counter() - loaded_at
         except BaseException:
             self.close()
@@ -113,15 +117,10 @@ class LabgridBackend(Backend):
             "firmware_hash": loaded.firmware_hash if loaded else "",
             "serial_url": url,
         }
-        target.location = dict(self.location)  # session.run writes it into the trace
-        return target
+        connection.location = dict(self.location)  # session.run writes it into the trace
+        return connection
 
     def _build_target(self, port: PlaceResource, device: PlaceResource | None) -> None:
-        from labgrid import Target as LabgridTarget
-        from labgrid.factory import target_factory
-
-        from hilbench.farm import labgrid_parts  # noqa: F401 - registers the classes
-
         target = LabgridTarget(self.place)
         self.lg_target = target
         target_factory.make_resource(target, "NetworkSerialPort", "NetworkSerialPort", port.params)
@@ -138,8 +137,8 @@ class LabgridBackend(Backend):
         begun = time.perf_counter()
         held = bool(self.place)
         try:
-            if self.target is not None:
-                close_socket_now(self.target.port)
+            if self.connection is not None:
+                close_socket_now(self.connection.client.port)
             super().close()
         finally:
             closed = time.perf_counter()
@@ -158,7 +157,7 @@ class LabgridBackend(Backend):
             self.timings["release"] = time.perf_counter() - closed
 
     def _release(self) -> None:
-        client, self.client = self.client, None
+        client, self.farm = self.farm, None
         guard, self.guard = self.guard, None
         clean = False
         if client is not None:

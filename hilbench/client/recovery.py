@@ -1,4 +1,4 @@
-"""Reset recovery: a Target wrapper that survives device reboots in the middle of a run.
+"""Reset recovery: a DeviceClient wrapper that survives device reboots in the middle of a run.
 
 It remembers what it sent that the device keeps (the model blob, each data slot) and every
 update the device acknowledged, with the weights CRCs the device reported along the way. When
@@ -17,9 +17,10 @@ from typing import Protocol
 
 import numpy as np
 
+from hilbench.client.device_client import DeviceClient, DeviceInfo, DeviceReset
+from hilbench.client.events import ClientEvents, Incident
 from hilbench.errors import DeviceError, HilbenchError
 from hilbench.protocol import data_blob
-from hilbench.target.client import DeviceInfo, DeviceReset, Target
 
 MAX_RECOVERIES_IN_A_ROW = 20
 CRC_EVERY = 100  # updates between weights-CRC checkpoints (one extra round trip each)
@@ -48,13 +49,12 @@ class UpdateLog:
 
 
 class RecoveringTarget:
-    """Same commands as ``Target``; a device reset costs time, never correctness."""
+    """Same commands as ``DeviceClient``; a device reset costs time, never correctness."""
 
     def __init__(
         self,
-        target: Target,
+        target: DeviceClient,
         *,
-        on_event: Callable[[str, str], None] | None = None,
         crc_every: int = CRC_EVERY,
         max_in_a_row: int = MAX_RECOVERIES_IN_A_ROW,
         shadow: Callable[[bytes], WeightsShadow] | None = None,
@@ -64,14 +64,12 @@ class RecoveringTarget:
         self.make_shadow = shadow
         self._shadow: WeightsShadow | None = None
         self._shadow_steps = 0  # log entries the shadow has applied
-        self.on_event = on_event
         self.max_in_a_row = max_in_a_row
         self.log = UpdateLog()
         self.recoveries = 0
         self._model: bytes | None = None
         self._slots: dict[int, bytes] = {}
         self._restoring = False
-        target.on_event = self._forward_event
 
     # --- pass-through ---------------------------------------------------------------------
     @property
@@ -83,24 +81,17 @@ class RecoveringTarget:
         return self.target.name
 
     @property
-    def on_command(self):
-        return self.target.on_command
+    def events(self) -> ClientEvents:
+        """The inner client's events; a recovery is an ``incident`` on them too."""
+        return self.target.events
 
-    @on_command.setter
-    def on_command(self, callback) -> None:
-        self.target.on_command = callback
-
-    def _forward_event(self, kind: str, detail: str) -> None:
-        if self.on_event:
-            self.on_event(kind, detail)
+    def _announce(self, kind: str, detail: str) -> None:
+        incident = self.target.events.incident
+        if incident:
+            incident.emit(Incident(kind, detail))
 
     def close(self) -> None:
         self.target.close()
-
-    def detach(self) -> None:
-        """Stop forwarding the inner target's timings and events (it outlives this run)."""
-        self.target.on_command = None
-        self.target.on_event = None
 
     # --- commands -------------------------------------------------------------------------
     def hello(self, timeout: float | None = None) -> DeviceInfo:
@@ -135,7 +126,7 @@ class RecoveringTarget:
             self.weights_crc()
 
     def apply_probe(self, apply_seeds: np.ndarray, coeffs: np.ndarray, **probe: object):
-        """``Target.apply_probe``, logged as ``apply`` is; returns the PROBE's answer."""
+        """``DeviceClient.apply_probe``, logged as ``apply`` is; returns the PROBE's answer."""
         applied, response = self._call(
             lambda: self.target.apply_probe(apply_seeds, coeffs, **probe)
         )
@@ -235,7 +226,7 @@ class RecoveringTarget:
             )
         self.log.checkpoints.append((applied, crc))
         self.recoveries += 1
-        self._forward_event(
+        self._announce(
             "restored" if self._restoring else "recovered",
             f"reloaded model and {len(self._slots)} data slot(s), replayed {len(steps)} "
             f"updates in {time.perf_counter() - started:.3f} s; weights CRC {crc:#010x}",

@@ -1,0 +1,54 @@
+/* The rows of an op's filter and bias for one pass (hb_op.h hb_op_rows): read in place from
+ * the blob, or from the pass's row source (hb_graph_rows: a PROBE's perturbed weights) for a
+ * tensor it claims. Row length and in-place step come from the op's prepared constants. */
+#include <stddef.h>
+
+#include "ops/hb_op.h"
+
+static const hb_op_rows *rows_of(const hb_nn_rows *r) {
+    return (const hb_op_rows *)(const void *)r;
+}
+
+static const int8_t *row_leading(const hb_nn_rows *r, uint32_t j) {
+    const hb_op_rows *o = rows_of(r);
+    return o->w + (size_t)j * o->len;
+}
+
+static const int8_t *row_trailing(const hb_nn_rows *r, uint32_t j) { /* step = the channels */
+    return rows_of(r)->w + j;
+}
+
+static const int8_t *row_claimed(const hb_nn_rows *r, uint32_t j) {
+    const hb_op_rows *o = rows_of(r);
+    return o->src->weight_row(o->src->ctx, o->wc, j);
+}
+
+static int32_t bias_none(const hb_nn_rows *r, uint32_t j) {
+    (void)r;
+    (void)j;
+    return 0;
+}
+
+static int32_t bias_blob(const hb_nn_rows *r, uint32_t j) {
+    return hb_rdi32(rows_of(r)->b + 4u * j);
+}
+
+static int32_t bias_claimed(const hb_nn_rows *r, uint32_t j) {
+    const hb_op_rows *o = rows_of(r);
+    return o->src->bias(o->src->ctx, o->bc, j);
+}
+
+void hb_op_rows_of(const hb_graph *g, const hb_op *o, const hb_graph_rows *src, hb_op_rows *out) {
+    const int trailing = o->prep.row_step != 1; /* a depthwise filter read in place */
+    out->w = (const int8_t *)(g->blob + g->tensors[o->idx[1]].offset);
+    out->len = o->prep.row_len;
+    out->b = o->n_in > 2 ? g->blob + g->tensors[o->idx[2]].offset : NULL;
+    out->src = src;
+    out->wc = src ? src->claim(src->ctx, o->idx[1]) : -1;
+    out->bc = src && out->b ? src->claim(src->ctx, o->idx[2]) : -1;
+    out->r.row = out->wc >= 0 ? row_claimed : trailing ? row_trailing : row_leading;
+    out->r.step = out->wc < 0                      ? o->prep.row_step
+                  : src->row_step ? src->row_step(src->ctx, out->wc)
+                                  : 1;
+    out->r.bias = out->bc >= 0 ? bias_claimed : out->b ? bias_blob : bias_none;
+}

@@ -1,0 +1,152 @@
+/* The vector paths of core/zo (Helium on an MVE build: the four-lane Philox, the fused
+ * perturbation, the sample-to-weight loop, the delta table) against their scalar definitions,
+ * on random cases beyond the golden vectors: every distribution, runs starting at any lane and
+ * of any length (tails of every size), weights at -128 and +127, deltas far past +-255, strided
+ * (depthwise) rows. On a scalar build the same checks test the scalar code against the same
+ * definitions. No fixture files. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "zo/perturb.h"
+#include "zo/philox.h"
+
+static uint32_t rng_state = 0x9E3779B9u;
+static uint32_t rnd(void) {
+    uint32_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return rng_state = x;
+}
+
+static const uint8_t DISTS[3] = {HB_DIST_RADEMACHER, HB_DIST_GAUSSIAN, HB_DIST_UNIFORM};
+
+/* every block a fill caches is hb_philox4x32_10 of its counter */
+static void test_stream_fill(void) {
+    for (int t = 0; t < 200; t++) {
+        hb_stream s;
+        hb_philox_stream_init(&s, rnd(), 1 + rnd() % 4, rnd() % 300);
+        const uint32_t block = t < 4 ? (uint32_t)t : rnd() % (1u << 24);
+        hb_philox_stream_fill(&s, block);
+        for (uint32_t i = 0; i < HB_STREAM_BLOCKS; i++) {
+            const uint32_t ctr[4] = {block + i, s.tensor, 0, 0};
+            uint32_t want[4];
+            hb_philox4x32_10(ctr, s.seed, s.stream, want);
+            CHECK(memcmp(s.w + 4 * i, want, sizeof want) == 0, "block %u + %u", block, i);
+        }
+        /* and word access through the cache, in order and backwards */
+        for (uint32_t k = 0; k < 40; k++) {
+            const uint32_t word = t % 2 ? 4 * block + k : 4 * block + 39 - k;
+            const uint32_t ctr[4] = {word >> 2, s.tensor, 0, 0};
+            uint32_t want[4];
+            hb_philox4x32_10(ctr, s.seed, s.stream, want);
+            CHECK(hb_stream_word(&s, word) == want[word & 3], "word %u", word);
+        }
+    }
+}
+
+static int8_t weight(void) {
+    const uint32_t k = rnd() % 8;
+    return k == 0 ? -128 : k == 1 ? 127 : (int8_t)(rnd() & 0xFF);
+}
+
+static int32_t random_em(void) {
+    const int32_t em = (int32_t)(rnd() % (127u * 255u)) + 1;
+    return rnd() % 2 ? em : -em;
+}
+
+static uint32_t random_scale(uint8_t dist) {
+    if (dist == HB_DIST_RADEMACHER) return HB_FIXED_SCALE_RADEMACHER;
+    return 300 + rnd() % (HB_SCALE_MAX - 299);
+}
+
+/* the fused run equals clamp(w + tab[index(fresh sample)]) element by element */
+static void test_perturb_run(void) {
+    int8_t w[700], out[700], r[700];
+    int32_t tab[HB_ZO_VALUES_UNIFORM];
+    for (int t = 0; t < 600; t++) {
+        const uint8_t dist = DISTS[t % 3];
+        const uint32_t seed = rnd(), ti = rnd() % 8;
+        const uint32_t e0 = rnd() % 5000, count = t % 50 == 0 ? 0 : rnd() % 700;
+        hb_zo_delta_table(dist, random_scale(dist), random_em(), tab);
+        for (uint32_t i = 0; i < count; i++) w[i] = weight();
+        memset(out, 0x55, sizeof out);
+        hb_stream s;
+        hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
+        hb_zo_perturb_run(dist, &s, e0, count, w, tab, out);
+        const hb_zo_source src = {dist, NULL, 0};
+        const hb_zo_tensor tt = {0};
+        if (count) hb_zo_samples(&src, &tt, ti, seed, e0, count, r, NULL);
+        int bad = 0;
+        for (uint32_t i = 0; i < count && !bad; i++) {
+            const int8_t want = hb_zo_clamp_weight(w[i] + tab[hb_zo_value_index(dist, r[i])]);
+            bad = out[i] != want;
+            CHECK(!bad, "dist %u e0 %u count %u element %u: %d, expected %d", dist, e0, count, i,
+                  out[i], want);
+        }
+        for (uint32_t i = count; i < sizeof out && !bad; i++) {
+            bad = out[i] != 0x55;
+            CHECK(!bad, "dist %u count %u: byte %u past the run written", dist, count, i);
+        }
+    }
+}
+
+/* raw samples in place -> perturbed weights, contiguous and strided rows */
+static void test_perturb_samples(void) {
+    static int8_t b[300 * 260];
+    int8_t o[260], raw[260];
+    int32_t tab[HB_ZO_VALUES_UNIFORM];
+    for (int t = 0; t < 400; t++) {
+        const uint8_t dist = DISTS[t % 3];
+        const uint32_t step = t % 2 ? 1 : 1 + rnd() % 300, n = rnd() % 257;
+        hb_zo_delta_table(dist, random_scale(dist), random_em(), tab);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint32_t v = rnd();
+            raw[i] = dist == HB_DIST_RADEMACHER ? (int8_t)(v % 2 ? 1 : -1)
+                     : dist == HB_DIST_GAUSSIAN ? (int8_t)((int32_t)(v % 17) - 8)
+                                                : (int8_t)(2 * (int32_t)(v % 128) - 127);
+            b[(size_t)i * step] = weight();
+        }
+        memcpy(o, raw, n);
+        o[n] = 0x55;
+        hb_zo_perturb_samples(dist, b, step, n, tab, o);
+        int bad = 0;
+        for (uint32_t i = 0; i < n && !bad; i++) {
+            const int8_t want =
+                hb_zo_clamp_weight(b[(size_t)i * step] + tab[hb_zo_value_index(dist, raw[i])]);
+            bad = o[i] != want;
+            CHECK(!bad, "dist %u step %u n %u element %u: %d, expected %d", dist, step, n, i,
+                  o[i], want);
+        }
+        CHECK(o[n] == 0x55, "dist %u n %u: the byte past the row written", dist, n);
+    }
+}
+
+/* the table is hb_zo_signed_delta of each raw sample, at random and extreme S and em */
+static void test_delta_table(void) {
+    int32_t tab[HB_ZO_VALUES_UNIFORM + 4];
+    for (int t = 0; t < 300; t++) {
+        const uint8_t dist = DISTS[t % 3];
+        const uint32_t scale = t < 30 ? HB_SCALE_MAX : random_scale(dist);
+        const int32_t em = t < 15 ? 127 * 255 : t < 30 ? -127 * 255 : random_em();
+        for (uint32_t i = 0; i < HB_ZO_VALUES_UNIFORM + 4; i++) tab[i] = 0x5A5A5A5A;
+        hb_zo_delta_table(dist, scale, em, tab);
+        const uint32_t n = hb_zo_n_values(dist);
+        const int32_t lo = -hb_zo_value_offset(dist), stride = 1 << hb_zo_value_shift(dist);
+        for (uint32_t i = 0; i < n; i++) {
+            const int8_t r = (int8_t)(lo + (int32_t)i * stride);
+            CHECK(tab[i] == hb_zo_signed_delta(r, scale, em), "dist %u entry %u", dist, i);
+        }
+        CHECK(tab[n] == 0x5A5A5A5A, "dist %u: entry past the table written", dist);
+    }
+}
+
+int main(void) {
+    test_stream_fill();
+    test_perturb_run();
+    test_perturb_samples();
+    test_delta_table();
+    TEST_MAIN_END("test_zo_vec");
+}
