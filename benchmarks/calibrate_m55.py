@@ -48,31 +48,31 @@ def build_mve() -> Path:
     return ROOT / "device_fw" / "build" / "an547" / ELF
 
 
-def features(g) -> tuple[str, int, int]:
+def features(g) -> tuple[str, int, int, int]:
     from hilbench.npu import cost
 
     c = cost.layer_costs(g)[0]
-    return c.kind, c.macs, c.out_bytes
+    return c.kind, c.macs, c.out_bytes, c.taps
 
 
 def fit(rows: list[dict]) -> dict[str, dict[str, float]]:
-    """Per kind: non-negative least squares of instructions on (1, MACs, outputs), relative
-    (each row weighted by 1/measured) so that small and large shapes count alike."""
+    """Per kind: non-negative least squares of instructions on (1, MACs, taps, outputs),
+    relative (each row weighted by 1/measured) so that small and large shapes count alike."""
     from scipy.optimize import nnls
 
     out = {}
     for kind in sorted({r["kind"] for r in rows}):
         rs = [r for r in rows if r["kind"] == kind]
-        a = np.array([[1.0, r["macs"], r["outs"]] for r in rs]) / np.array(
+        a = np.array([[1.0, r["macs"], r["taps"], r["outs"]] for r in rs]) / np.array(
             [[r["instr"]] for r in rs]
         )
         coef, _ = nnls(a, np.ones(len(rs)))
-        out[kind] = {"call": coef[0], "per_mac": coef[1], "per_out": coef[2]}
+        out[kind] = {"call": coef[0], "per_mac": coef[1], "per_tap": coef[2], "per_out": coef[3]}
     return out
 
 
-def predict(f: dict[str, float], macs: int, outs: int) -> float:
-    return f["call"] + f["per_mac"] * macs + f["per_out"] * outs
+def predict(f: dict[str, float], macs: int, outs: int, taps: int) -> float:
+    return f["call"] + f["per_mac"] * macs + f["per_tap"] * taps + f["per_out"] * outs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"host CPU (runs QEMU; figures do not depend on it): {cpu()}")
     print(f"target: Cortex-M55 (QEMU mps3-an547), {version}, -icount shift={SHIFT}, Helium")
-    build = run_image(elf, ["info"], SHIFT).build
+    build = run_image(elf, ["info"], SHIFT)[0].build
     print(f"firmware: {build['compiler']}, {build['flags']}")
     graphs = [(MODELS[m][0], zoo.build(MODELS[m][1], seed=0, **MODELS[m][2])) for m in names]
     rows = [Row(r.label, r.graph, r.counts) for r in op_rows(graphs, None)]
@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         for i, r in enumerate(rows):
             measure(r, {"mve": elf}, work, 1, SHIFT, seed=i)
-            kind, macs, outs = features(r.graph)
-            data.append({"label": r.label, "kind": kind, "macs": macs, "outs": outs,
+            kind, macs, outs, taps = features(r.graph)
+            data.append({"label": r.label, "kind": kind, "macs": macs, "outs": outs, "taps": taps,
                          "instr": r.instr["mve"], "counts": r.counts, "same": r.same})  # fmt: skip
             ok = ok and r.same
             print(f"  measured {r.label:40s} {r.instr['mve']:>12,}", flush=True)
@@ -113,19 +113,20 @@ def main(argv: list[str] | None = None) -> int:
             wholes.append({"title": title, "instr": whole.instr["mve"], "ops": len(g.ops)})
             ok = ok and whole.same
     coef = fit(data)
-    print("\nfit: instructions = call + per_mac * MACs + per_out * outputs")
+    print("\nfit: instructions = call + per_mac * MACs + per_tap * taps + per_out * outputs")
     for kind, f in coef.items():
         print(f"  {kind:20s} call {f['call']:10.1f}  per_mac {f['per_mac']:.4f}  "
-              f"per_out {f['per_out']:.3f}")  # fmt: skip
+              f"per_tap {f['per_tap']:.4f}  per_out {f['per_out']:.3f}")  # fmt: skip
     print(f"\n  {'op':40s} {'MACs':>10s} {'measured':>12s} {'fitted':>12s} {'err':>7s}")
     for r in data:
-        p = predict(coef[r["kind"]], r["macs"], r["outs"])
+        p = predict(coef[r["kind"]], r["macs"], r["outs"], r["taps"])
         print(f"  {r['label'][:40]:40s} {r['macs']:10,} {r['instr']:12,} {p:12,.0f} "
               f"{p / r['instr'] - 1:+7.1%}{'' if r['same'] else '  MISMATCH'}")  # fmt: skip
     print(f"\n  {'model':28s} {'measured':>12s} {'sum fitted':>12s} {'err':>7s}")
     for w in wholes:
         s = sum(
-            predict(coef[r["kind"]], r["macs"], r["outs"]) * r["counts"].get(w["title"], 0)
+            predict(coef[r["kind"]], r["macs"], r["outs"], r["taps"])
+            * r["counts"].get(w["title"], 0)
             for r in data
         )
         print(f"  {w['title']:28s} {w['instr']:12,} {s:12,.0f} {s / w['instr'] - 1:+7.1%}")

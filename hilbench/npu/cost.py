@@ -52,12 +52,12 @@ M55_CLOCK_HZ = 600e6  # the STM32N6 port's default clock (800 MHz is a build opt
 #: Fit error per op: ADD, FC, MEAN, RESHAPE within 1 %; CONV_2D rms 15 % (max 35 %: 3x3 convs
 #: of 1 to 8 input channels); DEPTHWISE_CONV_2D rms 9 % (max 16 %).
 M55_FIT: dict[str, tuple[float, float, float, float]] = {
-    "ADD": (145.2, 140.21, 0.0, 0.0),
-    "CONV_2D": (2341.7, 0.2681, 6.4526, 15.644),
-    "DEPTHWISE_CONV_2D": (11979.6, 6.3981, 0.0, 0.0),
-    "FULLY_CONNECTED": (404.6, 0.6125, 0.0, 21.436),
-    "MEAN": (0.0, 7.9997, 0.0, 57.093),
-    "RESHAPE": (0.0, 0.0, 0.0, 6.3359),
+    "ADD": (105.5, 140.21, 0.0, 0.0),
+    "CONV_2D": (2269.0, 0.2682, 6.4450, 15.655),
+    "DEPTHWISE_CONV_2D": (11909.7, 6.3975, 0.0, 0.0),
+    "FULLY_CONNECTED": (368.6, 0.6125, 0.0, 21.436),
+    "MEAN": (0.0, 8.0, 0.0, 57.063),
+    "RESHAPE": (0.0, 0.0, 0.0, 6.2695),
 }
 #: not measured (no zoo model has a pool): charged like MEAN per window element (assumed)
 M55_FIT_ASSUMED = {"AVERAGE_POOL_2D": (0.0, 8.0, 0.0, 57.1), "MAX_POOL_2D": (0.0, 8.0, 0.0, 57.1)}
