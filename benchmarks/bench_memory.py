@@ -65,8 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbench.device import plan
-from hilbench.npu import cost, zoo
+from hilbench.npu import analysis, cost, zoo
 from hilbench.npu.blob import to_blob
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
@@ -189,27 +188,10 @@ class ModelMemory:
 
 
 def model_memory(label: str, name: str, kw: dict) -> ModelMemory:
-    g = zoo.build(name, seed=0, **kw)
-    tables = LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
-    cfg = zocf.build(g)  # every weight tensor, Rademacher, fresh samples, q16
-    trained = zocf.resolve(cfg, g)
-    blob = to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()})
-    row = zocf.row_buffer_bytes(trained)
-    work = {m: zocf.zo_work_bytes(cfg.replace(master=m), trained) for m in ("int8", "int16", "q16")}
-    parts = zocf.memory_bytes(cfg.replace(master="int8"), trained)
-    consts = sum(t.data.nbytes for t in g.tensors.values() if t.data is not None)
-    return ModelMemory(
-        label=label,
-        consts=consts,
-        blob=pad16(len(blob)),
-        act=plan.act_bytes(g),
-        act_all=sum(pad16(size) for _, size, _, _ in plan.lives(g)),
-        trained=sum(t.size for t in trained if t.kind == "weight"),
-        row=row,
-        work=work,
-        parts=parts,
-        pool=pad16(row),
-    )
+    """The library's figures (hilbench.npu.analysis.model_memory) with the row's label."""
+    m = analysis.model_memory(zoo.build(name, seed=0, **kw))
+    return ModelMemory(label, m.consts, m.blob, m.act, m.act_all, m.trained, m.row, m.work,
+                       m.parts, m.pool)  # fmt: skip
 
 
 def where(total: int, st: CoreStatic) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from hilbench.errors import ConfigError
 from hilbench.link.serial_port import DEFAULT_BAUD  # the board's speed unless one is named
 
+TIMING_MODEL_KEYS = ("m55", "npu")  # hilbench.npu.cost.TIMING_MODELS (not imported: light)
 BAUD_RANGE = (50, 20_000_000)
 ENV_BOARD = "HILBENCH_BOARD"
 ENV_BAUD = "HILBENCH_BAUD"
@@ -100,6 +101,9 @@ class RunConfig:
     eps_per_channel: bool = False  # scale-aware per-channel eps multipliers
     lr_schedule: str = "constant"  # constant | cosine[:FLOOR] | linear[:END] | step:F@X,...
     eps_schedule: str = "constant"
+    # the cost model of the emulator's modeled durations (hilbench.npu.cost.TIMING_MODELS):
+    # m55, what the firmware runs, or npu, a projection onto the Neural-ART
+    timing_model: str = "m55"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -108,6 +112,11 @@ class RunConfig:
         if self.backend == "board" and not (self.port or "").strip():
             raise ConfigError("the board backend needs a port", "pass --board PORT")
         _check_range("baud", self.baud, *BAUD_RANGE)
+        if self.timing_model not in TIMING_MODEL_KEYS:
+            raise ConfigError(
+                f"unknown timing model '{self.timing_model}'",
+                f"use one of {', '.join(TIMING_MODEL_KEYS)}",
+            )
         _check_vision_size(self.model, self.width, self.resolution)
         _check_range("budget", self.budget, 2, 10**9)
         _check_range("seed", self.seed, 0, 2**32 - 1)

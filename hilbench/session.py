@@ -34,6 +34,7 @@ from hilbench.console import NullView, RunView, view_event, view_status, view_ti
 from hilbench.device import DeviceTwin, FrameEndpoint, ModelState
 from hilbench.errors import HilbenchError
 from hilbench.link.memory import MemoryPort
+from hilbench.npu import cost
 from hilbench.npu.ops import backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
@@ -349,6 +350,7 @@ def _plan(config: RunConfig, schedule: Scheduler | None, resumed: _Resumed | Non
         "git_revision": git_revision(),
         "npu_backend": npu_name,
         "npu_isa": npu_isa,
+        "timing_model": cost.timing_model(config.timing_model).name,
     }
     return _Plan(
         config=config,

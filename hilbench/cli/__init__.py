@@ -9,13 +9,41 @@ import difflib
 import sys
 from typing import NoReturn
 
-from hilbench.cli import board, compare, emulate, export, infer, replay, report, run, watch
+from hilbench.cli import (
+    analyze,
+    board,
+    compare,
+    data,
+    emulate,
+    export,
+    infer,
+    quantize,
+    replay,
+    report,
+    run,
+    validate,
+    watch,
+)
 from hilbench.errors import HilbenchError
 
 EXIT_USAGE = 2
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
-SUBCOMMANDS = (run, report, watch, compare, replay, export, emulate, infer, board)
+SUBCOMMANDS = (
+    run,
+    report,
+    watch,
+    compare,
+    replay,
+    export,
+    emulate,
+    infer,
+    board,
+    analyze,
+    validate,
+    data,
+    quantize,
+)
 
 
 class Parser(argparse.ArgumentParser):

@@ -21,6 +21,8 @@ TABLE_KEYS = (
     "forward_passes",
     "steps",
     "weights_crc",
+    "timing_model",
+    "n6_memory",
     "device_id",
     "firmware",
     "model_hash",
@@ -45,9 +47,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=handle)
 
 
+def _n6_memory(trace: Any) -> str | None:
+    """Where the run's ZO step fits on the STM32N6 (hilbench.npu.analysis), if the trace
+    holds its model blob."""
+    from hilbench.errors import HilbenchError
+    from hilbench.npu.analysis import fit_line_of_blob
+
+    try:
+        return fit_line_of_blob(trace.model_blob) if trace.model_blob else None
+    except (HilbenchError, ValueError):
+        return None
+
+
 def report_dict(trace: Any) -> dict[str, Any]:
     """The summary plus timing percentiles per command and source (plain JSON values)."""
     out = trace.summary()
+    out["timing_model"] = str(trace.attrs.get("timing_model", "") or "") or None
+    out["n6_memory"] = _n6_memory(trace)
     out["timing"] = [
         {"command": cmd, "source": src, **stats}
         for (cmd, src), stats in trace.timing_percentiles().items()

@@ -105,6 +105,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and seed=N, e.g. drop=0.01,reset=0.001,seed=1 (the run must end with the same weights)",
     )
 
+    device.add_argument(
+        "--timing-model",
+        default=d.timing_model,
+        choices=("m55", "npu"),
+        help="the emulator's modeled durations: m55, the firmware's kernels on the Cortex-M55 "
+        "at 600 MHz (default: what every hilbench firmware runs), or npu, a projection onto "
+        "the Neural-ART (docs/npu.md)",
+    )
+
     what = p.add_argument_group("what trains")
     what.add_argument(
         "--model",
@@ -325,6 +334,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         lr_schedule=args.lr_schedule,
         eps_schedule=args.eps_schedule,
         link_faults=args.link_faults,
+        timing_model=args.timing_model,
     )
 
 
@@ -488,18 +498,33 @@ def _device_time(result) -> str:
     from hilbench.trace import Trace
 
     try:
-        t = Trace.open(result.trace_path, result.run_id).timing
+        tr = Trace.open(result.trace_path, result.run_id)
     except (HilbenchError, OSError):
         return ""
+    t, model = tr.timing, str(tr.attrs.get("timing_model", "") or "")
     parts = []
     for src in dict.fromkeys(t["source"].tolist()):
         name = src.decode() if isinstance(src, bytes) else str(src)
         total = float(t["duration_s"][t["source"] == src].sum())
-        if name in ("modeled", "device"):
+        if name == "modeled" and model:
+            parts.append(f"{total:.3f} s (modeled: {model})")
+        elif name in ("modeled", "device"):
             parts.append(f"{total:.3f} s ({name})")
         elif name == "instr":
             parts.append(f"{total:,.0f} instructions (QEMU)")
     return ", ".join(parts)
+
+
+def _fit(result) -> str:
+    """Where the run's ZO step fits on the STM32N6 (hilbench.npu.analysis), or ""."""
+    from hilbench.npu.analysis import fit_line_of_blob
+    from hilbench.trace import Trace
+
+    try:
+        blob = Trace.open(result.trace_path, result.run_id).model_blob
+        return fit_line_of_blob(blob) if blob else ""
+    except (HilbenchError, OSError, ValueError):
+        return ""
 
 
 def _print_summary(console, result) -> None:
@@ -518,6 +543,9 @@ def _print_summary(console, result) -> None:
     device = _device_time(result)
     if device:
         table.add_row("device time", device)
+    fit = _fit(result)
+    if fit:
+        table.add_row("STM32N6 memory", fit)
     try:
         console.print(table)
         print(f"trace written to {result.trace_path} (run {result.run_id})", flush=True)

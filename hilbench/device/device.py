@@ -6,7 +6,8 @@ one cached response for retries (at most once), the bulk-upload rules with the a
 (hilbench/device/store.py, docs/firmware.md "Memory"), and every refusal formatted once from a
 declared template (hilbench.protocol.spec.MESSAGES, the model blob's and the ZO sections'
 registries), so that its answers are byte-identical to the firmware's. Its timing is
-*modeled* from the NPU cost model.
+*modeled* by a named cost model (hilbench.npu.cost: the Cortex-M55 the firmware runs on by
+default, the Neural-ART projection on request).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from hilbench.device import blob, plan
 from hilbench.device.model import DataSlot, ModelState
 from hilbench.device.store import DEFAULT_ARENA_BYTES, Arena, ArenaFull
 from hilbench.errors import ModelError
-from hilbench.npu.cost import npu_latency_s
+from hilbench.npu import cost
 from hilbench.protocol import messages as m
 from hilbench.protocol import spec
 from hilbench.protocol.frames import Frame, encode_frame
@@ -62,6 +63,7 @@ class DeviceTwin:
         max_payload: int = spec.MAX_PAYLOAD,
         boot_nonce: int | None = None,
         modeled_timing: bool = True,
+        timing_model: str = cost.DEFAULT_TIMING_MODEL,
     ) -> None:
         firmware = f"hilbench-twin {__version__}" if firmware is None else firmware
         for what, text in (("device_id", device_id), ("firmware", firmware)):
@@ -87,6 +89,9 @@ class DeviceTwin:
         self.max_payload = max_payload
         self.fixed_nonce = boot_nonce
         self.modeled_timing = modeled_timing
+        #: which cost model the modeled durations come from (hilbench.npu.cost.TIMING_MODELS)
+        self.timing_model = cost.timing_model(timing_model)
+        self._costs: tuple[object, list[cost.LayerCost]] | None = None
         self.capabilities = CAPABILITIES & ~(0 if modeled_timing else spec.CAP_MODELED_TIMING)
         self.boots = 0
         self.stats: Counter[str] = Counter()
@@ -341,11 +346,16 @@ class DeviceTwin:
         return self._probed
 
     # --- the ZO commands ------------------------------------------------------------------
-    def _timing(self, macs: int, inputs: int, passes: int = 1) -> tuple[int, int]:
-        """(duration_ns, timing_source) of a computation: the NPU cost model, or none."""
+    def _timing(self, inputs: int, passes: int = 1) -> tuple[int, int]:
+        """(duration_ns, timing_source) of ``passes`` forward passes over ``inputs`` inputs of
+        the loaded model: the cost model :attr:`timing_model` names, or none."""
         if not self.modeled_timing:
             return 0, int(spec.TimingSource.NONE)
-        return int(npu_latency_s(macs, inputs, passes=passes) * 1e9), TIMING_MODELED
+        model = self._need_model()
+        if self._costs is None or self._costs[0] is not model:
+            self._costs = (model, cost.layer_costs(model.graph))
+        t = cost.latency_of(self._costs[1], self.timing_model.key, inputs=inputs, passes=passes)
+        return int(t.seconds * 1e9), TIMING_MODELED
 
     def _inputs(self, model: ModelState, data: DataSlot, idx: np.ndarray) -> np.ndarray:
         shape = model.graph.tensors[model.graph.input].shape
@@ -362,7 +372,7 @@ class DeviceTwin:
         self._probed = np.array(req.seeds, dtype=np.uint32)
         q = len(req.seeds)
         passes = q + 1 if model.zo.one_sided else 2 * q
-        duration, source = self._timing(model.macs, req.batch_size, passes)
+        duration, source = self._timing(req.batch_size, passes)
         return m.ProbeResponse(
             q=q,
             loss_plus=lp,
@@ -408,7 +418,7 @@ class DeviceTwin:
             )
         idx = np.arange(req.start, req.start + req.count)
         correct, loss_sum = model.evaluate(self._inputs(model, data, idx), data.labels[idx])
-        duration, source = self._timing(model.macs, req.count)
+        duration, source = self._timing(req.count)
         return m.EvalResponse(
             count=req.count,
             correct=correct,
@@ -432,7 +442,7 @@ class DeviceTwin:
             x = np.frombuffer(req.input, np.int8)
         shape = model.graph.tensors[model.graph.input].shape
         output = model.infer(x.reshape(shape))
-        duration, source = self._timing(model.macs, 1)
+        duration, source = self._timing(1)
         return m.InferResponse(output=output, duration_ns=duration, timing_source=source)
 
     def _weights_crc(self, req: m.WeightsCrcRequest) -> m.WeightsCrcResponse:

@@ -1,23 +1,25 @@
-"""STM32N6 cost model: per-layer MACs and bytes, modeled latency on the Neural-ART NPU and on
-the Cortex-M55 (Helium, CMSIS-NN).
+"""STM32N6 cost model: per-layer MACs and bytes, and two labelled latency models of a forward
+pass — what the firmware runs (the Cortex-M55) and a projection onto the Neural-ART NPU.
 
 Every duration from here is **modeled**, never measured: :class:`Modeled` carries
-``source = "modeled"``, and callers must store and show it so (DESIGN.md, honest timing).
+``source = "modeled"`` and ``model``, the name of the timing model (:data:`TIMING_MODELS`),
+and callers must store and show both (DESIGN.md, honest timing; docs/npu.md, cost model).
 
-NPU: each layer (an "epoch") costs a fixed setup plus ``max(compute, memory)``, compute at
-``NPU_MACS_PER_CYCLE * NPU_EFFICIENCY`` MACs per cycle, memory the weight bytes over the
-bandwidth of where they live (on-chip SRAM or external PSRAM/flash over XSPI) plus activation
-bytes over SRAM bandwidth (streaming overlaps the two). CPU: MACs over a per-op-kind rate in
-MACs per cycle, plus a per-layer call overhead. What an op kind costs (its MACs, its
-Cortex-M55 rate class) is in its registration (:mod:`hilbench.npu.registry`).
+- ``m55`` (the default: every hilbench firmware runs its forward passes on the Cortex-M55):
+  per op, instructions = call + per_mac * MACs + per_tap * taps + per_out * outputs, fitted
+  (:data:`M55_FIT`) on QEMU ``-icount`` counts of the firmware's own Helium kernels
+  (``benchmarks/calibrate_m55.py``), times a cycles-per-instruction figure (:data:`M55_CPI`),
+  over the firmware's clock (600 MHz; the STM32N6 port's 800 MHz build option via
+  ``clock_hz``).
+- ``npu`` (a projection: the firmware's NPU plug point is a stub): per layer ("epoch") a fixed
+  setup plus ``max(compute, memory)``, compute at ``NPU_MACS_PER_CYCLE * NPU_EFFICIENCY`` MACs
+  per cycle, memory the weight bytes over the bandwidth of where they live (external flash on
+  XSPI2 as on the STM32N6570-DK, on-chip SRAM or PSRAM) plus activation bytes over SRAM
+  bandwidth. ``NPU_EFFICIENCY`` and ``NPU_EPOCH_CYCLES`` are fitted to ST's published
+  STM32N6570-DK figures for MobileNetV2 int8 (:data:`ST_NPU_POINTS`).
 
-Calibration (docs/npu.md): the efficiencies are solved so that the calibration workload
-:func:`person_detection_standin` reproduces the published STM32N6 person-detection figures quoted in
-issue 3 — 1,251,021 NPU cycles at 800 MHz (about 1.56 ms) and about 227 ms on the
-Cortex-M55 with CMSIS-NN at 600 MHz. The published model itself is not available offline;
-the workload is a stand-in (our MobileNetV2 alpha 0.35 at 224x224, 2 classes, the usual
-person-detection backbone), so absolute figures are uncertain to perhaps 2x; ratios
-between models and batch sizes are what the model is for.
+What an op kind costs (its MACs, its Cortex-M55 rate class) is in its registration
+(:mod:`hilbench.npu.registry`).
 """
 
 from __future__ import annotations
@@ -31,24 +33,93 @@ import numpy as np
 from hilbench.npu import registry, zoo
 
 # --- hardware facts -----------------------------------------------------------------------
-NPU_CLOCK_HZ = 800e6  # Neural-ART as clocked in the calibration figure (up to 1 GHz)
-NPU_MACS_PER_CYCLE = 300  # about 600 GOPS int8 at 1 GHz = 300 MAC per cycle
-CPU_CLOCK_HZ = 600e6  # Cortex-M55 as clocked in the calibration figure (up to 800 MHz)
+SRAM_BYTES = int(4.2 * 2**20)  # the STM32N6's on-chip SRAM, all banks
+#: the arena the STM32N6 port offers (device_fw/port/stm32n6/stm32n6.ld, docs/board.md)
+N6_ARENA_BYTES = 3_833_856
+PSRAM_BYTES = 32 * 2**20  # the STM32N6570-DK's HexaDeca-SPI PSRAM on XSPI1 (256 Mbit)
 SRAM_BYTES_PER_S = 6.4e9  # on-chip AXI SRAM: 64-bit at 800 MHz
 PSRAM_BYTES_PER_S = 0.8e9  # external PSRAM on XSPI1: 16-bit DDR at 200 MHz
-SRAM_BYTES = int(4.2 * 2**20)
+FLASH_BYTES_PER_S = 0.4e9  # the DK's octo-SPI NOR flash on XSPI2: 8-bit DDR at 200 MHz
+WEIGHT_HOMES = {"flash": FLASH_BYTES_PER_S, "sram": SRAM_BYTES_PER_S, "psram": PSRAM_BYTES_PER_S}
 
-# --- calibrated (see module docstring) ----------------------------------------------------
-NPU_EPOCH_CYCLES = 2000  # per layer: epoch programming and DMA setup (assumed)
-NPU_EFFICIENCY = 0.2331  # fraction of peak MAC/cycle reached, solved on the stand-in
-CPU_LAYER_CYCLES = 5000  # per layer: CMSIS-NN call, im2col setup (assumed)
-CPU_MACS_PER_CYCLE = {"CONV_2D": 0.4919, "FULLY_CONNECTED": 0.4919}  # solved likewise
-CPU_DEPTHWISE_FACTOR = 0.5  # depthwise and pools run at half the dense rate (assumed)
-CPU_OTHER_CYCLES_PER_ELEMENT = 2.0  # ADD, MEAN, pools: cycles per output/input element
+# --- the Cortex-M55 path (what the firmware runs) --------------------------------------------
+M55_CLOCK_HZ = 600e6  # the STM32N6 port's default clock (800 MHz is a build option)
+#: Per op kind, executed instructions of the firmware's Helium kernel (AN547_NN=mve) as
+#: (call, per MAC, per tap, per output element); a tap is one output element times one kernel
+#: position (CONV_2D: MACs over input channels). Non-negative least squares, relative error,
+#: on 76 op shapes of the MLP, CNN and MobileNetV2 (a0.35 32x32, a0.5 48x48):
+#: ``python benchmarks/calibrate_m55.py`` (QEMU 7.2 mps3-an547, -icount shift=5, gcc 12.2 -O2).
+#: Fit error per op: ADD, FC, MEAN, RESHAPE within 1 %; CONV_2D rms 15 % (max 35 %: 3x3 convs
+#: of 1 to 8 input channels); DEPTHWISE_CONV_2D rms 9 % (max 16 %).
+M55_FIT: dict[str, tuple[float, float, float, float]] = {
+    "ADD": (105.5, 140.21, 0.0, 0.0),
+    "CONV_2D": (2269.0, 0.2682, 6.4450, 15.655),
+    "DEPTHWISE_CONV_2D": (11909.7, 6.3975, 0.0, 0.0),
+    "FULLY_CONNECTED": (368.6, 0.6125, 0.0, 21.436),
+    "MEAN": (0.0, 8.0, 0.0, 57.063),
+    "RESHAPE": (0.0, 0.0, 0.0, 6.2695),
+}
+#: not measured (no zoo model has a pool): charged like MEAN per window element (assumed)
+M55_FIT_ASSUMED = {"AVERAGE_POOL_2D": (0.0, 8.0, 0.0, 57.1), "MAX_POOL_2D": (0.0, 8.0, 0.0, 57.1)}
+#: Cycles per executed instruction. The Cortex-M55 is an in-order core that retires at most
+#: about one scalar instruction per cycle, and its Helium unit is *dual-beat*: a 128-bit vector
+#: instruction is four beats executed two per cycle, so it occupies two cycles (Arm Cortex-M55
+#: Technical Reference Manual, "beat-wise execution"; WikiChip, "Helium (MVE): lanes and
+#: beats"). The kernels with a Helium path mix vector and scalar instructions, so they are
+#: charged the midpoint, 1.5 (their true CPI lies in 1..2: the figure is +-33 %); the scalar
+#: kernels 1.0 (memory stalls not charged: activations and weights in on-chip SRAM).
+M55_CPI = {"CONV_2D": 1.5, "DEPTHWISE_CONV_2D": 1.5, "FULLY_CONNECTED": 1.5}
+M55_CPI_SCALAR = 1.0
+
+# --- the Neural-ART projection -----------------------------------------------------------------
+NPU_CLOCK_HZ = 800e6  # Neural-ART clock assumed (up to 1 GHz); the fit absorbs it
+NPU_MACS_PER_CYCLE = 300  # about 600 GOPS int8 at 1 GHz = 300 MAC per cycle
+#: fitted (log error, scipy least_squares) to :data:`ST_NPU_POINTS` with weights in flash
+NPU_EPOCH_CYCLES = 19_989  # per layer: epoch programming and DMA setup
+NPU_EFFICIENCY = 0.07315  # fraction of peak MAC/cycle reached
+#: ST model zoo, STM32N6570-DK, STM32Cube.AI 10.0.0 / ST Edge AI Core 2.0.0, "NPU/MCU",
+#: MobileNetV2 int8, 101 classes: (alpha, resolution, ms, internal RAM KB, weights KB)
+ST_NPU_POINTS = (
+    (0.35, 128, 3.33, 240.0, 715.67),
+    (0.35, 224, 6.12, 980.0, 730.7),
+    (1.0, 224, 18.08, 2058.0, 3110.05),
+)
 
 _MAC_RATES = ("dense", "depthwise")  # what forward_macs counts
-PERSON_DETECTION_NPU_S = 1_251_021 / 800e6
-PERSON_DETECTION_CPU_S = 0.227
+
+
+@dataclass(frozen=True)
+class TimingModel:
+    """A named model of a forward pass's duration."""
+
+    key: str  # what RunConfig.timing_model and --timing-model take
+    name: str  # what a trace and a report show
+    what: str
+
+
+TIMING_MODELS = {
+    "m55": TimingModel(
+        "m55",
+        f"m55@{M55_CLOCK_HZ / 1e6:.0f}MHz",
+        "the firmware's Helium kernels on the Cortex-M55 (QEMU -icount fit, CPI 1.5/1.0)",
+    ),
+    "npu": TimingModel(
+        "npu",
+        f"npu@{NPU_CLOCK_HZ / 1e6:.0f}MHz",
+        "a projection onto the Neural-ART NPU (fit to ST's STM32N6570-DK figures)",
+    ),
+}
+DEFAULT_TIMING_MODEL = "m55"
+
+
+def timing_model(key: str, clock_hz: float | None = None) -> TimingModel:
+    """The timing model ``key`` (``m55`` or ``npu``); ``clock_hz`` renames the M55's clock."""
+    if key not in TIMING_MODELS:
+        raise ValueError(f"unknown timing model {key!r}: use one of {', '.join(TIMING_MODELS)}")
+    m = TIMING_MODELS[key]
+    if key == "m55" and clock_hz is not None:
+        return TimingModel(key, f"m55@{clock_hz / 1e6:.0f}MHz", m.what)
+    return m
 
 
 @dataclass(frozen=True)
@@ -62,6 +133,7 @@ class LayerCost:
     weight_bytes: int
     in_bytes: int
     out_bytes: int
+    taps: int = 0  # CONV_2D: output elements x kernel positions (MACs over input channels)
 
 
 @dataclass(frozen=True)
@@ -72,6 +144,7 @@ class Modeled:
     seconds: float
     per_layer: tuple[float, ...]
     target: str
+    model: str = ""  # the timing model's name (TIMING_MODELS)
     source: str = "modeled"
 
 
@@ -90,8 +163,9 @@ def layer_costs(graph: Any) -> list[LayerCost]:
         acts = [t[n] for n in op.inputs if t[n].data is None]
         in_bytes = sum(_prod(a.shape) for a in acts)
         n_out = _prod(y.shape)
-        macs = registry.get(op.kind).macs(graph, op)
-        out.append(LayerCost(i, op.kind, y.name, int(macs), int(wbytes), in_bytes, n_out))
+        macs = int(registry.get(op.kind).macs(graph, op))
+        taps = macs // max(1, t[op.inputs[0]].shape[-1]) if op.kind == "CONV_2D" else 0
+        out.append(LayerCost(i, op.kind, y.name, macs, int(wbytes), in_bytes, n_out, taps))
     return out
 
 
@@ -100,40 +174,76 @@ def forward_macs(graph: Any) -> int:
     return sum(c.macs for c in layer_costs(graph) if registry.get(c.kind).cpu_rate in _MAC_RATES)
 
 
-def npu_layer_seconds(c: LayerCost, inputs: int = 1, weights: str = "sram") -> float:
-    """Modeled NPU seconds of one layer over ``inputs`` inputs (weights read once)."""
-    if weights not in ("sram", "psram"):
-        raise ValueError(f"weights must be 'sram' or 'psram', not {weights!r}")
+def npu_layer_seconds(c: LayerCost, inputs: int = 1, weights: str = "flash") -> float:
+    """Modeled NPU seconds of one layer over ``inputs`` inputs (weights read once) with the
+    weights in external ``"flash"`` (as on the DK), on-chip ``"sram"`` or ``"psram"``."""
+    if weights not in WEIGHT_HOMES:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHT_HOMES)}, not {weights!r}")
     compute = c.macs * inputs / (NPU_MACS_PER_CYCLE * NPU_EFFICIENCY * NPU_CLOCK_HZ)
-    wbw = SRAM_BYTES_PER_S if weights == "sram" else PSRAM_BYTES_PER_S
-    memory = c.weight_bytes / wbw + (c.in_bytes + c.out_bytes) * inputs / SRAM_BYTES_PER_S
+    memory = (
+        c.weight_bytes / WEIGHT_HOMES[weights]
+        + (c.in_bytes + c.out_bytes) * inputs / SRAM_BYTES_PER_S
+    )
     return NPU_EPOCH_CYCLES / NPU_CLOCK_HZ + max(compute, memory)
 
 
-def cpu_layer_seconds(c: LayerCost, inputs: int = 1) -> float:
-    """Modeled Cortex-M55 (Helium, CMSIS-NN) seconds of one layer over ``inputs`` inputs."""
-    dense = CPU_MACS_PER_CYCLE["CONV_2D"]
-    rate = registry.get(c.kind).cpu_rate
-    if rate == "dense":
-        cycles = c.macs / CPU_MACS_PER_CYCLE.get(c.kind, dense)
-    elif rate in ("depthwise", "pool"):
-        cycles = c.macs / (dense * CPU_DEPTHWISE_FACTOR)
-    else:
-        cycles = (c.macs + c.out_bytes) * CPU_OTHER_CYCLES_PER_ELEMENT
-    return (CPU_LAYER_CYCLES + cycles * inputs) / CPU_CLOCK_HZ
+def m55_layer_instructions(c: LayerCost) -> float:
+    """Modeled executed instructions of one layer for one input on the firmware's kernels."""
+    call, per_mac, per_tap, per_out = M55_FIT.get(c.kind) or M55_FIT_ASSUMED[c.kind]
+    return call + per_mac * c.macs + per_tap * c.taps + per_out * c.out_bytes
 
 
-def npu_latency(graph: Any, *, inputs: int = 1, passes: int = 1, weights: str = "sram") -> Modeled:
+def m55_layer_seconds(c: LayerCost, inputs: int = 1, clock_hz: float = M55_CLOCK_HZ) -> float:
+    """Modeled Cortex-M55 seconds of one layer over ``inputs`` inputs (one at a time, as the
+    firmware runs them)."""
+    cpi = M55_CPI.get(c.kind, M55_CPI_SCALAR)
+    return inputs * m55_layer_instructions(c) * cpi / clock_hz
+
+
+def npu_latency(graph: Any, *, inputs: int = 1, passes: int = 1, weights: str = "flash") -> Modeled:
     """Modeled NPU time of ``passes`` forward passes over a batch of ``inputs``; weights in
-    on-chip ``"sram"`` or external ``"psram"``."""
-    per = tuple(passes * npu_layer_seconds(c, inputs, weights) for c in layer_costs(graph))
-    return Modeled(sum(per), per, f"STM32N6 NPU @ {NPU_CLOCK_HZ / 1e6:.0f} MHz ({weights})")
+    external ``"flash"``, on-chip ``"sram"`` or ``"psram"``."""
+    return npu_latency_of(layer_costs(graph), inputs=inputs, passes=passes, weights=weights)
 
 
-def cpu_latency(graph: Any, *, inputs: int = 1, passes: int = 1) -> Modeled:
-    """Modeled Cortex-M55 time of ``passes`` forward passes over a batch of ``inputs``."""
-    per = tuple(passes * cpu_layer_seconds(c, inputs) for c in layer_costs(graph))
-    return Modeled(sum(per), per, f"STM32N6 Cortex-M55 @ {CPU_CLOCK_HZ / 1e6:.0f} MHz")
+def npu_latency_of(
+    costs: list[LayerCost], *, inputs: int = 1, passes: int = 1, weights: str = "flash"
+) -> Modeled:
+    """:func:`npu_latency` from a graph's :func:`layer_costs`."""
+    per = tuple(passes * npu_layer_seconds(c, inputs, weights) for c in costs)
+    m = TIMING_MODELS["npu"]
+    return Modeled(
+        sum(per), per, f"STM32N6 Neural-ART NPU (projection, weights in {weights})", m.name
+    )
+
+
+def m55_latency(
+    graph: Any, *, inputs: int = 1, passes: int = 1, clock_hz: float = M55_CLOCK_HZ
+) -> Modeled:
+    """Modeled Cortex-M55 time of ``passes`` forward passes over ``inputs`` inputs on the
+    firmware's kernels at ``clock_hz``."""
+    return m55_latency_of(layer_costs(graph), inputs=inputs, passes=passes, clock_hz=clock_hz)
+
+
+def m55_latency_of(
+    costs: list[LayerCost], *, inputs: int = 1, passes: int = 1, clock_hz: float = M55_CLOCK_HZ
+) -> Modeled:
+    """:func:`m55_latency` from a graph's :func:`layer_costs`."""
+    per = tuple(passes * m55_layer_seconds(c, inputs, clock_hz) for c in costs)
+    name = timing_model("m55", clock_hz).name
+    return Modeled(sum(per), per, f"STM32N6 Cortex-M55 @ {clock_hz / 1e6:.0f} MHz", name)
+
+
+def latency_of(costs: list[LayerCost], key: str, *, inputs: int = 1, passes: int = 1) -> Modeled:
+    """The modeled time of timing model ``key`` (``m55`` or ``npu``)."""
+    timing_model(key)
+    if key == "npu":
+        return npu_latency_of(costs, inputs=inputs, passes=passes)
+    return m55_latency_of(costs, inputs=inputs, passes=passes)
+
+
+#: the old name of the Cortex-M55 model
+cpu_latency = m55_latency
 
 
 def weight_placement(graph: Any) -> str:
@@ -155,18 +265,9 @@ def npu_latency_s(macs_per_input: int, inputs: int, passes: int = 1) -> float:
     return passes * per_pass
 
 
-def person_detection_standin() -> Any:
-    """The calibration workload: zoo MobileNetV2 (alpha 0.35, 224x224, 2 classes),
-    58.0 M MACs, 64 layers, 0.41 MB of weights."""
+def st_point_graph(alpha: float, resolution: int) -> Any:
+    """The zoo MobileNetV2 (101 classes) of one of ST's published points."""
+    calib = np.random.default_rng(0).random((2, resolution, resolution, 3), dtype=np.float32)
     return zoo.build(
-        "mobilenet_v2",
-        seed=0,
-        alpha=0.35,
-        resolution=224,
-        classes=2,
-        calibration=_standin_calibration(),
+        "mobilenet_v2", seed=0, alpha=alpha, resolution=resolution, classes=101, calibration=calib
     )
-
-
-def _standin_calibration() -> Any:
-    return np.random.default_rng(0).random((2, 224, 224, 3), dtype=np.float32)

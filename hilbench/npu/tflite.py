@@ -307,6 +307,7 @@ def import_tflite(data: bytes, path: str = "model.tflite") -> Graph:
         )
     r = _Reader(tfl, model, path)
     sg = r.sg
+    _refuse_unsupported(r, sg.operators or [])
     if sg.inputs is None or sg.outputs is None or len(sg.inputs) != 1 or len(sg.outputs) != 1:
         raise ModelError(
             f"{path}: the model must have one input and one output",
@@ -329,6 +330,28 @@ def import_tflite(data: bytes, path: str = "model.tflite") -> Graph:
     except ModelError as e:
         raise ModelError(f"{path}: {e.cause}", e.fix) from None
     return g
+
+
+def _refuse_unsupported(r: _Reader, operators: list[Any]) -> None:
+    """Every op hilbench does not run, named with its position and output, before any op is
+    read: a model is imported whole or not at all."""
+    bad = []
+    try:
+        for i, op in enumerate(operators):
+            kind = r.opname(op)
+            if kind not in SUPPORTED_OPS:
+                out = list(op.outputs if op.outputs is not None else [])
+                bad.append(f"layer {i} ({kind} -> '{r.tensor_name(out[0]) if out else '?'}')")
+    except (IndexError, TypeError) as e:
+        raise r.fail(
+            f"malformed .tflite file ({type(e).__name__})", "re-export the model"
+        ) from None
+    if len(bad) == 1:
+        cause = f"{bad[0]}: unsupported op {bad[0].split()[2][1:]}"
+    else:
+        cause = f"{len(bad)} unsupported ops of {len(operators)}: {', '.join(bad)}"
+    if bad:
+        raise r.fail(cause, f"use only {', '.join(SUPPORTED_OPS)}")
 
 
 def load_tflite(path: str | Path) -> Graph:

@@ -176,7 +176,10 @@ def measure(trace: Trace, name: str) -> tuple[float | None, str]:
     - ``timing.COMMAND.STAT@SOURCE`` (s): STAT is a percentile (p50, p99, p99.9: any pNN
       from 0 to 100), mean, min or max; SOURCE is
       device, modeled or host (may be left out when the command has one source only); with
-      SOURCE instr (QEMU -icount) the value is a count of executed instructions
+      SOURCE instr (QEMU -icount) the value is a count of executed instructions;
+      ``modeled:MODEL`` (``modeled:m55``, ``modeled:npu``) also requires the trace's modeled
+      durations to come from that cost model (its ``timing_model`` attribute), else the
+      measurement is an error naming the model the trace used
     - ``events.KIND`` (count): events of that kind (retry, resync, reset, fault, ...)
     """
     final = trace.final
@@ -213,6 +216,9 @@ def measure(trace: Trace, name: str) -> tuple[float | None, str]:
 def _timing(trace: Trace, name: str) -> tuple[float | None, str]:
     """The value of a timing measurement and the source that measured it."""
     spec, _, source = name.partition("@")
+    source, _, model = source.partition(":")
+    if model:
+        _check_timing_model(trace, name, source, model)
     parts = spec.split(".", 2)  # the statistic may have a dot: p99.9
     if len(parts) != 3 or not parts[1]:
         raise LimitError(
@@ -243,6 +249,22 @@ def _timing(trace: Trace, name: str) -> tuple[float | None, str]:
     if source not in sources:
         return None, source
     return float(table[(command, source)][key]), source
+
+
+def _check_timing_model(trace: Trace, name: str, source: str, model: str) -> None:
+    """A limit on ``modeled:MODEL`` time holds only on a trace modeled by MODEL."""
+    if source != "modeled":
+        raise LimitError(
+            f"{name!r} names a timing model for source {source!r}",
+            "only modeled durations have one: write e.g. timing.PROBE.p99@modeled:m55",
+        )
+    used = str(trace.attrs.get("timing_model", "") or "")
+    if used.partition("@")[0] != model:
+        said = f"modeled by {used}" if used else "not named with its timing model (an old trace)"
+        raise LimitError(
+            f"{name!r} limits {model} time, but the trace's modeled durations are {said}",
+            "write the limit for the trace's model, or rerun with --timing-model " + model,
+        )
 
 
 def _is_number(text: str) -> bool:

@@ -340,8 +340,8 @@ def resolve(config: ZoConfig, graph) -> list[Trainable]:
         raise ZocfError("n_entries", len(entries), MAX_TRAINED)
     if not entries:
         entries = default_entries(graph)
-        if not entries:
-            raise ZocfError("no_weights")
+        if not entries:  # a model without weights (pooling only): inference, nothing trains
+            return []
         if len(entries) > MAX_TRAINED:
             raise ZocfError("too_many", len(entries), MAX_TRAINED)
     seen: set[int] = set()

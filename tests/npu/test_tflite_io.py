@@ -129,3 +129,21 @@ def test_truncated_export_is_refused():
 def test_missing_file(tmp_path):
     with pytest.raises(ModelError, match="cannot read"):
         load_tflite(tmp_path / "nope.tflite")
+
+
+def test_every_unsupported_op_is_named_before_anything_is_read():
+    model = me.Model()
+    sg = model.add_subgraph(name="two unsupported")
+    q = lambda s, z: me.Quantization(s, z)  # noqa: E731
+    x = sg.add_tensor(shape=(1, 4), dtype=tfl.TensorType.INT8, name="x", quantization=q(0.1, 0))
+    a = sg.add_tensor(shape=(1, 4), dtype=tfl.TensorType.INT8, name="a", quantization=q(0.1, 0))
+    b = sg.add_tensor(shape=(1, 4), dtype=tfl.TensorType.INT8, name="b", quantization=q(0.1, 0))
+    c = sg.add_tensor(shape=(1, 4), dtype=tfl.TensorType.INT8, name="c", quantization=q(0.1, 0))
+    sg.add_operator(opcode=tfl.BuiltinOperator.TANH, inputs=[x], outputs=[a])
+    sg.add_operator(opcode=tfl.BuiltinOperator.RESHAPE, inputs=[a], outputs=[b])
+    sg.add_operator(opcode=tfl.BuiltinOperator.LOGISTIC, inputs=[b], outputs=[c])
+    sg.inputs, sg.outputs = [x], [c]
+    with pytest.raises(ModelError) as e:
+        import_tflite(bytes(model.build()), "m.tflite")
+    text = str(e.value)
+    assert "2 unsupported ops of 3: layer 0 (TANH -> 'a'), layer 2 (LOGISTIC -> 'c')" in text

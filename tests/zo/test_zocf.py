@@ -159,9 +159,7 @@ def test_a_bias_is_a_row_per_element_so_any_pool_fits_it(mlp):
 def test_default_entries_with_no_weight_tensor_and_the_trained_limit(mlp):
     nothing = mlp.with_constants({})
     nothing.ops = []
-    with pytest.raises(ZocfError) as exc:
-        zocf.resolve(ZoConfig(), nothing)
-    assert exc.value.message == "ZOCF trains every weight tensor, but the model has none"
+    assert zocf.resolve(ZoConfig(), nothing) == []  # inference only: nothing trains
     # 129 fully connected layers: the default (every weight tensor) is more than a device holds
     w = Tensor("w", (2, 2), "int8", data=np.zeros((2, 2), np.int8))
     tensors = {"x": Tensor("x", (2,), "int8")} | {f"w{i}": w for i in range(129)}

@@ -154,8 +154,8 @@ int hb_zocf_load(const uint8_t *sec, uint32_t len, const hb_zo_model_view *mv, h
     if (n) { /* the section's entries */
         z->sec = sec;
         z->sec_len = len;
-    } else { /* every filter tensor, in op order */
-        if (mv->n_weights == 0) return HB_FAIL0(st, HB_ERR_BAD_MODEL, HB_MSG_ZOCF_NO_WEIGHTS);
+    } else { /* every filter tensor, in op order; none in a model without weights, which
+              * the device runs (INFER, EVAL) and a PROBE leaves as it is */
         if (mv->n_weights > HB_MAX_TRAINED)
             return BAD(st, HB_MSG_ZOCF_TOO_MANY, HB_I(mv->n_weights), HB_I(HB_MAX_TRAINED));
         n = (uint16_t)mv->n_weights;
