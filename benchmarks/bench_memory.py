@@ -65,7 +65,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbench.npu import analysis, cost, zoo
+from hilbench import analysis
+from hilbench.npu import cost, zoo
 from hilbench.npu.blob import to_blob
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
@@ -188,7 +189,7 @@ class ModelMemory:
 
 
 def model_memory(label: str, name: str, kw: dict) -> ModelMemory:
-    """The library's figures (hilbench.npu.analysis.model_memory) with the row's label."""
+    """The library's figures (hilbench.analysis.model_memory) with the row's label."""
     m = analysis.model_memory(zoo.build(name, seed=0, **kw))
     return ModelMemory(label, m.consts, m.blob, m.act, m.act_all, m.trained, m.row, m.work,
                        m.parts, m.pool)  # fmt: skip

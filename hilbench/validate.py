@@ -56,7 +56,7 @@ def device_outputs(
         parts = [graph.run(x[i : i + 256]) for i in range(0, len(x), 256)]
         y = np.concatenate(parts) if parts else np.zeros((0, *graph.output_shape), np.int8)
     else:
-        from hilbench.cli.infer import infer_on_device
+        from hilbench.inference import infer_on_device
 
         y = infer_on_device(graph, x, backend, port=port, firmware=fw)
     return np.asarray(y, np.int8).reshape(len(x), -1)

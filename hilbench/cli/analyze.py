@@ -3,7 +3,7 @@
 activations, the device RAM of inference and of a ZO step (per master and perturbation), its
 flash, whether it fits the N6 port's on-chip arena or needs the PSRAM, and the modeled latency
 of one forward pass on the Cortex-M55 the firmware runs on and on the Neural-ART (a
-projection), each labelled. The logic is :mod:`hilbench.npu.analysis`.
+projection), each labelled. The logic is :mod:`hilbench.analysis`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def build_graph(args: argparse.Namespace):
 
 
 def handle(args: argparse.Namespace) -> int:
-    from hilbench.npu import analysis
+    from hilbench import analysis
 
     graph, name = build_graph(args)
     result = analysis.analyze(graph, name)

@@ -48,10 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _n6_memory(trace: Any) -> str | None:
-    """Where the run's ZO step fits on the STM32N6 (hilbench.npu.analysis), if the trace
+    """Where the run's ZO step fits on the STM32N6 (hilbench.analysis), if the trace
     holds its model blob."""
+    from hilbench.analysis import fit_line_of_blob
     from hilbench.errors import HilbenchError
-    from hilbench.npu.analysis import fit_line_of_blob
 
     try:
         return fit_line_of_blob(trace.model_blob) if trace.model_blob else None

@@ -516,8 +516,8 @@ def _device_time(result) -> str:
 
 
 def _fit(result) -> str:
-    """Where the run's ZO step fits on the STM32N6 (hilbench.npu.analysis), or ""."""
-    from hilbench.npu.analysis import fit_line_of_blob
+    """Where the run's ZO step fits on the STM32N6 (hilbench.analysis), or ""."""
+    from hilbench.analysis import fit_line_of_blob
     from hilbench.trace import Trace
 
     try:

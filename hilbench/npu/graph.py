@@ -5,7 +5,7 @@ over weight sets.
 Activations run as ``(S, N, *shape)``: S weight sets (perturbed copies of the model, given as
 overrides with a leading axis) times N samples. S is 1 when nothing is batched, and ``run``
 then drops it. Under the ``native`` backend a whole network runs in one engine call
-(:mod:`hilbench.npu.native.program`); otherwise op by op through each registration's ``run``.
+(:mod:`hilbench.npu.program`); otherwise op by op through each registration's ``run``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import math
 import numpy as np
 
 from hilbench.errors import ModelError
-from hilbench.npu import registry
+from hilbench.npu import program, registry
 from hilbench.npu.ir import DTYPES, GraphIR, Op, QParams, Tensor
-from hilbench.npu.native import program
 from hilbench.npu.ops import backend
 
 __all__ = ["DTYPES", "Graph", "Op", "QParams", "Tensor"]

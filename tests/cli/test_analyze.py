@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from hilbench import analysis
 from hilbench.cli.analyze import main
 from hilbench.device import plan
-from hilbench.npu import analysis, cost, zoo
+from hilbench.npu import cost, zoo
 from hilbench.npu.blob import to_blob
 from hilbench.npu.tflite import export_tflite
 from hilbench.zo import zocf

@@ -130,7 +130,7 @@ def _pools_model(tmp_path):
 @pytest.mark.parametrize("backend", ["emulate-twin", "sil"])
 def test_a_model_without_weights_infers_on_a_device(tmp_path, backend):
     """No weight tensor, so no ZO state: a device still loads it and infers (issue 27)."""
-    from hilbench.cli.infer import infer_on_device
+    from hilbench.inference import infer_on_device
 
     g, path = _pools_model(tmp_path)
     assert [op.kind for op in g.ops] == ["AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE"]

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hilbench.npu import native, zoo
+from hilbench.npu import native, program, zoo
 from hilbench.npu.graph import Graph, Op, QParams, Tensor
-from hilbench.npu.native import lowering, program
+from hilbench.npu.native import lowering
 from hilbench.npu.ops import backend, conv2d, depthwise_conv2d
 from hilbench.npu.ops import fully_connected as fc
 

@@ -154,7 +154,8 @@
 
 /* hb_layouts[HB_L_<KEY>] describes one payload layout: its name as messages say it ("PROBE */
 /* request") and its fields in wire order. A request of type t has layout id t - HB_FIRST_REQUEST */
-/* (HB_L_HELLO .. HB_L_LAST_REQUEST); responses, ERROR, the frame header and the data blob's header follow. */
+/* (HB_L_HELLO .. HB_L_LAST_REQUEST); responses, ERROR, the frame header and the data blob's */
+/* header follow. */
 /* Each hb_field_desc is one entry, in table order: */
 /*   HB_FK_SCALAR   a little-endian integer of wire type `wire` (HB_W_*); `ranged` set: its value */
 /*                  must be in lo..hi (inclusive) or the request is refused with HB_MSG_RANGE */

@@ -2,7 +2,7 @@
 
 This package's face holds the engine's facts (its kernel tables, the op record's fields, the
 GEMM kernel choice); :mod:`~hilbench.npu.native.lowering` is what each op's registration
-uses to fill its record, and :mod:`~hilbench.npu.native.program` lowers a whole graph and
+uses to fill its record, and :mod:`~hilbench.npu.program` lowers a whole graph and
 runs it.
 
 A graph is lowered once (per layout of batched overrides) into a ``Plan``: a flat

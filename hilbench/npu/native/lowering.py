@@ -1,7 +1,7 @@
 """What an op's ``lower`` uses to fill its engine record: the :class:`Lowering` of one graph
 (its arena, constant slots, scratch sizes and requantization tables) and the record
 builders shared by several ops (:func:`lower_conv` for the GEMM and depthwise kernels,
-:func:`set_fields`). :mod:`hilbench.npu.native.program` drives it op by op."""
+:func:`set_fields`). :mod:`hilbench.npu.program` drives it op by op."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ def kernels() -> ModuleType | None:
 
 def engine() -> ModuleType | None:
     """The whole-network engine (``hilbench.npu.native``; ``Graph.run`` runs a graph on it
-    through :mod:`hilbench.npu.native.program`) when the native backend is active, else
+    through :mod:`hilbench.npu.program`) when the native backend is active, else
     None."""
     if _state["name"] is None:
         name()
