@@ -7,7 +7,6 @@ import contextlib
 
 import numpy as np
 
-from hilbench.errors import ModelError
 
 class NullBar(contextlib.AbstractContextManager):
     """No progress shown: a subscriber factory that ignores every transfer."""

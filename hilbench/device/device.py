@@ -461,9 +461,7 @@ class DeviceTwin:
         if req.out_offset > 0:  # read the held output on
             held = self._infer_held
             if held is None or held[:2] != (req.slot, req.index):
-                raise spec.refusal(
-                    "INFER_NOT_HELD", req.NAME, req.slot, req.index, req.out_offset
-                )
+                raise spec.refusal("INFER_NOT_HELD", req.NAME, req.slot, req.index, req.out_offset)
             return self._infer_part(total, held[2], req.out_offset, 0, 0)
         model, data = self._model_and_slot(req.slot)  # item `index` of `slot`
         n = len(data.labels)
@@ -483,9 +481,7 @@ class DeviceTwin:
         """The answer: as much of ``output`` from ``offset`` as ``max_payload`` carries."""
         room = self.max_payload - spec.infer_response_size(0)
         part = np.asarray(output, np.int8)[offset : offset + room]
-        return m.InferResponse(
-            total=total, output=part, duration_ns=duration, timing_source=source
-        )
+        return m.InferResponse(total=total, output=part, duration_ns=duration, timing_source=source)
 
     def _weights_crc(self, req: m.WeightsCrcRequest) -> m.WeightsCrcResponse:
         model = self._need_model()

@@ -505,9 +505,9 @@ class InferRequest(Message):
 
     slot: int = 0
     index: int = 0
+    input: bytes = b""
     in_offset: int = 0
     out_offset: int = 0
-    input: bytes = b""
 
 
 @message("INFER_R")
@@ -516,10 +516,10 @@ class InferResponse(Message):
     elements ``out_offset ..`` of ``total`` (none after an input piece that does not complete
     the input), and the time the forward pass took (0, source none, when it ran none)."""
 
-    total: int
     output: np.ndarray
     duration_ns: int
     timing_source: TimingSource
+    total: int
     n: int = _count()  # = len(output)
 
 

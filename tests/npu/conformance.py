@@ -32,7 +32,12 @@ def _pools(name: str, in_shape, windows, seed: int, n: int = 2):
     for i, (kind, k, stride, padding) in enumerate(windows):
         mod = average_pool2d if kind == "avg" else max_pool2d
         p = mod.prepare(
-            s, zp, "NONE", in_hw=shape[:2], filter_hw=(k, k), stride=(stride, stride),
+            s,
+            zp,
+            "NONE",
+            in_hw=shape[:2],
+            filter_hw=(k, k),
+            stride=(stride, stride),
             padding=padding,
         )
         shape = (p["out_h"], p["out_w"], shape[2])
@@ -57,7 +62,9 @@ def held_out_models() -> list[tuple[str, Graph, np.ndarray]]:
     for kind in sorted(CASES):
         g, x = CASES[kind](np.random.default_rng([HELD_OUT_SEED, sorted(CASES).index(kind)]))
         models.append((kind, g, x))
-    models.append(_pools("weightless", (12, 12, 4), [("avg", 2, 2, "SAME"), ("max", 3, 1, "VALID")], 1))
+    models.append(
+        _pools("weightless", (12, 12, 4), [("avg", 2, 2, "SAME"), ("max", 3, 1, "VALID")], 1)
+    )
     models.append(_pools("big_output", (32, 32, 6), [("max", 1, 1, "VALID")], 2))
     models.append(_pools("big_input", (160, 160, 3), [("avg", 4, 4, "VALID")], 3, n=1))
     models.append(_zoo("cnn", 27, 4))
