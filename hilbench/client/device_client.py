@@ -61,6 +61,15 @@ class CommandTiming(NamedTuple):  # a tuple: built on every round trip
     instructions: int | None = None  # executed instructions (QEMU -icount), not a time
 
 
+class InferResult(NamedTuple):
+    """What :meth:`DeviceClient.infer` returns: the whole output, however many INFER frames
+    carried it, and the forward pass's time."""
+
+    output: np.ndarray  # int8, every element of the model's output tensor
+    duration_ns: int
+    timing_source: m.TimingSource
+
+
 @dataclass(frozen=True)
 class ModelWork:
     """What one unit of each command costs on the device, from the loaded model: ``macs`` of
@@ -660,14 +669,46 @@ class DeviceClient:
 
     def infer(
         self, *, slot: int = 0, index: int = 0, input: bytes | np.ndarray | None = None
-    ) -> m.InferResponse:
-        """The loaded model's int8 output (``.output``) for item ``index`` of data ``slot``, or
-        for ``input`` (the input tensor's int8 values, row-major; then slot and index are 0).
-        Changes nothing on the device. Needs CAP_INFER (a device without it answers
+    ) -> InferResult:
+        """The loaded model's int8 output (``.output``, every element) for item ``index`` of
+        data ``slot``, or for ``input`` (the input tensor's int8 values, row-major; then slot
+        and index are 0). An input or an output larger than a frame travels in pieces: the
+        input at growing ``in_offset``, then the output read on at growing ``out_offset``
+        (docs/protocol.md, INFER). ``.duration_ns`` is the forward pass's. Changes nothing on
+        the device but INFER's own state. Needs CAP_INFER (a device without it answers
         UNKNOWN_TYPE)."""
         if input is not None and not isinstance(input, bytes):
             input = m.int_array(np.ravel(input), np.int8, "INFER input").tobytes()
-        return self._exchange(m.InferRequest(slot=slot, index=index, input=input or b""))
+        data = input or b""
+        infer = spec.MessageType.INFER
+        run = ("infer", self.work.macs)  # a request that runs the forward pass
+        if data:
+            slot = index = 0
+            room = self._max_payload() - spec.LAYOUTS["INFER"].min_size
+            for offset in range(0, len(data), room):
+                piece = data[offset : offset + room]
+                last = offset + len(piece) == len(data)
+                request = m.InferRequest(in_offset=offset, input=piece)
+                part = run if last else ("infer_part", len(piece) + 1)
+                first = self._exchange_payload(infer, request.pack(), part)
+        else:
+            first = self._exchange_payload(
+                infer, m.InferRequest(slot=slot, index=index).pack(), run
+            )
+        parts, got = [np.asarray(first.output, np.int8)], len(first.output)
+        while got < first.total:  # the rest of the output, held by the device
+            request = m.InferRequest(slot=slot, index=index, out_offset=got)
+            resp = self._exchange_payload(infer, request.pack(), ("infer_part", 1))
+            if resp.total != first.total or len(resp.output) == 0:
+                raise DeviceError(
+                    f"{self.name} answered INFER at out_offset {got} with {len(resp.output)} "
+                    f"of {resp.total} elements (the first part said {first.total})",
+                    "this is a bug in the firmware: report it with the model",
+                )
+            parts.append(np.asarray(resp.output, np.int8))
+            got += len(resp.output)
+        output = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return InferResult(output, first.duration_ns, first.timing_source)
 
     def apply_batch(self, steps: list[tuple[np.ndarray, np.ndarray]]) -> int:
         """Apply logged (seeds, coeffs) updates in order, as many per frame as fit."""

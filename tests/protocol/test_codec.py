@@ -190,7 +190,7 @@ def test_the_range_texts_callers_see() -> None:
         m.ApplyRequest([1, 2], [1])
     assert str(e.value) == "APPLY request: fields 'seeds' (2) and 'coeffs' (1) differ in length"
     with pytest.raises(m.MessageError) as e:
-        m.InferResponse(np.zeros(2, np.int8), 0, 0, n=3)
+        m.InferResponse(np.zeros(2, np.int8), 0, 0, 2, n=3)
     assert str(e.value) == "INFER response: field 'n' = 3 but 'output' has 2 values"
     with pytest.raises(m.MessageError, match="'probe' must be a PROBE response"):
         m.ApplyProbeResponse(1, m.ProbeRequest(0, 1, 0, 1, [1]))

@@ -111,13 +111,14 @@ messages = st.one_of(
     eval_responses(),
     st.just(m.WeightsCrcRequest()),
     st.builds(m.WeightsCrcResponse, u32, u32),
-    st.builds(m.InferRequest, slots, u32),
-    st.builds(m.InferRequest, input=st.binary(max_size=64)),
+    st.builds(m.InferRequest, slots, u32, out_offset=u32),
+    st.builds(m.InferRequest, input=st.binary(max_size=64), in_offset=u32, out_offset=u32),
     st.builds(
         m.InferResponse,
         st.lists(st.integers(-128, 127), min_size=1, max_size=50).map(lambda v: np.array(v, "i1")),
         st.integers(0, 2**64 - 1),
         timing,
+        st.integers(1, 2**32 - 1),
     ),
     st.builds(
         m.ErrorResponse,
@@ -191,8 +192,8 @@ def test_every_truncation_of_every_message_raises() -> None:
         m.ApplyProbedResponse(8),
         m.ApplyProbeRequest([5, -6, 7], m.ProbeRequest(1, 32, 9, 2, [10, 11])),
         m.ApplyProbeResponse(9, m.ProbeResponse([1, 2], [3, 4], 5, m.TimingSource.MODELED)),
-        m.InferRequest(1, 7),
-        m.InferResponse(np.array([-128, 5, 127], np.int8), 11, m.TimingSource.NONE),
+        m.InferRequest(1, 7, out_offset=3),
+        m.InferResponse(np.array([-128, 5, 127], np.int8), 11, m.TimingSource.NONE, 9000),
     ]
     assert {type(s) for s in samples} | {m.WeightsCrcRequest} == set(m.REQUESTS.values()) | set(
         m.RESPONSES.values()
