@@ -124,6 +124,20 @@ class DeviceInfo:
     capabilities: int = 0
 
 
+@dataclass
+class _Unsettled:
+    """A request retried for silence, whose retries are not yet known to be lost or late:
+    each try the device gets is answered (from its cache after the first), so every
+    duplicate answer seen afterwards is one try that was answered in time for nothing."""
+
+    name: str
+    seq: int
+    timeouts: int  # retries sent because no answer came in time
+    waits_ms: tuple[int, ...]  # what each of those tries waited
+    answered_s: float | None  # first try to the accepted answer; None: never answered
+    late: int = 0  # duplicate answers seen since
+
+
 class DeviceReset(DeviceError):
     """The device rebooted since the last HELLO (its model, data and weights are gone)."""
 
@@ -172,6 +186,8 @@ class DeviceClient:
         )
         self.work = ModelWork()  # of the model this client loaded, for the timeouts
         self._work_blob: tuple[int, int, ModelWork] | None = None  # (len, crc32, work)
+        self._unsettled: dict[int, _Unsettled] = {}  # seq -> retries for silence, unsettled
+        self._miss = "timeout"  # why the last _await returned None: "timeout" or "damaged"
 
     def event(self, kind: str, detail: str) -> None:
         """Count an incident and tell the subscribers (retries, resyncs, resets, faults)."""
@@ -180,7 +196,34 @@ class DeviceClient:
         if incident:
             incident.emit(Incident(kind, detail))
 
+    def settle(self) -> None:
+        """Report every retry for silence still unsettled: a retry whose try was answered
+        twice is ``late`` (the first answer was only slow: nothing was lost), the others are
+        ``retry`` (a frame was lost). Called once the next answer is in (the device answers
+        in order, so by then every duplicate has come) and before the client is let go."""
+        for seq in list(self._unsettled):
+            self._settle(self._unsettled.pop(seq))
+
+    def _settle(self, u: _Unsettled) -> None:
+        late = min(u.late, u.timeouts)
+        for i, wait_ms in enumerate(u.waits_ms):
+            attempt = i + 2
+            if i < u.timeouts - late:
+                self.event(
+                    "retry", f"{u.name} seq {u.seq}: attempt {attempt}, no answer in {wait_ms} ms"
+                )
+            else:
+                took = (
+                    "" if u.answered_s is None else f", answered after {u.answered_s * 1e3:.0f} ms"
+                )
+                self.event(
+                    "late",
+                    f"{u.name} seq {u.seq}: attempt {attempt} after {wait_ms} ms was not needed"
+                    f"{took} (the first answer was slow, not lost)",
+                )
+
     def _host_resync(self, problem: object) -> None:
+        self._miss = "damaged"  # the answer awaited was most likely this frame
         self.event("resync", f"host dropped a damaged frame ({problem.kind})")
 
     # --- round trips --------------------------------------------------------------------
@@ -245,10 +288,14 @@ class DeviceClient:
         started = time.perf_counter()
         seen = bytearray()  # the last bytes received (at most _SEEN_BYTES), for messages
         frames_before = self._frames_in
+        silent: list[int] = []  # ms each try waited that ended in silence (a retry followed)
+        wait = 0.0
         try:
             for attempt in range(retries + 1):  # at least once: response is always set
-                if attempt:
-                    self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}")
+                if attempt and self._miss == "damaged":  # certain now: the device said so
+                    self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}, damaged")
+                elif attempt:  # lost or only late: known once its duplicate answers are in
+                    silent.append(round(wait * 1e3))
                 sent = time.perf_counter()
                 self.port.write(frame)
                 wait = timer.wait(first, attempt, timeout)
@@ -266,6 +313,16 @@ class DeviceClient:
                 "check the cable or that the device process is still running",
             ) from None
         host_s = time.perf_counter() - started
+        if self._unsettled:  # earlier requests' duplicates have all come by now
+            self.settle()
+        if silent:
+            u = _Unsettled(
+                name, seq, len(silent), tuple(silent), None if response is None else host_s
+            )
+            if response is None:
+                self._settle(u)  # no answer at all: every try was lost
+            else:
+                self._unsettled[seq] = u
         if response is None:
             raise LinkError(
                 f"no answer from {self.name} to {name} after {retries + 1} tries in "
@@ -338,6 +395,7 @@ class DeviceClient:
     def _await(self, seq: int, req_type: int, wait_s: float, seen: bytearray) -> object | None:
         """The answer to ``seq``, or None after ``wait_s`` or a BAD_FRAME report (retry)."""
         deadline = time.monotonic() + wait_s
+        self._miss = "timeout"
         while True:
             while self._pending:
                 frame = self._pending.pop(0)
@@ -345,9 +403,15 @@ class DeviceClient:
                     reply = _decode_or_none(frame)
                     if reply is not None and reply.code == m.ErrorCode.BAD_FRAME:
                         self.event("resync", f"device dropped a damaged frame ({reply.message})")
+                        self._miss = "damaged"
                         return None  # the device did not get our request intact: re-send now
                 if frame.seq != seq:
                     self.stats["stale"] += 1
+                    u = self._unsettled.get(frame.seq)
+                    if u is not None and frame.type != m.ERROR:  # a retried try answered again
+                        u.late += 1
+                        if u.late >= u.timeouts:
+                            self._settle(self._unsettled.pop(frame.seq))
                     continue  # a late answer to an earlier try or request
                 if frame.type == req_type:  # our own request came back
                     raise LinkError(
@@ -677,6 +741,7 @@ class DeviceClient:
         return resp.crc32, resp.updates_applied
 
     def close(self) -> None:
+        self.settle()
         self.port.close()
 
     def __repr__(self) -> str:

@@ -142,7 +142,13 @@ RANGED = [(cls, r) for cls in CLASSES for r in _ranged(cls)]
 
 
 @pytest.mark.parametrize(("cls", "ranged"), RANGED, ids=[f"{c.__name__}.{r[1]}" for c, r in RANGED])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# A rule or class check (INFER's inline input needs slot 0 and index 0) rejects many draws of
+# the rest of the message, by design: build() assumes them away.
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(data=st.data())
 def test_an_out_of_range_value_is_refused_naming_the_field(cls, ranged, data) -> None:
     kind, name, lo, hi = ranged
