@@ -535,3 +535,98 @@ void hb_bench_report_error(const hb_status *st) {
     put_quoted(st->msg, st->len);
     end_line();
 }
+
+/* ---- the kernels alone, on CMSIS-NN's anchor shapes ------------------------------------------
+ * The shapes, quantization and data of /work/shared/anchors/cmsis-nn-icount/main.c (its LCG,
+ * its fill order): CONV_2D 3x3 16x16x16 -> 32 same, DEPTHWISE_CONV_2D 3x3 16x16x64 same, FC
+ * 256 -> 128 (per-tensor), each kernel called directly with its filter read in place. A
+ * checksum of each output lets a scalar and a Helium image be compared byte for byte. */
+#include "nn/hb_nn.h"
+
+static uint32_t k_lcg;
+static int8_t k_r8(void) {
+    k_lcg = k_lcg * 1664525u + 1013904223u;
+    return (int8_t)(k_lcg >> 24);
+}
+
+typedef struct {
+    hb_nn_rows r;
+    const int8_t *w;
+    uint32_t len; /* leading: rows len apart; 0: trailing (row j at w + j) */
+    const int32_t *b;
+} k_rows;
+
+static const int8_t *k_row(const hb_nn_rows *r, uint32_t j) {
+    const k_rows *k = (const k_rows *)(const void *)r;
+    return k->len ? k->w + (size_t)j * k->len : k->w + j;
+}
+static int32_t k_bias(const hb_nn_rows *r, uint32_t j) {
+    return ((const k_rows *)(const void *)r)->b[j];
+}
+
+static uint32_t k_checksum(const int8_t *y, uint32_t n) {
+    uint32_t s = 0;
+    for (uint32_t i = 0; i < n; i++) s = s * 31u + (uint8_t)y[i];
+    return s;
+}
+
+int hb_bench_kernels(uint32_t runs, hb_status *st) {
+    if (check_runs(runs, "--runs", st)) return -1;
+    enum { IN = 16 * 16 * 64, WT = 3 * 3 * 16 * 32 + 256 * 128 + 3 * 3 * 64 };
+    int8_t *in = malloc(IN), *out = malloc(IN), *wt = malloc(WT);
+    int32_t *bias = malloc(256 * sizeof(int32_t));
+    uint8_t *mult = malloc(256 * 4);
+    int8_t *shift = malloc(256);
+    if (!in || !out || !wt || !bias || !mult || !shift)
+        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, "%s", HB_S("out of memory for the kernel bench"));
+    k_lcg = 12345;
+    for (uint32_t i = 0; i < 256; i++) {
+        bias[i] = (int32_t)k_r8() * 64;
+        hb_wr32(mult + 4 * i, 1300000000u + i * 1000u);
+        shift[i] = -8;
+    }
+    for (uint32_t i = 0; i < IN; i++) in[i] = k_r8();
+    for (uint32_t i = 0; i < WT; i++) wt[i] = k_r8();
+    const hb_nn_requant pc = {mult, shift, 256};
+    uint8_t pt_mult[4];
+    hb_wr32(pt_mult, 1300000000u);
+    const hb_nn_requant fc_rq = {pt_mult, shift, 1};
+    for (int kind = 0; kind < 3; kind++) {
+        const char *name = kind == 0 ? "conv3x3" : kind == 1 ? "dw3x3" : "fc";
+        uint64_t macs = kind == 0 ? 16ull * 16 * 32 * 9 * 16 : kind == 1 ? 16ull * 16 * 64 * 9
+                                                                          : 256ull * 128;
+        uint32_t n_out = kind == 0 ? 16 * 16 * 32 : kind == 1 ? 16 * 16 * 64 : 128;
+        k_rows rows = {{k_row, k_bias, 1}, wt, kind == 0 ? 144u : kind == 1 ? 0u : 256u, bias};
+        if (kind == 1) rows.r.step = 64;
+        hb_nn_conv_params cp = {3, -2, -128, 127, 1, 1, 1, 1, 1, 1, 16, 16, 1, pc};
+        const hb_nn_fc_params fp = {3, -2, -128, 127, fc_rq};
+        for (uint32_t i = 0; i <= runs; i++) { /* run 0 untimed */
+            memset(out, 0, IN);
+            const uint64_t t0 = hb_port_ticks();
+            if (kind == 0) {
+                const hb_nn_dims d = {16, 16, 16};
+                hb_nn_conv2d_s8(&cp, &d, in, &rows.r, 3, 3, 32, out);
+            } else if (kind == 1) {
+                const hb_nn_dims d = {16, 16, 64};
+                hb_nn_depthwise_conv2d_s8(&cp, &d, in, &rows.r, 3, 3, out);
+            } else {
+                hb_nn_fully_connected_s8(&fp, in, 256, &rows.r, 128, out);
+            }
+            const uint64_t t = since(t0);
+            if (i) samples[i - 1] = t;
+        }
+        hb_bench_stats s;
+        stats_of(runs, 1, &s);
+        PUTF("kernel name=%s macs=%d", HB_S(name), HB_I(macs));
+        put_stats(&s);
+        PUTF(" checksum=%x", HB_I(k_checksum(out, n_out)));
+        end_line();
+    }
+    free(in);
+    free(out);
+    free(wt);
+    free(bias);
+    free(mult);
+    free(shift);
+    return 0;
+}

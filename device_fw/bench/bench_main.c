@@ -60,6 +60,7 @@ static const char USAGE[] =
     "usage: hilbench-bench forward BLOB INPUT [--runs N]\n"
     "       hilbench-bench zo BLOB INPUTS LABELS [--q Q] [--batch B] [--eps E] [--runs N]\n"
     "                      [--item-runs N] [--seed S]\n"
+    "       hilbench-bench kernels [--runs N]\n"
     "       hilbench-bench info\n";
 
 int hb_bench_main(int argc, char **argv, const hb_bench_main_port *port) {
@@ -118,6 +119,15 @@ int hb_bench_main(int argc, char **argv, const hb_bench_main_port *port) {
     const int forward = strcmp(cmd, "forward") == 0, zo = strcmp(cmd, "zo") == 0;
     if (strcmp(cmd, "info") == 0 && n_pos == 1) {
         hb_bench_report_build(unit);
+        return 0;
+    }
+    if (strcmp(cmd, "kernels") == 0 && n_pos == 1) {
+        hb_status kst;
+        hb_bench_report_build(unit);
+        if (hb_bench_kernels(runs_given ? runs : 3, &kst) < 0) {
+            hb_bench_report_error(&kst);
+            return 1;
+        }
         return 0;
     }
     if (!forward && !zo)
