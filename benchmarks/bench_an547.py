@@ -32,6 +32,12 @@ a random data set, ``--q`` seeds, a mini-batch of ``--batch``. Two splits of PRO
 
 Both images' losses and weights CRCs must be equal.
 
+``--kernels``: the CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED kernels alone
+(``hilbench-bench kernels``) on the shapes and data of the CMSIS-NN anchor
+(/work/shared/anchors/cmsis-nn-icount: conv 3x3 16x16x16 -> 32 same, depthwise 3x3 16x16x64,
+FC 256 -> 128), instructions per MAC of both images next to CMSIS-NN's (99f736a6, gcc 12.2
+-O2, the same QEMU) and the ratio Helium / CMSIS-NN; both images' output checksums must agree.
+
 ``--probe-table``: PROBE against its floor, 2 q B forward passes (PROBE / (2 q B x one forward
 pass)), for the MLP and the CNN with each perturbation (rademacher, uniform, uniform with a
 pool of 512, gaussian) at q = 4, B = 32 and MobileNetV2 alpha 0.35 at q = 2, B = 4 (issue 25's
@@ -361,6 +367,41 @@ def probe_table(elf: Path, plugin: Path | None, shift: int, work: Path, top: int
         print(f"  {label:34s} {q:2d} {batch:3d} {probe:14,d} {floor:14,d} {ratio:6.2f}x")
 
 
+# CMSIS-NN's executed instructions on the anchor's shapes (RESULTS.md of the anchor): the
+# kernel, and for FC also its kernel sums (redone after every weight change in ZO)
+CMSIS_NN = {"conv3x3": (394_500, 0), "dw3x3": (343_250, 0), "fc": (17_340, 15_780)}
+KERNEL_LABELS = {
+    "conv3x3": "conv 3x3 16x16x16 -> 32, same",
+    "dw3x3": "depthwise 3x3 16x16x64, same",
+    "fc": "fully connected 256 -> 128",
+}
+
+
+def kernels_table(images: dict[str, Path], shift: int, runs: int) -> bool:
+    """The kernels on the anchor's shapes, both images; True when their outputs agree."""
+    reps = {nn: run_image(elf, ["kernels", "--runs", str(runs)], shift)[0]
+            for nn, elf in images.items()}  # fmt: skip
+    print("\nkernels alone on the CMSIS-NN anchor's shapes and data (instructions per MAC)")
+    print(f"{'op':<34}{'MACs':>10}{'scalar':>9}{'Helium':>9}{'CMSIS-NN':>10}{'ratio':>8}")
+    same = True
+    for name, label in KERNEL_LABELS.items():
+        k = {nn: reps[nn].get("kernel", name=name) for nn in images}
+        macs = int(k["mve"]["macs"])
+        cm, sums = CMSIS_NN[name]
+        per = {nn: int(k[nn]["min"]) / macs for nn in images}
+        ok = len({k[nn]["checksum"] for nn in images}) == 1
+        same = same and ok
+        note = "" if ok else "  MISMATCH"
+        print(f"{label:<34}{macs:>10,}{per.get('scalar', 0):>9.3f}{per['mve']:>9.3f}"
+              f"{cm / macs:>10.3f}{per['mve'] * macs / cm:>7.2f}x{note}")  # fmt: skip
+        if sums:
+            both = cm + sums
+            print(f"{'  CMSIS-NN with its kernel sums':<34}{'':>10}{'':>9}{'':>9}"
+                  f"{both / macs:>10.3f}{per['mve'] * macs / both:>7.2f}x")  # fmt: skip
+    print("ratio = Helium / CMSIS-NN instructions (lower: fewer); outputs: both images' checksums")
+    return same
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="mlp,cnn,mobilenet", help="of mlp, cnn, mobilenet")
@@ -381,6 +422,11 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="--probe-table on this Helium image (e.g. an "
         "older build, for a before/after table) instead of building one",
+    )
+    ap.add_argument(
+        "--kernels",
+        action="store_true",
+        help="only the kernels on the CMSIS-NN anchor's shapes (instructions per MAC)",
     )
     args = ap.parse_args(argv)
     names = [m for m in args.models.split(",") if m]
@@ -422,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
         "per-function split: "
         + (f"measured by {PLUGIN.name} (QEMU TCG plugin)" if plugin else "none (--no-split)")
     )
+    if args.kernels:
+        return 0 if kernels_table(images, args.icount_shift, args.runs) else 1
     if args.probe_table:
         elf = args.image or images["mve"]
         if plugin and MARK not in Symbols(elf).by_name:

@@ -14,6 +14,8 @@
 #include "hb_nn.h"
 
 #if HB_NN_MVE
+#include <string.h>
+
 #define HB_NN_DW_MAX_TAPS 64u /* taps per channel the copy buffer holds (16 x 64 bytes) */
 #define HB_NN_DW_BLOCK 16u    /* channels per block: four vectors */
 
@@ -79,6 +81,86 @@ static inline int32x4_t dw_taps(const int8_t *xp, uint32x4_t xo, int contiguous,
     *sumw = s;
     return acc;
 }
+
+/* The padded path: a block of up to 16 output channels at a time, their inputs copied into a
+ * padded plane [hp][wp][16] of hb_nn_scratch (output channel l of the block in lane l: input
+ * channel (oc0 + l) / D; -input_offset outside the input, so every tap of every pixel counts
+ * and x + input_offset is 0 there), the block's taps into buf[t][16]. Then each pixel is
+ * start + sum over its taps of x * w, start = bias + input_offset * (the channel's whole
+ * weight sum), four vectors of four channels; lanes past the block are computed and not
+ * stored. */
+static void dw_padded(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
+                      const hb_nn_rows *f, uint32_t kh, uint32_t kw, uint32_t hp, uint32_t wp,
+                      int8_t *y) {
+    const uint32_t d = p->depth_multiplier, c = in->c, out_c = c * d, taps = kh * kw;
+    const int8_t fill = (int8_t)-p->input_offset;
+    int8_t *pad = hb_nn_scratch;
+    _Alignas(16) int8_t buf[HB_NN_DW_MAX_TAPS * HB_NN_DW_BLOCK];
+    uint32_t toff[HB_NN_DW_MAX_TAPS]; /* tap t's offset from a pixel's first tap */
+    for (uint32_t ky = 0; ky < kh; ky++)
+        for (uint32_t kx = 0; kx < kw; kx++)
+            toff[ky * kw + kx] = (ky * p->dilation_h * wp + kx * p->dilation_w) * HB_NN_DW_BLOCK;
+    const tap_box all = {0, kh, 0, kw};
+    const size_t px_step = (size_t)p->stride_w * HB_NN_DW_BLOCK;
+    const size_t oy_step = (size_t)p->stride_h * wp * HB_NN_DW_BLOCK;
+    for (uint32_t oc0 = 0; oc0 < out_c; oc0 += HB_NN_DW_BLOCK) {
+        const uint32_t n = out_c - oc0 < HB_NN_DW_BLOCK ? out_c - oc0 : HB_NN_DW_BLOCK;
+        _Alignas(16) int32_t bias[HB_NN_DW_BLOCK] = {0}, wsum[HB_NN_DW_BLOCK] = {0};
+        memset(buf, 0, (size_t)taps * HB_NN_DW_BLOCK);
+        for (uint32_t l = 0; l < n; l++) {
+            copy_taps(f->row(f, oc0 + l), f->step, l, &all, kw, buf, wsum);
+            bias[l] = f->bias(f, oc0 + l);
+        }
+        /* the padded plane of the block's inputs */
+        memset(pad, fill, (size_t)hp * wp * HB_NN_DW_BLOCK);
+        const uint32_t ic0 = oc0 / d;
+        for (uint32_t iy = 0; iy < in->h; iy++) {
+            const int8_t *src = x + (size_t)iy * in->w * c + ic0;
+            int8_t *dst = pad + ((size_t)(iy + p->pad_top) * wp + p->pad_left) * HB_NN_DW_BLOCK;
+            for (uint32_t ix = 0; ix < in->w; ix++, src += c, dst += HB_NN_DW_BLOCK) {
+                if (d == 1) {
+                    vstrbq_p_s8(dst, vldrbq_z_s8(src, vctp8q(n)), vctp8q(n));
+                } else {
+                    for (uint32_t l = 0; l < n; l++) dst[l] = src[(oc0 + l) / d - ic0];
+                }
+            }
+        }
+        mve_pred16_t pred[4];
+        hb_nn_rq_mve rq[4];
+        int32x4_t start[4];
+        for (uint32_t g = 0; g < 4; g++) {
+            const uint32_t active = n > 4 * g ? (n - 4 * g < 4 ? n - 4 * g : 4) : 0;
+            pred[g] = vctp32q(active);
+            rq[g] = hb_nn_rq_lanes_mve(p->rq.mult, p->rq.shift, p->rq.n,
+                                       active ? oc0 + 4 * g : oc0, active ? active : 1);
+            start[g] = vmlaq_n_s32(vld1q_s32(bias + 4 * g), vld1q_s32(wsum + 4 * g),
+                                   p->input_offset);
+        }
+        for (uint32_t oy = 0; oy < p->out_h; oy++) {
+            const int8_t *xrow = pad + oy * oy_step;
+            int8_t *out = y + (size_t)oy * p->out_w * out_c + oc0;
+            for (uint32_t ox = 0; ox < p->out_w; ox++, out += out_c) {
+                const int8_t *xp = xrow + ox * px_step;
+                int32x4_t a0 = start[0], a1 = start[1], a2 = start[2], a3 = start[3];
+                const int8_t *wt = buf;
+                for (uint32_t t = 0; t < taps; t++, wt += HB_NN_DW_BLOCK) {
+                    const int8_t *xt = xp + toff[t];
+                    a0 = vaddq_s32(a0, vmulq_s32(vldrbq_s32(xt), vldrbq_s32(wt)));
+                    a1 = vaddq_s32(a1, vmulq_s32(vldrbq_s32(xt + 4), vldrbq_s32(wt + 4)));
+                    a2 = vaddq_s32(a2, vmulq_s32(vldrbq_s32(xt + 8), vldrbq_s32(wt + 8)));
+                    a3 = vaddq_s32(a3, vmulq_s32(vldrbq_s32(xt + 12), vldrbq_s32(wt + 12)));
+                }
+                const int32x4_t acc[4] = {a0, a1, a2, a3};
+                for (uint32_t g = 0; g < 4 && 4 * g < n; g++) {
+                    const int32x4_t v = hb_nn_requant_mve(acc[g], rq[g].mult, rq[g].shift,
+                                                          p->output_offset, p->act_min,
+                                                          p->act_max);
+                    vstrbq_p_s32(out + 4 * g, v, pred[g]);
+                }
+            }
+        }
+    }
+}
 #endif
 
 #if !HB_NN_MVE
@@ -107,6 +189,17 @@ void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
                                const int8_t *x, const hb_nn_rows *f, uint32_t kh, uint32_t kw,
                                int8_t *y) {
 #if HB_NN_MVE
+    {
+        const uint32_t need_h = (p->out_h - 1) * p->stride_h + (kh - 1) * p->dilation_h + 1;
+        const uint32_t need_w = (p->out_w - 1) * p->stride_w + (kw - 1) * p->dilation_w + 1;
+        const uint32_t hp = need_h > in->h + p->pad_top ? need_h : in->h + p->pad_top;
+        const uint32_t wp = need_w > in->w + p->pad_left ? need_w : in->w + p->pad_left;
+        if (p->input_offset >= -127 && p->input_offset <= 128 && kh * kw <= HB_NN_DW_MAX_TAPS &&
+            (uint64_t)hp * wp * HB_NN_DW_BLOCK <= HB_NN_SCRATCH_BYTES) {
+            dw_padded(p, in, x, f, kh, kw, hp, wp, y);
+            return;
+        }
+    }
     const uint32_t d = p->depth_multiplier, c = in->c, out_c = c * d, taps = kh * kw;
     const size_t x_col = (size_t)c * p->dilation_w, x_row = (size_t)in->w * c * p->dilation_h;
     /* the taps any output pixel uses: only those are copied */
