@@ -539,7 +539,8 @@ void hb_bench_report_error(const hb_status *st) {
 /* ---- the kernels alone, on CMSIS-NN's anchor shapes ------------------------------------------
  * The shapes, quantization and data of /work/shared/anchors/cmsis-nn-icount/main.c (its LCG,
  * its fill order): CONV_2D 3x3 16x16x16 -> 32 same, DEPTHWISE_CONV_2D 3x3 16x16x64 same, FC
- * 256 -> 128 (per-tensor), each kernel called directly with its filter read in place. A
+ * 256 -> 128 (per-tensor), and a 1x1 CONV_2D 16x16x16 -> 32 (not in the anchor), each kernel
+ * called directly with its filter read in place. A
  * checksum of each output lets a scalar and a Helium image be compared byte for byte. */
 #include "nn/hb_nn.h"
 
@@ -591,21 +592,27 @@ int hb_bench_kernels(uint32_t runs, hb_status *st) {
     uint8_t pt_mult[4];
     hb_wr32(pt_mult, 1300000000u);
     const hb_nn_requant fc_rq = {pt_mult, shift, 1};
-    for (int kind = 0; kind < 3; kind++) {
-        const char *name = kind == 0 ? "conv3x3" : kind == 1 ? "dw3x3" : "fc";
-        uint64_t macs = kind == 0 ? 16ull * 16 * 32 * 9 * 16 : kind == 1 ? 16ull * 16 * 64 * 9
-                                                                          : 256ull * 128;
-        uint32_t n_out = kind == 0 ? 16 * 16 * 32 : kind == 1 ? 16 * 16 * 64 : 128;
-        k_rows rows = {{k_row, k_bias, 1}, wt, kind == 0 ? 144u : kind == 1 ? 0u : 256u, bias};
+    /* kind 3 (not in the anchor): the 1x1 conv of the same input and output shapes, no pad */
+    static const char *const names[] = {"conv3x3", "dw3x3", "fc", "conv1x1"};
+    static const uint32_t macs_of[] = {16 * 16 * 32 * 9 * 16, 16 * 16 * 64 * 9, 256 * 128,
+                                       16 * 16 * 32 * 16};
+    static const uint32_t n_out_of[] = {16 * 16 * 32, 16 * 16 * 64, 128, 16 * 16 * 32};
+    static const uint32_t len_of[] = {144, 0, 256, 16};
+    for (int kind = 0; kind < 4; kind++) {
+        const char *name = names[kind];
+        const uint32_t macs = macs_of[kind], n_out = n_out_of[kind];
+        k_rows rows = {{k_row, k_bias, 1}, wt, len_of[kind], bias};
         if (kind == 1) rows.r.step = 64;
         hb_nn_conv_params cp = {3, -2, -128, 127, 1, 1, 1, 1, 1, 1, 16, 16, 1, pc};
+        if (kind == 3) cp.pad_top = cp.pad_left = 0;
         const hb_nn_fc_params fp = {3, -2, -128, 127, fc_rq};
         for (uint32_t i = 0; i <= runs; i++) { /* run 0 untimed */
             memset(out, 0, IN);
             const uint64_t t0 = hb_port_ticks();
-            if (kind == 0) {
+            if (kind == 0 || kind == 3) {
                 const hb_nn_dims d = {16, 16, 16};
-                hb_nn_conv2d_s8(&cp, &d, in, &rows.r, 3, 3, 32, out);
+                const uint32_t kk = kind == 0 ? 3 : 1;
+                hb_nn_conv2d_s8(&cp, &d, in, &rows.r, kk, kk, 32, out);
             } else if (kind == 1) {
                 const hb_nn_dims d = {16, 16, 64};
                 hb_nn_depthwise_conv2d_s8(&cp, &d, in, &rows.r, 3, 3, out);

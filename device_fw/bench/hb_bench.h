@@ -154,9 +154,9 @@ void hb_bench_report_zo(const hb_bench_zo_args *a, const hb_bench_zo_result *r);
 void hb_bench_report_error(const hb_status *st);
 
 /* The kernels alone on CMSIS-NN's anchor shapes (bench.c): CONV_2D 3x3 16x16x16 -> 32,
- * DEPTHWISE_CONV_2D 3x3 16x16x64, FC 256 -> 128, the anchor's data; one report line per
- * kernel (`kernel name=... macs=... runs=... min=... checksum=...`). Its buffers come from
- * malloc (a bench, not the firmware). 0, or -1 with st set. */
+ * DEPTHWISE_CONV_2D 3x3 16x16x64, FC 256 -> 128, and CONV_2D 1x1 16x16x16 -> 32, the anchor's
+ * data; one report line per kernel (`kernel name=... macs=... runs=... min=... checksum=...`).
+ * Its buffers come from malloc (a bench, not the firmware). 0, or -1 with st set. */
 int hb_bench_kernels(uint32_t runs, hb_status *st);
 
 #endif /* HB_BENCH_H */

@@ -69,7 +69,7 @@ static void conv_padded(const hb_nn_conv_params *p, const int8_t *pad, uint32_t 
                         uint32_t kh, uint32_t kw, const hb_nn_rows *f, uint32_t out_c,
                         int8_t *y) {
     const int32_t in_off = p->input_offset, out_off = p->output_offset;
-    const int32_t lo = p->act_min, hi = p->act_max;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     const uint32_t run = kw * c, k = kh * run;
     const size_t row_bytes = (size_t)wp * c, ky_step = row_bytes * p->dilation_h;
     const size_t px_step = (size_t)p->stride_w * c, oy_step = row_bytes * p->stride_h;
@@ -79,7 +79,7 @@ static void conv_padded(const hb_nn_conv_params *p, const int8_t *pad, uint32_t 
         const uint32_t base =
             (uint32_t)f->bias(f, oc) + (uint32_t)in_off * (uint32_t)hb_nn_sum_mve(row, k);
         const uint32_t q = p->rq.n == 1 ? 0 : oc;
-        const hb_nn_rq_mve rq = hb_nn_rq_lanes_mve(p->rq.mult + 4u * q, p->rq.shift + q, 1, 0, 1);
+        const int32_t mult = hb_rdi32(p->rq.mult + 4u * q), shift = p->rq.shift[q];
         for (uint32_t oy = 0; oy < p->out_h; oy++) {
             const int8_t *line = pad + oy * oy_step;
             int8_t *out = y + (size_t)oy * p->out_w * out_c + oc;
@@ -88,11 +88,10 @@ static void conv_padded(const hb_nn_conv_params *p, const int8_t *pad, uint32_t 
                 const int8_t *x0 = line + ox * px_step; /* lanes past n repeat pixel ox */
                 const int8_t *x1 = n > 1 ? x0 + px_step : x0, *x2 = n > 2 ? x1 + px_step : x0,
                              *x3 = n > 3 ? x2 + px_step : x0;
-                int32_t acc[4];
-                hb_nn_dot4_runs_mve(row, x0, x1, x2, x3, run, kh, (uint32_t)ky_step, acc);
-                int32x4_t a = vldrwq_s32(acc);
+                int32x4_t a;
+                hb_nn_dot4_runs_mve(row, x0, x1, x2, x3, run, kh, (uint32_t)ky_step, &a);
                 a = vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(a), base));
-                const int32x4_t v = hb_nn_requant_mve(a, rq.mult, rq.shift, out_off, lo, hi);
+                const int32x4_t v = hb_nn_requant1_mve(a, mult, shift, out_off, lo, hi);
                 vstrbq_scatter_offset_p_s32(out + (size_t)ox * out_c, out_offsets, v,
                                             vctp32q(n));
             }
@@ -126,25 +125,31 @@ static void im2col(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_
 static void conv_matrix(const hb_nn_conv_params *p, const int8_t *cols, uint32_t k,
                         uint32_t n_px, const hb_nn_rows *f, uint32_t out_c, int8_t *y) {
     const int32_t in_off = p->input_offset, out_off = p->output_offset;
-    const int32_t lo = p->act_min, hi = p->act_max;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     const uint32x4_t out_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), out_c);
     for (uint32_t oc = 0; oc < out_c; oc++) {
         const int8_t *row = f->row(f, oc);
-        const uint32_t bias = (uint32_t)f->bias(f, oc);
+        /* every tap counts: the weight sum once per channel */
+        const uint32_t base =
+            (uint32_t)f->bias(f, oc) + (uint32_t)in_off * (uint32_t)hb_nn_sum_mve(row, k);
         const uint32_t q = p->rq.n == 1 ? 0 : oc;
-        const hb_nn_rq_mve rq = hb_nn_rq_lanes_mve(p->rq.mult + 4u * q, p->rq.shift + q, 1, 0, 1);
-        for (uint32_t i = 0; i < n_px; i += 4) {
-            const uint32_t n = n_px - i < 4 ? n_px - i : 4;
-            const int8_t *x0 = cols + (size_t)i * k; /* lanes past n repeat pixel i */
-            const int8_t *x1 = n > 1 ? x0 + k : x0, *x2 = n > 2 ? x1 + k : x0,
-                         *x3 = n > 3 ? x2 + k : x0;
-            int32_t acc[4] = {0, 0, 0, 0}, sumw = 0;
-            hb_nn_dot4_mve(row, x0, x1, x2, x3, k, acc, &sumw);
-            const uint32_t base = (uint32_t)in_off * (uint32_t)sumw + bias;
-            const int32x4_t a =
-                vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(vld1q_s32(acc)), base));
-            const int32x4_t v = hb_nn_requant_mve(a, rq.mult, rq.shift, out_off, lo, hi);
-            vstrbq_scatter_offset_p_s32(y + (size_t)i * out_c + oc, out_offsets, v, vctp32q(n));
+        const int32_t mult = hb_rdi32(p->rq.mult + 4u * q), shift = p->rq.shift[q];
+        const int8_t *x0 = cols;
+        int8_t *out = y + oc;
+        const uint32_t full = n_px & ~3u;
+        for (uint32_t i = 0; i < full; i += 4, x0 += 4 * (size_t)k, out += 4 * (size_t)out_c) {
+            int32x4_t a = hb_nn_dot4_nosum_mve(row, x0, x0 + k, x0 + 2 * k, x0 + 3 * k, k);
+            a = vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(a), base));
+            const int32x4_t v = hb_nn_requant1_mve(a, mult, shift, out_off, lo, hi);
+            vstrbq_scatter_offset_s32(out, out_offsets, v);
+        }
+        if (full < n_px) { /* the last 1..3 pixels; lanes past them repeat the first */
+            const uint32_t n = n_px - full;
+            const int8_t *x1 = n > 1 ? x0 + k : x0, *x2 = n > 2 ? x1 + k : x0;
+            int32x4_t a = hb_nn_dot4_nosum_mve(row, x0, x1, x2, x0, k);
+            a = vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(a), base));
+            const int32x4_t v = hb_nn_requant1_mve(a, mult, shift, out_off, lo, hi);
+            vstrbq_scatter_offset_p_s32(out, out_offsets, v, vctp32q(n));
         }
     }
 }

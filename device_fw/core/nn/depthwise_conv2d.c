@@ -89,6 +89,20 @@ static inline int32x4_t dw_taps(const int8_t *xp, uint32x4_t xo, int contiguous,
  * start + sum over its taps of x * w, start = bias + input_offset * (the channel's whole
  * weight sum), four vectors of four channels; lanes past the block are computed and not
  * stored. */
+/* one group's requantization, hoisted: hb_nn_requant_mve with the shift already split */
+typedef struct {
+    int32x4_t mult, left, right, lo, hi;
+    int32_t out_off;
+    mve_pred16_t pred;
+} dw_group;
+
+static inline void dw_store(int8_t *out, int32x4_t acc, const dw_group *k) {
+    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, k->left), k->mult);
+    v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, k->right), 31)), k->right);
+    v = vminq_s32(vmaxq_s32(vqaddq_n_s32(v, k->out_off), k->lo), k->hi);
+    vstrbq_p_s32(out, v, k->pred);
+}
+
 static void dw_padded(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
                       const hb_nn_rows *f, uint32_t kh, uint32_t kw, uint32_t hp, uint32_t wp,
                       int8_t *y) {
@@ -106,13 +120,13 @@ static void dw_padded(const hb_nn_conv_params *p, const hb_nn_dims *in, const in
     for (uint32_t oc0 = 0; oc0 < out_c; oc0 += HB_NN_DW_BLOCK) {
         const uint32_t n = out_c - oc0 < HB_NN_DW_BLOCK ? out_c - oc0 : HB_NN_DW_BLOCK;
         _Alignas(16) int32_t bias[HB_NN_DW_BLOCK] = {0}, wsum[HB_NN_DW_BLOCK] = {0};
-        memset(buf, 0, (size_t)taps * HB_NN_DW_BLOCK);
+        hb_nn_fill_mve(buf, 0, (size_t)taps * HB_NN_DW_BLOCK);
         for (uint32_t l = 0; l < n; l++) {
             copy_taps(f->row(f, oc0 + l), f->step, l, &all, kw, buf, wsum);
             bias[l] = f->bias(f, oc0 + l);
         }
         /* the padded plane of the block's inputs */
-        memset(pad, fill, (size_t)hp * wp * HB_NN_DW_BLOCK);
+        hb_nn_fill_mve(pad, fill, (size_t)hp * wp * HB_NN_DW_BLOCK);
         const uint32_t ic0 = oc0 / d;
         for (uint32_t iy = 0; iy < in->h; iy++) {
             const int8_t *src = x + (size_t)iy * in->w * c + ic0;
@@ -125,14 +139,22 @@ static void dw_padded(const hb_nn_conv_params *p, const hb_nn_dims *in, const in
                 }
             }
         }
-        mve_pred16_t pred[4];
-        hb_nn_rq_mve rq[4];
+        /* per group: the multipliers, the shifts split into the left and the right part
+         * (hb_nn_requant_mve's first steps, done once per block), the start */
+        dw_group k[4];
         int32x4_t start[4];
         for (uint32_t g = 0; g < 4; g++) {
             const uint32_t active = n > 4 * g ? (n - 4 * g < 4 ? n - 4 * g : 4) : 0;
-            pred[g] = vctp32q(active);
-            rq[g] = hb_nn_rq_lanes_mve(p->rq.mult, p->rq.shift, p->rq.n,
-                                       active ? oc0 + 4 * g : oc0, active ? active : 1);
+            const hb_nn_rq_mve rq = hb_nn_rq_lanes_mve(p->rq.mult, p->rq.shift, p->rq.n,
+                                                       active ? oc0 + 4 * g : oc0,
+                                                       active ? active : 1);
+            k[g].mult = rq.mult;
+            k[g].left = vmaxq_s32(rq.shift, vdupq_n_s32(0));
+            k[g].right = vminq_s32(rq.shift, vdupq_n_s32(0));
+            k[g].lo = vdupq_n_s32(p->act_min);
+            k[g].hi = vdupq_n_s32(p->act_max);
+            k[g].out_off = p->output_offset;
+            k[g].pred = vctp32q(active); /* 0: a group past the block, nothing stored */
             start[g] = vmlaq_n_s32(vld1q_s32(bias + 4 * g), vld1q_s32(wsum + 4 * g),
                                    p->input_offset);
         }
@@ -150,13 +172,10 @@ static void dw_padded(const hb_nn_conv_params *p, const hb_nn_dims *in, const in
                     a2 = vaddq_s32(a2, vmulq_s32(vldrbq_s32(xt + 8), vldrbq_s32(wt + 8)));
                     a3 = vaddq_s32(a3, vmulq_s32(vldrbq_s32(xt + 12), vldrbq_s32(wt + 12)));
                 }
-                const int32x4_t acc[4] = {a0, a1, a2, a3};
-                for (uint32_t g = 0; g < 4 && 4 * g < n; g++) {
-                    const int32x4_t v = hb_nn_requant_mve(acc[g], rq[g].mult, rq[g].shift,
-                                                          p->output_offset, p->act_min,
-                                                          p->act_max);
-                    vstrbq_p_s32(out + 4 * g, v, pred[g]);
-                }
+                dw_store(out, a0, &k[0]);
+                dw_store(out + 4, a1, &k[1]);
+                dw_store(out + 8, a2, &k[2]);
+                dw_store(out + 12, a3, &k[3]);
             }
         }
     }

@@ -74,12 +74,13 @@ static inline void hb_nn_dot4_mve(const int8_t *w, const int8_t *x0, const int8_
     *sumw = s;
 }
 
-/* The same row w against four inputs, no weight sum (the caller knows it): acc[p] += sum
- * w[i] * xp[i], i < n. Ten instructions per 16 bytes of four pixels. */
-static inline void hb_nn_dot4_nosum_mve(const int8_t *w, const int8_t *x0, const int8_t *x1,
-                                        const int8_t *x2, const int8_t *x3, uint32_t n,
-                                        int32_t *a0p, int32_t *a1p, int32_t *a2p, int32_t *a3p) {
-    int32_t a0 = *a0p, a1 = *a1p, a2 = *a2p, a3 = *a3p;
+/* The same row w against four inputs, no weight sum (the caller knows it): lane p = sum
+ * w[i] * xp[i], i < n, modulo 2^32. Ten instructions per 16 bytes of four pixels; the four
+ * sums go into the vector with two VMOVs (two general registers to two lanes each). */
+static inline int32x4_t hb_nn_dot4_nosum_mve(const int8_t *w, const int8_t *x0, const int8_t *x1,
+                                             const int8_t *x2, const int8_t *x3, uint32_t n) {
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int32x4_t r;
     __asm__ volatile("   wlstp.8     lr, %[n], 1f\n"
                      "2: vldrb.8     q0, [%[w]], #16\n"
                      "   vldrb.8     q1, [%[x0]], #16\n"
@@ -91,15 +92,14 @@ static inline void hb_nn_dot4_nosum_mve(const int8_t *w, const int8_t *x0, const
                      "   vldrb.8     q2, [%[x3]], #16\n"
                      "   vmladava.s8 %[a3], q0, q2\n"
                      "   letp        lr, 2b\n"
-                     "1:\n"
+                     "1: vmov        %q[r][2], %q[r][0], %[a0], %[a2]\n"
+                     "   vmov        %q[r][3], %q[r][1], %[a1], %[a3]\n"
                      : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3),
-                       [w] "+r"(w), [x0] "+r"(x0), [x1] "+r"(x1), [x2] "+r"(x2), [x3] "+r"(x3)
+                       [w] "+r"(w), [x0] "+r"(x0), [x1] "+r"(x1), [x2] "+r"(x2), [x3] "+r"(x3),
+                       [r] "=w"(r)
                      : [n] "r"(n)
                      : "q0", "q1", "q2", "lr", "memory");
-    *a0p = a0;
-    *a1p = a1;
-    *a2p = a2;
-    *a3p = a3;
+    return r;
 }
 
 /* hb_nn_dot4_nosum_mve over `runs` runs of n bytes: run r of w at w + r * n (w contiguous),
@@ -110,8 +110,9 @@ static inline void hb_nn_dot4_nosum_mve(const int8_t *w, const int8_t *x0, const
  * the two adjustments stay in memory, lr carries them between the runs. runs >= 1. */
 static inline void hb_nn_dot4_runs_mve(const int8_t *w, const int8_t *x0, const int8_t *x1,
                                        const int8_t *x2, const int8_t *x3, uint32_t n,
-                                       uint32_t runs, uint32_t step, int32_t acc[4]) {
+                                       uint32_t runs, uint32_t step, int32x4_t *acc) {
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int32x4_t r;
     const uint32_t done = (n + 15u) & ~15u; /* what a run's loop adds to each pointer */
     const uint32_t back = done - n, skip = step - done;
     __asm__ volatile("3:  wlstp.8     lr, %[n], 1f\n"
@@ -136,15 +137,14 @@ static inline void hb_nn_dot4_runs_mve(const int8_t *w, const int8_t *x0, const 
                      "    subs        lr, lr, #1\n"
                      "    str         lr, %[runs]\n"
                      "    bne         3b\n"
+                     "    vmov        %q[r][2], %q[r][0], %[a0], %[a2]\n"
+                     "    vmov        %q[r][3], %q[r][1], %[a1], %[a3]\n"
                      : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3),
                        [w] "+r"(w), [x0] "+r"(x0), [x1] "+r"(x1), [x2] "+r"(x2), [x3] "+r"(x3),
-                       [runs] "+m"(runs)
+                       [runs] "+m"(runs), [r] "=w"(r)
                      : [n] "r"(n), [skip] "m"(skip), [back] "m"(back)
                      : "q0", "q1", "q2", "lr", "memory", "cc");
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
+    *acc = r;
 }
 
 /* sum of w[i], i < n, modulo 2^32 */
@@ -191,6 +191,18 @@ static inline int32x4_t hb_nn_requant_mve(int32x4_t acc, int32x4_t mult, int32x4
     return vminq_s32(v, vdupq_n_s32(act_max));
 }
 
+/* hb_nn_requant_mve with one multiplier and shift for the four lanes (one output channel,
+ * four pixels), as scalars: the shifts and the multiply by a general register (VSHL, VQRDMULH
+ * and VRSHL take one), the sign fixup only when there is a right shift. Same bytes. */
+static inline int32x4_t hb_nn_requant1_mve(int32x4_t acc, int32_t mult, int32_t shift,
+                                           int32_t output_offset, int32x4_t act_min,
+                                           int32x4_t act_max) {
+    int32x4_t v = vqrdmulhq_n_s32(vshlq_r_s32(acc, shift > 0 ? shift : 0), mult);
+    if (shift < 0) v = vrshlq_n_s32(vqaddq_s32(v, vshrq_n_s32(v, 31)), shift);
+    v = vqaddq_n_s32(v, output_offset);
+    return vminq_s32(vmaxq_s32(v, act_min), act_max);
+}
+
 /* The requantization of output channels c .. c+3 (lanes past n_active are don't-care): their
  * multipliers (unaligned little-endian i32 in the blob: loaded as 16 bytes, lane l = bytes
  * 4l..4l+3) and shifts, or the one of a per-tensor requantization in every lane. */
@@ -209,6 +221,19 @@ static inline hb_nn_rq_mve hb_nn_rq_lanes_mve(const uint8_t *mult, const int8_t 
         r.shift = vldrbq_z_s32(shift + c, vctp32q(n_active));
     }
     return r;
+}
+
+/* memset and memcpy, 16 bytes per store (newlib-nano's are byte loops) */
+static inline void hb_nn_fill_mve(int8_t *p, int8_t v, size_t n) {
+    const int8x16_t f = vdupq_n_s8(v);
+    for (size_t i = 0; i < n; i += 16) vstrbq_p_s8(p + i, f, vctp8q((uint32_t)(n - i)));
+}
+
+static inline void hb_nn_copy_mve(int8_t *d, const int8_t *s, size_t n) {
+    for (size_t i = 0; i < n; i += 16) {
+        const mve_pred16_t pr = vctp8q((uint32_t)(n - i));
+        vstrbq_p_s8(d + i, vldrbq_z_s8(s + i, pr), pr);
+    }
 }
 
 /* The taps t < k at o + t * d (dilation d >= 1) that fall inside [0, size): [*lo, *hi). */
