@@ -82,13 +82,14 @@ static inline int32x4_t dw_taps(const int8_t *xp, uint32x4_t xo, int contiguous,
     return acc;
 }
 
-/* The padded path: a block of up to 16 output channels at a time, their inputs copied into a
- * padded plane [hp][wp][16] of hb_nn_scratch (output channel l of the block in lane l: input
- * channel (oc0 + l) / D; -input_offset outside the input, so every tap of every pixel counts
- * and x + input_offset is 0 there), the block's taps into buf[t][16]. Then each pixel is
- * start + sum over its taps of x * w, start = bias + input_offset * (the channel's whole
- * weight sum), four vectors of four channels; lanes past the block are computed and not
- * stored. */
+/* Where block channel l sits in the padded plane's and the taps' 16 bytes: interleaved so
+ * that VMULLB / VMULLT on the int16-widened halves give channels 0-3, 4-7 (8-11, 12-15) in
+ * order: channel l < 4 at 2l, 4 <= l < 8 at 2(l - 4) + 1, the same again from 8. */
+static inline uint32_t dw_pos(uint32_t l) {
+    const uint32_t h = l & 8u, i = l & 7u;
+    return h + (i < 4 ? 2 * i : 2 * (i - 4) + 1);
+}
+
 /* one group's requantization, hoisted: hb_nn_requant_mve with the shift already split */
 typedef struct {
     int32x4_t mult, left, right, lo, hi;
@@ -103,6 +104,14 @@ static inline void dw_store(int8_t *out, int32x4_t acc, const dw_group *k) {
     vstrbq_p_s32(out, v, k->pred);
 }
 
+/* The padded path: a block of up to 16 output channels at a time, their inputs copied into a
+ * padded plane [hp][wp][16] of hb_nn_scratch (block channel l: input channel (oc0 + l) / D,
+ * at byte dw_pos(l); -input_offset outside the input, so every tap of every pixel counts and
+ * x + input_offset is 0 there), the block's taps into buf[t][16] in the same order, 8
+ * channels per int16 multiply (VMULLB / VMULLT into int32 lanes). Then each pixel is
+ * start + sum over its taps of x * w, start = bias + input_offset * (the channel's whole
+ * weight sum), four vectors of four channels; lanes past the block are computed and not
+ * stored. */
 static void dw_padded(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
                       const hb_nn_rows *f, uint32_t kh, uint32_t kw, uint32_t hp, uint32_t wp,
                       int8_t *y) {
@@ -120,22 +129,27 @@ static void dw_padded(const hb_nn_conv_params *p, const hb_nn_dims *in, const in
     for (uint32_t oc0 = 0; oc0 < out_c; oc0 += HB_NN_DW_BLOCK) {
         const uint32_t n = out_c - oc0 < HB_NN_DW_BLOCK ? out_c - oc0 : HB_NN_DW_BLOCK;
         _Alignas(16) int32_t bias[HB_NN_DW_BLOCK] = {0}, wsum[HB_NN_DW_BLOCK] = {0};
+        int32_t wsum_pos[HB_NN_DW_BLOCK] = {0};
         hb_nn_fill_mve(buf, 0, (size_t)taps * HB_NN_DW_BLOCK);
         for (uint32_t l = 0; l < n; l++) {
-            copy_taps(f->row(f, oc0 + l), f->step, l, &all, kw, buf, wsum);
+            copy_taps(f->row(f, oc0 + l), f->step, dw_pos(l), &all, kw, buf, wsum_pos);
             bias[l] = f->bias(f, oc0 + l);
+            wsum[l] = wsum_pos[dw_pos(l)];
         }
         /* the padded plane of the block's inputs */
         hb_nn_fill_mve(pad, fill, (size_t)hp * wp * HB_NN_DW_BLOCK);
         const uint32_t ic0 = oc0 / d;
+        uint8_t pos_b[HB_NN_DW_BLOCK];
+        for (uint32_t l = 0; l < HB_NN_DW_BLOCK; l++) pos_b[l] = (uint8_t)dw_pos(l);
+        const uint8x16_t pos = vldrbq_u8(pos_b);
         for (uint32_t iy = 0; iy < in->h; iy++) {
             const int8_t *src = x + (size_t)iy * in->w * c + ic0;
             int8_t *dst = pad + ((size_t)(iy + p->pad_top) * wp + p->pad_left) * HB_NN_DW_BLOCK;
             for (uint32_t ix = 0; ix < in->w; ix++, src += c, dst += HB_NN_DW_BLOCK) {
                 if (d == 1) {
-                    vstrbq_p_s8(dst, vldrbq_z_s8(src, vctp8q(n)), vctp8q(n));
+                    vstrbq_scatter_offset_p_s8(dst, pos, vldrbq_z_s8(src, vctp8q(n)), vctp8q(n));
                 } else {
-                    for (uint32_t l = 0; l < n; l++) dst[l] = src[(oc0 + l) / d - ic0];
+                    for (uint32_t l = 0; l < n; l++) dst[dw_pos(l)] = src[(oc0 + l) / d - ic0];
                 }
             }
         }
@@ -166,11 +180,15 @@ static void dw_padded(const hb_nn_conv_params *p, const hb_nn_dims *in, const in
                 int32x4_t a0 = start[0], a1 = start[1], a2 = start[2], a3 = start[3];
                 const int8_t *wt = buf;
                 for (uint32_t t = 0; t < taps; t++, wt += HB_NN_DW_BLOCK) {
+                    /* int16 lanes in the interleaved order: the bottom products are channels
+                     * 0-3 (8-11), the top ones 4-7 (12-15) */
                     const int8_t *xt = xp + toff[t];
-                    a0 = vaddq_s32(a0, vmulq_s32(vldrbq_s32(xt), vldrbq_s32(wt)));
-                    a1 = vaddq_s32(a1, vmulq_s32(vldrbq_s32(xt + 4), vldrbq_s32(wt + 4)));
-                    a2 = vaddq_s32(a2, vmulq_s32(vldrbq_s32(xt + 8), vldrbq_s32(wt + 8)));
-                    a3 = vaddq_s32(a3, vmulq_s32(vldrbq_s32(xt + 12), vldrbq_s32(wt + 12)));
+                    const int16x8_t xl = vldrbq_s16(xt), wl = vldrbq_s16(wt);
+                    const int16x8_t xh = vldrbq_s16(xt + 8), wh = vldrbq_s16(wt + 8);
+                    a0 = vaddq_s32(a0, vmullbq_int_s16(xl, wl));
+                    a1 = vaddq_s32(a1, vmulltq_int_s16(xl, wl));
+                    a2 = vaddq_s32(a2, vmullbq_int_s16(xh, wh));
+                    a3 = vaddq_s32(a3, vmulltq_int_s16(xh, wh));
                 }
                 dw_store(out, a0, &k[0]);
                 dw_store(out + 4, a1, &k[1]);
@@ -213,7 +231,10 @@ void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
         const uint32_t need_w = (p->out_w - 1) * p->stride_w + (kw - 1) * p->dilation_w + 1;
         const uint32_t hp = need_h > in->h + p->pad_top ? need_h : in->h + p->pad_top;
         const uint32_t wp = need_w > in->w + p->pad_left ? need_w : in->w + p->pad_left;
-        if (p->input_offset >= -127 && p->input_offset <= 128 && kh * kw <= HB_NN_DW_MAX_TAPS &&
+        /* worth its setup (the plane, the taps copied per block) from 8 output pixels on;
+         * smaller maps keep the rows where they are */
+        if (p->out_h * p->out_w >= 8 && p->input_offset >= -127 && p->input_offset <= 128 &&
+            kh * kw <= HB_NN_DW_MAX_TAPS &&
             (uint64_t)hp * wp * HB_NN_DW_BLOCK <= HB_NN_SCRATCH_BYTES) {
             dw_padded(p, in, x, f, kh, kw, hp, wp, y);
             return;
