@@ -259,11 +259,67 @@ HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *ko
         for (; m0 < M; m0++) TILE(1, NR);                                                   \
     } while (0)
 
+/* Exactly 8 channels: two pixels per vector (lanes 0-7 pixel i, 8-15 pixel i + 1; the
+ * panel's, the bias's and the requantization's 8 channels repeated in the upper half), so
+ * the multiply-adds and the requantization fill all 16 lanes; 8 pixels x 8 channels are 64
+ * contiguous output bytes. 32 pixels per tile (16 accumulators); returns the pixels done. */
+#define HI8(v) _mm512_shuffle_i64x2((v), (v), 0x44)
+HB_VNNI static int64_t gemm_vnni_o8(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
+                                    uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t K4 = f[F_K4], O16 = f[F_O16], steps = K4 / 4;
+    const int anyls = (int)f[F_ANYLS], fast = (int)f[F_FASTRQ];
+    vq q = vq_load(c->qp, O16, 0);
+    q.m = HI8(q.m);
+    q.mo = _mm512_srli_epi64(q.m, 32);
+    q.ls = HI8(q.ls);
+    q.rs = HI8(q.rs);
+    q.mask = HI8(q.mask);
+    q.thr = HI8(q.thr);
+    vqf qf = vqf_load(c->qp, O16, 0);
+    qf.m = q.m;
+    qf.mo = q.mo;
+    qf.rsm1 = HI8(qf.rsm1);
+    qf.ae = HI8(qf.ae);
+    qf.ao = HI8(qf.ao);
+    const vnarrow nw = vnarrow_make(f);
+    const __m512i bias = HI8(_mm512_loadu_si512(c->beff));
+    int64_t m0 = 0;
+    for (; m0 + 32 <= M; m0 += 32) {
+        __m512i acc[16];
+        for (int i = 0; i < 16; i++) acc[i] = bias;
+        const uint8_t *a0 = A + m0 * lda;
+        for (int64_t k = 0; k < steps; k++) {
+            const __m512i w = HI8(_mm512_loadu_si512(c->pk + k * 64));
+            for (int i = 0; i < 16; i++) {
+                int32_t lo, hi;
+                memcpy(&lo, a0 + (2 * i) * lda + k * 4, 4);
+                memcpy(&hi, a0 + (2 * i + 1) * lda + k * 4, 4);
+                const __m512i a = _mm512_mask_set1_epi32(_mm512_set1_epi32(lo), 0xFF00, hi);
+                acc[i] = _mm512_dpbusd_epi32(acc[i], a, w);
+            }
+        }
+        for (int i = 0; i < 16; i++)
+            acc[i] = fast ? vmbqm_fast(acc[i], &qf) : vmbqm(acc[i], &q, anyls);
+        for (int i = 0; i < 16; i += 4)
+            _mm512_storeu_si512(out + (m0 + 2 * i) * 8,
+                                vnarrow4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3], &nw));
+    }
+    return m0;
+}
+#undef HI8
+
 HB_VNNI static void gemm_vnni(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
                               uint8_t *out) {
     const int64_t *f = c->f;
     const int64_t O = f[F_OC], K4 = f[F_K4], nb = f[F_O16] / 16;
     const int anyls = (int)f[F_ANYLS];
+    if (O == 8) { /* pairs of pixels, then the rest as below */
+        const int64_t done = gemm_vnni_o8(A, lda, M, c, out);
+        A += done * lda;
+        out += done * O;
+        M -= done;
+    }
     for (int64_t ob = 0; ob < nb; ob += 4) {
         const int64_t nr = nb - ob < 4 ? nb - ob : 4;
         switch (nr) {
