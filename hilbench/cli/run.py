@@ -163,9 +163,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how.add_argument(
         "--budget",
         type=int,
-        default=d.budget,
+        default=None,
         metavar="FORWARD_PASSES",
         help=f"forward passes to spend (default {d.budget:,})",
+    )
+    how.add_argument(
+        "--time-limit",
+        metavar="DURATION",
+        help="stop after this much wall clock (30s, 5m, 1.5h): the run ends as complete, its "
+        "final weights evaluated, the reason in the trace (stop_reason)",
+    )
+    how.add_argument(
+        "--until",
+        metavar="RULE",
+        help='stop as soon as a rule holds, e.g. "accuracy>=0.9" (checked at each test '
+        'evaluation; also loss, train_loss, steps, forward_passes; "a>=x,b<=y": any one)',
     )
     how.add_argument(
         "--scheduler",
@@ -313,7 +325,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         width=args.width,
         resolution=args.resolution,
         scheduler=args.scheduler,
-        budget=args.budget,
+        budget=RunConfig.budget if args.budget is None else args.budget,
         seed=args.seed,
         lr=args.lr,
         eps=args.eps,
@@ -335,7 +347,24 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         eps_schedule=args.eps_schedule,
         link_faults=args.link_faults,
         timing_model=args.timing_model,
+        time_limit_s=_time_limit(args),
+        until=args.until or "",
     )
+
+
+def _time_limit(args: argparse.Namespace) -> float:
+    from hilbench.config import parse_duration
+
+    return parse_duration(args.time_limit) if args.time_limit is not None else 0.0
+
+
+def _resume_limits(args: argparse.Namespace) -> dict:
+    """The budget and limits given with --resume (None: the trace's stays)."""
+    return {
+        "budget": args.budget,
+        "time_limit_s": _time_limit(args) if args.time_limit is not None else None,
+        "until": args.until,
+    }
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -351,12 +380,16 @@ def handle(args: argparse.Namespace) -> int:
     if args.resume:
         trace_path = args.resume
         chosen = args.run or _last_resumable(trace_path)
+        limits = _resume_limits(args)
+        for change in session.resume_limits(trace_path, args.run, limits):
+            _say(f"hilbench: resuming with {change}")
         try:
             result = session.resume(
                 args.resume,
                 view=make_view(not args.no_live, console),
                 backend=_backend_override(args),
                 run=args.run,
+                limits=limits,
             )
         except KeyboardInterrupt as exc:
             return _interrupted(exc, trace_path, lambda i: i.run_id == chosen)
@@ -527,6 +560,11 @@ def _fit(result) -> str:
         return ""
 
 
+def _stopped_by(result) -> str:
+    reason = getattr(result, "stop_reason", "budget")
+    return "the budget (spent)" if reason == "budget" else reason
+
+
 def _print_summary(console, result) -> None:
     from rich.table import Table
 
@@ -536,6 +574,7 @@ def _print_summary(console, result) -> None:
     table.add_row("final test accuracy", f"{result.final_accuracy:.2%}")
     table.add_row("forward passes", f"{result.forward_passes:,}")
     table.add_row("steps", f"{result.steps:,}")
+    table.add_row("stopped by", _stopped_by(result))
     table.add_row("backend", result.backend)
     table.add_row("weights CRC-32", f"0x{result.weights_crc:08x}")
     table.add_row("events", format_events(result.events))
