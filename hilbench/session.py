@@ -220,7 +220,8 @@ def resume_limits(trace_path: Path, run: str | None, limits: dict) -> list[str]:
     for key in RESUME_LIMITS:
         old_value, new_value = getattr(config, key), getattr(new, key)
         if old_value != new_value:
-            said.append(f"{_limit_text(key, new_value)} (was {_limit_text(key, old_value)})")
+            was = f"{old_value:,}" if key == "budget" else _limit_text(key, old_value)
+            said.append(f"{_limit_text(key, new_value)} (was {was})")
     return said
 
 
