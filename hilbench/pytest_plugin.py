@@ -394,6 +394,9 @@ class ZoSession:
 
         __tracebackhide__ = True
         config = self._config({**stopping_defaults(self._request.config), **overrides})
+        node = self._request.node  # the test, for grouping its runs across backends
+        test = _test_key(node, self._backend_id) if self._backend_id else node.nodeid
+        config = config.replace(extra={**config.extra, "pytest_test": test})
         entry = _Run(self.trace_path, _count_runs(self.trace_path))
         self.runs.append(entry)
         try:
