@@ -65,18 +65,13 @@ def _n6_memory(trace: Any) -> str | None:
         return None
 
 
-def stop_reason(trace: Any) -> str | None:
-    """Why a complete run ended: "budget", or the time limit or rule (attr stop_reason);
-    None for an unfinished run or a trace written before stopping rules."""
-    reason = trace.attrs.get("stop_reason")
-    return str(reason) if reason not in (None, "") else None
-
-
 def report_dict(trace: Any) -> dict[str, Any]:
     """The summary plus timing percentiles per command and source (plain JSON values)."""
     out = trace.summary()
     out["timing_model"] = str(trace.attrs.get("timing_model", "") or "") or None
     out["n6_memory"] = _n6_memory(trace)
+    from hilbench.cli.report_dir import stop_reason
+
     out["stop_reason"] = stop_reason(trace)
     out["timing"] = [
         {"command": cmd, "source": src, **stats}

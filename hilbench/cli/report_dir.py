@@ -90,9 +90,15 @@ def _html(args: argparse.Namespace) -> int:
     return 0
 
 
+def stop_reason(trace: Any) -> str | None:
+    """Why a complete run ended: "budget", or the time limit or rule (attr stop_reason);
+    None for an unfinished run or a trace written before stopping rules."""
+    reason = trace.attrs.get("stop_reason")
+    return str(reason) if reason not in (None, "") else None
+
+
 def run_row(trace: Any) -> dict[str, Any]:
     """One run's line of ``--all-runs``."""
-    from hilbench.cli.report import stop_reason
     from hilbench.trace.html import config_text, status_text
 
     return {

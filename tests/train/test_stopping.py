@@ -134,3 +134,36 @@ def test_bad_limits_are_one_line(tmp_path):
         proc = hilbench("run", "--no-live", "--trace", str(tmp_path / "x.h5"), *args)
         assert proc.returncode == 2 and text in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs (root can mount one; elsewhere the test is skipped)."""
+    where = tmp_path / "small"
+    where.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip("needs to mount a small tmpfs (root)")
+    yield where
+    subprocess.run(["umount", str(where)], check=False)
+
+
+def test_a_long_run_is_told_its_trace_size_and_one_that_cannot_fit_is_refused(small_disk):
+    path = small_disk / "long.h5"
+    proc = hilbench("run", "--no-live", "--budget", "10000000", "--trace", str(path))
+    assert proc.returncode == 2
+    assert (
+        "the trace of 10,000,000 forward passes grows to about 76.3 MiB (~64 bytes a step of "
+        "8); 4.0 MiB free" in proc.stderr
+    )
+    assert "it would fill the disk" in proc.stderr and "--time-limit" in proc.stderr
+    assert not path.exists()
+    # a time limit may end it sooner: said, and the run goes
+    proc = hilbench(
+        "run", "--no-live", "--budget", "10000000", "--time-limit", "1s", "--trace", str(path)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "grows to about 76.3 MiB" in proc.stderr and "would fill" not in proc.stderr
+    assert Trace.open(path).attrs["stop_reason"].startswith("time limit 1 s")
