@@ -175,6 +175,7 @@ def resume(
     if backend is not None:
         config = config.replace(backend=backend.kind)
     config, changed = _with_limits(config, limits or {})
+    _check_budget(trace, config)
     steps, updates = _logged_steps(trace)
     resumed = _Resumed(trace.model_blob, steps, updates, trace.run_id, _last_eval(trace), changed)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -216,6 +217,7 @@ def resume_limits(trace_path: Path, run: str | None, limits: dict) -> list[str]:
     trace = _open_resumable(Path(trace_path), run)
     config = _stored_config(trace, Path(trace_path))
     new, _ = _with_limits(config, limits)
+    _check_budget(trace, new)
     said = []
     for key in RESUME_LIMITS:
         old_value, new_value = getattr(config, key), getattr(new, key)
@@ -223,6 +225,17 @@ def resume_limits(trace_path: Path, run: str | None, limits: dict) -> list[str]:
             was = f"{old_value:,}" if key == "budget" else _limit_text(key, old_value)
             said.append(f"{_limit_text(key, new_value)} (was {was})")
     return said
+
+
+def _check_budget(trace: Trace, config: RunConfig) -> None:
+    """A resume's budget covers the forward passes its run already spent."""
+    spent = int(trace.steps["forward_passes"][-1]) if trace.n_steps else 0
+    if config.budget < spent:
+        raise HilbenchError(
+            f"budget {config.budget:,} is below the {spent:,} forward passes run "
+            f"{trace.run_id} already spent",
+            f"give --budget above {spent:,}, or leave it out",
+        )
 
 
 def _limit_text(key: str, value: object) -> str:

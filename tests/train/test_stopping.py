@@ -111,6 +111,9 @@ def test_resume_may_set_a_new_budget_and_says_so(tmp_path):
     proc.wait(timeout=60)
     killed = Trace.open(cut)
     assert killed.status == "interrupted" and killed.forward_passes < 16000
+    low = hilbench("run", "--resume", str(cut), "--budget", "100")
+    assert low.returncode == 2 and "budget 100 is below the " in low.stderr
+    assert "resuming with" not in low.stderr and "Traceback" not in low.stderr
     resumed = hilbench("run", "--resume", str(cut), "--budget", "16000", "--until", "loss<=0.01")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming with budget 16,000 forward passes (was 400,000)" in resumed.stderr
