@@ -435,9 +435,10 @@ def _check_trace_room(config: RunConfig) -> None:
     here = Path(config.trace).resolve().parent
     while not here.exists() and here != here.parent:
         here = here.parent
-    free = shutil.disk_usage(here).free
-    if size < SAY_TRACE_SIZE and size < free // 2:
-        return
+    disk = shutil.disk_usage(here)
+    free = disk.free
+    if disk.total == 0 or (size < SAY_TRACE_SIZE and size < free // 2):
+        return  # (a pseudo file system such as /proc: the writer says what is wrong)
     said = (
         f"the trace of {config.budget:,} forward passes grows to about {_size(size)} "
         f"(~{TRACE_BYTES_PER_FORWARD_PASS * 8:.0f} bytes a step of 8); {_size(free)} free in {here}"
