@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,6 +106,10 @@ class RunConfig:
     # the cost model of the emulator's modeled durations (hilbench.npu.cost.TIMING_MODELS):
     # m55, what the firmware runs, or npu, a projection onto the Neural-ART
     timing_model: str = "m55"
+    # when the run stops before its budget (hilbench.train.stopping): a wall-clock limit in
+    # seconds (0: none) and stopping rules such as "accuracy>=0.9" (any one stops the run)
+    time_limit_s: float = 0.0
+    until: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -146,6 +152,7 @@ class RunConfig:
         parse_eps_mult(self.eps_mult)
         rate_schedule(self.lr_schedule)
         rate_schedule(self.eps_schedule)
+        check_stopping(self.time_limit_s, self.until)
         if self.link_faults:
             from hilbench.link.faults import FaultSpec
 
@@ -293,6 +300,98 @@ def rate_schedule(spec: str) -> Callable[[float], float]:
         f"unknown rate schedule '{spec}'",
         "use constant, cosine[:FLOOR], linear[:END] or step:F@X[,F@X...]",
     )
+
+
+# ---------------------------------------------------------------- stopping early
+
+
+#: What a rule may test, and when it is checked.
+METRICS = {
+    "accuracy": "the test accuracy (fraction, 0..1), at each test evaluation",
+    "loss": "the test loss (nats), at each test evaluation",
+    "train_loss": "the step's training loss (nats), after each step",
+    "forward_passes": "forward passes spent, after each step",
+    "steps": "steps taken, after each step",
+}
+EVAL_METRICS = ("accuracy", "loss")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+_RULE = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*([-+0-9.eE%_]+)\s*$")
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|min|h)?\s*$")
+_UNITS = {None: 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0}
+MAX_TIME_LIMIT_S = 30 * 24 * 3600.0
+
+
+def parse_duration(text: str) -> float:
+    """``"30s"``, ``"5m"``, ``"1.5h"``, ``"250ms"`` or a bare number of seconds -> seconds."""
+    match = _DURATION.match(str(text))
+    seconds = float(match.group(1)) * _UNITS[match.group(2)] if match else -1.0
+    if not 0 < seconds <= MAX_TIME_LIMIT_S:
+        raise ConfigError(
+            f"time limit {text!r} is not a duration",
+            "write e.g. 30s, 5m, 1.5h or a number of seconds (at most 30 days)",
+        )
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One stopping rule: ``metric op value``."""
+
+    metric: str
+    op: str
+    value: float
+
+    def holds(self, observed: float) -> bool:
+        return _OPS[self.op](observed, self.value)
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.value:g}"
+
+
+def parse_until(spec: str) -> tuple[Rule, ...]:
+    """``"accuracy>=0.9"`` or ``"accuracy>=90%,loss<=0.3"`` -> rules (any one stops)."""
+    rules = []
+    for part in filter(None, (p.strip() for p in str(spec).split(","))):
+        match = _RULE.match(part)
+        metric = match.group(1) if match else ""
+        if not match or metric not in METRICS:
+            raise ConfigError(
+                f"stopping rule {part!r} is not METRIC OP VALUE with a known metric",
+                f"write e.g. accuracy>=0.9; metrics: {', '.join(METRICS)}; ops: >= <= > <",
+            )
+        raw = match.group(3).replace("_", "")
+        try:
+            value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+        except ValueError:
+            raise ConfigError(
+                f"stopping rule {part!r}: {match.group(3)!r} is not a number",
+                "write e.g. accuracy>=0.9 or accuracy>=90%",
+            ) from None
+        rules.append(Rule(metric, match.group(2), value))
+    return tuple(rules)
+
+
+def check_stopping(time_limit_s: float, until: str) -> None:
+    """Raise a ConfigError naming a bad limit or rule (RunConfig's check)."""
+    if not isinstance(time_limit_s, int | float) or not 0 <= time_limit_s <= MAX_TIME_LIMIT_S:
+        raise ConfigError(
+            f"time limit {time_limit_s!r} s is out of range",
+            "use 0 (none) or a number of seconds up to 30 days",
+        )
+    parse_until(until)
 
 
 # ---------------------------------------------------------------- naming the board once

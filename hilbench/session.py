@@ -80,6 +80,7 @@ class RunResult:
     weights_crc: int
     wall_s: float
     events: dict[str, int] = dataclasses.field(default_factory=dict)  # trace events by kind
+    stop_reason: str = "budget"  # hilbench.train.stopping: the budget spent, or a limit/rule
 
     def __repr__(self) -> str:
         return (
@@ -150,6 +151,7 @@ class _Resumed:
     updates: list[tuple[np.ndarray, np.ndarray]]
     run_id: str = ""
     last_eval: tuple[int, float, float] | None = None  # (forward passes, accuracy, loss)
+    limits: dict = dataclasses.field(default_factory=dict)  # resumed_* attrs to record
 
 
 def resume(
@@ -159,9 +161,11 @@ def resume(
     backend: Backend | None = None,
     target: DeviceClient | Connection | None = None,
     run: str | None = None,
+    limits: dict | None = None,
 ) -> RunResult:
     """Continue an interrupted run of ``trace_path`` in the same file: ``run`` (an id such as
-    '0002'), by default the last run of the file that did not complete.
+    '0002'), by default the last run of the file that did not complete. ``limits`` may set a
+    new ``budget``, ``time_limit_s`` or ``until`` (see :func:`resume_limits`).
 
     The device is reloaded and given the logged updates; the host replays its seeds and
     scheduler up to the last step on disk, so the run ends as an uninterrupted one would.
@@ -170,8 +174,10 @@ def resume(
     config = _stored_config(trace, Path(trace_path))
     if backend is not None:
         config = config.replace(backend=backend.kind)
+    config, changed = _with_limits(config, limits or {})
+    _check_budget(trace, config)
     steps, updates = _logged_steps(trace)
-    resumed = _Resumed(trace.model_blob, steps, updates, trace.run_id, _last_eval(trace))
+    resumed = _Resumed(trace.model_blob, steps, updates, trace.run_id, _last_eval(trace), changed)
     with threadpool_limits(limits=1, user_api="blas"):
         return _run(
             config, view=view, target=target, backend=backend, schedule=None, resumed=resumed
@@ -201,9 +207,69 @@ def _open_resumable(trace_path: Path, run: str | None) -> Trace:
     return trace
 
 
+#: The settings a resume may change: the RunConfig field, how a message says its value.
+RESUME_LIMITS = ("budget", "time_limit_s", "until")
+
+
+def resume_limits(trace_path: Path, run: str | None, limits: dict) -> list[str]:
+    """What a resume with ``limits`` changes, one sentence each (``budget 60,000 (was
+    30,000)``); [] when nothing changes. Raises as the resume would on a bad value."""
+    trace = _open_resumable(Path(trace_path), run)
+    config = _stored_config(trace, Path(trace_path))
+    new, _ = _with_limits(config, limits)
+    _check_budget(trace, new)
+    said = []
+    for key in RESUME_LIMITS:
+        old_value, new_value = getattr(config, key), getattr(new, key)
+        if old_value != new_value:
+            was = f"{old_value:,}" if key == "budget" else _limit_text(key, old_value)
+            said.append(f"{_limit_text(key, new_value)} (was {was})")
+    return said
+
+
+def _check_budget(trace: Trace, config: RunConfig) -> None:
+    """A resume's budget covers the forward passes its run already spent."""
+    spent = int(trace.steps["forward_passes"][-1]) if trace.n_steps else 0
+    if config.budget < spent:
+        raise HilbenchError(
+            f"budget {config.budget:,} is below the {spent:,} forward passes run "
+            f"{trace.run_id} already spent",
+            f"give --budget above {spent:,}, or leave it out",
+        )
+
+
+def _limit_text(key: str, value: object) -> str:
+    if key == "budget":
+        return f"budget {value:,} forward passes"
+    if key == "time_limit_s":
+        from hilbench.config import format_duration
+
+        return f"time limit {format_duration(float(value))}" if value else "no time limit"
+    return f"until {value}" if value else "no stopping rule"
+
+
+def _with_limits(config: RunConfig, limits: dict) -> tuple[RunConfig, dict]:
+    """``config`` with a resume's new limits, and the resumed_* attributes to record."""
+    unknown = sorted(set(limits) - set(RESUME_LIMITS))
+    if unknown:
+        raise HilbenchError(
+            f"a resume cannot change {', '.join(unknown)}", f"change only {RESUME_LIMITS}"
+        )
+    changes = {k: v for k, v in limits.items() if v is not None}
+    if not changes:
+        return config, {}
+    new = config.replace(**changes)  # RunConfig checks the values
+    return new, {f"resumed_{k}": getattr(new, k) for k in changes}
+
+
 def _stored_config(trace: Trace, trace_path: Path) -> RunConfig:
-    """The run's configuration as its trace stored it, writing to the same file."""
+    """The run's configuration as its trace stored it, writing to the same file (with the
+    limits an earlier resume set, ``resumed_*`` attributes)."""
     stored = dict(trace.config)
+    for key in RESUME_LIMITS:
+        if f"resumed_{key}" in trace.attrs:
+            value = trace.attrs[f"resumed_{key}"]  # numpy scalars from HDF5: plain values
+            stored[key] = {"budget": int, "time_limit_s": float}.get(key, str)(value)
     stored["trace"] = trace_path
     known = {f.name for f in dataclasses.fields(RunConfig)}
     return RunConfig(**{k: v for k, v in stored.items() if k in known})
@@ -277,12 +343,16 @@ def _run(
                 result = _train(plan, device, trace, view, resumed)
             finally:
                 device.release()
+            if result.stop_reason != "budget":  # a limit or rule: said as an event too
+                trace.event("stop", result.stop_reason)
+                view_status(view, f"stopped: {result.stop_reason}")
             trace.finish(
                 "complete",
                 final_accuracy=result.final_accuracy,
                 forward_passes=result.forward_passes,
                 steps=result.steps,
                 weights_crc=result.weights_crc,
+                stop_reason=result.stop_reason,
             )
             run_id = trace.run_id
         return RunResult(
@@ -295,6 +365,7 @@ def _run(
             weights_crc=result.weights_crc,
             wall_s=time.perf_counter() - started,
             events=Trace.open(plan.trace_path, run_id).event_counts(),
+            stop_reason=result.stop_reason,
         )
     finally:
         view.finish()
@@ -443,8 +514,8 @@ def _open_trace(plan: _Plan, where: dict[str, str], resumed: _Resumed | None) ->
             model_blob=plan.model.blob,
         )
     writer = TraceWriter.resume(plan.trace_path, resumed.run_id or None)
-    if where:
-        writer.set_attrs(**where)
+    if where or resumed.limits:
+        writer.set_attrs(**where, **resumed.limits)
     return writer
 
 
@@ -523,6 +594,8 @@ def _train(
             estimator=config.estimator,
             lr_schedule=config.lr_schedule,
             eps_schedule=config.eps_schedule,
+            time_limit_s=config.time_limit_s,
+            until=config.until,
         ),
         trace,
         n_test=len(plan.data.y_test),

@@ -12,8 +12,10 @@ from typing import NoReturn
 from hilbench.cli import (
     analyze,
     board,
+    cache,
     compare,
     data,
+    doctor,
     emulate,
     export,
     infer,
@@ -43,6 +45,8 @@ SUBCOMMANDS = (
     validate,
     data,
     quantize,
+    doctor,
+    cache,
 )
 
 

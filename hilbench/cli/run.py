@@ -163,9 +163,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how.add_argument(
         "--budget",
         type=int,
-        default=d.budget,
+        default=None,
         metavar="FORWARD_PASSES",
         help=f"forward passes to spend (default {d.budget:,})",
+    )
+    how.add_argument(
+        "--time-limit",
+        metavar="DURATION",
+        help="stop after this much wall clock (30s, 5m, 1.5h): the run ends as complete, its "
+        "final weights evaluated, the reason in the trace (stop_reason)",
+    )
+    how.add_argument(
+        "--until",
+        metavar="RULE",
+        help='stop as soon as a rule holds, e.g. "accuracy>=0.9" (checked at each test '
+        'evaluation; also loss, train_loss, steps, forward_passes; "a>=x,b<=y": any one)',
     )
     how.add_argument(
         "--scheduler",
@@ -313,7 +325,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         width=args.width,
         resolution=args.resolution,
         scheduler=args.scheduler,
-        budget=args.budget,
+        budget=RunConfig.budget if args.budget is None else args.budget,
         seed=args.seed,
         lr=args.lr,
         eps=args.eps,
@@ -335,7 +347,24 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         eps_schedule=args.eps_schedule,
         link_faults=args.link_faults,
         timing_model=args.timing_model,
+        time_limit_s=_time_limit(args),
+        until=args.until or "",
     )
+
+
+def _time_limit(args: argparse.Namespace) -> float:
+    from hilbench.config import parse_duration
+
+    return parse_duration(args.time_limit) if args.time_limit is not None else 0.0
+
+
+def _resume_limits(args: argparse.Namespace) -> dict:
+    """The budget and limits given with --resume (None: the trace's stays)."""
+    return {
+        "budget": args.budget,
+        "time_limit_s": _time_limit(args) if args.time_limit is not None else None,
+        "until": args.until,
+    }
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -351,12 +380,16 @@ def handle(args: argparse.Namespace) -> int:
     if args.resume:
         trace_path = args.resume
         chosen = args.run or _last_resumable(trace_path)
+        limits = _resume_limits(args)
+        for change in session.resume_limits(trace_path, args.run, limits):
+            _say(f"hilbench: resuming with {change}")
         try:
             result = session.resume(
                 args.resume,
                 view=make_view(not args.no_live, console),
                 backend=_backend_override(args),
                 run=args.run,
+                limits=limits,
             )
         except KeyboardInterrupt as exc:
             return _interrupted(exc, trace_path, lambda i: i.run_id == chosen)
@@ -369,6 +402,7 @@ def handle(args: argparse.Namespace) -> int:
     session.prepare_model(config, data)  # and on a layer selection or pool that does not fit
     config = config.replace(trace=config.trace or session.default_trace_path(config))
     _refuse_orphaning(config.trace)
+    _check_trace_room(config)
     before = _run_ids(config.trace)
     try:
         result = session.run(config, view=make_view(config.live, console))
@@ -376,6 +410,52 @@ def handle(args: argparse.Namespace) -> int:
         return _interrupted(exc, config.trace, lambda i: i.run_id not in before)
     _print_summary(console, result)
     return 0
+
+
+#: A trace's size, measured (MLP on digits, fixed:4, two-point; `hilbench run` 1,125 and 2,445
+#: steps: 99,064 and 182,938 bytes): ~28 KB of model blob, attributes and evaluations, then
+#: ~64 bytes a step of 8 forward passes.
+TRACE_FIXED_BYTES = 28_000
+TRACE_BYTES_PER_FORWARD_PASS = 8.0
+#: A run whose trace may grow past this is told its size before it starts.
+SAY_TRACE_SIZE = 64 << 20
+
+
+def expected_trace_bytes(budget: int) -> int:
+    """About how large a run's trace grows if it spends ``budget`` forward passes."""
+    return int(TRACE_FIXED_BYTES + budget * TRACE_BYTES_PER_FORWARD_PASS)
+
+
+def _check_trace_room(config: RunConfig) -> None:
+    """Say a long run's expected trace size before it starts; refuse one that cannot fit on
+    the disk unless a time limit or rule may end it sooner (then warn)."""
+    import shutil
+
+    size = expected_trace_bytes(config.budget)
+    here = Path(config.trace).resolve().parent
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    disk = shutil.disk_usage(here)
+    free = disk.free
+    if disk.total == 0 or (size < SAY_TRACE_SIZE and size < free // 2):
+        return  # (a pseudo file system such as /proc: the writer says what is wrong)
+    said = (
+        f"the trace of {config.budget:,} forward passes grows to about {_size(size)} "
+        f"(~{TRACE_BYTES_PER_FORWARD_PASS * 8:.0f} bytes a step of 8); {_size(free)} free in {here}"
+    )
+    if size > free and not (config.time_limit_s or config.until):
+        raise HilbenchError(
+            f"{said}: it would fill the disk",
+            "lower --budget, set --time-limit or --until, or write the trace elsewhere (--trace)",
+        )
+    _say(f"hilbench: {said}")
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,.0f} B"
 
 
 def _chosen(args: argparse.Namespace) -> tuple[str, str | None] | None:
@@ -527,6 +607,11 @@ def _fit(result) -> str:
         return ""
 
 
+def _stopped_by(result) -> str:
+    reason = getattr(result, "stop_reason", "budget")
+    return "the budget (spent)" if reason == "budget" else reason
+
+
 def _print_summary(console, result) -> None:
     from rich.table import Table
 
@@ -536,6 +621,7 @@ def _print_summary(console, result) -> None:
     table.add_row("final test accuracy", f"{result.final_accuracy:.2%}")
     table.add_row("forward passes", f"{result.forward_passes:,}")
     table.add_row("steps", f"{result.steps:,}")
+    table.add_row("stopped by", _stopped_by(result))
     table.add_row("backend", result.backend)
     table.add_row("weights CRC-32", f"0x{result.weights_crc:08x}")
     table.add_row("events", format_events(result.events))
