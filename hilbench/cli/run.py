@@ -106,6 +106,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
 
     device.add_argument(
+        "--upload",
+        default=d.upload,
+        choices=("uart", "probe"),
+        help="how the model and data reach the device: uart, over the link (default), or "
+        "probe, written through QEMU's GDB stub (--qemu) or the board's ST-LINK (--board) and "
+        "CRC-checked by the device (docs/protocol.md, Staged uploads)",
+    )
+    device.add_argument(
         "--timing-model",
         default=d.timing_model,
         choices=("m55", "npu"),
@@ -335,6 +343,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         eps_schedule=args.eps_schedule,
         link_faults=args.link_faults,
         timing_model=args.timing_model,
+        upload=args.upload,
     )
 
 
