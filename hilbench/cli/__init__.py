@@ -21,6 +21,7 @@ from hilbench.cli import (
     replay,
     report,
     run,
+    selftest,
     validate,
     watch,
 )
@@ -43,6 +44,7 @@ SUBCOMMANDS = (
     validate,
     data,
     quantize,
+    selftest,
 )
 
 
