@@ -21,7 +21,7 @@ class ProcessMemory:
         except OSError as exc:
             raise DebugLinkError(
                 f"cannot open {self.name}: {exc.strerror or exc}",
-                "run as the SIL's user on Linux (Yama's ptrace_scope below 3), or use --upload uart",
+                "run as the SIL's user on Linux (Yama's ptrace_scope below 3)",
             ) from None
 
     def halt(self) -> None:  # the SIL waits in poll() for the host's next request

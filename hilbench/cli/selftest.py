@@ -52,9 +52,7 @@ def handle(args: argparse.Namespace) -> int:
             f"--clock-seconds {args.clock_seconds:g} is out of range", "give 0.5 to 600 seconds"
         )
     kind = "board" if args.board else "qemu" if args.qemu else "sil"
-    report = run_selftest(
-        open_backend(kind, args.board, args.fw), clock_seconds=args.clock_seconds
-    )
+    report = run_selftest(open_backend(kind, args.board, args.fw), clock_seconds=args.clock_seconds)
     report.write_json(args.json)
     print(report.summary())
     print(f"report written to {args.json}")

@@ -191,7 +191,8 @@ def test_version_and_unknown_type_messages() -> None:
         f"device speaks protocol version {PROTOCOL_VERSION}, "
         f"frame is version {PROTOCOL_VERSION + 1}",
     )
-    assert refused(0x0D, b"") == (m.ErrorCode.UNKNOWN_TYPE, "unknown request type 0x0d")
+    free = spec.LAST_REQUEST + 1  # the first free type
+    assert refused(free, b"") == (m.ErrorCode.UNKNOWN_TYPE, f"unknown request type 0x{free:02x}")
 
 
 # ---- the declaration ----------------------------------------------------------------------------
