@@ -121,6 +121,22 @@ messages = st.one_of(
         st.integers(0, 2**64 - 1),
         timing,
     ),
+    st.just(m.DeviceInfoRequest()),
+    st.builds(
+        m.DeviceInfoResponse,
+        *([u32] * 3),
+        st.integers(0, 2**64 - 1),
+        *([u32] * 10),
+        st.integers(0, 2**64 - 1),
+        u32,
+        timing,
+    ),
+    st.builds(m.LoadStageRequest, st.integers(0, spec.STAGE_MODEL), st.integers(1, 2**32 - 1)),
+    st.builds(m.LoadStageResponse, st.integers(0, spec.STAGE_MODEL), u32, u32),
+    st.builds(
+        m.LoadCommitRequest, st.integers(0, spec.STAGE_MODEL), st.integers(1, 2**32 - 1), u32
+    ),
+    st.builds(m.LoadCommitResponse, st.integers(0, spec.STAGE_MODEL), u32, u32, u32),
     st.builds(
         m.ErrorResponse,
         st.sampled_from(list(m.ErrorCode)) | st.integers(1, 0xFFFF),
@@ -195,6 +211,12 @@ def test_every_truncation_of_every_message_raises() -> None:
         m.ApplyProbeResponse(9, m.ProbeResponse([1, 2], [3, 4], 5, m.TimingSource.MODELED)),
         m.InferRequest(1, 7),
         m.InferResponse(np.array([-128, 5, 127], np.int8), 11, m.TimingSource.NONE),
+        m.DeviceInfoResponse(*range(1, 17), m.TimingSource.DEVICE),
+        m.DeviceInfoRequest(),
+        m.LoadStageRequest(4, 100),
+        m.LoadStageResponse(4, 0, 100),
+        m.LoadCommitRequest(1, 100, 0xDEADBEEF),
+        m.LoadCommitResponse(1, 100, 0, 3),
     ]
     assert {type(s) for s in samples} | {m.WeightsCrcRequest} == set(m.REQUESTS.values()) | set(
         m.RESPONSES.values()
@@ -238,7 +260,7 @@ def test_layouts_match_the_document() -> None:
 
 
 def test_type_codes() -> None:
-    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0xFF]
+    assert [int(t) for t in m.MessageType] == [*range(1, 16), 0xFF]
     assert [int(c) for c in m.ErrorCode] == list(range(1, 12))
     for t, cls in m.REQUESTS.items():
         assert m.RESPONSES[m.response_type(t)].NAME.split()[0] == cls.NAME.split()[0]
