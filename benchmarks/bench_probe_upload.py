@@ -24,7 +24,16 @@ def main() -> int:
     ap.add_argument("--model", default="mobilenet_v2")
     ap.add_argument("--paths", default="probe,uart")
     args = ap.parse_args()
-    config = RunConfig(backend="qemu", model=args.model, budget=80, live=False)
+    vision = args.model in ("mobilenet_v2", "resnet18")  # hilbench run's vision defaults
+    config = RunConfig(
+        backend="qemu",
+        model=args.model,
+        budget=80,
+        live=False,
+        dataset="fashion-mnist-shift" if vision else "digits",
+        init="pretrained" if vision else "random",
+        layers="last:1" if vision else "weights",
+    )
     t0 = time.perf_counter()
     data = load_data(config)
     model = prepare_model(config, data)

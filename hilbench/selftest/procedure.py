@@ -21,6 +21,7 @@ Each check passes, fails or does not apply, and says what to try when it fails.
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 import zlib
@@ -163,8 +164,9 @@ class Selftest:
                 )
             )
         tail = bytes(getattr(getattr(self.backend, "_port", None), "tail", b"") or b"")
-        if self.kind == "board":
-            text = tail.replace(b"\x00", b" ").decode(errors="replace").strip()
+        if self.kind == "board":  # the text among the frames: runs of 8 printable bytes or more
+            runs = re.findall(rb"[\x20-\x7e\r\n\t]{8,}", tail)
+            text = " | ".join(r.decode().strip() for r in runs if r.strip())
             return self.report.add(
                 Check(
                     "banner",
