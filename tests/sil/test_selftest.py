@@ -48,7 +48,7 @@ def test_selftest_on_the_sil_reports_what_applies(sil_path, tmp_path):
     trips = report.check("round trips").figures
     assert trips["n"] == 50 and 0 < trips["median_ms"] <= trips["p95_ms"] <= trips["max_ms"]
     step = report.check("zo step").figures
-    assert step["modeled_seconds"] > 0 and step["device_duration"] == 0
+    assert step["modeled_forward_seconds"] > 0 and step["device_duration"] == 0
     path = tmp_path / "report.json"
     report.write_json(path)
     saved = json.loads(path.read_text())
