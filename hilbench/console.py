@@ -32,7 +32,7 @@ from rich.text import Text
 SPARK = "▁▂▃▄▅▆▇█"
 SPARK_POINTS = 40  # the loss history a sparkline shows at most (the whole run, compressed)
 #: Event kinds worth a count in the views, in this order (others follow as they come).
-EVENT_ORDER = ("retry", "resync", "reset", "recovered", "restored", "injected", "error")
+EVENT_ORDER = ("retry", "late", "resync", "reset", "recovered", "restored", "injected", "error")
 
 
 @dataclass

@@ -7,10 +7,6 @@ import contextlib
 
 import numpy as np
 
-from hilbench.errors import ModelError
-
-CHUNK = 256  # samples per emulator call: bounds memory on large inputs
-
 
 class NullBar(contextlib.AbstractContextManager):
     """No progress shown: a subscriber factory that ignores every transfer."""
@@ -33,9 +29,9 @@ def infer_on_device(
 ) -> np.ndarray:
     """Outputs (N, *output_shape) int8 of ``graph`` on ``x`` as a device computes them."""
     from hilbench.backend.registry import make_backend
+    from hilbench.client.events import Transfer
     from hilbench.config import RunConfig
     from hilbench.npu.blob import to_blob
-    from hilbench.protocol import data_blob, spec
     from hilbench.zo import zocf
     from hilbench.zo.loss import LossTables
 
@@ -46,12 +42,6 @@ def infer_on_device(
     blob = to_blob(
         graph, {"LOSS": tables.to_bytes(), "ZOCF": zocf.ZoConfig(master="int8").to_bytes()}
     )
-    classes = int(np.prod(graph.output_shape))
-    if classes > 0xFFFF:
-        raise ModelError(
-            f"the model has {classes} outputs; a device's data slot names at most 65535 classes",
-            "run this model on the emulator (leave out --sil/--qemu/--board)",
-        )
     flat = x.reshape(len(x), -1)
     config = RunConfig(backend=backend, port=port, firmware=firmware, live=False)
     ys = []
@@ -62,15 +52,14 @@ def infer_on_device(
         model = target.events.upload.subscribe(bar.to("uploading the model"))
         target.load_model(blob)
         target.events.upload.unsubscribe(model)
-        target.events.upload.subscribe(bar.to("uploading the inputs"))
-        item = flat.shape[1]
-        per_slot = max(1, min(CHUNK, (spec.DEFAULT_ARENA_BYTES // 4) // (item + 1)))
-        for start in range(0, len(flat), per_slot):
-            part = flat[start : start + per_slot]
-            labels = np.zeros(len(part), np.uint8)
-            target.load_data_blob(0, data_blob.encode(part, labels, classes))
-            for i in range(len(part)):
-                ys.append(np.asarray(target.infer(slot=0, index=i).output, np.int8))
+        # each input travels in the INFER requests themselves (in pieces when it is larger
+        # than a frame) and each output comes back in parts: no data slot, so no limit of
+        # the data blob's 16-bit item size and class count (docs/protocol.md, INFER)
+        progress = bar.to("inferring")
+        for i, row in enumerate(flat):
+            progress(Transfer(i, len(flat)))
+            ys.append(np.asarray(target.infer(input=row.tobytes()).output, np.int8))
+        progress(Transfer(len(flat), len(flat)))
     if not ys:
         return np.zeros((0, *graph.output_shape), np.int8)
     return np.stack(ys).reshape(len(ys), *graph.output_shape)

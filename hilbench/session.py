@@ -429,6 +429,7 @@ class _RunDevice:
 
     def release(self) -> None:
         if self.client is not None:
+            self.client.settle()  # retries still unsettled are reported while traced
             self.client.events.incident.unsubscribe(self._on_incident)
         if self.owned is not None:
             self.owned.close()

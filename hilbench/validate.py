@@ -158,10 +158,7 @@ def compare(
             raise HilbenchError(
                 f"{len(y)} labels for {len(dev)} items", "give one label per input item"
             )
-        acc = {
-            "device": float(np.mean(np.argmax(dev, 1) == y)),
-            "reference": float(np.mean(np.argmax(ref, 1) == y)),
-        }
+        acc = {"device": label_accuracy(dev, y), "reference": label_accuracy(ref, y)}
     return Report(
         model=model,
         backend=backend,
@@ -174,6 +171,43 @@ def compare(
         zero_point=zero_point,
         accuracy=acc,
     )
+
+
+def load_labels(path: Any, n: int) -> np.ndarray:
+    """y.npy: one integer label per item (N,) or (N, 1), for ``n`` items; a HilbenchError (one
+    line, exit 2) naming what is wrong otherwise."""
+    try:
+        y = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise HilbenchError(f"cannot read {path}: {e.strerror or e}", "check the path") from None
+    except (ValueError, EOFError) as e:
+        raise HilbenchError(
+            f"{path} is not a .npy array ({e or type(e).__name__})",
+            "save the labels with numpy.save",
+        ) from None
+    if not isinstance(y, np.ndarray) or not np.issubdtype(y.dtype, np.integer):
+        what = y.dtype if isinstance(y, np.ndarray) else "several arrays"
+        raise HilbenchError(
+            f"{path} holds {what}, expected integer labels of shape ({n},)",
+            "save one integer class index per input item",
+        )
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.shape != (n,):
+        raise HilbenchError(
+            f"{path} holds labels of shape {y.shape} for {n} items",
+            f"give one label per input item: shape ({n},)",
+        )
+    return y
+
+
+def label_accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
+    """Top-1 accuracy of int8 outputs (N, ...) against labels (N,): the arg-max of each item's
+    flattened output (the lowest index on ties, as the device's EVAL) equals its label."""
+    flat = np.asarray(outputs).reshape(len(outputs), -1)
+    if not len(flat):
+        return 0.0
+    return float(np.mean(np.argmax(flat, 1) == np.asarray(labels).reshape(-1)))
 
 
 def validate(

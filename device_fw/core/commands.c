@@ -24,7 +24,13 @@ static struct {
     uint32_t boot_nonce;
     uint8_t model_ready; /* a model is loaded and bound */
     uint16_t probed_q;   /* q of the last PROBE since the model load, 0 if none */
-    uint8_t staged;      /* bit t: target t (a slot, or HB_STAGE_MODEL) staged, not committed */
+    uint8_t stage_bits;  /* bit t: target t (a slot, or HB_STAGE_MODEL) staged, not committed */
+    /* INFER between its frames (docs/protocol.md, INFER): the input bytes received so far,
+     * assembled in the input tensor's buffer, and whether the output buffer holds the output
+     * of the last INFER's forward pass, of item held_index of slot held_slot (0, 0 inline) */
+    uint32_t staged;
+    uint8_t held, held_slot;
+    uint32_t held_index;
 } cmd;
 
 /* The largest q a request that computes can carry on this build: an APPLY record is at most a
@@ -135,7 +141,7 @@ static uint16_t hello(uint8_t *r) {
 static int bulk_chunk(int target, uint8_t layout, uint32_t total, uint32_t offset,
                       const uint8_t *chunk, uint32_t k, uint32_t *received, hb_status *st) {
     if (offset == 0) {
-        cmd.staged &= (uint8_t)~(1u << (target == HB_STORE_MODEL ? HB_STAGE_MODEL : target));
+        cmd.stage_bits &= (uint8_t)~(1u << (target == HB_STORE_MODEL ? HB_STAGE_MODEL : target));
         if (target == HB_STORE_MODEL) drop_model();
         if (hb_store_begin(target, NAME(layout), total, st) < 0) return -1;
     } else if (hb_store_continue(target, NAME(layout), total, offset, st) < 0) {
@@ -353,37 +359,76 @@ static int weights_crc(uint8_t *r, uint16_t *rlen, hb_status *st) {
     return 0;
 }
 
+/* the answer of an INFER: elements from `offset` of `y` (total `out`), as many as fit */
+static int infer_part(const int8_t *y, uint32_t out, uint32_t offset, uint64_t ns, uint8_t source,
+                      uint8_t *r, uint16_t *rlen) {
+    uint32_t room = cmd.max_payload - HB_SIZE_INFER_R(0), n = 0;
+    if (y) n = out - offset < room ? out - offset : room;
+    hb_msg_put(r, HB_F_INFER_R_TOTAL, out);
+    hb_msg_put(r, HB_F_INFER_R_N, n);
+    if (n) memcpy(hb_msg_wptr(r, HB_F_INFER_R_OUTPUT), y + offset, n);
+    hb_msg_put(r, HB_F_INFER_R_DURATION_NS, ns);
+    hb_msg_put(r, HB_F_INFER_R_TIMING_SOURCE, source);
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_INFER_R);
+    return 0;
+}
+
 static int infer(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen, hb_status *st) {
     uint8_t slot = hb_msg_u8(p, HB_F_INFER_SLOT);
     uint32_t index = hb_msg_u32(p, HB_F_INFER_INDEX);
+    uint32_t in_offset = hb_msg_u32(p, HB_F_INFER_IN_OFFSET);
+    uint32_t out_offset = hb_msg_u32(p, HB_F_INFER_OUT_OFFSET);
     uint32_t k = hb_msg_rest_len(p, len, HB_F_INFER_INPUT);
     if (need_model(st) < 0) return -1;
     hb_graph *g = hb_graph_instance();
     uint32_t in = hb_graph_input_size(g), out = hb_graph_output_size(g);
-    if (fits(HB_L_INFER, HB_SIZE_INFER_R(out), st) < 0) return -1;
-    const int8_t *x;
-    if (k == 0) { /* item `index` of `slot` */
+    if (out_offset >= out)
+        return HB_FAIL(st, HB_MSG_INFER_OUT_OFFSET_CODE, HB_MSG_INFER_OUT_OFFSET,
+                       HB_S(NAME(HB_L_INFER)), HB_I(out_offset), HB_I(out));
+    int8_t *x = hb_graph_input_buffer(g);
+    if (!x) return HB_FAIL(st, HB_MSG_INTERNAL_CODE, HB_MSG_INTERNAL, HB_S("no activations"));
+    if (k == 0 && out_offset > 0) { /* read the held output on */
+        if (!cmd.held || cmd.held_slot != slot || cmd.held_index != index)
+            return HB_FAIL(st, HB_MSG_INFER_NOT_HELD_CODE, HB_MSG_INFER_NOT_HELD,
+                           HB_S(NAME(HB_L_INFER)), HB_I(slot), HB_I(index), HB_I(out_offset));
+        return infer_part(hb_graph_output_buffer(g), out, out_offset, 0, HB_TIMING_NONE, r, rlen);
+    }
+    if (k == 0) { /* item `index` of `slot`, copied into the input buffer by the pass */
         hb_slot s;
         if (model_and_slot(slot, &s, st) < 0) return -1;
         if (index >= s.n_items)
             return HB_FAIL(st, HB_MSG_INFER_INDEX_CODE, HB_MSG_INFER_INDEX,
                            HB_S(NAME(HB_L_INFER)), HB_I(index), HB_I(slot), HB_I(s.n_items));
-        x = s.inputs + (uint64_t)index * s.item_size;
-    } else { /* the input in the request (slot and index are 0: a range rule) */
-        if (k != in)
-            return HB_FAIL(st, HB_MSG_INFER_INPUT_SIZE_CODE, HB_MSG_INFER_INPUT_SIZE,
-                           HB_S(NAME(HB_L_INFER)), HB_I(k), HB_I(in));
-        x = (const int8_t *)hb_msg_ptr(p, HB_F_INFER_INPUT);
+        uint64_t t0 = hb_port_ticks();
+        const int8_t *y = hb_graph_forward(g, s.inputs + (uint64_t)index * s.item_size);
+        uint64_t ns = duration_ns(t0);
+        cmd.staged = 0;
+        cmd.held = 1;
+        cmd.held_slot = slot;
+        cmd.held_index = index;
+        return infer_part(y, out, 0, ns, hb_port_timing_source(), r, rlen);
     }
+    /* a piece of the input in the request (slot and index are 0: a range rule); in_offset and
+     * k are u32, so their sum fits 64 bits */
+    uint64_t end = (uint64_t)in_offset + k;
+    if (end > in)
+        return HB_FAIL(st, HB_MSG_INFER_INPUT_SIZE_CODE, HB_MSG_INFER_INPUT_SIZE,
+                       HB_S(NAME(HB_L_INFER)), HB_I(end), HB_I(in));
+    if (in_offset != 0 && in_offset != cmd.staged)
+        return HB_FAIL(st, HB_MSG_INFER_INPUT_OFFSET_CODE, HB_MSG_INFER_INPUT_OFFSET,
+                       HB_S(NAME(HB_L_INFER)), HB_I(in_offset), HB_I(cmd.staged));
+    memcpy(x + in_offset, hb_msg_ptr(p, HB_F_INFER_INPUT), k);
+    cmd.staged = (uint32_t)end;
+    cmd.held = 0;
+    if (end < in) return infer_part(NULL, out, 0, 0, HB_TIMING_NONE, r, rlen); /* more to come */
     uint64_t t0 = hb_port_ticks();
-    const int8_t *y = hb_graph_forward(g, x);
+    const int8_t *y = hb_graph_forward(g, x); /* the input assembled in place */
     uint64_t ns = duration_ns(t0);
-    hb_msg_put(r, HB_F_INFER_R_N, out);
-    memcpy(hb_msg_wptr(r, HB_F_INFER_R_OUTPUT), y, out);
-    hb_msg_put(r, HB_F_INFER_R_DURATION_NS, ns);
-    hb_msg_put(r, HB_F_INFER_R_TIMING_SOURCE, hb_port_timing_source());
-    *rlen = (uint16_t)hb_msg_size(r, HB_L_INFER_R);
-    return 0;
+    cmd.staged = 0;
+    cmd.held = 1;
+    cmd.held_slot = 0;
+    cmd.held_index = 0;
+    return infer_part(y, out, out_offset, ns, hb_port_timing_source(), r, rlen);
 }
 
 /* ---- DEVICE_INFO, LOAD_STAGE, LOAD_COMMIT (docs/protocol.md) ---------------------------- */
@@ -418,10 +463,10 @@ static int load_stage(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *s
     uint8_t t = hb_msg_u8(p, HB_F_LOAD_STAGE_TARGET);
     uint32_t total = hb_msg_u32(p, HB_F_LOAD_STAGE_TOTAL_LEN);
     int target = store_target(t);
-    cmd.staged &= (uint8_t)~(1u << t);
+    cmd.stage_bits &= (uint8_t)~(1u << t);
     if (target == HB_STORE_MODEL) drop_model();
     if (hb_store_begin(target, NAME(HB_L_LOAD_STAGE), total, st) < 0) return -1;
-    cmd.staged |= (uint8_t)(1u << t);
+    cmd.stage_bits |= (uint8_t)(1u << t);
     uint8_t *at = hb_store_data(target, NULL), *base = hb_store_data(HB_STORE_MODEL, NULL);
     hb_port_stage_sync(at, total);
     hb_msg_put(r, HB_F_LOAD_STAGE_R_TARGET, t);
@@ -438,7 +483,7 @@ static int load_commit(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *
     uint32_t want = hb_msg_u32(p, HB_F_LOAD_COMMIT_CRC32), staged_len = 0, crc = 0, items = 0;
     int target = store_target(t);
     const char *what = NAME(HB_L_LOAD_COMMIT);
-    if (!(cmd.staged & (1u << t)))
+    if (!(cmd.stage_bits & (1u << t)))
         return HB_FAIL(st, HB_MSG_STAGE_NONE_CODE, HB_MSG_STAGE_NONE, HB_S(what), HB_I(t));
     uint8_t *at = hb_store_data(target, &staged_len);
     if (total != staged_len)
@@ -449,7 +494,7 @@ static int load_commit(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *
     if (got != want) /* the upload stays staged: the host may write again and commit */
         return HB_FAIL(st, HB_MSG_STAGE_CRC_CODE, HB_MSG_STAGE_CRC, HB_S(what), HB_I(total),
                        HB_I(got), HB_I(want));
-    cmd.staged &= (uint8_t)~(1u << t);
+    cmd.stage_bits &= (uint8_t)~(1u << t);
     hb_store_stage_done(target);
     if (target == HB_STORE_MODEL ? model_complete(total, &crc, st) < 0
                                  : data_complete(t, total, &items, st) < 0)
@@ -467,6 +512,10 @@ int hb_commands_execute(uint8_t type, const uint8_t *p, uint16_t len, uint8_t *r
     /* every answer fits HB_DEVICE_MAX_PAYLOAD: a fixed layout, or checked by fits() against
      * max_payload (which hb_device_init keeps <= HB_DEVICE_MAX_PAYLOAD) */
     *resp_len = 0;
+    if (type != HB_TYPE_INFER && type != HB_TYPE_HELLO) { /* it may overwrite activations */
+        cmd.staged = 0;
+        cmd.held = 0;
+    }
     switch (type) {
     case HB_TYPE_HELLO: *resp_len = hello(resp); return 0;
     case HB_TYPE_LOAD_MODEL: return load_model(p, len, resp, resp_len, st);

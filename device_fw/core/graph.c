@@ -81,6 +81,14 @@ const int8_t *hb_graph_forward_rows(hb_graph *g, const int8_t *input, const hb_g
     return hb_graph_act_of(g, g->output);
 }
 
+int8_t *hb_graph_input_buffer(hb_graph *g) {
+    return g->blob && g->act ? hb_graph_act_of(g, g->input) : NULL;
+}
+
+const int8_t *hb_graph_output_buffer(const hb_graph *g) {
+    return g->blob && g->act ? hb_graph_act_of(g, g->output) : NULL;
+}
+
 const int8_t *hb_graph_forward(hb_graph *g, const int8_t *input) {
     return hb_graph_forward_rows(g, input, NULL);
 }

@@ -71,6 +71,12 @@ uint32_t hb_graph_output_size(const hb_graph *g); /* elements of the output (cla
  * they are now. NULL if no model is loaded or no activation region is bound. */
 const int8_t *hb_graph_forward(hb_graph *g, const int8_t *input);
 
+/* The input tensor's activation buffer (hb_graph_input_size bytes; a forward pass copies its
+ * input there first, so an input may be assembled in place and passed as is) and the output
+ * tensor's, where the last forward pass left its output. NULL with no model or activations. */
+int8_t *hb_graph_input_buffer(hb_graph *g);
+const int8_t *hb_graph_output_buffer(const hb_graph *g);
+
 /* A source of rows for some constant tensors of a forward pass (the perturbed weights of a
  * PROBE, core/model.c). For each op with weights (FC, CONV_2D, DEPTHWISE_CONV_2D) the pass
  * asks claim(ctx, t) once for its filter and once for its bias tensor t: -1 leaves the tensor

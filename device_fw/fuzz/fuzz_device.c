@@ -216,8 +216,8 @@ static uint64_t cap_count(const char *name, uint64_t v) {
 /* Lay out an instance of `layout` at out (room: cap bytes) from the input; returns its
  * length. Scalars take their bytes and a mode byte from the input: most values are folded into
  * the declared range, costly counts kept small, the slot mostly the loaded one, a bulk offset
- * mostly 0; arrays get count x element bytes; a REST gets a length byte (an INFER input is
- * often exactly the model's input size); records and embedded layouts (flat: one level) are
+ * mostly 0 (INFER's in_offset and out_offset too); arrays get count x element bytes; a REST
+ * gets a length byte (an INFER input is often exactly the model's input size or half of it); records and embedded layouts (flat: one level) are
  * laid out the same way. */
 static uint32_t shape(uint8_t layout, uint8_t type, uint8_t *out, uint32_t cap, input *in) {
     const hb_layout_desc *l = &hb_layouts[layout];
@@ -236,6 +236,9 @@ static uint32_t shape(uint8_t layout, uint8_t type, uint8_t *out, uint32_t cap, 
             if (!(mode & 16)) v = cap_count(fd->name, v);
             if (!strcmp(fd->name, "slot") && !(mode & 32)) v = 0;
             if (!strcmp(fd->name, "offset") && !(mode & 64)) v = 0;
+            /* INFER's pieces and parts: mostly 0, else mostly inside the input / output */
+            if (!strcmp(fd->name, "in_offset") || !strcmp(fd->name, "out_offset"))
+                v = !(mode & 64) ? 0 : (mode & 128) ? v : v % (model_input + 1);
             if (pos + sz > cap) return pos;
             for (unsigned b = 0; b < sz; b++) out[pos + b] = (uint8_t)(v >> (8 * b));
             values[i] = v;
@@ -246,6 +249,7 @@ static uint32_t shape(uint8_t layout, uint8_t type, uint8_t *out, uint32_t cap, 
         } else if (fd->kind == HB_FK_REST) {
             uint32_t k = take(in);
             if (type == HB_TYPE_INFER && (k & 1)) k = model_input; /* an inline input */
+            if (type == HB_TYPE_INFER && (k & 3) == 2) k = model_input / 2; /* a piece */
             for (uint32_t b = 0; b < k && pos < cap; b++) out[pos++] = take(in);
         } else if (fd->kind == HB_FK_RECORDS) {
             for (uint64_t r = 0; r < values[fd->count] && pos < cap; r++)

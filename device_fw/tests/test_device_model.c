@@ -304,6 +304,8 @@ static void check_infer(const hbgv_file *f) {
         static uint8_t out1[HB_MAX_PAYLOAD];
         hb_msg_put(payload, HB_F_INFER_SLOT, 0);
         hb_msg_put(payload, HB_F_INFER_INDEX, i);
+        hb_msg_put(payload, HB_F_INFER_IN_OFFSET, 0);
+        hb_msg_put(payload, HB_F_INFER_OUT_OFFSET, 0);
         int ok = request(HB_TYPE_INFER, HB_MIN_SIZE_INFER);
         CHECK(ok, "INFER item %u: %s", i, error_text());
         if (!ok) return;
@@ -315,6 +317,21 @@ static void check_infer(const hbgv_file *f) {
         ok = request(HB_TYPE_INFER, (uint16_t)(HB_MIN_SIZE_INFER + item));
         CHECK(ok && memcmp(hb_msg_ptr(ans.payload, HB_F_INFER_R_OUTPUT), out1, n) == 0,
               "INFER inline input %u", i);
+        /* the same input in two pieces: the first answers no output, the second all of it */
+        uint32_t half = item / 2;
+        memcpy(hb_msg_wptr(payload, HB_F_INFER_INPUT), x->data + (size_t)i * item, half);
+        ok = request(HB_TYPE_INFER, (uint16_t)(HB_MIN_SIZE_INFER + half));
+        CHECK(ok && hb_msg_u16(ans.payload, HB_F_INFER_R_N) == 0 &&
+                  hb_msg_u32(ans.payload, HB_F_INFER_R_TOTAL) == n,
+              "INFER first piece %u", i);
+        hb_msg_put(payload, HB_F_INFER_IN_OFFSET, half);
+        memcpy(hb_msg_wptr(payload, HB_F_INFER_INPUT), x->data + (size_t)i * item + half,
+               item - half);
+        ok = request(HB_TYPE_INFER, (uint16_t)(HB_MIN_SIZE_INFER + item - half));
+        CHECK(ok && hb_msg_u16(ans.payload, HB_F_INFER_R_N) == n &&
+                  memcmp(hb_msg_ptr(ans.payload, HB_F_INFER_R_OUTPUT), out1, n) == 0,
+              "INFER input in two pieces %u", i);
+        hb_msg_put(payload, HB_F_INFER_IN_OFFSET, 0);
         int best = 0;
         for (int k = 1; k < n; k++)
             if ((int8_t)out1[k] > (int8_t)out1[best]) best = k;
@@ -445,12 +462,15 @@ static void test_state_checks(const char *dir) {
     /* INFER: index past the end, an input of the wrong size, inline input with a slot */
     hb_msg_put(payload, HB_F_INFER_SLOT, 0);
     hb_msg_put(payload, HB_F_INFER_INDEX, 40);
+    hb_msg_put(payload, HB_F_INFER_IN_OFFSET, 0);
+    hb_msg_put(payload, HB_F_INFER_OUT_OFFSET, 0);
     expect_error("INFER index", HB_TYPE_INFER, HB_MIN_SIZE_INFER, HB_ERR_BAD_ARGUMENT,
                  TEXT(HB_MSG_INFER_INDEX, HB_S("INFER request"), HB_I(40), HB_I(0), HB_I(40)));
     hb_msg_put(payload, HB_F_INFER_INDEX, 0);
-    expect_error("INFER input size", HB_TYPE_INFER, (uint16_t)(HB_MIN_SIZE_INFER + 5),
+    expect_error("INFER input size", HB_TYPE_INFER, (uint16_t)(HB_MIN_SIZE_INFER + item + 1),
                  HB_ERR_BAD_ARGUMENT,
-                 TEXT(HB_MSG_INFER_INPUT_SIZE, HB_S("INFER request"), HB_I(5), HB_I(item)));
+                 TEXT(HB_MSG_INFER_INPUT_SIZE, HB_S("INFER request"), HB_I(item + 1),
+                      HB_I(item)));
     hb_msg_put(payload, HB_F_INFER_SLOT, 1);
     expect_error("INFER inline with a slot", HB_TYPE_INFER, (uint16_t)(HB_MIN_SIZE_INFER + 5),
                  HB_ERR_BAD_ARGUMENT,

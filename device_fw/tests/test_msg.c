@@ -186,8 +186,9 @@ static void writing(void) {
               !hb_msg_is_request(0) && hb_msg_request_layout(HB_TYPE_PROBE) == HB_L_PROBE,
           "request types");
     CHECK(hb_msg_count((const uint8_t *)"\x02\x00", HB_F_APPLY_BATCH_STEPS) == 2, "count");
-    CHECK(hb_msg_rest_len((const uint8_t *)"\x00\x00\x00\x00\x00\x07\x08", 7, HB_F_INFER_INPUT) ==
-              2,
+    CHECK(hb_msg_rest_len((const uint8_t *)"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                                           "\x00\x07\x08",
+                          15, HB_F_INFER_INPUT) == 2,
           "rest length");
 }
 

@@ -1,9 +1,10 @@
 """``hilbench infer MODEL.tflite --input X.npy [--output Y.npy] [--sil | --qemu | --board PORT]``:
 run an int8 .tflite model on the bit-exact emulator (TFLM reference semantics), or on a device.
 
-On a device (the SIL firmware, QEMU, a board) the model goes up as a model blob and the inputs
-as a data slot, and each output comes back through INFER: the bytes the device computed, to
-compare with TFLM's byte for byte.
+On a device (the SIL firmware, QEMU, a board) the model goes up as a model blob and each input
+goes down in INFER requests (in pieces when larger than a frame); each output comes back in
+INFER answers (in parts when larger than a frame): the bytes the device computed, to compare
+with TFLM's byte for byte. With ``--labels y.npy`` the top-1 accuracy is printed.
 
 X holds N int8 inputs stacked on a leading axis, each of the model's input shape without its
 batch axis or with batch 1; Y gets the N int8 outputs stacked the same way. Without
@@ -30,6 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", type=Path, help="int8 .tflite model")
     p.add_argument("--input", "-i", type=Path, required=True, help="X.npy: N stacked int8 inputs")
     p.add_argument("--output", "-o", type=Path, help="Y.npy for the N int8 outputs")
+    p.add_argument("--labels", type=Path, help="y.npy: a label per input; prints the accuracy")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--emulate", action="store_true", help="the emulator, in-process (default)")
     where.add_argument("--sil", action="store_true", help="the C firmware built for this host")
@@ -81,6 +83,11 @@ def handle(args: argparse.Namespace) -> int:
     q = graph.tensors[graph.input].qparams
     quant = (float(q.scale[0]), int(q.zero_point[0])) if q is not None else None
     x, batch_axis = load_inputs(args.input, graph.input_shape, quant)
+    labels = None
+    if args.labels is not None:
+        from hilbench.validate import load_labels
+
+        labels = load_labels(args.labels, len(x))
     backend = (
         "qemu" if args.qemu else "sil" if args.sil else "board" if args.board is not None else None
     )
@@ -96,6 +103,13 @@ def handle(args: argparse.Namespace) -> int:
     # how to make this model's inputs and read its outputs, on stderr: stdout is the outputs
     print(describe_quant(graph, graph.input, "input "), file=sys.stderr)
     print(describe_quant(graph, graph.output, "output"), file=sys.stderr)
+    if labels is not None:  # on stdout with -o, else on stderr: stdout is then the outputs
+        from hilbench.validate import label_accuracy
+
+        acc = label_accuracy(y, labels)
+        hits = round(acc * len(y))
+        line = f"accuracy against {args.labels.name}: {hits}/{len(y)} = {acc:.4f} (top-1)"
+        print(line, file=sys.stdout if args.output is not None else sys.stderr)
     if args.output is not None:
         try:
             np.save(args.output, y)

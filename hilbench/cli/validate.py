@@ -13,8 +13,6 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
 from hilbench.errors import HilbenchError
 
 TOLERANCES = ("rmse", "mae", "l2r", "cos", "acc")
@@ -69,12 +67,9 @@ def handle(args: argparse.Namespace) -> int:
         q = graph.tensors[graph.input].qparams
         x, _ = load_inputs(args.input, graph.input_shape, (float(q.scale[0]), int(q.zero_point[0])))
     if args.labels is not None:
-        try:
-            labels = np.load(args.labels, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as e:
-            raise HilbenchError(
-                f"cannot read {args.labels}: {e}", "save y with numpy.save"
-            ) from None
+        from hilbench.validate import load_labels
+
+        labels = load_labels(args.labels, len(x))
     if args.items is not None:
         x = x[: args.items]
         labels = None if labels is None else labels[: args.items]

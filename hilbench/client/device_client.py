@@ -61,6 +61,15 @@ class CommandTiming(NamedTuple):  # a tuple: built on every round trip
     instructions: int | None = None  # executed instructions (QEMU -icount), not a time
 
 
+class InferResult(NamedTuple):
+    """What :meth:`DeviceClient.infer` returns: the whole output, however many INFER frames
+    carried it, and the forward pass's time."""
+
+    output: np.ndarray  # int8, every element of the model's output tensor
+    duration_ns: int
+    timing_source: m.TimingSource
+
+
 @dataclass(frozen=True)
 class ModelWork:
     """What one unit of each command costs on the device, from the loaded model: ``macs`` of
@@ -129,6 +138,20 @@ class Stager:
         raise NotImplementedError
 
 
+@dataclass
+class _Unsettled:
+    """A request retried for silence, whose retries are not yet known to be lost or late:
+    each try the device gets is answered (from its cache after the first), so every
+    duplicate answer seen afterwards is one try that was answered in time for nothing."""
+
+    name: str
+    seq: int
+    timeouts: int  # retries sent because no answer came in time
+    waits_ms: tuple[int, ...]  # what each of those tries waited
+    answered_s: float | None  # first try to the accepted answer; None: never answered
+    late: int = 0  # duplicate answers seen since
+
+
 class DeviceReset(DeviceError):
     """The device rebooted since the last HELLO (its model, data and weights are gone)."""
 
@@ -181,6 +204,8 @@ class DeviceClient:
         #: (LOAD_STAGE, the debugger's write, LOAD_COMMIT); else, as always, over the link
         self.stager: Stager | None = None
         self._arena_base: tuple[int, int] | None = None  # (boot nonce, DEVICE_INFO arena_base)
+        self._unsettled: dict[int, _Unsettled] = {}  # seq -> retries for silence, unsettled
+        self._miss = "timeout"  # why the last _await returned None: "timeout" or "damaged"
 
     def event(self, kind: str, detail: str) -> None:
         """Count an incident and tell the subscribers (retries, resyncs, resets, faults)."""
@@ -189,7 +214,34 @@ class DeviceClient:
         if incident:
             incident.emit(Incident(kind, detail))
 
+    def settle(self) -> None:
+        """Report every retry for silence still unsettled: a retry whose try was answered
+        twice is ``late`` (the first answer was only slow: nothing was lost), the others are
+        ``retry`` (a frame was lost). Called once the next answer is in (the device answers
+        in order, so by then every duplicate has come) and before the client is let go."""
+        for seq in list(self._unsettled):
+            self._settle(self._unsettled.pop(seq))
+
+    def _settle(self, u: _Unsettled) -> None:
+        late = min(u.late, u.timeouts)
+        for i, wait_ms in enumerate(u.waits_ms):
+            attempt = i + 2
+            if i < u.timeouts - late:
+                self.event(
+                    "retry", f"{u.name} seq {u.seq}: attempt {attempt}, no answer in {wait_ms} ms"
+                )
+            else:
+                took = (
+                    "" if u.answered_s is None else f", answered after {u.answered_s * 1e3:.0f} ms"
+                )
+                self.event(
+                    "late",
+                    f"{u.name} seq {u.seq}: attempt {attempt} after {wait_ms} ms was not needed"
+                    f"{took} (the first answer was slow, not lost)",
+                )
+
     def _host_resync(self, problem: object) -> None:
+        self._miss = "damaged"  # the answer awaited was most likely this frame
         self.event("resync", f"host dropped a damaged frame ({problem.kind})")
 
     # --- round trips --------------------------------------------------------------------
@@ -257,10 +309,14 @@ class DeviceClient:
         started = time.perf_counter()
         seen = bytearray()  # the last bytes received (at most _SEEN_BYTES), for messages
         frames_before = self._frames_in
+        silent: list[int] = []  # ms each try waited that ended in silence (a retry followed)
+        wait = 0.0
         try:
             for attempt in range(retries + 1):  # at least once: response is always set
-                if attempt:
-                    self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}")
+                if attempt and self._miss == "damaged":  # certain now: the device said so
+                    self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}, damaged")
+                elif attempt:  # lost or only late: known once its duplicate answers are in
+                    silent.append(round(wait * 1e3))
                 sent = time.perf_counter()
                 self.port.write(frame)
                 wait = timer.wait(first, attempt, timeout)
@@ -278,6 +334,16 @@ class DeviceClient:
                 "check the cable or that the device process is still running",
             ) from None
         host_s = time.perf_counter() - started
+        if self._unsettled:  # earlier requests' duplicates have all come by now
+            self.settle()
+        if silent:
+            u = _Unsettled(
+                name, seq, len(silent), tuple(silent), None if response is None else host_s
+            )
+            if response is None:
+                self._settle(u)  # no answer at all: every try was lost
+            else:
+                self._unsettled[seq] = u
         if response is None:
             raise LinkError(
                 f"no answer from {self.name} to {name} after {retries + 1} tries in "
@@ -350,6 +416,7 @@ class DeviceClient:
     def _await(self, seq: int, req_type: int, wait_s: float, seen: bytearray) -> object | None:
         """The answer to ``seq``, or None after ``wait_s`` or a BAD_FRAME report (retry)."""
         deadline = time.monotonic() + wait_s
+        self._miss = "timeout"
         while True:
             while self._pending:
                 frame = self._pending.pop(0)
@@ -357,9 +424,15 @@ class DeviceClient:
                     reply = _decode_or_none(frame)
                     if reply is not None and reply.code == m.ErrorCode.BAD_FRAME:
                         self.event("resync", f"device dropped a damaged frame ({reply.message})")
+                        self._miss = "damaged"
                         return None  # the device did not get our request intact: re-send now
                 if frame.seq != seq:
                     self.stats["stale"] += 1
+                    u = self._unsettled.get(frame.seq)
+                    if u is not None and frame.type != m.ERROR:  # a retried try answered again
+                        u.late += 1
+                        if u.late >= u.timeouts:
+                            self._settle(self._unsettled.pop(frame.seq))
                     continue  # a late answer to an earlier try or request
                 if frame.type == req_type:  # our own request came back
                     raise LinkError(
@@ -668,14 +741,46 @@ class DeviceClient:
 
     def infer(
         self, *, slot: int = 0, index: int = 0, input: bytes | np.ndarray | None = None
-    ) -> m.InferResponse:
-        """The loaded model's int8 output (``.output``) for item ``index`` of data ``slot``, or
-        for ``input`` (the input tensor's int8 values, row-major; then slot and index are 0).
-        Changes nothing on the device. Needs CAP_INFER (a device without it answers
+    ) -> InferResult:
+        """The loaded model's int8 output (``.output``, every element) for item ``index`` of
+        data ``slot``, or for ``input`` (the input tensor's int8 values, row-major; then slot
+        and index are 0). An input or an output larger than a frame travels in pieces: the
+        input at growing ``in_offset``, then the output read on at growing ``out_offset``
+        (docs/protocol.md, INFER). ``.duration_ns`` is the forward pass's. Changes nothing on
+        the device but INFER's own state. Needs CAP_INFER (a device without it answers
         UNKNOWN_TYPE)."""
         if input is not None and not isinstance(input, bytes):
             input = m.int_array(np.ravel(input), np.int8, "INFER input").tobytes()
-        return self._exchange(m.InferRequest(slot=slot, index=index, input=input or b""))
+        data = input or b""
+        infer = spec.MessageType.INFER
+        run = ("infer", self.work.macs)  # a request that runs the forward pass
+        if data:
+            slot = index = 0
+            room = self._max_payload() - spec.LAYOUTS["INFER"].min_size
+            for offset in range(0, len(data), room):
+                piece = data[offset : offset + room]
+                last = offset + len(piece) == len(data)
+                request = m.InferRequest(in_offset=offset, input=piece)
+                part = run if last else ("infer_part", len(piece) + 1)
+                first = self._exchange_payload(infer, request.pack(), part)
+        else:
+            first = self._exchange_payload(
+                infer, m.InferRequest(slot=slot, index=index).pack(), run
+            )
+        parts, got = [np.asarray(first.output, np.int8)], len(first.output)
+        while got < first.total:  # the rest of the output, held by the device
+            request = m.InferRequest(slot=slot, index=index, out_offset=got)
+            resp = self._exchange_payload(infer, request.pack(), ("infer_part", 1))
+            if resp.total != first.total or len(resp.output) == 0:
+                raise DeviceError(
+                    f"{self.name} answered INFER at out_offset {got} with {len(resp.output)} "
+                    f"of {resp.total} elements (the first part said {first.total})",
+                    "this is a bug in the firmware: report it with the model",
+                )
+            parts.append(np.asarray(resp.output, np.int8))
+            got += len(resp.output)
+        output = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return InferResult(output, first.duration_ns, first.timing_source)
 
     def apply_batch(self, steps: list[tuple[np.ndarray, np.ndarray]]) -> int:
         """Apply logged (seeds, coeffs) updates in order, as many per frame as fit."""
@@ -708,6 +813,7 @@ class DeviceClient:
         return resp.crc32, resp.updates_applied
 
     def close(self) -> None:
+        self.settle()
         self.port.close()
 
     def __repr__(self) -> str:

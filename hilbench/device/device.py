@@ -114,6 +114,7 @@ class DeviceTwin:
         self._session: int | None = None  # the host's HELLO token, None until HELLO
         self._probed: np.ndarray | None = None  # seeds of the last PROBE, for APPLY_PROBED
         self._staged: dict[int, bytearray] = {}  # LOAD_STAGE target -> its bytes (debug_write)
+        self._forget_infer()
         self._last_seq = 0
         self.stats["boots"] += 1
 
@@ -223,6 +224,8 @@ class DeviceTwin:
             m.LoadStageRequest: self._load_stage,
             m.LoadCommitRequest: self._load_commit,
         }[type(req)]
+        if not isinstance(req, m.InferRequest):
+            self._forget_infer()  # any other request may overwrite the activations
         return handler(req)
 
     def _hello(self) -> m.HelloResponse:
@@ -513,23 +516,58 @@ class DeviceTwin:
             timing_source=source,
         )
 
+    def _forget_infer(self) -> None:
+        """INFER's state between its frames: the input received so far (its pieces) and the
+        output of its last forward pass, with the (slot, index) it ran (docs/protocol.md)."""
+        self._infer_staged = bytearray()
+        self._infer_held: tuple[int, int, np.ndarray] | None = None
+
     def _infer(self, req: m.InferRequest) -> m.InferResponse:
         model = self._need_model()
-        self._fits(req.NAME, spec.infer_response_size(model.output_size))
-        if len(req.input) == 0:  # item `index` of `slot`
-            model, data = self._model_and_slot(req.slot)
-            n = len(data.labels)
-            if req.index >= n:
-                raise spec.refusal("INFER_INDEX", req.NAME, req.index, req.slot, n)
-            x = data.inputs[req.index]
-        else:  # the input in the request (slot and index are 0: checked with the ranges)
-            if len(req.input) != model.input_size:
-                raise spec.refusal("INFER_INPUT_SIZE", req.NAME, len(req.input), model.input_size)
-            x = np.frombuffer(req.input, np.int8)
+        total = model.output_size
+        if req.out_offset >= total:
+            raise spec.refusal("INFER_OUT_OFFSET", req.NAME, req.out_offset, total)
+        k = len(req.input)
+        if k > 0:  # a piece of the input (slot and index are 0: checked with the ranges)
+            end = req.in_offset + k
+            if end > model.input_size:
+                raise spec.refusal("INFER_INPUT_SIZE", req.NAME, end, model.input_size)
+            staged = len(self._infer_staged)
+            if req.in_offset != 0 and req.in_offset != staged:
+                raise spec.refusal("INFER_INPUT_OFFSET", req.NAME, req.in_offset, staged)
+            if req.in_offset == 0:
+                self._infer_staged = bytearray()
+            self._infer_staged += req.input
+            self._infer_held = None
+            if end < model.input_size:  # more pieces to come: nothing runs yet
+                return self._infer_part(total, np.zeros(0, np.int8), 0, 0, 0)
+            x = np.frombuffer(bytes(self._infer_staged), np.int8)
+            self._infer_staged = bytearray()
+            return self._infer_run(model, x, 0, 0, req.out_offset)
+        if req.out_offset > 0:  # read the held output on
+            held = self._infer_held
+            if held is None or held[:2] != (req.slot, req.index):
+                raise spec.refusal("INFER_NOT_HELD", req.NAME, req.slot, req.index, req.out_offset)
+            return self._infer_part(total, held[2], req.out_offset, 0, 0)
+        model, data = self._model_and_slot(req.slot)  # item `index` of `slot`
+        n = len(data.labels)
+        if req.index >= n:
+            raise spec.refusal("INFER_INDEX", req.NAME, req.index, req.slot, n)
+        self._infer_staged = bytearray()  # the forward pass overwrites the input tensor
+        return self._infer_run(model, data.inputs[req.index], req.slot, req.index, 0)
+
+    def _infer_run(self, model: ModelState, x: np.ndarray, slot: int, index: int, offset: int):
         shape = model.graph.tensors[model.graph.input].shape
-        output = model.infer(x.reshape(shape))
+        output = np.ravel(model.infer(x.reshape(shape))).astype(np.int8)
+        self._infer_held = (slot, index, output)
         duration, source = self._timing(1)
-        return m.InferResponse(output=output, duration_ns=duration, timing_source=source)
+        return self._infer_part(model.output_size, output, offset, duration, source)
+
+    def _infer_part(self, total: int, output, offset: int, duration: int, source: int):
+        """The answer: as much of ``output`` from ``offset`` as ``max_payload`` carries."""
+        room = self.max_payload - spec.infer_response_size(0)
+        part = np.asarray(output, np.int8)[offset : offset + room]
+        return m.InferResponse(total=total, output=part, duration_ns=duration, timing_source=source)
 
     def _weights_crc(self, req: m.WeightsCrcRequest) -> m.WeightsCrcResponse:
         model = self._need_model()

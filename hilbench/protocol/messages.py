@@ -499,21 +499,27 @@ class ApplyProbeResponse(Message):
 class InferRequest(Message):
     """The model's int8 output for item ``index`` of data slot ``slot`` (``input`` empty), or
     for ``input`` itself (then slot and index are 0). ``input`` may be given as bytes or as a
-    1-byte integer array (an int8 tensor)."""
+    1-byte integer array (an int8 tensor); it may be a piece of the input tensor, put at
+    ``in_offset``. The answer carries the output from element ``out_offset`` on (an
+    ``out_offset`` > 0 with an empty input reads the output the device holds)."""
 
     slot: int = 0
     index: int = 0
     input: bytes = b""
+    in_offset: int = 0
+    out_offset: int = 0
 
 
 @message("INFER_R")
 class InferResponse(Message):
-    """The model's int8 output (its output tensor, row-major) and the time the forward pass
-    took."""
+    """A part of the model's int8 output (its output tensor, row-major): ``output`` holds
+    elements ``out_offset ..`` of ``total`` (none after an input piece that does not complete
+    the input), and the time the forward pass took (0, source none, when it ran none)."""
 
     output: np.ndarray
     duration_ns: int
     timing_source: TimingSource
+    total: int
     n: int = _count()  # = len(output)
 
 

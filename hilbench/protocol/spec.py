@@ -459,10 +459,13 @@ _LAYOUT_LIST = (
         (
             S("slot", "u8", 0, "LAST_SLOT"),
             S("index", "u32"),
+            S("in_offset", "u32"),  # where `input` goes in the input tensor (a piece of it)
+            S("out_offset", "u32"),  # the first output element to answer
             Rest("input"),
             Rule("inline_input", ("input", "slot", "index")),
         ),
         MessageType.INFER,
+        doc="inputs and outputs of any size: the input in pieces, the output in parts",
     ),
     # ---- DEVICE_INFO, LOAD_STAGE, LOAD_COMMIT (docs/protocol.md "DEVICE_INFO", "Staged uploads")
     Layout("DEVICE_INFO", "DEVICE_INFO request", (), MessageType.DEVICE_INFO),
@@ -567,7 +570,12 @@ _LAYOUT_LIST = (
     Layout(
         "INFER_R",
         "INFER response",
-        (S("n", "u16", 1, "MAX_INFER_OUTPUT"), Array("output", "i8", "n"), *_TIMING),
+        (
+            S("total", "u32", 1),  # elements of the model's output tensor
+            S("n", "u16", 0, "MAX_INFER_OUTPUT"),  # of them in this answer, from out_offset
+            Array("output", "i8", "n"),
+            *_TIMING,
+        ),
         MessageType.INFER | RESPONSE_BIT,
     ),
     Layout(
@@ -691,7 +699,7 @@ def max_infer_output(max_payload: int = MAX_PAYLOAD) -> int:
 
 
 MAX_Q = max_q(MAX_PAYLOAD)  # 510
-MAX_INFER_OUTPUT = max_infer_output(MAX_PAYLOAD)  # 4085
+MAX_INFER_OUTPUT = max_infer_output(MAX_PAYLOAD)  # 4081
 
 # Names a range may use (rendered as HB_<name> in the C tables).
 LIMITS: dict[str, int] = {
@@ -746,7 +754,11 @@ MESSAGES: dict[str, str] = {
     "SLOT_CLASSES": "data slot %d has %d classes, the model's output has %d",
     "EVAL_PAST_END": "%s: items %d..%d are past the end of data slot %d (%d items)",
     "INFER_INDEX": "%s: index %d is past the end of data slot %d (%d items)",
-    "INFER_INPUT_SIZE": "%s: input is %d bytes, the model's input is %d bytes",
+    "INFER_INPUT_SIZE": "%s: the input would be %d bytes, the model's input is %d bytes",
+    "INFER_INPUT_OFFSET": "%s: input piece at in_offset %d, expected %d (or 0 to start again)",
+    "INFER_OUT_OFFSET": "%s: out_offset %d is past the end of the model's output (%d elements)",
+    "INFER_NOT_HELD": "%s: no output of slot %d item %d is held to read from out_offset %d: "
+    "send INFER with out_offset 0 first",
     "ANSWER_TOO_LARGE": "%s: the answer would be %d bytes, max_payload is %d",
     "PROBED_NONE": "%s: no PROBE since the model load to take the seeds from: send APPLY",
     "PROBED_Q": "%s: %d coefficients, but the last PROBE had q = %d",
@@ -795,6 +807,9 @@ MESSAGE_CODES: dict[str, ErrorCode] = {
         "EVAL_PAST_END",
         "INFER_INDEX",
         "INFER_INPUT_SIZE",
+        "INFER_INPUT_OFFSET",
+        "INFER_OUT_OFFSET",
+        "INFER_NOT_HELD",
         "ANSWER_TOO_LARGE",
         "PROBED_NONE",
         "PROBED_Q",

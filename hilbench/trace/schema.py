@@ -58,7 +58,10 @@ DEFAULTED_RUN_ATTRS = ("hilbench_version", "start_time", "git_revision", "firmwa
 #: Event kinds hilbench records, and what one event of each kind means (others are allowed:
 #: ASCII, at most 16 characters). docs/trace-format.md lists the same; a test checks both.
 EVENT_MEANINGS: dict[str, str] = {
-    "retry": "a request was sent again (no answer in time, or the device got it damaged)",
+    "retry": "a request was sent again and a frame was lost: the device got it damaged, or "
+    "no answer to the earlier try ever came",
+    "late": "a request was sent again for silence, but the earlier try's answer came after all "
+    "(a slow round trip, e.g. a loaded host: nothing was lost)",
     "resync": "a damaged frame was dropped, by the host or by the device",
     "reset": "the device rebooted (one event per reboot the host noticed)",
     "recovered": "after a reset, the host reloaded model and data, replayed the acknowledged "

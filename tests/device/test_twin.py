@@ -233,11 +233,19 @@ def test_an_answer_longer_than_max_payload_is_refused_before_anything_runs():
     assert reply.message == "APPLY_PROBE request: the answer would be 263 bytes, max_payload is 256"
     reply = wire.send(m.ApplyProbeRequest(np.ones(30, np.int32), probe(q=30)))  # 255
     assert reply.updates_applied == 1
-    # a 300-element output does not fit an INFER answer of a 256-byte device
-    _, blob = model_blob(sizes=(8, 300))
+    # a 300-element output comes from a 256-byte device in two parts, 241 + 59 elements
+    g, blob = model_blob(sizes=(8, 300))
     wire.load_model(blob)
-    reply = wire.send(m.InferRequest(slot=0, index=0, input=bytes(8)))
-    assert reply.message == "INFER request: the answer would be 311 bytes, max_payload is 256"
+    x = np.arange(8, dtype=np.int8)
+    first = wire.send(m.InferRequest(input=x.tobytes()))
+    assert (first.total, len(first.output), first.timing_source) == (300, 241, 2)
+    rest = wire.send(m.InferRequest(out_offset=241))
+    assert (rest.total, len(rest.output), rest.duration_ns, rest.timing_source) == (300, 59, 0, 0)
+    np.testing.assert_array_equal(np.concatenate([first.output, rest.output]), g.run(x[None])[0])
+    reply = wire.send(m.InferRequest(out_offset=300))
+    assert reply.message == (
+        "INFER request: out_offset 300 is past the end of the model's output (300 elements)"
+    )
 
 
 def test_a_frame_longer_than_max_payload_is_oversize():
@@ -290,14 +298,41 @@ def test_infer_returns_the_models_output_for_an_item_or_an_input():
             "INFER request: index 24 is past the end of data slot 0 (24 items)",
         ),
         (
-            m.InferRequest(slot=0, index=0, input=bytes(63)),
-            "INFER request: input is 63 bytes, the model's input is 64 bytes",
+            m.InferRequest(slot=0, index=0, input=bytes(65)),
+            "INFER request: the input would be 65 bytes, the model's input is 64 bytes",
+        ),
+        (
+            m.InferRequest(in_offset=60, input=bytes(5)),
+            "INFER request: the input would be 65 bytes, the model's input is 64 bytes",
+        ),
+        (
+            m.InferRequest(in_offset=7, input=bytes(5)),
+            "INFER request: input piece at in_offset 7, expected 0 (or 0 to start again)",
+        ),
+        (
+            m.InferRequest(slot=0, index=4, out_offset=2),
+            "INFER request: no output of slot 0 item 4 is held to read from out_offset 2: "
+            "send INFER with out_offset 0 first",
         ),
     ]
     for req, message in refusals:
         reply = wire.send(req)
         assert (reply.code, reply.message) == (m.ErrorCode.BAD_ARGUMENT, message)
-    _, reply = wire.send_raw(0x0C, b"\x01\x00\x00\x00\x00" + bytes(64))  # input and slot 1
+    # the input in three pieces: no output until the last, which runs the pass
+    pieces = [
+        wire.send(m.InferRequest(in_offset=o, input=x[9, o : o + 30].tobytes()))
+        for o in (0, 30, 60)
+    ]
+    assert [len(p.output) for p in pieces] == [0, 0, 10] and pieces[0].duration_ns == 0
+    np.testing.assert_array_equal(pieces[2].output, g.run(x[9:10])[0])
+    # another request in between forgets the pieces received so far
+    wire.send(m.InferRequest(in_offset=0, input=x[9, :30].tobytes()))
+    wire.crc()
+    reply = wire.send(m.InferRequest(in_offset=30, input=x[9, 30:].tobytes()))
+    assert reply.message == (
+        "INFER request: input piece at in_offset 30, expected 0 (or 0 to start again)"
+    )
+    _, reply = wire.send_raw(0x0C, b"\x01" + bytes(12) + bytes(64))  # input and slot 1
     assert reply.code == m.ErrorCode.BAD_ARGUMENT
     assert reply.message == spec.MESSAGES["INLINE_INPUT"] % ("INFER request", 1, 0)
     assert (

@@ -142,7 +142,13 @@ RANGED = [(cls, r) for cls in CLASSES for r in _ranged(cls)]
 
 
 @pytest.mark.parametrize(("cls", "ranged"), RANGED, ids=[f"{c.__name__}.{r[1]}" for c, r in RANGED])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# A rule or class check (INFER's inline input needs slot 0 and index 0) rejects many draws of
+# the rest of the message, by design: build() assumes them away.
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(data=st.data())
 def test_an_out_of_range_value_is_refused_naming_the_field(cls, ranged, data) -> None:
     kind, name, lo, hi = ranged
@@ -190,7 +196,7 @@ def test_the_range_texts_callers_see() -> None:
         m.ApplyRequest([1, 2], [1])
     assert str(e.value) == "APPLY request: fields 'seeds' (2) and 'coeffs' (1) differ in length"
     with pytest.raises(m.MessageError) as e:
-        m.InferResponse(np.zeros(2, np.int8), 0, 0, n=3)
+        m.InferResponse(np.zeros(2, np.int8), 0, 0, 2, n=3)
     assert str(e.value) == "INFER response: field 'n' = 3 but 'output' has 2 values"
     with pytest.raises(m.MessageError, match="'probe' must be a PROBE response"):
         m.ApplyProbeResponse(1, m.ProbeRequest(0, 1, 0, 1, [1]))

@@ -172,14 +172,16 @@ def test_cross_field_rules() -> None:
     m.decode_request(
         Frame(PROTOCOL_VERSION, m.MessageType.EVAL, 1, struct.pack("<BII", 0, 2**32 - 1, 1))
     )
-    assert refused(m.MessageType.INFER, struct.pack("<BI", 0, 3) + b"\x01")[1] == (
+    assert refused(m.MessageType.INFER, struct.pack("<BIII", 0, 3, 0, 0) + b"\x01")[1] == (
         "INFER request: an input is given, so slot and index must be 0 (got slot 0, index 3)"
     )
-    ok = m.decode_request(Frame(PROTOCOL_VERSION, m.MessageType.INFER, 1, struct.pack("<BI", 2, 3)))
+    ok = m.decode_request(
+        Frame(PROTOCOL_VERSION, m.MessageType.INFER, 1, struct.pack("<BIII", 2, 3, 0, 0))
+    )
     assert ok == m.InferRequest(2, 3) and ok.input == b""
     with pytest.raises(m.MessageError, match="slot and index must be 0"):
         m.InferRequest(1, 0, np.array([1, -2], np.int8))
-    assert m.InferRequest(input=np.array([1, -2], np.int8)).pack() == b"\x00" * 5 + b"\x01\xfe"
+    assert m.InferRequest(input=np.array([1, -2], np.int8)).pack() == b"\x00" * 13 + b"\x01\xfe"
 
 
 def test_version_and_unknown_type_messages() -> None:

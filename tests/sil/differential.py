@@ -385,14 +385,20 @@ class Host:
             return self.frame(T.WEIGHTS_CRC, b"" if self.p(0.95) else b"\x00")
         if r < 0.88:
             slot, index = self.edgy(0, 1, 1), self.edgy(0, 30, 4)
-            inline = b""
+            inline, in_offset = b"", 0
+            out_offset = self.edgy(1, 12, 4) if self.p(0.2) else 0  # reading a held output on
             if self.p(0.4):
                 item = model_shapes(getattr(self, "current_blob", blobs()[0]))[0]
                 item = item if self.p(0.8) else self.u(1, 100)
                 inline = self.rng.integers(-128, 128, item).astype(np.int8).tobytes()
+                if self.p(0.3):  # a piece: the first half, or the rest after it
+                    half = len(inline) // 2
+                    in_offset = self.edgy(half, half, 4) if self.p(0.5) else 0
+                    inline = inline[half:] if in_offset else inline[:half]
                 if self.p(0.8):
                     slot, index = 0, 0
-            payload = bytes([slot]) + index.to_bytes(4, "little") + inline
+            payload = bytes([slot]) + index.to_bytes(4, "little") + in_offset.to_bytes(4, "little")
+            payload += out_offset.to_bytes(4, "little") + inline
             return self.frame(T.INFER, payload)
         if r < 0.89:
             self.model_ok = False

@@ -105,8 +105,47 @@ def test_a_lost_answer_is_retried_with_the_identical_frame_and_applied_once():
     assert link.raw[-1] == link.raw[-2]  # the very same bytes: same seq, answered from cache
     assert target.weights_crc()[1] == 1
     seq = link.requests[start].seq
-    assert events == [("retry", f"APPLY_PROBED seq {seq}: attempt 2")]
-    assert target.stats["retry"] == 1
+    assert [k for k, _ in events] == ["retry"]  # settled by the next answer: no duplicate came
+    assert re.fullmatch(rf"APPLY_PROBED seq {seq}: attempt 2, no answer in \d+ ms", events[0][1])
+    assert target.stats["retry"] == 1 and target.stats["late"] == 0
+
+
+def test_a_retry_whose_first_answer_was_only_slow_is_late_not_lost():
+    """The first try's answer comes after the retry was sent (a loaded host): both tries are
+    answered, so the retry lost nothing; it is reported ``late``, and the limit on retries
+    (``events.retry``) is not hit by a slow machine."""
+    target, link, events = loaded()
+    probe(target)
+    start = len(link.requests)
+    held: list[bytes] = []
+
+    def slow(n: int, f: Frame, reply: bytes) -> bytes:
+        if n == start:  # the answer is late: it comes only with the retry's
+            held.append(reply)
+            return b""
+        if n == start + 1:
+            return held[0] + reply  # the late first answer, then the cache's copy
+        return reply
+
+    link.hostile = slow
+    assert target.apply(SEEDS, COEFFS) == 1
+    assert events == []  # not known yet at the answer: the duplicate may still come
+    assert target.weights_crc()[1] == 1
+    seq = link.requests[start].seq
+    assert [k for k, _ in events] == ["late"]
+    assert events[0][1].startswith(f"APPLY_PROBED seq {seq}: attempt 2 after ")
+    assert "was not needed" in events[0][1]
+    assert target.stats["retry"] == 0 and target.stats["late"] == 1
+
+
+def test_an_unsettled_retry_is_reported_when_the_client_closes():
+    target, link, events = loaded()
+    start = len(link.requests)
+    link.hostile = lambda n, f, reply: b"" if n == start else reply
+    target.weights_crc()
+    assert events == []
+    target.close()
+    assert [k for k, _ in events] == ["retry"]
 
 
 def test_each_request_takes_the_next_sequence_number_mod_2_16():

@@ -85,7 +85,7 @@
 #define HB_MAX_STRING 64
 #define HB_MAX_ERROR_MSG 256
 #define HB_MAX_Q 510  /* largest q whose PROBE answer / APPLY fits MAX_PAYLOAD */
-#define HB_MAX_INFER_OUTPUT 4085  /* INFER output elements in MAX_PAYLOAD */
+#define HB_MAX_INFER_OUTPUT 4081  /* INFER output elements in MAX_PAYLOAD */
 #define HB_LAST_SLOT 3
 #define HB_STAGE_MODEL 4
 #define HB_LAST_TIMING_SOURCE 3
@@ -129,8 +129,14 @@
 #define HB_MSG_EVAL_PAST_END_CODE HB_ERR_BAD_ARGUMENT
 #define HB_MSG_INFER_INDEX "%s: index %d is past the end of data slot %d (%d items)"
 #define HB_MSG_INFER_INDEX_CODE HB_ERR_BAD_ARGUMENT
-#define HB_MSG_INFER_INPUT_SIZE "%s: input is %d bytes, the model's input is %d bytes"
+#define HB_MSG_INFER_INPUT_SIZE "%s: the input would be %d bytes, the model's input is %d bytes"
 #define HB_MSG_INFER_INPUT_SIZE_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_INFER_INPUT_OFFSET "%s: input piece at in_offset %d, expected %d (or 0 to start again)"
+#define HB_MSG_INFER_INPUT_OFFSET_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_INFER_OUT_OFFSET "%s: out_offset %d is past the end of the model's output (%d elements)"
+#define HB_MSG_INFER_OUT_OFFSET_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_INFER_NOT_HELD "%s: no output of slot %d item %d is held to read from out_offset %d: send INFER with out_offset 0 first"
+#define HB_MSG_INFER_NOT_HELD_CODE HB_ERR_BAD_ARGUMENT
 #define HB_MSG_ANSWER_TOO_LARGE "%s: the answer would be %d bytes, max_payload is %d"
 #define HB_MSG_ANSWER_TOO_LARGE_CODE HB_ERR_BAD_ARGUMENT
 #define HB_MSG_PROBED_NONE "%s: no PROBE since the model load to take the seeds from: send APPLY"
@@ -366,14 +372,18 @@ typedef struct {
 #define HB_MIN_SIZE_APPLY_PROBE 13
 #define HB_SIZE_APPLY_PROBE(q_apply, q) (13u + 4u * (uint32_t)(q_apply) + 4u * (uint32_t)(q))
 
-/* INFER request (layout INFER) */
+/* INFER request (layout INFER): inputs and outputs of any size: the input in pieces, the output in parts */
 #define HB_F_INFER_SLOT HB_FIELD(HB_L_INFER, 0)
 #define HB_F_INFER_INDEX HB_FIELD(HB_L_INFER, 1)
-#define HB_F_INFER_INPUT HB_FIELD(HB_L_INFER, 2)
+#define HB_F_INFER_IN_OFFSET HB_FIELD(HB_L_INFER, 2)
+#define HB_F_INFER_OUT_OFFSET HB_FIELD(HB_L_INFER, 3)
+#define HB_F_INFER_INPUT HB_FIELD(HB_L_INFER, 4)
 #define HB_OFF_INFER_SLOT 0
 #define HB_OFF_INFER_INDEX 1
-#define HB_OFF_INFER_INPUT 5
-#define HB_MIN_SIZE_INFER 5
+#define HB_OFF_INFER_IN_OFFSET 5
+#define HB_OFF_INFER_OUT_OFFSET 9
+#define HB_OFF_INFER_INPUT 13
+#define HB_MIN_SIZE_INFER 13
 
 /* DEVICE_INFO request (layout DEVICE_INFO) */
 #define HB_MIN_SIZE_DEVICE_INFO 0
@@ -518,16 +528,18 @@ typedef struct {
 #define HB_SIZE_APPLY_PROBE_R(q) (15u + 8u * (uint32_t)(q))
 
 /* INFER response (layout INFER_R) */
-#define HB_F_INFER_R_N HB_FIELD(HB_L_INFER_R, 0)
-#define HB_F_INFER_R_OUTPUT HB_FIELD(HB_L_INFER_R, 1)
-#define HB_F_INFER_R_DURATION_NS HB_FIELD(HB_L_INFER_R, 2)
-#define HB_F_INFER_R_TIMING_SOURCE HB_FIELD(HB_L_INFER_R, 3)
-#define HB_OFF_INFER_R_N 0
-#define HB_OFF_INFER_R_OUTPUT 2
-#define HB_OFF_INFER_R_DURATION_NS(n) (2u + 1u * (uint32_t)(n))
-#define HB_OFF_INFER_R_TIMING_SOURCE(n) (10u + 1u * (uint32_t)(n))
-#define HB_MIN_SIZE_INFER_R 11
-#define HB_SIZE_INFER_R(n) (11u + 1u * (uint32_t)(n))
+#define HB_F_INFER_R_TOTAL HB_FIELD(HB_L_INFER_R, 0)
+#define HB_F_INFER_R_N HB_FIELD(HB_L_INFER_R, 1)
+#define HB_F_INFER_R_OUTPUT HB_FIELD(HB_L_INFER_R, 2)
+#define HB_F_INFER_R_DURATION_NS HB_FIELD(HB_L_INFER_R, 3)
+#define HB_F_INFER_R_TIMING_SOURCE HB_FIELD(HB_L_INFER_R, 4)
+#define HB_OFF_INFER_R_TOTAL 0
+#define HB_OFF_INFER_R_N 4
+#define HB_OFF_INFER_R_OUTPUT 6
+#define HB_OFF_INFER_R_DURATION_NS(n) (6u + 1u * (uint32_t)(n))
+#define HB_OFF_INFER_R_TIMING_SOURCE(n) (14u + 1u * (uint32_t)(n))
+#define HB_MIN_SIZE_INFER_R 15
+#define HB_SIZE_INFER_R(n) (15u + 1u * (uint32_t)(n))
 
 /* DEVICE_INFO response (layout DEVICE_INFO_R) */
 #define HB_F_DEVICE_INFO_R_CPU_HZ HB_FIELD(HB_L_DEVICE_INFO_R, 0)
@@ -666,8 +678,10 @@ static const hb_field_desc hb_fields_apply_probe[] = {
 static const hb_field_desc hb_fields_infer[] = {
     {"slot", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_LAST_SLOT},
     {"index", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"in_offset", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"out_offset", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"input", HB_FK_REST, 0, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
-    {"inline_input", HB_FK_RULE, 0, 255, 255, HB_RULE_INLINE_INPUT, {2, 0, 1}, 0, 0, 0},
+    {"inline_input", HB_FK_RULE, 0, 255, 255, HB_RULE_INLINE_INPUT, {4, 0, 1}, 0, 0, 0},
 };
 static const hb_field_desc hb_fields_load_stage[] = {
     {"target", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_STAGE_MODEL},
@@ -737,8 +751,9 @@ static const hb_field_desc hb_fields_apply_probe_r[] = {
     {"probe", HB_FK_EMBED, 0, 255, HB_L_PROBE_R, 0, {255, 255, 255}, 0, 0, 0},
 };
 static const hb_field_desc hb_fields_infer_r[] = {
-    {"n", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 1, HB_MAX_INFER_OUTPUT},
-    {"output", HB_FK_ARRAY, HB_W_I8, 0, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"total", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 1, 1, 4294967295ll},
+    {"n", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 0, HB_MAX_INFER_OUTPUT},
+    {"output", HB_FK_ARRAY, HB_W_I8, 1, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"duration_ns", HB_FK_SCALAR, HB_W_U64, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"timing_source", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_LAST_TIMING_SOURCE},
 };
@@ -795,7 +810,7 @@ const hb_layout_desc hb_layouts[HB_N_LAYOUTS] = {
     {"APPLY_BATCH request", hb_fields_apply_batch, 2, 0},
     {"APPLY_PROBED request", hb_fields_apply_probed, 2, 1},
     {"APPLY_PROBE request", hb_fields_apply_probe, 3, 0},
-    {"INFER request", hb_fields_infer, 4, 0},
+    {"INFER request", hb_fields_infer, 6, 0},
     {"DEVICE_INFO request", 0, 0, 1},
     {"LOAD_STAGE request", hb_fields_load_stage, 2, 1},
     {"LOAD_COMMIT request", hb_fields_load_commit, 3, 1},
@@ -811,7 +826,7 @@ const hb_layout_desc hb_layouts[HB_N_LAYOUTS] = {
     {"APPLY_BATCH response", hb_fields_apply_batch_r, 1, 1},
     {"APPLY_PROBED response", hb_fields_apply_probed_r, 1, 1},
     {"APPLY_PROBE response", hb_fields_apply_probe_r, 2, 0},
-    {"INFER response", hb_fields_infer_r, 4, 1},
+    {"INFER response", hb_fields_infer_r, 5, 1},
     {"DEVICE_INFO response", hb_fields_device_info_r, 17, 1},
     {"LOAD_STAGE response", hb_fields_load_stage_r, 3, 1},
     {"LOAD_COMMIT response", hb_fields_load_commit_r, 4, 1},
