@@ -110,6 +110,9 @@ class RunConfig:
     # seconds (0: none) and stopping rules such as "accuracy>=0.9" (any one stops the run)
     time_limit_s: float = 0.0
     until: str = ""
+    # how model and data reach the device: "uart" (the link) or "probe" (QEMU's GDB stub, a
+    # board's probe: LOAD_STAGE / LOAD_COMMIT, hilbench/board/stage.py)
+    upload: str = "uart"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -123,6 +126,7 @@ class RunConfig:
                 f"unknown timing model '{self.timing_model}'",
                 f"use one of {', '.join(TIMING_MODEL_KEYS)}",
             )
+        _check_upload(self.backend, self.upload)
         _check_vision_size(self.model, self.width, self.resolution)
         _check_range("budget", self.budget, 2, 10**9)
         _check_range("seed", self.seed, 0, 2**32 - 1)
@@ -168,6 +172,19 @@ class RunConfig:
 
 
 VISION_MODELS = ("mobilenet_v2", "resnet18")
+
+
+UPLOAD_MODES = ("uart", "probe")
+
+
+def _check_upload(backend: str, upload: str) -> None:
+    if upload not in UPLOAD_MODES:
+        raise ConfigError(f"unknown upload '{upload}'", f"use one of {', '.join(UPLOAD_MODES)}")
+    if upload == "probe" and backend not in ("qemu", "board"):
+        raise ConfigError(
+            f"--upload probe needs a debugger, and the {backend} backend has none",
+            "use it with --qemu (QEMU's GDB stub) or --board (the ST-LINK), or drop it",
+        )
 
 
 def _check_vision_size(model: str, width: float, resolution: int) -> None:

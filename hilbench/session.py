@@ -26,6 +26,7 @@ from hilbench.backend.base import Backend, Connection
 from hilbench.backend.emulate import EmulatorBackend
 from hilbench.backend.registry import make_backend
 from hilbench.board.lifecycle import Lifecycle, Stage
+from hilbench.client import device_info
 from hilbench.client.device_client import DeviceClient
 from hilbench.client.events import Incident, Transfer
 from hilbench.client.recovery import RecoveringTarget, UpdateLog
@@ -38,6 +39,7 @@ from hilbench.npu import cost
 from hilbench.npu.ops import backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
+from hilbench.protocol.spec import CAP_DEVICE_INFO
 from hilbench.trace import Trace, TraceWriter
 from hilbench.trace.reader import RunInfo, run_infos
 from hilbench.train.prepare import PreparedModel, load_data, prepare_model
@@ -527,14 +529,27 @@ def _greet(
     assert target is not None
     info = target.info or target.hello()
     trace.set_attrs(device_id=info.device_id, firmware=info.firmware)
+    what_set = _device_info(device.client, trace)
     if resumed is not None:  # the attributes of this hilbench and host
         trace.set_attrs(npu_backend=plan.npu_name, npu_isa=plan.npu_isa)
     view_title(view, f"hilbench · {plan.what} · {info.device_id}{plan.npu}")
     view_status(
         view,
         f"connected to {info.device_id} (firmware {info.firmware}, "
-        f"protocol {info.protocol_version})",
+        f"protocol {info.protocol_version}){what_set}",
     )
+
+
+def _device_info(client: DeviceClient | None, trace: TraceWriter) -> str:
+    """What the firmware set (DEVICE_INFO, when it has the command) into the trace's
+    ``device_info_json``; its summary for the status line ("" without one)."""
+    if client is None or client.info is None:
+        return ""
+    if not client.info.capabilities & CAP_DEVICE_INFO:
+        return ""
+    answer = client.device_info()
+    trace.set_attrs(device_info_json=device_info.to_json(answer))
+    return f"; {device_info.summary(answer)}"
 
 
 def _upload(

@@ -39,6 +39,11 @@ uint32_t hb_store_append(int target, const uint8_t *chunk, uint32_t k);
 /* The target's region (the blob as received), its upload's total_len. */
 uint8_t *hb_store_data(int target, uint32_t *total_len);
 
+/* A staged upload (LOAD_COMMIT): a debugger wrote the target's total_len bytes in place.
+ * Returns the total_len of its upload in progress with nothing received yet (and counts
+ * them all received), or 0 when the target has no such upload. */
+uint32_t hb_store_stage_done(int target);
+
 /* The upload is complete and its content accepted: no upload in progress, the region kept. */
 void hb_store_finish(int target);
 

@@ -127,6 +127,13 @@ uint32_t hb_store_append(int target, const uint8_t *chunk, uint32_t k) {
     return b->received;
 }
 
+uint32_t hb_store_stage_done(int target) {
+    target_books *b = books(target);
+    if (!b->uploading || b->received) return 0;
+    b->received = b->total_len;
+    return b->total_len;
+}
+
 void hb_store_finish(int target) {
     target_books *b = books(target);
     b->uploading = 0;

@@ -23,6 +23,7 @@ from hilbench.cli import (
     replay,
     report,
     run,
+    selftest,
     validate,
     watch,
 )
@@ -47,6 +48,7 @@ SUBCOMMANDS = (
     quantize,
     doctor,
     cache,
+    selftest,
 )
 
 

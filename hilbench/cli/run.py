@@ -106,6 +106,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
 
     device.add_argument(
+        "--upload",
+        default=d.upload,
+        choices=("uart", "probe"),
+        help="how the model and data reach the device: uart, over the link (default), or "
+        "probe, written through QEMU's GDB stub (--qemu) or the board's ST-LINK (--board) and "
+        "CRC-checked by the device (docs/protocol.md, Staged uploads)",
+    )
+    device.add_argument(
         "--timing-model",
         default=d.timing_model,
         choices=("m55", "npu"),
@@ -349,6 +357,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         timing_model=args.timing_model,
         time_limit_s=_time_limit(args),
         until=args.until or "",
+        upload=args.upload,
     )
 
 
