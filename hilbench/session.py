@@ -38,7 +38,7 @@ from hilbench.npu import cost
 from hilbench.npu.ops import backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
-from hilbench.trace import Trace, TraceWriter
+from hilbench.trace import LoggedUpdate, Trace, TraceWriter, resume_point
 from hilbench.trace.reader import RunInfo, run_infos
 from hilbench.train.prepare import PreparedModel, load_data, prepare_model
 from hilbench.train.schedule import Scheduler, make_schedule
@@ -166,81 +166,42 @@ def resume(
     The device is reloaded and given the logged updates; the host replays its seeds and
     scheduler up to the last step on disk, so the run ends as an uninterrupted one would.
     """
-    trace = _open_resumable(Path(trace_path), run)
-    config = _stored_config(trace, Path(trace_path))
+    point = resume_point(Path(trace_path), run)  # the one reader of what a resume needs
+    config = _stored_config(point.config, Path(trace_path))
     if backend is not None:
         config = config.replace(backend=backend.kind)
-    steps, updates = _logged_steps(trace)
-    resumed = _Resumed(trace.model_blob, steps, updates, trace.run_id, _last_eval(trace))
+    resumed = _Resumed(
+        point.model_blob,
+        [_logged_step(u) for u in point.updates],
+        [(u.seeds, u.coeffs) for u in point.updates],
+        point.run_id,
+        point.last_eval,
+    )
     with threadpool_limits(limits=1, user_api="blas"):
         return _run(
             config, view=view, target=target, backend=backend, schedule=None, resumed=resumed
         )
 
 
-def _open_resumable(trace_path: Path, run: str | None) -> Trace:
-    """The run to resume: ``run``, or the file's last one that did not complete."""
-    if run is None:
-        infos = run_infos(trace_path)
-        open_runs = [i for i in infos if i.resumable]
-        if not open_runs:
-            statuses = ", ".join(f"{i.run_id} {i.status}" for i in infos) or "no runs"
-            raise HilbenchError(
-                f"every run of {trace_path} finished ({statuses}): there is nothing to resume",
-                "start a new run without --resume",
-            )
-        run = open_runs[-1].run_id
-    trace = Trace.open(trace_path, run)
-    if not trace.resume_state().resumable:  # interrupted, SIGTERMed and failed runs resume
-        raise HilbenchError(
-            f"run {trace.run_id} of {trace_path} is {trace.status}: there is nothing to resume",
-            "start a new run without --resume",
-        )
-    if trace.model_blob is None:
-        raise HilbenchError(f"{trace_path} holds no model blob", "it cannot be resumed")
-    return trace
-
-
-def _stored_config(trace: Trace, trace_path: Path) -> RunConfig:
+def _stored_config(stored: dict, trace_path: Path) -> RunConfig:
     """The run's configuration as its trace stored it, writing to the same file."""
-    stored = dict(trace.config)
-    stored["trace"] = trace_path
+    stored = {**stored, "trace": trace_path}
     known = {f.name for f in dataclasses.fields(RunConfig)}
     return RunConfig(**{k: v for k, v in stored.items() if k in known})
 
 
-def _logged_steps(trace: Trace) -> tuple[list[LoggedStep], list[tuple[np.ndarray, np.ndarray]]]:
-    """The trace's steps decoded for a resume: what the host replays, what the device is
-    given again. (Reads the rows through the public ``Trace`` API; when the trace package
-    offers a decoder of its own for this, this is the one function to change.)"""
-    samples = trace.samples
-    steps, updates = [], []
-    for row in trace.steps:
-        start, q = int(row["sample_start"]), int(row["q"])
-        seeds = samples["seed"][start : start + q].astype(np.uint32)
-        updates.append((seeds, samples["coeff"][start : start + q].astype(np.int32)))
-        steps.append(
-            LoggedStep(
-                q=q,
-                batch_seed=int(row["batch_seed"]),
-                seeds=seeds,
-                loss=float(row["loss"]),
-                forward_passes=int(row["forward_passes"]),
-                lr=float(row["lr"]),
-                eps=int(row["eps"]),
-                grads=samples["grad"][start : start + q].astype(np.float64),
-            )
-        )
-    return steps, updates
-
-
-def _last_eval(trace: Trace) -> tuple[int, float, float] | None:
-    """(forward passes, accuracy, loss) of the trace's last test evaluation, if any."""
-    tests = trace.evals[trace.evals["split"] == "test"]
-    if not len(tests):
-        return None
-    last = tests[-1]
-    return int(last["forward_passes"]), float(last["accuracy"]), float(last["loss"])
+def _logged_step(u: LoggedUpdate) -> LoggedStep:
+    """A step read back by resume_point as the trainer replays it."""
+    return LoggedStep(
+        q=u.q,
+        batch_seed=u.batch_seed,
+        seeds=u.seeds,
+        loss=u.loss,
+        forward_passes=u.forward_passes,
+        lr=u.lr,
+        eps=u.eps,
+        grads=u.grads,
+    )
 
 
 # ---------------------------------------------------------------- the run's steps
