@@ -13,12 +13,14 @@ batch axis or with batch 1; Y gets the N int8 outputs stacked the same way. With
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from hilbench.cli.export import describe_quant
+from hilbench.cli.output import add_force, check_output, write_atomic
 from hilbench.errors import HilbenchError, ModelError
 from hilbench.inference import infer_on_device
 
@@ -30,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", type=Path, help="int8 .tflite model")
     p.add_argument("--input", "-i", type=Path, required=True, help="X.npy: N stacked int8 inputs")
     p.add_argument("--output", "-o", type=Path, help="Y.npy for the N int8 outputs")
+    add_force(p)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--emulate", action="store_true", help="the emulator, in-process (default)")
     where.add_argument("--sil", action="store_true", help="the C firmware built for this host")
@@ -77,6 +80,9 @@ def load_inputs(
 def handle(args: argparse.Namespace) -> int:
     from hilbench.npu.tflite import load_tflite
 
+    out = args.output
+    if out is not None:
+        check_output(out, [args.model, args.input, args.fw], force=args.force, example="Y.npy")
     graph = load_tflite(args.model)
     q = graph.tensors[graph.input].qparams
     quant = (float(q.scale[0]), int(q.zero_point[0])) if q is not None else None
@@ -96,14 +102,11 @@ def handle(args: argparse.Namespace) -> int:
     # how to make this model's inputs and read its outputs, on stderr: stdout is the outputs
     print(describe_quant(graph, graph.input, "input "), file=sys.stderr)
     print(describe_quant(graph, graph.output, "output"), file=sys.stderr)
-    if args.output is not None:
-        try:
-            np.save(args.output, y)
-        except OSError as e:
-            raise HilbenchError(
-                f"cannot write {args.output}: {e.strerror}", "check the directory"
-            ) from None
-        print(f"{len(y)} outputs of shape {y.shape[1:]} (int8) -> {args.output}")
+    if out is not None:
+        buf = io.BytesIO()
+        np.save(buf, y)
+        write_atomic(out, buf.getvalue())
+        print(f"{len(y)} outputs of shape {y.shape[1:]} (int8) -> {out}")
         return 0
     for row in y.reshape(len(y), -1):
         sys.stdout.write(" ".join(map(str, row.tolist())) + "\n")
