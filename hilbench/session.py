@@ -13,6 +13,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import time
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,9 +160,11 @@ def resume(
     backend: Backend | None = None,
     target: DeviceClient | Connection | None = None,
     run: str | None = None,
+    overrides: Mapping[str, object] | None = None,
 ) -> RunResult:
     """Continue an interrupted run of ``trace_path`` in the same file: ``run`` (an id such as
-    '0002'), by default the last run of the file that did not complete.
+    '0002'), by default the last run of the file that did not complete. ``overrides``:
+    settings that replace the stored ones (a new budget, the port of the board it goes on).
 
     The device is reloaded and given the logged updates; the host replays its seeds and
     scheduler up to the last step on disk, so the run ends as an uninterrupted one would.
@@ -169,7 +172,15 @@ def resume(
     point = resume_point(Path(trace_path), run)  # the one reader of what a resume needs
     config = _stored_config(point.config, Path(trace_path))
     if backend is not None:
-        config = config.replace(backend=backend.kind)
+        config = config.replace(backend=backend.kind, **dict(overrides or {}))
+    elif overrides:
+        config = config.replace(**{k: v for k, v in overrides.items() if k != "port"})
+    if resumed_past_budget(point, config):
+        raise HilbenchError(
+            f"--budget {config.budget:,}: run {point.run_id} of {trace_path} already spent "
+            f"{point.updates[-1].forward_passes:,} forward passes",
+            "give a larger budget, or leave --budget out",
+        )
     resumed = _Resumed(
         point.model_blob,
         [_logged_step(u) for u in point.updates],
@@ -181,6 +192,12 @@ def resume(
         return _run(
             config, view=view, target=target, backend=backend, schedule=None, resumed=resumed
         )
+
+
+def resumed_past_budget(point: object, config: RunConfig) -> bool:
+    """Whether the run already spent more than the budget it is to continue with."""
+    updates = getattr(point, "updates", [])
+    return bool(updates) and updates[-1].forward_passes > config.budget
 
 
 def _stored_config(stored: dict, trace_path: Path) -> RunConfig:

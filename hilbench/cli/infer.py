@@ -80,6 +80,13 @@ def load_inputs(
 def handle(args: argparse.Namespace) -> int:
     from hilbench.npu.tflite import load_tflite
 
+    if args.fw is not None and not (args.sil or args.qemu):
+        raise HilbenchError(
+            "--fw names the firmware --sil or --qemu runs; "
+            + ("a board" if args.board else "the emulator")
+            + " runs none, so it would be ignored",
+            "leave out --fw, or add --sil or --qemu",
+        )
     out = args.output
     if out is not None:
         check_output(out, [args.model, args.input, args.fw], force=args.force, example="Y.npy")

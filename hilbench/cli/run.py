@@ -98,7 +98,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     device.add_argument(
         "--link-faults",
-        default="",
+        default=None,
         metavar="SPEC",
         help="inject faults into every frame, both ways, and device resets: "
         "KIND=PROBABILITY,... with KIND drop, corrupt, duplicate, delay, truncate, reset, "
@@ -333,7 +333,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         eps_per_channel=args.eps_per_channel,
         lr_schedule=args.lr_schedule,
         eps_schedule=args.eps_schedule,
-        link_faults=args.link_faults,
+        link_faults=args.link_faults or "",
         timing_model=args.timing_model,
     )
 
@@ -346,6 +346,7 @@ def handle(args: argparse.Namespace) -> int:
     from hilbench.npu import zoo
 
     console = Console()
+    check_flags(args)
     if args.run is not None and args.resume is None:
         raise ConfigError("--run picks the run --resume continues", "add --resume TRACE")
     if args.resume:
@@ -357,6 +358,7 @@ def handle(args: argparse.Namespace) -> int:
                 view=make_view(not args.no_live, console),
                 backend=_backend_override(args),
                 run=args.run,
+                overrides=_resume_overrides(args),
             )
         except KeyboardInterrupt as exc:
             return _interrupted(exc, trace_path, lambda i: i.run_id == chosen)
@@ -376,6 +378,63 @@ def handle(args: argparse.Namespace) -> int:
         return _interrupted(exc, config.trace, lambda i: i.run_id not in before)
     _print_summary(console, result)
     return 0
+
+
+#: Backends that run a firmware --fw names.
+FW_BACKENDS = ("sil", "qemu")
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Options that would be ignored, or are malformed, refused before any work: --fw where
+    no firmware runs, a blank or repeated --link-faults, --resume with what a resumed run
+    keeps from its trace (its seed, its file)."""
+    chosen = _chosen(args)
+    if args.fw is not None:
+        backend = chosen[0] if chosen else ("the trace's" if args.resume else "emulate")
+        if backend not in FW_BACKENDS:
+            raise ConfigError(
+                f"--fw names the firmware --sil or --qemu runs; the {backend} backend runs "
+                "none, so it would be ignored",
+                "leave out --fw, or add --sil or --qemu",
+            )
+    if args.link_faults is not None:
+        spec = args.link_faults.strip()
+        if not spec:
+            raise ConfigError(
+                "--link-faults is blank (an unset variable?)",
+                "give KIND=PROBABILITY,... e.g. drop=0.01, or leave --link-faults out",
+            )
+        keys = [part.split("=", 1)[0].strip() for part in spec.split(",") if part.strip()]
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise ConfigError(
+                f"--link-faults gives {', '.join(repeated)} more than once ({spec})",
+                "give each kind once",
+            )
+    if args.resume is not None:
+        d = RunConfig()
+        if args.trace is not None:
+            raise ConfigError(
+                f"--trace with --resume: the resumed run continues in its own file {args.resume}",
+                "leave out --trace (copy the file first to keep the interrupted one)",
+            )
+        if args.seed != d.seed:
+            raise ConfigError(
+                "--seed with --resume: a resumed run keeps its trace's seed (its steps replay it)",
+                "leave out --seed, or start a new run without --resume",
+            )
+
+
+def _resume_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """What a resumed run takes from this command line: a new budget (more forward passes
+    to spend, or fewer), and the port of a board named here."""
+    out: dict[str, object] = {}
+    if args.budget != RunConfig().budget:
+        out["budget"] = args.budget
+    chosen = _chosen(args)
+    if chosen is not None and chosen[1] is not None:
+        out["port"] = chosen[1]
+    return out
 
 
 def _chosen(args: argparse.Namespace) -> tuple[str, str | None] | None:
@@ -406,7 +465,7 @@ def _device(args: argparse.Namespace) -> tuple[str, str | None, int]:
 def _backend_override(args: argparse.Namespace):
     """With --resume, a backend named on the command line replaces the trace's."""
     chosen = _chosen(args)
-    if chosen is None or chosen[0] == "emulate":  # the twin: the trace's backend stays
+    if chosen is None:  # the trace's backend stays
         if args.baud is not None:
             raise ConfigError(
                 "--baud with --resume needs --board PORT", "name the board the run goes on with"
@@ -417,7 +476,7 @@ def _backend_override(args: argparse.Namespace):
 
     return make_backend(
         RunConfig(
-            backend=kind, port=port, baud=baud, firmware=args.fw, link_faults=args.link_faults
+            backend=kind, port=port, baud=baud, firmware=args.fw, link_faults=args.link_faults or ""
         )
     )
 
