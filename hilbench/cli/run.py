@@ -16,6 +16,7 @@ from hilbench.config import (
     INITS,
     PERTURBATIONS,
     RunConfig,
+    int_arg,
     parse_baud,
     user_defaults,
 )
@@ -162,7 +163,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how = p.add_argument_group("how long and how fast")
     how.add_argument(
         "--budget",
-        type=int,
+        type=int_arg,
         default=d.budget,
         metavar="FORWARD_PASSES",
         help=f"forward passes to spend (default {d.budget:,})",
@@ -202,7 +203,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"training items per forward pass, 1..256 (default {d.batch_size})",
     )
-    how.add_argument("--seed", type=int, default=d.seed, help=f"run seed (default {d.seed})")
+    how.add_argument("--seed", type=int_arg, default=d.seed, help=f"run seed (default {d.seed})")
     how.add_argument(
         "--eval-every",
         type=int,
