@@ -13,6 +13,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import time
+import warnings
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
 from hilbench.trace import LoggedUpdate, Trace, TraceWriter, resume_point
 from hilbench.trace.reader import RunInfo, run_infos
+from hilbench.trace.run_setup import free_space_problem
+from hilbench.trace.writer import TraceWarning
 from hilbench.train.prepare import PreparedModel, load_data, prepare_model
 from hilbench.train.schedule import Scheduler, make_schedule
 from hilbench.train.trainer import TEST_SLOT, TRAIN_SLOT, LoggedStep, Trainer, TrainSettings
@@ -413,6 +416,9 @@ class _RunDevice:
 def _open_trace(plan: _Plan, where: dict[str, str], resumed: _Resumed | None) -> TraceWriter:
     """Step 3: a new run in the trace file, or the resumed run opened again."""
     if resumed is None:
+        problem = free_space_problem(plan.trace_path, plan.config.budget)
+        if problem:  # said before the hours of a run, not at the full disk
+            warnings.warn(problem, TraceWarning, stacklevel=2)
         return TraceWriter.create(
             plan.trace_path,
             {**plan.run_attrs, **where},

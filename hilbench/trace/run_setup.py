@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -163,3 +164,42 @@ def _cut_to_written_rows(g: h5py.Group) -> None:
     for name, n in keep.items():
         if g[name].shape[0] > n:
             g[name].resize((n,))
+
+
+def bytes_per_forward_pass() -> float:
+    """An upper bound of the trace bytes a run writes per forward pass of its budget: a step
+    of q samples costs 2q forward passes (two-point), one step row, q sample rows and two
+    timing rows (host and device); q = 1 is the most per forward pass."""
+    steps = S.DATASETS["steps"].itemsize
+    samples = S.DATASETS["samples"].itemsize
+    timing = S.DATASETS["timing"].itemsize
+    return (steps + samples + 2 * timing) / 2
+
+
+def free_space_problem(path: Path, budget: int) -> str | None:
+    """A line saying the disk of ``path`` may not hold a run of ``budget`` forward passes
+    (at most bytes_per_forward_pass() each, uncompressed while written), None if it can."""
+    need = int(budget * bytes_per_forward_pass())
+    where = path.parent if not path.is_dir() else path
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return None
+    if free >= need:
+        return None
+    return (
+        f"the trace {path} may grow to {_size(need)} for {budget:,} forward passes (at most "
+        f"{bytes_per_forward_pass():.0f} bytes each until the gzip at close); {where} has "
+        f"{_size(free)} free: free space, or trace to another disk, or the run will stop "
+        "when the disk is full (its trace then resumes)"
+    )
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"
