@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -183,11 +184,14 @@ def free_space_problem(path: Path, budget: int) -> str | None:
     where = path.parent if not path.is_dir() else path
     while not where.exists() and where != where.parent:
         where = where.parent
+    if not os.access(where, os.W_OK):
+        return None  # creating the trace fails first, with its own line
     try:
-        free = shutil.disk_usage(where).free
+        usage = shutil.disk_usage(where)
     except OSError:
         return None
-    if free >= need:
+    free = usage.free
+    if free >= need or usage.total == 0:  # total 0: a pseudo file system (/proc)
         return None
     return (
         f"the trace {path} may grow to {_size(need)} for {budget:,} forward passes (at most "
