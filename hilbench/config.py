@@ -200,8 +200,24 @@ def _check_vision_size(model: str, width: float, resolution: int) -> None:
 
 
 def _check_range(name: str, value: int, lo: int, hi: int) -> None:
-    if not isinstance(value, int) or not lo <= value <= hi:
+    if isinstance(value, bool) or not isinstance(value, int):  # True is an int to Python
+        raise ConfigError(
+            f"{name} {value!r} is a {type(value).__name__}, not an integer",
+            f"pass an int in [{lo:,}, {hi:,}], e.g. {name}={max(lo, min(hi, 1000))}",
+        )
+    if not lo <= value <= hi:
         raise ConfigError(f"{name} {value!r} is out of range", f"use an integer in [{lo}, {hi}]")
+
+
+def int_arg(text: str) -> int:
+    """An integer option as typed, also as ``--help`` prints numbers: ``30,000``, ``30_000``."""
+    cleaned = text.strip().replace(",", "").replace("_", "")
+    try:
+        return int(cleaned)
+    except ValueError:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

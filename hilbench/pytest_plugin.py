@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import logging
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -264,8 +266,41 @@ def _check_trace_dir(config: pytest.Config) -> None:
 @pytest.fixture
 def trace_path(request: pytest.FixtureRequest, hil_trace_dir: Path) -> Path:
     """This test's trace file (one run group per zo_session call)."""
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid).strip("_")
-    return hil_trace_dir / f"{name}.h5"
+    return hil_trace_dir / trace_file_name(request.node.nodeid)
+
+
+def trace_file_name(nodeid: str) -> str:
+    """A test's trace file name: its id with what a file name cannot hold as ``_``, and for a
+    parametrized test a hash of the whole id (``t[a/b]``, ``t[a_b]`` and ``t[a b]`` would
+    otherwise share one file)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")
+    if "[" in nodeid:
+        name += "-" + hashlib.sha256(nodeid.encode()).hexdigest()[:10]
+    return f"{name}.h5"
+
+
+def _keep_failed_traces(item: pytest.Item, runs: list[_Run]) -> dict[Path, Path]:
+    """A failing test's traces copied out of pytest's temporary directory (which keeps the
+    last three sessions) into a stable one; {} when --trace-dir chose where they are."""
+    if item.config.getoption("--trace-dir"):
+        return {}
+    cache = getattr(item.config, "cache", None)
+    keep = (
+        cache.mkdir("hilbench-failed-traces")
+        if cache is not None
+        else Path(item.config.rootpath) / ".hilbench" / "failed-traces"
+    )
+    kept = {}
+    for path in {entry.trace_path for entry in runs}:
+        if not path.exists():
+            continue
+        try:
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, keep / path.name)
+        except OSError:
+            continue
+        kept[path] = keep / path.name
+    return kept
 
 
 def _view(config: pytest.Config) -> RunView:
@@ -482,7 +517,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     runs = item.stash.get(_RUNS, None)
     if runs and report.failed and call.when == "call":
-        text = failure_section(runs)
+        text = failure_section(runs, _keep_failed_traces(item, runs))
         if text:
             report.sections.append(("hilbench", text))
     if report.failed and call.when in ("setup", "call"):
@@ -504,8 +539,9 @@ def board_section(item: pytest.Item) -> str:
     return "\n".join(_row(label, text) for label, text in life.report())
 
 
-def failure_section(runs: list[_Run]) -> str:
-    """The hilbench section of a failing test: one block per run the test started."""
+def failure_section(runs: list[_Run], kept: dict[Path, Path] | None = None) -> str:
+    """The hilbench section of a failing test: one block per run the test started; ``kept``:
+    the copies of traces made to outlive pytest's temporary directory."""
     from hilbench.trace.reader import Trace, list_runs
 
     lines: list[str] = []
@@ -532,7 +568,7 @@ def failure_section(runs: list[_Run]) -> str:
         if here != device_line:
             lines.append(_row("device", here))
             device_line = here
-        lines.extend(_run_lines(trace, several=len(ids) > 1))
+        lines.extend(_run_lines(trace, several=len(ids) > 1, shown=(kept or {}).get(path)))
         if entry.parting:
             lines.append(_row("backends", entry.parting))
     return "\n".join(lines)
@@ -554,7 +590,7 @@ def _device_line(trace: Any) -> str:
     return f"{backend}: {device}" + (f" ({', '.join(details)})" if details else "")
 
 
-def _run_lines(trace: Any, *, several: bool) -> list[str]:
+def _run_lines(trace: Any, *, several: bool, shown: Path | None = None) -> list[str]:
     final, config = trace.final, trace.config
     what = ", ".join(
         str(part)
@@ -589,10 +625,19 @@ def _run_lines(trace: Any, *, several: bool) -> list[str]:
         last = trace.events[-1]
         if last["kind"] in ("error", "fault", "interrupt"):  # fault: in older traces
             lines.append(_row("ended by", str(last["detail"]).splitlines()[0][:300]))
-    command = f"hilbench report {shlex.quote(str(trace.path))}"
+    path = shown or trace.path
+    command = f"hilbench report {shlex.quote(str(path))}"
     if several:
         command += f" --run {trace.run_id}"
-    lines.append(_row("trace", str(trace.path)))
+    lines.append(_row("trace", str(path)))
+    if shown is not None:
+        lines.append(
+            _row(
+                "kept",
+                "copied out of pytest's temporary directory, which keeps 3 sessions; "
+                "--trace-dir=DIR writes every test's trace there instead",
+            )
+        )
     lines.append(_row("open it", command))
     return lines
 

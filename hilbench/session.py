@@ -13,6 +13,8 @@ import dataclasses
 import datetime as dt
 import hashlib
 import time
+import warnings
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +42,10 @@ from hilbench.npu.ops import backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
 from hilbench.protocol.spec import CAP_DEVICE_INFO
-from hilbench.trace import Trace, TraceWriter
+from hilbench.trace import LoggedUpdate, ResumePoint, Trace, TraceWriter, resume_point
 from hilbench.trace.reader import RunInfo, run_infos
+from hilbench.trace.run_setup import free_space_problem
+from hilbench.trace.writer import TraceWarning
 from hilbench.train.prepare import PreparedModel, load_data, prepare_model
 from hilbench.train.schedule import Scheduler, make_schedule
 from hilbench.train.trainer import TEST_SLOT, TRAIN_SLOT, LoggedStep, Trainer, TrainSettings
@@ -164,49 +168,36 @@ def resume(
     target: DeviceClient | Connection | None = None,
     run: str | None = None,
     limits: dict | None = None,
+    overrides: Mapping[str, object] | None = None,
 ) -> RunResult:
     """Continue an interrupted run of ``trace_path`` in the same file: ``run`` (an id such as
     '0002'), by default the last run of the file that did not complete. ``limits`` may set a
-    new ``budget``, ``time_limit_s`` or ``until`` (see :func:`resume_limits`).
+    new ``budget``, ``time_limit_s`` or ``until`` (see :func:`resume_limits`); ``overrides``
+    replace other stored settings (the port of the board it goes on).
 
     The device is reloaded and given the logged updates; the host replays its seeds and
     scheduler up to the last step on disk, so the run ends as an uninterrupted one would.
     """
-    trace = _open_resumable(Path(trace_path), run)
-    config = _stored_config(trace, Path(trace_path))
+    point = resume_point(Path(trace_path), run)  # the one reader of what a resume needs
+    config = _stored_config(point, Path(trace_path))
     if backend is not None:
-        config = config.replace(backend=backend.kind)
+        config = config.replace(backend=backend.kind, **dict(overrides or {}))
+    elif overrides:
+        config = config.replace(**{k: v for k, v in overrides.items() if k != "port"})
     config, changed = _with_limits(config, limits or {})
-    _check_budget(trace, config)
-    steps, updates = _logged_steps(trace)
-    resumed = _Resumed(trace.model_blob, steps, updates, trace.run_id, _last_eval(trace), changed)
+    _check_budget(point, config)
+    resumed = _Resumed(
+        point.model_blob,
+        [_logged_step(u) for u in point.updates],
+        [(u.seeds, u.coeffs) for u in point.updates],
+        point.run_id,
+        point.last_eval,
+        changed,
+    )
     with threadpool_limits(limits=1, user_api="blas"):
         return _run(
             config, view=view, target=target, backend=backend, schedule=None, resumed=resumed
         )
-
-
-def _open_resumable(trace_path: Path, run: str | None) -> Trace:
-    """The run to resume: ``run``, or the file's last one that did not complete."""
-    if run is None:
-        infos = run_infos(trace_path)
-        open_runs = [i for i in infos if i.resumable]
-        if not open_runs:
-            statuses = ", ".join(f"{i.run_id} {i.status}" for i in infos) or "no runs"
-            raise HilbenchError(
-                f"every run of {trace_path} finished ({statuses}): there is nothing to resume",
-                "start a new run without --resume",
-            )
-        run = open_runs[-1].run_id
-    trace = Trace.open(trace_path, run)
-    if not trace.resume_state().resumable:  # interrupted, SIGTERMed and failed runs resume
-        raise HilbenchError(
-            f"run {trace.run_id} of {trace_path} is {trace.status}: there is nothing to resume",
-            "start a new run without --resume",
-        )
-    if trace.model_blob is None:
-        raise HilbenchError(f"{trace_path} holds no model blob", "it cannot be resumed")
-    return trace
 
 
 #: The settings a resume may change: the RunConfig field, how a message says its value.
@@ -216,10 +207,10 @@ RESUME_LIMITS = ("budget", "time_limit_s", "until")
 def resume_limits(trace_path: Path, run: str | None, limits: dict) -> list[str]:
     """What a resume with ``limits`` changes, one sentence each (``budget 60,000 (was
     30,000)``); [] when nothing changes. Raises as the resume would on a bad value."""
-    trace = _open_resumable(Path(trace_path), run)
-    config = _stored_config(trace, Path(trace_path))
+    point = resume_point(Path(trace_path), run)
+    config = _stored_config(point, Path(trace_path))
     new, _ = _with_limits(config, limits)
-    _check_budget(trace, new)
+    _check_budget(point, new)
     said = []
     for key in RESUME_LIMITS:
         old_value, new_value = getattr(config, key), getattr(new, key)
@@ -229,13 +220,13 @@ def resume_limits(trace_path: Path, run: str | None, limits: dict) -> list[str]:
     return said
 
 
-def _check_budget(trace: Trace, config: RunConfig) -> None:
+def _check_budget(point: ResumePoint, config: RunConfig) -> None:
     """A resume's budget covers the forward passes its run already spent."""
-    spent = int(trace.steps["forward_passes"][-1]) if trace.n_steps else 0
+    spent = point.updates[-1].forward_passes if point.updates else 0
     if config.budget < spent:
         raise HilbenchError(
             f"budget {config.budget:,} is below the {spent:,} forward passes run "
-            f"{trace.run_id} already spent",
+            f"{point.run_id} already spent",
             f"give --budget above {spent:,}, or leave it out",
         )
 
@@ -264,51 +255,31 @@ def _with_limits(config: RunConfig, limits: dict) -> tuple[RunConfig, dict]:
     return new, {f"resumed_{k}": getattr(new, k) for k in changes}
 
 
-def _stored_config(trace: Trace, trace_path: Path) -> RunConfig:
+def _stored_config(point: ResumePoint, trace_path: Path) -> RunConfig:
     """The run's configuration as its trace stored it, writing to the same file (with the
     limits an earlier resume set, ``resumed_*`` attributes)."""
-    stored = dict(trace.config)
+    stored = dict(point.config)
     for key in RESUME_LIMITS:
-        if f"resumed_{key}" in trace.attrs:
-            value = trace.attrs[f"resumed_{key}"]  # numpy scalars from HDF5: plain values
+        if key in point.resumed:
+            value = point.resumed[key]  # numpy scalars from HDF5: plain values
             stored[key] = {"budget": int, "time_limit_s": float}.get(key, str)(value)
     stored["trace"] = trace_path
     known = {f.name for f in dataclasses.fields(RunConfig)}
     return RunConfig(**{k: v for k, v in stored.items() if k in known})
 
 
-def _logged_steps(trace: Trace) -> tuple[list[LoggedStep], list[tuple[np.ndarray, np.ndarray]]]:
-    """The trace's steps decoded for a resume: what the host replays, what the device is
-    given again. (Reads the rows through the public ``Trace`` API; when the trace package
-    offers a decoder of its own for this, this is the one function to change.)"""
-    samples = trace.samples
-    steps, updates = [], []
-    for row in trace.steps:
-        start, q = int(row["sample_start"]), int(row["q"])
-        seeds = samples["seed"][start : start + q].astype(np.uint32)
-        updates.append((seeds, samples["coeff"][start : start + q].astype(np.int32)))
-        steps.append(
-            LoggedStep(
-                q=q,
-                batch_seed=int(row["batch_seed"]),
-                seeds=seeds,
-                loss=float(row["loss"]),
-                forward_passes=int(row["forward_passes"]),
-                lr=float(row["lr"]),
-                eps=int(row["eps"]),
-                grads=samples["grad"][start : start + q].astype(np.float64),
-            )
-        )
-    return steps, updates
-
-
-def _last_eval(trace: Trace) -> tuple[int, float, float] | None:
-    """(forward passes, accuracy, loss) of the trace's last test evaluation, if any."""
-    tests = trace.evals[trace.evals["split"] == "test"]
-    if not len(tests):
-        return None
-    last = tests[-1]
-    return int(last["forward_passes"]), float(last["accuracy"]), float(last["loss"])
+def _logged_step(u: LoggedUpdate) -> LoggedStep:
+    """A step read back by resume_point as the trainer replays it."""
+    return LoggedStep(
+        q=u.q,
+        batch_seed=u.batch_seed,
+        seeds=u.seeds,
+        loss=u.loss,
+        forward_passes=u.forward_passes,
+        lr=u.lr,
+        eps=u.eps,
+        grads=u.grads,
+    )
 
 
 # ---------------------------------------------------------------- the run's steps
@@ -509,6 +480,9 @@ class _RunDevice:
 def _open_trace(plan: _Plan, where: dict[str, str], resumed: _Resumed | None) -> TraceWriter:
     """Step 3: a new run in the trace file, or the resumed run opened again."""
     if resumed is None:
+        problem = free_space_problem(plan.trace_path, plan.config.budget)
+        if problem:  # said before the hours of a run, not at the full disk
+            warnings.warn(problem, TraceWarning, stacklevel=2)
         return TraceWriter.create(
             plan.trace_path,
             {**plan.run_attrs, **where},

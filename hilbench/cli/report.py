@@ -98,6 +98,19 @@ def _fmt(key: str, value: Any) -> str:
     return str(value)
 
 
+def _status(data: dict[str, Any]) -> str:
+    """The status, and for a run still "running" whether its writer is there."""
+    status = str(data.get("status"))
+    if data.get("writer") == "gone":
+        return (
+            f"{status}: its writer is gone (killed, or its disk failed); "
+            "it resumes with hilbench run --resume"
+        )
+    if data.get("writer") == "alive":
+        return f"{status} (its writer is at work)"
+    return status
+
+
 def _fmt_duration(value: float, source: str) -> str:
     """Seconds as ms; QEMU's executed instructions (source instr) as a count."""
     return f"{value:,.0f} instr" if source == "instr" else f"{value * 1e3:.3f} ms"
@@ -129,7 +142,9 @@ def handle(args: argparse.Namespace) -> int:
     table.add_column(style="bold")
     table.add_column()
     for key in TABLE_KEYS:
-        table.add_row(key, _fmt(key, data.get(key)))
+        table.add_row(key, _status(data) if key == "status" else _fmt(key, data.get(key)))
+        if key == "status" and data.get("error"):
+            table.add_row("error", str(data["error"]))
     console.print(table)
     if data["timing"]:
         t = Table(title="command timing (each duration says who measured it)")

@@ -16,6 +16,7 @@ from hilbench.config import (
     INITS,
     PERTURBATIONS,
     RunConfig,
+    int_arg,
     parse_baud,
     user_defaults,
 )
@@ -98,7 +99,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     device.add_argument(
         "--link-faults",
-        default="",
+        default=None,
         metavar="SPEC",
         help="inject faults into every frame, both ways, and device resets: "
         "KIND=PROBABILITY,... with KIND drop, corrupt, duplicate, delay, truncate, reset, "
@@ -170,7 +171,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how = p.add_argument_group("how long and how fast")
     how.add_argument(
         "--budget",
-        type=int,
+        type=int_arg,
         default=None,
         metavar="FORWARD_PASSES",
         help=f"forward passes to spend (default {d.budget:,})",
@@ -222,7 +223,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"training items per forward pass, 1..256 (default {d.batch_size})",
     )
-    how.add_argument("--seed", type=int, default=d.seed, help=f"run seed (default {d.seed})")
+    how.add_argument("--seed", type=int_arg, default=d.seed, help=f"run seed (default {d.seed})")
     how.add_argument(
         "--eval-every",
         type=int,
@@ -353,7 +354,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         eps_per_channel=args.eps_per_channel,
         lr_schedule=args.lr_schedule,
         eps_schedule=args.eps_schedule,
-        link_faults=args.link_faults,
+        link_faults=args.link_faults or "",
         timing_model=args.timing_model,
         time_limit_s=_time_limit(args),
         until=args.until or "",
@@ -384,6 +385,7 @@ def handle(args: argparse.Namespace) -> int:
     from hilbench.npu import zoo
 
     console = Console()
+    check_flags(args)
     if args.run is not None and args.resume is None:
         raise ConfigError("--run picks the run --resume continues", "add --resume TRACE")
     if args.resume:
@@ -399,6 +401,7 @@ def handle(args: argparse.Namespace) -> int:
                 backend=_backend_override(args),
                 run=args.run,
                 limits=limits,
+                overrides=_resume_overrides(args),
             )
         except KeyboardInterrupt as exc:
             return _interrupted(exc, trace_path, lambda i: i.run_id == chosen)
@@ -467,6 +470,61 @@ def _size(n: float) -> str:
     return f"{n:,.0f} B"
 
 
+#: Backends that run a firmware --fw names.
+FW_BACKENDS = ("sil", "qemu")
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Options that would be ignored, or are malformed, refused before any work: --fw where
+    no firmware runs, a blank or repeated --link-faults, --resume with what a resumed run
+    keeps from its trace (its seed, its file)."""
+    chosen = _chosen(args)
+    if args.fw is not None:
+        backend = chosen[0] if chosen else ("the trace's" if args.resume else "emulate")
+        if backend not in FW_BACKENDS:
+            raise ConfigError(
+                f"--fw names the firmware --sil or --qemu runs; the {backend} backend runs "
+                "none, so it would be ignored",
+                "leave out --fw, or add --sil or --qemu",
+            )
+    if args.link_faults is not None:
+        spec = args.link_faults.strip()
+        if not spec:
+            raise ConfigError(
+                "--link-faults is blank (an unset variable?)",
+                "give KIND=PROBABILITY,... e.g. drop=0.01, or leave --link-faults out",
+            )
+        keys = [part.split("=", 1)[0].strip() for part in spec.split(",") if part.strip()]
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise ConfigError(
+                f"--link-faults gives {', '.join(repeated)} more than once ({spec})",
+                "give each kind once",
+            )
+    if args.resume is not None:
+        d = RunConfig()
+        if args.trace is not None:
+            raise ConfigError(
+                f"--trace with --resume: the resumed run continues in its own file {args.resume}",
+                "leave out --trace (copy the file first to keep the interrupted one)",
+            )
+        if args.seed != d.seed:
+            raise ConfigError(
+                "--seed with --resume: a resumed run keeps its trace's seed (its steps replay it)",
+                "leave out --seed, or start a new run without --resume",
+            )
+
+
+def _resume_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """What a resumed run takes from this command line besides its limits (_resume_limits):
+    the port of a board named here."""
+    out: dict[str, object] = {}
+    chosen = _chosen(args)
+    if chosen is not None and chosen[1] is not None:
+        out["port"] = chosen[1]
+    return out
+
+
 def _chosen(args: argparse.Namespace) -> tuple[str, str | None] | None:
     """The backend option given (its name, and its PORT if it takes one); None if none."""
     for name, backend in BACKEND_NAMES.items():
@@ -495,7 +553,7 @@ def _device(args: argparse.Namespace) -> tuple[str, str | None, int]:
 def _backend_override(args: argparse.Namespace):
     """With --resume, a backend named on the command line replaces the trace's."""
     chosen = _chosen(args)
-    if chosen is None or chosen[0] == "emulate":  # the twin: the trace's backend stays
+    if chosen is None:  # the trace's backend stays
         if args.baud is not None:
             raise ConfigError(
                 "--baud with --resume needs --board PORT", "name the board the run goes on with"
@@ -506,7 +564,7 @@ def _backend_override(args: argparse.Namespace):
 
     return make_backend(
         RunConfig(
-            backend=kind, port=port, baud=baud, firmware=args.fw, link_faults=args.link_faults
+            backend=kind, port=port, baud=baud, firmware=args.fw, link_faults=args.link_faults or ""
         )
     )
 
