@@ -15,7 +15,7 @@ CASES = [
         "mlp",
         {
             "aggregator": "align",
-            "scheduler": "qscheduler:couple=1,windows=4,min_steps=8,warmup=0",
+            "scheduler": "qscheduler:q_min=2,couple=1,windows=4,min_steps=8,warmup=0",
             "layers": "all",
             "perturbation": "uniform",
             "lr": 40.0,
