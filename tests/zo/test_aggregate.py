@@ -89,3 +89,33 @@ def test_the_setting_is_checked():
     assert RunConfig(aggregator="align").aggregator == "align"
     with pytest.raises(ConfigError, match="aggregator"):
         RunConfig(aggregator="median")
+
+
+def test_a_run_sends_the_aligned_coefficients_of_every_step(tmp_path):
+    from hilbench import session
+    from hilbench.trace import Trace
+
+    cfg = RunConfig(
+        model="mlp",
+        scheduler="fixed:4",
+        aggregator="align",
+        lr=40.0,
+        budget=400,
+        eval_every=400,
+        seed=3,
+        live=False,
+        trace=tmp_path / "a.h5",
+    )
+    result = session.run(cfg, target=session.direct_target())
+    tr = Trace.open(result.trace_path)
+    prepared = session.prepare_model(cfg, session.load_data(cfg))
+    d = aggregate.Directions(prepared.zo, prepared.trained)
+    differs = 0
+    for i in range(len(tr.steps)):
+        s = tr.step_samples(i)
+        grads = [float(x) for x in s["grad"]]
+        want = aggregate.align_coefficients(grads, d.gram(s["seed"]), float(tr.steps["lr"][i]))
+        assert s["coeff"].tolist() == want
+        _, mean = coefficients(s["loss_plus"].tolist(), s["loss_minus"].tolist(), 40.0, 2)
+        differs += s["coeff"].tolist() != [4 * c for c in mean]
+    assert len(tr.steps) == 50 and differs > 0  # not just the mean times q
