@@ -512,7 +512,12 @@ I29_TASK = "mlp-scratch"
 # The mean's rates are the main study's (``tune`` on TUNE_SEED, docs/results.md: q = 1 50,
 # q = 4 174); the aligned aggregator's are tuned here by the same procedure, on a grid centred
 # on the mean's q^0.9 law divided by q (align's rate is per query).
-I29_MEAN_LR = {"fixed:1/mean": 50.0, "fixed:4/mean": 174.0}
+I29_MEAN_LR = {
+    "fixed:1/mean": 50.0,
+    "fixed:2/mean": 93.3,
+    "fixed:4/mean": 174.0,
+    "fixed:16/mean": 606.0,
+}
 I29_TUNED = (  # (scheduler, aggregator, the grid's centre in units of the task's lr1)
     ("fixed:4", "align", 4**-0.1),
     ("fixed:16", "align", 16**-0.1),
@@ -554,8 +559,6 @@ def issue29_rows(best: dict[str, float]) -> list[tuple[str, Spec]]:
     """(label, seed-0 spec) of every row of the issue-29 table."""
     rows = []
     for key in [*I29_MEAN_LR, *(f"{s}/{a}" for s, a, _ in I29_TUNED)]:
-        if key == "fixed:1/mean":
-            continue  # the study's row (docs/results.md); its rate is the QScheduler's
         sched, agg = key.split("/")
         lr = best[key]
         label = f"{sched.replace(':', ' q=')}, {agg}, own tuned lr"
