@@ -518,6 +518,9 @@ I29_MEAN_LR = {
     "fixed:4/mean": 174.0,
     "fixed:16/mean": 606.0,
 }
+# the mean's rows run here (q = 1 and 2 at 30,000 and 15,000 steps are the slowest runs; the
+# QScheduler rows at the q = 1 rate stayed at q = 1, so they are q = 1 with the warm-up)
+I29_MEAN_ROWS = ("fixed:4/mean", "fixed:16/mean")
 I29_TUNED = (  # (scheduler, aggregator, the grid's centre in units of the task's lr1)
     ("fixed:4", "align", 4**-0.1),
     ("fixed:16", "align", 16**-0.1),
@@ -558,7 +561,7 @@ def tune_issue29(workers: int) -> dict[str, float]:
 def issue29_rows(best: dict[str, float]) -> list[tuple[str, Spec]]:
     """(label, seed-0 spec) of every row of the issue-29 table."""
     rows = []
-    for key in [*I29_MEAN_LR, *(f"{s}/{a}" for s, a, _ in I29_TUNED)]:
+    for key in [*I29_MEAN_ROWS, *(f"{s}/{a}" for s, a, _ in I29_TUNED)]:
         sched, agg = key.split("/")
         lr = best[key]
         label = f"{sched.replace(':', ' q=')}, {agg}, own tuned lr"
@@ -873,6 +876,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
         "## PeZO: uniform perturbations and the reuse pool",
         "",
         *pezo_lines,
+        ISSUE29_NOTES.read_text() if ISSUE29_NOTES.exists() else "",
         QSCHED_NOTES.read_text() if QSCHED_NOTES.exists() else "",
     ]
     return "\n".join(text) + "\n"
@@ -891,6 +895,8 @@ def _run_time(outs: dict) -> tuple[int, float]:
 
 QSCHED_NOTES = PLOTS / "qscheduler-rules.md"  # hand-written: the rules tried before the study
 SUMMARY = PLOTS / "summary.md"  # hand-written reading of the numbers (update after a re-run)
+# issue 29's section: the table of ``--stage issue29`` (traces/zo_study/issue29.md) and its reading
+ISSUE29_NOTES = PLOTS / "issue29.md"
 
 
 def _plot(ax, group: list[Outcome], label: str, **kw) -> None:
