@@ -21,6 +21,7 @@ import zo_study as zs
 import zo_study_vision as zv
 
 ROWS = (
+    ("fixed q=1, own tuned lr (the best fixed q at 6,000 in results-vision.md)", "fixed:1", 300.0),
     ("QScheduler (current rule), lr tuned for q=1", "qscheduler", 300.0),
     ("QScheduler, rate follows q (couple=1), lr tuned for q=1", "qscheduler:couple=1", 300.0),
     ("QScheduler (current rule), lr 3× too large", "qscheduler", 900.0),
