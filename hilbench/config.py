@@ -96,6 +96,9 @@ class RunConfig:
     pool: int = 0  # PeZO reuse pool size (0: fresh random numbers every perturbation)
     scaling: str = "auto"  # auto (adaptive for uniform, fixed otherwise) | fixed | adaptive
     estimator: str = "two-point"  # or "one-sided"
+    # how a step's q estimates become APPLY's coefficients (hilbench/zo/aggregate.py): mean
+    # (average) or align (least squares over the q directions; the rate is then per query)
+    aggregator: str = "mean"
     rounding: str = "nearest"  # or "stochastic"
     master: str = "q16"  # q16 | int16 | int8
     layers: str = "weights"  # weights | biases | all | last:K | glob, comma-separated
@@ -148,6 +151,7 @@ class RunConfig:
         _check_choice("perturbation", self.perturbation, PERTURBATIONS)
         _check_choice("scaling", self.scaling, ("auto", "fixed", "adaptive"))
         _check_choice("estimator", self.estimator, ("two-point", "one-sided"))
+        _check_choice("aggregator", self.aggregator, ("mean", "align"))
         _check_choice("rounding", self.rounding, ("nearest", "stochastic"))
         _check_choice("master", self.master, ("q16", "int16", "int8"))
         _check_range("pool", self.pool, 0, 65536)
@@ -238,7 +242,8 @@ _QSCHED_INT = {
     "min_steps",
     "min_window",
 }
-_QSCHED_FLOAT = {"z_rise", "early", "rho_min", "warmup", "z_fall"}
+_QSCHED_INT_DIM = {"dim"}  # the rate coupling's dimension d (0: d >> q)
+_QSCHED_FLOAT = {"z_rise", "early", "rho_min", "warmup", "z_fall", "couple"}
 
 
 def parse_scheduler(spec: str) -> tuple[str, dict[str, Any]]:
@@ -258,14 +263,14 @@ def parse_scheduler(spec: str) -> tuple[str, dict[str, Any]]:
         for item in filter(None, arg.split(",")):
             key, _, value = item.partition("=")
             try:
-                if key in _QSCHED_INT:
+                if key in _QSCHED_INT or key in _QSCHED_INT_DIM:
                     args[key] = int(value)
                 elif key in _QSCHED_FLOAT:
                     args[key] = float(value)
                 else:
                     raise ValueError
             except ValueError:
-                known = ", ".join(sorted(_QSCHED_INT | _QSCHED_FLOAT))
+                known = ", ".join(sorted(_QSCHED_INT | _QSCHED_INT_DIM | _QSCHED_FLOAT))
                 raise ConfigError(
                     f"scheduler '{spec}': bad setting '{item}'",
                     f"write qscheduler or qscheduler:KEY=VALUE,... with KEY one of {known}",

@@ -585,12 +585,14 @@ def _train(
             eps_schedule=config.eps_schedule,
             time_limit_s=config.time_limit_s,
             until=config.until,
+            aggregator=config.aggregator,
         ),
         trace,
         n_test=len(plan.data.y_test),
         fresh_words=plan.model.fresh_words,
         fresh_numbers=plan.model.fresh_numbers,
         view=view,
+        gram=_gram_of(plan.model) if config.aggregator != "mean" else None,
     )
     try:
         with _moving(life, Stage.MODEL_LOADED, "the run ended"):
@@ -600,6 +602,13 @@ def _train(
             )
     finally:
         view.finish()
+
+
+def _gram_of(model):
+    """The Gram matrix of a step's directions from its seeds (the aligned aggregator)."""
+    from hilbench.zo.aggregate import Directions
+
+    return Directions(model.zo, model.trained).gram
 
 
 def _connecting(config: RunConfig) -> str:

@@ -262,6 +262,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         f"(default {d.estimator})",
     )
     zo.add_argument(
+        "--aggregator",
+        default=d.aggregator,
+        metavar="{mean,align}",
+        help="how the q estimates of a step are combined: their mean, or align (least squares "
+        f"over the q directions, rate per query) (default {d.aggregator})",
+    )
+    zo.add_argument(
         "--rounding",
         default=d.rounding,
         metavar="{nearest,stochastic}",
@@ -347,6 +354,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         pool=args.pool,
         scaling=args.scaling,
         estimator=args.estimator,
+        aggregator=args.aggregator,
         rounding=args.rounding,
         master=args.master,
         layers=_model_default(args, "layers"),

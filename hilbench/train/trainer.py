@@ -21,6 +21,7 @@ from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
 from hilbench.train.schedule import Scheduler, StepInfo
 from hilbench.train.stopping import BUDGET, Stopper
+from hilbench.zo.aggregate import ALIGN, align_coefficients
 
 STEP_COMMANDS = frozenset({"PROBE", "APPLY", "APPLY_PROBED", "APPLY_PROBE"})  # device time
 TRAIN_SLOT = 0
@@ -40,6 +41,7 @@ class TrainSettings:
     eps_schedule: str = "constant"
     time_limit_s: float = 0.0  # wall clock (0: none); hilbench.train.stopping
     until: str = ""  # stopping rules, e.g. "accuracy>=0.9"
+    aggregator: str = "mean"  # or "align" (needs the Trainer's gram)
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class Trainer:
         fresh_words: Callable[[int], int],
         fresh_numbers: Callable[[int], int],
         view: RunView | None = None,
+        gram: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> None:
         self.target = target
         self.schedule = schedule
@@ -116,6 +119,13 @@ class Trainer:
         # (fresh words, fresh numbers) are functions of q: ask once per q
         self._fresh_by_q: dict[int, tuple[int, int]] = {}
         self.view = view or NullView()
+        # the aligned aggregator: the Gram matrix of a step's directions from its seeds
+        if settings.aggregator == ALIGN and gram is None:
+            raise HilbenchError(
+                "the align aggregator needs the Gram matrix of the directions",
+                "pass Trainer(..., gram=hilbench.zo.aggregate.Directions(zo, trained).gram)",
+            )
+        self.gram = gram
         self.step = 0
         self._step_device_s = 0.0
         self._device_source: str | None = None
@@ -251,6 +261,9 @@ class Trainer:
                     seeds=seeds,
                 )
             est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
+            if s.aggregator == ALIGN and q > 1:  # least squares over the q directions
+                coeffs = align_coefficients(est.grads.tolist(), self.gram(seeds), lr)
+                est = est._replace(coeffs=np.array(coeffs, dtype=np.int32))
             pending = (seeds, est.coeffs)  # applied before anything reads the weights
             host_s = time.perf_counter() - started
             forward_passes_done += step_cost(s.estimator, q)
