@@ -95,27 +95,31 @@ int8_t *hb_graph_activation(const hb_graph *g, uint16_t t) {
     return hb_graph_act_of(g, t);
 }
 
-/* for hb_graph_cut: each activation's producing op (the input: -1) and last reader (the
- * graph output: n_ops); INT16_MIN: neither */
-static int16_t cut_born[HB_MAX_TENSORS], cut_last[HB_MAX_TENSORS];
+/* for hb_graph_cut: each activation's producing op + 1 (the input: 0) and last reader + 1
+ * (the graph output: n_ops + 1); CUT_NONE: neither (n_ops <= HB_MAX_OPS < 254) */
+enum { CUT_NONE = 255 };
+_Static_assert(HB_MAX_OPS + 1 < CUT_NONE, "op indices + 1 fit a byte below CUT_NONE");
+static uint8_t cut_born[HB_MAX_TENSORS], cut_last[HB_MAX_TENSORS];
 
 uint16_t hb_graph_cut(const hb_graph *g, uint16_t first, uint16_t *tensor) {
     if (!g->blob || first == 0) return 0;
     if (first > g->n_ops) first = g->n_ops;
-    for (uint16_t t = 0; t < g->n_tensors; t++) cut_born[t] = cut_last[t] = INT16_MIN;
-    cut_born[g->input] = -1;
+    for (uint16_t t = 0; t < g->n_tensors; t++) cut_born[t] = cut_last[t] = CUT_NONE;
+    cut_born[g->input] = 0;
     for (uint16_t j = 0; j < g->n_ops; j++) {
         const hb_op *o = &g->ops[j];
-        for (uint8_t k = 0; k < o->n_in; k++) cut_last[o->idx[k]] = (int16_t)j;
-        for (uint8_t k = 0; k < o->n_out; k++) cut_born[o->idx[o->n_in + k]] = (int16_t)j;
+        for (uint8_t k = 0; k < o->n_in; k++) cut_last[o->idx[k]] = (uint8_t)(j + 1);
+        for (uint8_t k = 0; k < o->n_out; k++) cut_born[o->idx[o->n_in + k]] = (uint8_t)(j + 1);
     }
-    cut_last[g->output] = (int16_t)g->n_ops;
+    cut_last[g->output] = (uint8_t)(g->n_ops + 1);
     for (uint16_t c = first; c >= 1; c--) { /* the latest boundary crossed by one activation */
         uint32_t crossing = 0;
         uint16_t x = 0;
         for (uint16_t t = 0; t < g->n_tensors; t++) {
-            if (cut_born[t] == INT16_MIN || hb_graph_is_const(g, t)) continue;
-            if (cut_born[t] < (int32_t)c && cut_last[t] >= (int32_t)c) {
+            if (cut_born[t] == CUT_NONE || cut_last[t] == CUT_NONE || hb_graph_is_const(g, t))
+                continue;
+            /* born before op c (born + 1 <= c), read by op c or later (last + 1 > c) */
+            if (cut_born[t] <= c && cut_last[t] > c) {
                 crossing++;
                 x = t;
             }

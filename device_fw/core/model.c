@@ -49,8 +49,8 @@ struct hb_model {
      * tensor, only cut_tensor (cut_n elements) crosses the boundary; cut_op 0: none */
     uint16_t cut_op, cut_tensor;
     uint32_t cut_n;
-    /* the perturbed copy's layout: trained tensor t at copy_off[t] (pad16 parts, ZOCF order) */
-    uint32_t copy_off[HB_MAX_TRAINED];
+    /* the perturbed copy's bytes: its table of T offsets (pad16(4 T)), then each trained
+     * tensor (pad16 parts, ZOCF order) */
     uint32_t copy_bytes;
     /* the free arena a PROBE may use (hb_model_set_scratch; NULL/0: none) */
     uint8_t *scratch;
@@ -180,6 +180,11 @@ static void *work_at(const hb_model *m, uint32_t off) { return m->work + off; }
 
 static uint32_t *scales(const hb_model *m) { return work_at(m, m->scale_off); }
 
+/* a trained tensor's bytes in the perturbed copy (int8 weights, int32 biases) */
+static uint64_t copy_part(const hb_zo_tensor *tt) {
+    return (uint64_t)tt->n * (tt->kind == HB_ZO_BIAS ? 4u : 1u);
+}
+
 void hb_model_bind(hb_model *m, uint8_t *work) {
     m->work = work;
     m->updates = 0;
@@ -223,12 +228,9 @@ void hb_model_bind(hb_model *m, uint8_t *work) {
     }
     m->cut_op = m->z.n_trained ? hb_graph_cut(m->g, first, &m->cut_tensor) : 0;
     m->cut_n = m->cut_op ? hb_graph_tensor(m->g, m->cut_tensor)->n : 0;
-    uint64_t c = 0;
-    for (uint16_t t = 0; t < m->z.n_trained; t++) {
-        const hb_zo_tensor *tt = &m->z.trained[t];
-        m->copy_off[t] = (uint32_t)c;
-        c += hb_pad16((uint64_t)tt->n * (tt->kind == HB_ZO_BIAS ? 4u : 1u));
-    }
+    uint64_t c = hb_pad16(4u * (uint64_t)m->z.n_trained);
+    for (uint16_t t = 0; t < m->z.n_trained; t++)
+        c += hb_pad16(copy_part(&m->z.trained[t]));
     m->copy_bytes = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
     m->scratch = NULL;
     m->scratch_bytes = 0;
@@ -279,6 +281,7 @@ typedef struct {
     hb_zo_rowstream w_stream, b_stream;
     int32_t tab_tensor, tab_em; /* the delta table holds this tensor's and em's, -1: none */
     uint8_t *copy; /* the pass's perturbed copy of the trained tensors (NULL: rows on demand) */
+    const uint32_t *copy_off; /* its table: tensor t at copy + copy_off[t] */
 } probe_pass;
 
 /* the trained index of blob tensor t, -1 if it does not train (the table is short: at most
@@ -481,7 +484,7 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
 static const int8_t *copy_weight_row(void *ctx, int32_t t, uint32_t j) {
     const probe_pass *p = ctx;
     const hb_zo_tensor *tt = &p->m->z.trained[t];
-    const int8_t *w = (const int8_t *)(p->copy + p->m->copy_off[t]);
+    const int8_t *w = (const int8_t *)(p->copy + p->copy_off[t]);
     return tt->layout == HB_ROWS_TRAILING ? w + j : w + (size_t)j * tt->len;
 }
 
@@ -493,7 +496,7 @@ static uint32_t copy_row_step(void *ctx, int32_t t) {
 
 static int32_t copy_bias(void *ctx, int32_t t, uint32_t j) {
     const probe_pass *p = ctx;
-    return hb_rdi32(p->copy + p->m->copy_off[t] + 4u * j);
+    return hb_rdi32(p->copy + p->copy_off[t] + 4u * j);
 }
 
 /* the mean Q16 loss of the mini-batch of batch_seed (its items drawn again, in order, as the
@@ -555,8 +558,14 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
     p->copy = NULL;
     dw_key.pass = NULL; /* a new pass: no depthwise group */
     if (copy) { /* the pass's tensors once, then every item reads them as it reads the blob */
-        for (uint16_t t = 0; t < m->z.n_trained; t++) copy_tensor(p, t, copy + m->copy_off[t]);
+        uint32_t *off = (uint32_t *)(void *)copy, at = (uint32_t)hb_pad16(4u * m->z.n_trained);
+        for (uint16_t t = 0; t < m->z.n_trained; t++) {
+            off[t] = at;
+            copy_tensor(p, t, copy + at);
+            at += (uint32_t)hb_pad16(copy_part(&m->z.trained[t]));
+        }
         p->copy = copy;
+        p->copy_off = off;
         const hb_graph_rows rows = {pass_claim, copy_weight_row, copy_bias, p, copy_row_step};
         return batch_loss(m, s, batch_size, batch_seed, &rows, prefix);
     }

@@ -89,7 +89,8 @@ class ProbeScratch:
     """What a PROBE may keep in the arena's free bytes (device_fw/core/model.c
     hb_model_probe_plan, the same figures): the frozen prefix's batch of activations at the
     cut (``prefix_bytes`` = B pad16(cut elements), first) and one perturbed copy of the
-    trained tensors per pass (``copy_bytes``: int8 weights, int32 biases, each padded to 16),
+    trained tensors per pass (``copy_bytes``: a table of 4-byte offsets, then the int8
+    weights and int32 biases, each part padded to 16),
     each used only where it fits what is free; ``cut`` is the boundary op (0: no prefix)."""
 
     cut: int
@@ -110,7 +111,10 @@ def probe_scratch(graph: Graph, trained, batch: int) -> ProbeScratch:
     trained tensors, hilbench.zo.zocf.Trainable, in its order)."""
     names = frozenset(t.name for t in trained)
     cut = graph.cut(graph.first_reader(names)) if names else None
-    copy = sum(pad16(t.size * (4 if t.kind == "bias" else 1)) for t in trained)
+    # the copy: its table of offsets (4 bytes per tensor), then every trained tensor
+    copy = pad16(4 * len(trained)) + sum(
+        pad16(t.size * (4 if t.kind == "bias" else 1)) for t in trained
+    )
     if cut is None:
         return ProbeScratch(0, None, 0, copy)
     c, tensor = cut

@@ -40,9 +40,9 @@ def test_the_cut_of_mobilenet_head_only_is_the_pooled_features():
     sc = plan.probe_scratch(st.graph, st.trained, 32)
     n = int(np.prod(st.graph.tensors[head.output].shape))
     assert sc.cut == len(head.ops) and sc.prefix_bytes == 32 * plan.pad16(n)
-    # the copy: the head's int8 weights and int32 biases, each padded to 16
-    assert sc.copy_bytes == sum(plan.pad16(t.size * (4 if t.kind == "bias" else 1))
-                                for t in st.trained)  # fmt: skip
+    # the copy: its offsets, the head's int8 weights and int32 biases, each padded to 16
+    assert sc.copy_bytes == plan.pad16(4 * len(st.trained)) + sum(
+        plan.pad16(t.size * (4 if t.kind == "bias" else 1)) for t in st.trained)  # fmt: skip
     assert sc.plan(sc.prefix_bytes + sc.copy_bytes) == (True, True)
     assert sc.plan(sc.prefix_bytes) == (True, False)
     assert sc.plan(sc.prefix_bytes - 1) == (False, sc.copy_bytes <= sc.prefix_bytes - 1)
