@@ -87,6 +87,10 @@ typedef struct {
      * pass; NULL: 1, contiguous). A source may produce several depthwise rows at once as the
      * columns of one buffer (hb_nn_rows' step) */
     uint32_t (*row_step)(void *ctx, int32_t c);
+    /* NULL, or claimed tensor c's whole data in the blob's own layout (a PROBE's perturbed
+     * copy, 4-byte aligned): the kernels then read it as they read the blob, row by row in
+     * place, and weight_row, bias and row_step are not asked */
+    const uint8_t *(*tensor)(void *ctx, int32_t c);
 } hb_graph_rows;
 
 /* hb_graph_forward with the claimed tensors' rows from rows (NULL: none claimed). */

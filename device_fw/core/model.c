@@ -454,8 +454,24 @@ static uint32_t pass_row_step(void *ctx, int32_t t);
 static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
     const hb_model *m = p->m;
     const hb_zo_tensor *tt = &m->z.trained[t];
-    if (tt->kind == HB_ZO_BIAS) {
-        for (uint32_t j = 0; j < tt->n; j++) hb_wr32(dst + 4u * j, (uint32_t)pass_bias(p, t, j));
+    if (tt->kind == HB_ZO_BIAS) { /* a chunk of raw samples at a time (hb_zo_samples) */
+        int8_t r[HB_ZO_CHUNK];
+        uint8_t mult[HB_ZO_CHUNK];
+        const uint32_t scale = scales(m)[t];
+        const uint8_t *b = tensor_data(m, (uint16_t)t);
+        for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
+            const uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
+            hb_zo_samples(&p->src, tt, (uint32_t)t, p->seed, e0, cnt, r, mult);
+            for (uint32_t c = 0; c < cnt; c++) { /* pass_bias's sat32(b + sign * delta) */
+                const int32_t d = hb_zo_delta(hb_zo_unit(r[c], scale), p->eps, mult[c],
+                                              tt->unit_shift);
+                const int64_t v = hb_rdi32(b + 4u * (e0 + c)) + (int64_t)p->sign * d;
+                hb_wr32(dst + 4u * (e0 + c),
+                        (uint32_t)(int32_t)(v > INT32_MAX   ? INT32_MAX
+                                            : v < INT32_MIN ? INT32_MIN
+                                                            : v));
+            }
+        }
         return;
     }
     const int8_t *w = (const int8_t *)tensor_data(m, (uint16_t)t);
@@ -497,6 +513,11 @@ static uint32_t copy_row_step(void *ctx, int32_t t) {
 static int32_t copy_bias(void *ctx, int32_t t, uint32_t j) {
     const probe_pass *p = ctx;
     return hb_rdi32(p->copy + p->copy_off[t] + 4u * j);
+}
+
+static const uint8_t *copy_data(void *ctx, int32_t t) {
+    const probe_pass *p = ctx;
+    return p->copy + p->copy_off[t];
 }
 
 /* the mean Q16 loss of the mini-batch of batch_seed (its items drawn again, in order, as the
@@ -566,10 +587,11 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
         }
         p->copy = copy;
         p->copy_off = off;
-        const hb_graph_rows rows = {pass_claim, copy_weight_row, copy_bias, p, copy_row_step};
+        const hb_graph_rows rows = {pass_claim, copy_weight_row, copy_bias, p, copy_row_step,
+                                    copy_data};
         return batch_loss(m, s, batch_size, batch_seed, &rows, prefix);
     }
-    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step};
+    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step, NULL};
     return batch_loss(m, s, batch_size, batch_seed, &rows, prefix);
 }
 
