@@ -56,7 +56,10 @@ void hb_model_bind(hb_model *m, uint8_t *work);
  * perturbed, clamp(w +- delta, +-127) and sat32(b +- delta), produced one output channel at a
  * time into the row buffer of the ZO work area (docs/zo-math.md section 3), so nothing is
  * restored and the blob is untouched. The mini-batch's items are drawn again for every pass
- * (docs/zo-math.md "Mini-batches"), not kept. */
+ * (docs/zo-math.md "Mini-batches"), not kept. With a scratch (hb_model_set_scratch) the ops
+ * before the frozen prefix's cut run once per item and the batch's activations at the cut
+ * are kept there, and each pass makes one perturbed copy of the trained tensors that all B
+ * items read in place of rows on demand: the same losses. */
 void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
                     uint16_t eps, const uint8_t *seeds, uint16_t q, uint8_t *lp, uint8_t *lm);
 

@@ -44,7 +44,7 @@ class ModelState:
     updates_applied: int = 0
     blob_crc: int = 0
     _units_cache: tuple[bytes, list[np.ndarray]] | None = None
-    _split: tuple[Graph, Graph] | None | bool = False  # False: not computed yet
+    _split: tuple[Graph, Graph] | bool | None = False  # False: not computed yet
 
     def frozen_prefix(self) -> tuple[Graph, Graph] | None:
         """The graph split at the frozen prefix's cut (GraphIR.cut: ops before the first one

@@ -7,6 +7,9 @@ of main before the change, on the twin and on the SIL.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -121,19 +124,18 @@ def test_layers_run_gives_main_weights_on_twin_and_sil(model, tmp_path, sil_path
 def test_the_firmware_books_the_twins_scratch(name, kw, layers, batch, tmp_path):
     """hilbench-bench zo (the core's hb_model_cut / prefix / copy figures) against
     plan.probe_scratch; its PROBE losses with the scratch and without (--no-scratch) equal."""
-    import sys
-    from pathlib import Path
-
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import bench_firmware as bf
 
     g = zoo.build(name, seed=0, **kw)
     tables = LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
     cfg = zocf.build(g, layers=layers)
-    (tmp_path / "m.blob").write_bytes(to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()}))  # fmt: skip
+    blob = to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()})
     r = np.random.default_rng(7)
-    (tmp_path / "x").write_bytes(r.integers(-128, 128, (8, int(np.prod(g.input_shape)))).astype(np.int8).tobytes())  # fmt: skip
-    (tmp_path / "y").write_bytes(r.integers(0, int(np.prod(g.output_shape)), 8).astype(np.uint8).tobytes())  # fmt: skip
+    x = r.integers(-128, 128, (8, int(np.prod(g.input_shape)))).astype(np.int8)
+    y = r.integers(0, int(np.prod(g.output_shape)), 8).astype(np.uint8)
+    for f, data in (("m.blob", blob), ("x", x.tobytes()), ("y", y.tobytes())):
+        (tmp_path / f).write_bytes(data)
     binary = bf.build_bench()
     args = ["zo", *(str(tmp_path / f) for f in ("m.blob", "x", "y")), "--q", "2", "--batch",
             str(batch), "--runs", "1", "--item-runs", "1"]  # fmt: skip
