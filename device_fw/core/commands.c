@@ -244,6 +244,9 @@ static probe_args probe_fields(const uint8_t *p) {
 static void run_probe(const probe_args *a, const hb_slot *s, uint8_t *r) {
     hb_msg_put(r, HB_F_PROBE_R_Q, a->q); /* the count first: the arrays' offsets follow from it */
     uint64_t t0 = hb_port_ticks();
+    uint32_t free_bytes; /* the arena's free bytes: the PROBE's scratch while it runs */
+    uint8_t *free_at = hb_store_free_region(&free_bytes);
+    hb_model_set_scratch(hb_model_instance(), free_at, free_bytes);
     hb_model_probe(hb_model_instance(), s, a->batch_size, a->batch_seed, a->eps, a->seeds, a->q,
                    hb_msg_wptr(r, HB_F_PROBE_R_LOSS_PLUS), hb_msg_wptr(r, HB_F_PROBE_R_LOSS_MINUS));
     uint64_t ns = duration_ns(t0);

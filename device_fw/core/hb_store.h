@@ -58,6 +58,9 @@ int hb_store_model_reserve(uint64_t act_bytes, uint64_t zo_bytes, hb_status *st)
 /* Where the activations and the ZO work start (after hb_store_model_reserve). */
 uint8_t *hb_store_model_act(void);
 uint8_t *hb_store_model_work(void);
+/* The free bytes (hb_store_free) and where they start, right after the model region (16-byte
+ * aligned): memory a command may use while it runs (a PROBE's scratch, hb_model_set_scratch). */
+uint8_t *hb_store_free_region(uint32_t *bytes);
 
 /* A loaded data slot's header, checked at completion (see commands.c). */
 void hb_store_slot_set(int slot, uint32_t n_items, uint16_t item_size, uint16_t n_classes);

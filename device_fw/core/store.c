@@ -154,6 +154,11 @@ int hb_store_model_reserve(uint64_t act_bytes, uint64_t zo_bytes, hb_status *st)
 uint8_t *hb_store_model_act(void) { return s.arena + s.model.region; }
 uint8_t *hb_store_model_work(void) { return s.arena + s.model.region + s.act_bytes; }
 
+uint8_t *hb_store_free_region(uint32_t *bytes) {
+    *bytes = hb_store_free();
+    return s.arena + s.model.region + s.act_bytes + s.zo_bytes;
+}
+
 void hb_store_slot_set(int slot, uint32_t n_items, uint16_t item_size, uint16_t n_classes) {
     target_books *b = books(slot);
     b->n_items = n_items;
