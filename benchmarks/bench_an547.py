@@ -39,9 +39,13 @@ FC 256 -> 128), instructions per MAC of both images next to CMSIS-NN's (99f736a6
 -O2, the same QEMU) and the ratio Helium / CMSIS-NN; both images' output checksums must agree.
 
 ``--probe-table``: PROBE against its floor, 2 q B forward passes (PROBE / (2 q B x one forward
-pass)), for the MLP and the CNN with each perturbation (rademacher, uniform, uniform with a
-pool of 512, gaussian) at q = 4, B = 32 and MobileNetV2 alpha 0.35 at q = 2, B = 4 (issue 25's
-table), the Helium image, each with its measured per-function split.
+pass); with a frozen prefix, B x the prefix + 2 q B x the rest), for the MLP and the CNN with
+each perturbation (rademacher, uniform, uniform with a pool of 512, gaussian) at q = 4, B = 32,
+MobileNetV2 alpha 0.35 at q = 2, B = 4 (issue 25's table), and with ``--layers last:1`` the
+MobileNetV2 head (the vision study's setting) and the CNN at q = 4, B = 32, the Helium image,
+each with its measured per-function split. Every row runs twice: with the PROBE's scratch
+(the frozen prefix and the perturbed copy, where they fit the arena: the bytes each takes are
+printed) and with ``--no-scratch`` (the path before them), whose losses must be equal.
 """
 
 from __future__ import annotations
@@ -334,37 +338,64 @@ PERTURBATIONS = {
     "gaussian": {"distribution": "gaussian"},
 }
 PROBE_TABLE = (
-    ("MLP", "mlp", {}, 4, 32, tuple(PERTURBATIONS)),
-    ("CNN", "cnn", {}, 4, 32, tuple(PERTURBATIONS)),
-    ("MobileNetV2 a0.35 32x32", "mobilenet_v2", {"alpha": 0.35, "resolution": 32}, 2, 4,
+    ("MLP", "mlp", {}, "all", 4, 32, tuple(PERTURBATIONS)),
+    ("CNN", "cnn", {}, "all", 4, 32, tuple(PERTURBATIONS)),
+    ("MobileNetV2 a0.35 32x32", "mobilenet_v2", {"alpha": 0.35, "resolution": 32}, "all", 2, 4,
      ("rademacher",)),
+    # the vision study's setting: the head alone trains, the frozen backbone is the prefix
+    ("MobileNetV2 a0.35 32x32 head", "mobilenet_v2", {"alpha": 0.35, "resolution": 32},
+     "last:1", 4, 32, ("rademacher",)),
+    ("CNN last:1", "cnn", {}, "last:1", 4, 32, ("rademacher",)),
 )  # fmt: skip
 
 
 def probe_table(elf: Path, plugin: Path | None, shift: int, work: Path, top: int) -> None:
-    """PROBE / (2 q B forward passes) per model and perturbation, with the measured split."""
+    """PROBE / its floor per model and perturbation, with the measured split: the PROBE with
+    its scratch (the frozen prefix, the perturbed copy: where they fit the arena) and without
+    (--no-scratch: every pass from the input, rows on demand, the path before issue 25)."""
     from hilbench.npu import zoo
     from hilbench.zo import zocf
 
-    print("\nPROBE against its floor (Helium image; floor = 2 q B x one forward pass)")
+    print(
+        "\nPROBE against its floor (Helium image; floor = 2 q B x one forward pass, or with a "
+        "frozen prefix B x the prefix + 2 q B x the rest)"
+    )
     rows = []
-    for title, name, kw, q, batch, perts in PROBE_TABLE:
+    for title, name, kw, layers, q, batch, perts in PROBE_TABLE:
         g = zoo.build(name, seed=0, **kw)
         for pert in perts:
-            zo = zocf.build(g, **PERTURBATIONS[pert])
+            zo = zocf.build(g, layers=layers, **PERTURBATIONS[pert])
             args = zo_args(zo_files(g, work, zo), q, batch, 1)
             rep, windows = run_image(elf, args, shift, plugin)
+            z = rep.get("zo")
+            scratch = "cut_op" in z  # an image before issue 25 (--image) has no scratch
+            old = run_image(elf, [*args, "--no-scratch"], shift)[0] if scratch else rep
+            if not scratch:
+                z = {**z, "cut_op": "0", "used_prefix": "0", "used_copy": "0"}
             probe = int(rep.get("zo_time", part="probe")["min"])
             fwd = int(rep.get("zo_time", part="forward")["min"])
-            n = int(rep.get("zo")["n_forward"])
-            rows.append((f"{title}, {pert}", q, batch, probe, n * fwd, probe / (n * fwd)))
+            n = int(z["n_forward"])
+            pre = int(rep.get("zo_time", part="prefix")["min"]) if int(z["cut_op"]) else 0
+            # the prefix once per item, the rest per pass (one-sided: q + 1 passes)
+            floor = n * fwd if not pre else batch * pre + n * (fwd - pre)
+            before = int(old.get("zo_time", part="probe")["min"])
+            same = old.get("zo_losses") == rep.get("zo_losses")
+            mem = (f"prefix {int(z['prefix_bytes']):,} B" if z["used_prefix"] == "1" else "") + (
+                f"{', ' if z['used_prefix'] == '1' else ''}copy {int(z['copy_bytes']):,} B"
+                if z["used_copy"] == "1" else "")  # fmt: skip
+            rows.append((f"{title}, {pert}", q, batch, before, probe, floor, mem, same))
             if windows:
                 print(f"\n{title}, {pert} (q={q}, B={batch}):")
                 print_split("PROBE", windows[0], probe, top)
-    print(f"\n  {'model, perturbation':34s} {'q':>2s} {'B':>3s} {'PROBE instr':>14s} "
-          f"{'floor instr':>14s} {'ratio':>7s}")  # fmt: skip
-    for label, q, batch, probe, floor, ratio in rows:
-        print(f"  {label:34s} {q:2d} {batch:3d} {probe:14,d} {floor:14,d} {ratio:6.2f}x")
+    print(f"\n  {'model, perturbation':40s} {'q':>2s} {'B':>3s} {'no scratch':>13s} "
+          f"{'PROBE instr':>13s} {'speed-up':>8s} {'floor instr':>13s} {'/floor':>7s}  "
+          f"scratch used")  # fmt: skip
+    for label, q, batch, before, probe, floor, mem, same in rows:
+        print(f"  {label:40s} {q:2d} {batch:3d} {before:13,d} {probe:13,d} "
+              f"{before / probe:7.2f}x {floor:13,d} {probe / floor:6.2f}x  {mem or '-'}"
+              + ("" if same else "  LOSSES DIFFER"))  # fmt: skip
+    if not all(r[-1] for r in rows):
+        raise BenchError("a PROBE's losses with its scratch differ from those without")
 
 
 # CMSIS-NN's executed instructions on the anchor's shapes (RESULTS.md of the anchor): the

@@ -22,13 +22,15 @@ The ratios and targets are for the default backend (``native`` when built).
 Models: MobileNetV2 (alpha 0.35, 96x96) and ResNet18 (width 0.25, 64x64), 10 classes, random
 He-normal float weights quantized with calibration data. Two timings per backend:
 
-- one input, one forward (targets: >= 20x TFLM, >= 0.7x LiteRT);
+- one input, one forward (targets: >= 20x TFLM, >= 1x LiteRT: issue 25);
 - ``--sets`` perturbed weight sets on one input, run batched in one call, per forward pass,
-  vs LiteRT's single forward (target: >= 1x LiteRT).
+  vs LiteRT's single forward (target: >= 1.3x LiteRT).
 
-The ratios against LiteRT come from a second measurement in which the default backend (one
-input, batched) and LiteRT take turns in blocks of runs, round by round, so that a busy
-machine slows all three alike; the TFLM ratio uses the first measurement.
+The ratios against LiteRT come from a second measurement in which every SIMD table of the
+native engine (one input, batched) and LiteRT take turns in blocks of runs, round by round,
+so that a busy machine slows them all alike: each table's ratios side by side. LiteRT picks
+its own kernels for the CPU (on an AVX-512 CPU its AVX-512 ones, also against our forced
+AVX2 table). The TFLM ratio uses the first measurement.
 
 Then ZO-step sizes (N inputs x ``--sets`` sets per call, as the twin's PROBE runs them) for
 the digits MLP and CNN and the two large models at 32x32: native vs jit, ms per call, and
@@ -65,7 +67,7 @@ MODELS = [
     ("MobileNetV2 a0.35 96x96", "mobilenet_v2", {"alpha": 0.35, "resolution": 96}),
     ("ResNet18 w0.25 64x64", "resnet18", {"width": 0.25, "resolution": 64}),
 ]
-TARGETS = {"tflm": 20.0, "litert": 0.7, "batched": 1.0}
+TARGETS = {"tflm": 20.0, "litert": 1.0, "batched": 1.3}  # issue 25
 # ZO-step sizes: one call = N inputs x S perturbed weight sets (the digits models and the
 # two large ones at CI resolution)
 ZO_CASES = [
@@ -217,6 +219,11 @@ def interleaved(
     return best
 
 
+def _in(name: str, fn: Callable[[], object]) -> object:
+    with variant(name):
+        return fn()
+
+
 def verdict(ratio: float, target: float) -> str:
     return "met" if ratio >= target else "MISSED"
 
@@ -282,37 +289,34 @@ def main() -> None:
                 f"  {'LiteRT':22s} {'XNNPACK (own)':17s} {lt['one'] * 1e3:7.3f} ms {'':13s}"
                 f"   RSS +{lite_mib:.1f}"
             )
-            # the ratios: the default backend and LiteRT timed in turn, round by round
-            with variant(default):
-                pair = interleaved(
-                    {
-                        "one": lambda g=g, x=x: g.run(x),
-                        "batched": lambda g=g, x=x, ov=ov: g.run(x, ov),
-                        "litert": lt["run"],
-                    },
-                    max(3, args.repeat // 4),
+            # the ratios: each SIMD table of the native engine (the default backend
+            # first) and LiteRT timed in turn, round by round, side by side in one run
+            turn = [default, *[n for n in names if n.startswith("native-") and "portable" not in n]]
+            fns: dict[str, Callable[[], object]] = {"litert": lt["run"]}
+            for n in turn:
+                fns[f"{n} one"] = lambda g=g, x=x, n=n: _in(n, lambda: g.run(x))
+                fns[f"{n} batched"] = lambda g=g, x=x, ov=ov, n=n: _in(n, lambda: g.run(x, ov))
+            pair = interleaved(fns, max(3, args.repeat // 4))
+            lite = pair["litert"]
+            r_tflm = t["one"] / pair[f"{default} one"]
+            print(
+                f"  timed in turn with LiteRT ({lite * 1e3:.3f} ms); "
+                f"{default} ({isa_of(default)}) vs TFLM (one input): {r_tflm:.2f}x  "
+                f"target >= {TARGETS['tflm']:g}x  {verdict(r_tflm, TARGETS['tflm'])}"
+            )
+            print(
+                f"  {'vs LiteRT':22s} {'ISA':17s} {'one input':>10s} {'ratio':>7s} "
+                f"{f'{args.sets} sets/pass':>13s} {'ratio':>7s}   targets >= "
+                f"{TARGETS['litert']:g}x / {TARGETS['batched']:g}x"
+            )
+            for n in turn:
+                one, batched = pair[f"{n} one"], pair[f"{n} batched"] / args.sets
+                r1, rb = lite / one, lite / batched
+                print(
+                    f"  {n:22s} {isa_of(n):17s} {one * 1e3:7.3f} ms {r1:6.2f}x "
+                    f"{batched * 1e3:10.3f} ms {rb:6.2f}x   "
+                    f"{verdict(r1, TARGETS['litert'])} / {verdict(rb, TARGETS['batched'])}"
                 )
-            one, batched = pair["one"], pair["batched"] / args.sets
-            r_tflm = t["one"] / one
-            r_lite = pair["litert"] / one
-            r_batch = pair["litert"] / batched
-            who = f"{default} ({isa_of(default)})"
-            print(
-                f"  timed in turn: {default} {one * 1e3:.3f} ms, {batched * 1e3:.3f} ms per "
-                f"batched pass; LiteRT {pair['litert'] * 1e3:.3f} ms"
-            )
-            print(
-                f"  ratio {who} vs TFLM (one input):       {r_tflm:6.2f}x  target >= 20x   "
-                f"{verdict(r_tflm, TARGETS['tflm'])}"
-            )
-            print(
-                f"  ratio {who} vs LiteRT (one input):     {r_lite:6.2f}x  target >= 0.7x  "
-                f"{verdict(r_lite, TARGETS['litert'])}"
-            )
-            print(
-                f"  ratio {who} vs LiteRT (per pass, {args.sets} batched): {r_batch:6.2f}x  "
-                f"target >= 1x    {verdict(r_batch, TARGETS['batched'])}"
-            )
 
         zo_step(args, rng, names)
 

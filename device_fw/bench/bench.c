@@ -286,6 +286,19 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
     if (arena_fits(r->arena_used, arena_bytes, st) < 0) return -1;
     hb_graph_bind(g, arena);
     hb_model_bind(m, arena + act);
+    { /* the PROBE's scratch: the arena after everything the bench placed */
+        const uint64_t used = hb_pad16(r->arena_used);
+        const uint32_t rest = a->no_scratch ? 0 : (uint32_t)(arena_bytes - used);
+        hb_model_set_scratch(m, arena + used, rest);
+        int pre, cp;
+        hb_model_probe_plan(m, a->batch, rest, &pre, &cp);
+        r->cut_op = hb_model_cut(m, NULL);
+        r->prefix_bytes = hb_model_prefix_bytes(m, a->batch);
+        r->copy_bytes = hb_model_copy_bytes(m);
+        r->scratch_bytes = rest;
+        r->used_prefix = (uint8_t)pre;
+        r->used_copy = (uint8_t)cp;
+    }
     int8_t *pool = zocf.pool_size ? (int8_t *)(arena + act + work) : NULL;
     if (pool) hb_zo_pool_draw(zocf.dist, zocf.pool_seed, pool, zocf.pool_size);
     const hb_zo_source src = {zocf.dist, pool, zocf.pool_size};
@@ -316,6 +329,15 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
         sink += (uint8_t)y[0];
     }
     stats_of(a->item_runs, 1, &r->forward);
+    for (uint32_t i = 0; i < a->item_runs; i++) { /* the frozen prefix alone */
+        uint32_t item = i % slot->n_items;
+        uint64_t t0 = hb_port_ticks();
+        if (r->cut_op)
+            (void)hb_graph_forward_range(g, slot->inputs + (size_t)item * slot->item_size, 0,
+                                         (uint16_t)r->cut_op, NULL);
+        samples[i] = r->cut_op ? since(t0) : 0;
+    }
+    stats_of(a->item_runs, 1, &r->prefix);
     const int8_t *logits = hb_graph_forward(g, slot->inputs);
     for (uint32_t i = 0; i < a->item_runs; i++) {
         int64_t sum = 0;
@@ -503,8 +525,12 @@ void hb_bench_report_zo(const hb_bench_zo_args *a, const hb_bench_zo_result *r) 
          HB_I(r->rounding), HB_I(r->master), HB_I(r->pool_size), HB_I(r->arena_used), HB_I(a->q),
          HB_I(a->batch), HB_I(a->eps), HB_I(r->n_forward));
     PUTF(" n_perturbed=%d", HB_I(r->n_perturbed));
+    PUTF(" cut_op=%d prefix_bytes=%d copy_bytes=%d scratch_bytes=%d used_prefix=%d used_copy=%d",
+         HB_I(r->cut_op), HB_I(r->prefix_bytes), HB_I(r->copy_bytes), HB_I(r->scratch_bytes),
+         HB_I(r->used_prefix), HB_I(r->used_copy));
     end_line();
     put_time("forward", &r->forward);
+    put_time("prefix", &r->prefix);
     put_time("loss", &r->loss);
     put_time("scale", &r->scale);
     put_time("draw_rows", &r->draw_rows);

@@ -75,6 +75,8 @@ typedef struct {
     uint32_t seed;      /* the first PROBE's seeds are seed, seed+1, ...; each run moves on */
     uint32_t item_runs; /* timed single forward passes and loss batches, 1..HB_BENCH_MAX_RUNS */
     uint8_t split_stat; /* HB_BENCH_STAT_*: which run of each part the split uses */
+    uint8_t no_scratch; /* 1: PROBE without scratch (every pass from the input, rows on demand:
+                           the reference path); 0: the arena's rest is its scratch */
 } hb_bench_zo_args;
 
 typedef struct {
@@ -88,6 +90,10 @@ typedef struct {
     uint32_t n_perturbed;  /* of which perturbed: 2 q B, q B */
     /* measured, ticks */
     hb_bench_stats forward;     /* one hb_graph_forward (items of the slot in turn) */
+    hb_bench_stats prefix;      /* its ops before the frozen prefix's cut (0: no cut) */
+    uint32_t cut_op;            /* hb_model_cut: the frozen prefix's end, 0: none */
+    uint64_t prefix_bytes, copy_bytes, scratch_bytes; /* the PROBE's scratch: its two parts */
+    uint8_t used_prefix, used_copy;                   /* which the PROBE used */
     hb_bench_stats loss;        /* hb_loss_item of one item (a batch of B timed, divided by B) */
     hb_bench_stats scale;       /* hb_zo_scale of every trained tensor, one seed */
     hb_bench_stats draw_rows;   /* every trained element's sample, one seed, row by row as a

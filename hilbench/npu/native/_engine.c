@@ -389,6 +389,16 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                 case OP_MEAN: hb_mean(in, f, accs, out); break;
                 default: break;
                 }
+                /* the next set's weights of this op on their way to the caches while the
+                 * network runs (the repacking at the next set's start reads them) */
+                if (s + 1 < S && n == N - 1 && (f[F_KIND] == OP_GEMM || f[F_KIND] == OP_DW)) {
+                    const int64_t ws = f[F_WSLOT];
+                    if (slots[2 * ws + 1] > 1) {
+                        const char *nx = cb[ws] + (s + 1) * slots[2 * ws];
+                        for (int64_t b = 0; b < slots[2 * ws]; b += 64)
+                            __builtin_prefetch(nx + b, 0, 2);
+                    }
+                }
                 if (prof_on && i < PROF_MAX) {
                     const double dt = now_ns() - t0;
                     if (dt < prof_ns[i]) prof_ns[i] = dt;

@@ -87,30 +87,109 @@ HB_VNNI HB_INLINE __m128i vout(__m512i r, __m512i oo, __m512i lo, __m512i hi) {
     return _mm512_cvtepi32_epi8(r);
 }
 
+/* Four requantized vectors (int32 lanes, before the output offset) to 64 stored bytes:
+ * the 16 lanes of r0, then r1, r2, r3, each + output offset, clamped, + 128. Saturating
+ * packs to int16, the offset added with int16 saturation, packs to int8, clamp in int8:
+ * exact, as the clamp bounds lie within int8 (a value saturated at either step is beyond
+ * its bound). The packs interleave 4-lane groups; one dword permute puts them back. */
+typedef struct {
+    __m512i oo16, lo8, hi8, perm;
+} vnarrow;
+
+HB_VNNI HB_INLINE vnarrow vnarrow_make(const int64_t *f) {
+    vnarrow n;
+    n.oo16 = _mm512_set1_epi16((int16_t)f[F_OO]);
+    n.lo8 = _mm512_set1_epi8((char)f[F_LO]);
+    n.hi8 = _mm512_set1_epi8((char)f[F_HI]);
+    n.perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return n;
+}
+
+HB_VNNI HB_INLINE __m512i vnarrow4(__m512i r0, __m512i r1, __m512i r2, __m512i r3,
+                                   const vnarrow *n) {
+    const __m512i a = _mm512_adds_epi16(_mm512_packs_epi32(r0, r1), n->oo16);
+    const __m512i b = _mm512_adds_epi16(_mm512_packs_epi32(r2, r3), n->oo16);
+    __m512i c = _mm512_packs_epi16(a, b);
+    c = _mm512_min_epi8(_mm512_max_epi8(c, n->lo8), n->hi8);
+    c = _mm512_xor_si512(c, _mm512_set1_epi8((char)0x80));
+    return _mm512_permutexvar_epi32(n->perm, c);
+}
+
+/* piece k (of `width` bytes) of v to d, its first n <= width bytes: one masked store at
+ * d - k * width whose mask covers only that piece (masked-out bytes are neither read
+ * nor written, nor can they fault) */
+HB_VNNI HB_INLINE void store_piece(uint8_t *d, __m512i v, int k, int width, int64_t n) {
+    if (n == width) { /* whole: a plain store (masked ones are slow on some CPUs) */
+        if (width == 64) {
+            _mm512_storeu_si512(d, v);
+        } else if (width == 32) {
+            _mm256_storeu_si256((__m256i *)d, k ? _mm512_extracti64x4_epi64(v, 1)
+                                                 : _mm512_castsi512_si256(v));
+        } else {
+            __m128i x;
+            switch (k) {
+            case 0: x = _mm512_castsi512_si128(v); break;
+            case 1: x = _mm512_extracti32x4_epi32(v, 1); break;
+            case 2: x = _mm512_extracti32x4_epi32(v, 2); break;
+            default: x = _mm512_extracti32x4_epi32(v, 3); break;
+            }
+            _mm_storeu_si128((__m128i *)d, x);
+        }
+        return;
+    }
+    const __mmask64 m = (n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1)) << (k * width);
+    _mm512_mask_storeu_epi8(d - k * width, m, v);
+}
+
 #define MR_MAX 16
 HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t ob, int64_t O,
                                      uint8_t *out, const int mr, const int nr, int anyls) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16];
-    const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
-    const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
-    const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
     for (int j = 0; j < nr; j++) {
         const int64_t o = (ob + j) * 16;
-        const int64_t left = O - o;
-        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
         if (f[F_FASTRQ]) {
             const vqf q = vqf_load(c->qp, O16, o);
-            for (int i = 0; i < mr; i++) {
-                const __m512i r = vmbqm_fast(acc[i][j], &q);
-                _mm_mask_storeu_epi8(out + i * O + o, km, vout(r, oo, lo, hi));
-            }
-            continue;
+            for (int i = 0; i < mr; i++) acc[i][j] = vmbqm_fast(acc[i][j], &q);
+        } else {
+            const vq q = vq_load(c->qp, O16, o);
+            for (int i = 0; i < mr; i++) acc[i][j] = vmbqm(acc[i][j], &q, anyls);
         }
-        const vq q = vq_load(c->qp, O16, o);
+    }
+    const vnarrow nw = vnarrow_make(f);
+    /* a pixel's nr blocks are contiguous: 64 / 48 bytes per store for nr = 4 / 3, two
+     * pixels (32 bytes each) per narrowing for nr = 2, four (16 bytes) for nr = 1 */
+    const int64_t o0 = ob * 16, rest = O - o0;
+    uint8_t *d = out + o0;
+    if (nr >= 3) {
+        const int64_t n = rest < nr * 16 ? rest : nr * 16;
         for (int i = 0; i < mr; i++) {
-            const __m512i r = vmbqm(acc[i][j], &q, anyls);
-            _mm_mask_storeu_epi8(out + i * O + o, km, vout(r, oo, lo, hi));
+            const __m512i v = vnarrow4(acc[i][0], acc[i][1], acc[i][2], acc[i][nr - 1], &nw);
+            if (n == 48) { /* three whole blocks: 32 + 16 bytes */
+                store_piece(d + i * O, v, 0, 32, 32);
+                store_piece(d + i * O + 32, v, 2, 16, 16);
+            } else {
+                store_piece(d + i * O, v, 0, 64, n);
+            }
+        }
+    } else if (nr == 2) {
+        const int64_t n = rest < 32 ? rest : 32;
+        for (int i = 0; i < mr; i += 2) {
+            const int i1 = i + 1 < mr ? i + 1 : i;
+            const __m512i v = vnarrow4(acc[i][0], acc[i][1], acc[i1][0], acc[i1][1], &nw);
+            store_piece(d + i * O, v, 0, 32, n);
+            if (i + 1 < mr) store_piece(d + i1 * O, v, 1, 32, n);
+        }
+    } else {
+        const int64_t n = rest < 16 ? rest : 16;
+        for (int i = 0; i < mr; i += 4) {
+            const int i1 = i + 1 < mr ? i + 1 : i, i2 = i + 2 < mr ? i + 2 : i,
+                      i3 = i + 3 < mr ? i + 3 : i;
+            const __m512i v = vnarrow4(acc[i][0], acc[i1][0], acc[i2][0], acc[i3][0], &nw);
+            store_piece(d + i * O, v, 0, 16, n);
+            if (i + 1 < mr) store_piece(d + i1 * O, v, 1, 16, n);
+            if (i + 2 < mr) store_piece(d + i2 * O, v, 2, 16, n);
+            if (i + 3 < mr) store_piece(d + i3 * O, v, 3, 16, n);
         }
     }
 }
@@ -180,11 +259,67 @@ HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *ko
         for (; m0 < M; m0++) TILE(1, NR);                                                   \
     } while (0)
 
+/* Exactly 8 channels: two pixels per vector (lanes 0-7 pixel i, 8-15 pixel i + 1; the
+ * panel's, the bias's and the requantization's 8 channels repeated in the upper half), so
+ * the multiply-adds and the requantization fill all 16 lanes; 8 pixels x 8 channels are 64
+ * contiguous output bytes. 32 pixels per tile (16 accumulators); returns the pixels done. */
+#define HI8(v) _mm512_shuffle_i64x2((v), (v), 0x44)
+HB_VNNI static int64_t gemm_vnni_o8(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
+                                    uint8_t *out) {
+    const int64_t *f = c->f;
+    const int64_t K4 = f[F_K4], O16 = f[F_O16], steps = K4 / 4;
+    const int anyls = (int)f[F_ANYLS], fast = (int)f[F_FASTRQ];
+    vq q = vq_load(c->qp, O16, 0);
+    q.m = HI8(q.m);
+    q.mo = _mm512_srli_epi64(q.m, 32);
+    q.ls = HI8(q.ls);
+    q.rs = HI8(q.rs);
+    q.mask = HI8(q.mask);
+    q.thr = HI8(q.thr);
+    vqf qf = vqf_load(c->qp, O16, 0);
+    qf.m = q.m;
+    qf.mo = q.mo;
+    qf.rsm1 = HI8(qf.rsm1);
+    qf.ae = HI8(qf.ae);
+    qf.ao = HI8(qf.ao);
+    const vnarrow nw = vnarrow_make(f);
+    const __m512i bias = HI8(_mm512_loadu_si512(c->beff));
+    int64_t m0 = 0;
+    for (; m0 + 32 <= M; m0 += 32) {
+        __m512i acc[16];
+        for (int i = 0; i < 16; i++) acc[i] = bias;
+        const uint8_t *a0 = A + m0 * lda;
+        for (int64_t k = 0; k < steps; k++) {
+            const __m512i w = HI8(_mm512_loadu_si512(c->pk + k * 64));
+            for (int i = 0; i < 16; i++) {
+                int32_t lo, hi;
+                memcpy(&lo, a0 + (2 * i) * lda + k * 4, 4);
+                memcpy(&hi, a0 + (2 * i + 1) * lda + k * 4, 4);
+                const __m512i a = _mm512_mask_set1_epi32(_mm512_set1_epi32(lo), 0xFF00, hi);
+                acc[i] = _mm512_dpbusd_epi32(acc[i], a, w);
+            }
+        }
+        for (int i = 0; i < 16; i++)
+            acc[i] = fast ? vmbqm_fast(acc[i], &qf) : vmbqm(acc[i], &q, anyls);
+        for (int i = 0; i < 16; i += 4)
+            _mm512_storeu_si512(out + (m0 + 2 * i) * 8,
+                                vnarrow4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3], &nw));
+    }
+    return m0;
+}
+#undef HI8
+
 HB_VNNI static void gemm_vnni(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
                               uint8_t *out) {
     const int64_t *f = c->f;
     const int64_t O = f[F_OC], K4 = f[F_K4], nb = f[F_O16] / 16;
     const int anyls = (int)f[F_ANYLS];
+    if (O == 8) { /* pairs of pixels, then the rest as below */
+        const int64_t done = gemm_vnni_o8(A, lda, M, c, out);
+        A += done * lda;
+        out += done * O;
+        M -= done;
+    }
     for (int64_t ob = 0; ob < nb; ob += 4) {
         const int64_t nr = nb - ob < 4 ? nb - ob : 4;
         switch (nr) {
@@ -514,62 +649,96 @@ HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
     }
 }
 
-/* 3x3 depthwise, dilation 1, at most 56 channels (after the depth multiplier), with VBMI:
- * one VPERMT2B gathers a row's three taps of 16 channels into 4-byte groups
- * [u(kx=0), u(kx=1), u(kx=2), (any)], so one VPDPBUSD does a whole filter row against
- * weights [w0, w1, w2, 0] per channel: 3 instead of 9 multiply-adds per 16 outputs. */
-HB_VBMI static void dw3_vbmi(const uint8_t *P, const opctx *c, uint8_t *out) {
+/* 3x3 depthwise, dilation 1, with VBMI: one byte permute gathers a filter row's three taps
+ * of 16 channels into 4-byte groups [u(kx=0), u(kx=1), u(kx=2), (any)], so one VPDPBUSD
+ * does a whole filter row against weights [w0, w1, w2, 0] per channel: 3 instead of 9
+ * multiply-adds per 16 outputs. Up to 56 channels the three taps lie within 128 bytes (one
+ * VPERMT2B of two loads); beyond, three 16-byte loads fill one register for a VPERMB.
+ * Four pixels at a time share the narrowing to bytes. */
+HB_VBMI HB_INLINE __m512i dw3_row(const uint8_t *p, int64_t OC, __m512i idx, int small) {
+    if (small)
+        return _mm512_permutex2var_epi8(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64));
+    __m512i a = _mm512_castsi128_si512(_mm_loadu_si128((const void *)p));
+    a = _mm512_inserti32x4(a, _mm_loadu_si128((const void *)(p + OC)), 1);
+    a = _mm512_inserti32x4(a, _mm_loadu_si128((const void *)(p + 2 * OC)), 2);
+    return _mm512_permutexvar_epi8(idx, a);
+}
+
+/* the gather of three 16-byte pieces into 4-byte groups (byte 3 of a group: any) */
+static const uint8_t dw3_widx[64] = {
+    0,  16, 32, 0, 1,  17, 33, 0, 2,  18, 34, 0, 3,  19, 35, 0, 4,  20, 36, 0, 5,  21,
+    37, 0,  6,  22, 38, 0, 7,  23, 39, 0, 8,  24, 40, 0, 9,  25, 41, 0, 10, 26, 42, 0,
+    11, 27, 43, 0, 12, 28, 44, 0, 13, 29, 45, 0, 14, 30, 46, 0, 15, 31, 47, 0};
+
+HB_VBMI HB_INLINE void dw3_block(const uint8_t *P, const opctx *c, uint8_t *out, int64_t o,
+                                 __m512i idx, const int small) {
     const int64_t *f = c->f;
     const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], SH = f[F_SH], SW = f[F_SW];
     const int64_t WP = f[F_WP], O16 = f[F_O16];
     const int anyls = (int)f[F_ANYLS], fast = (int)f[F_FASTRQ];
-    const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
-    const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
-    const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
+    const vq q = vq_load(c->qp, O16, o);
+    const vqf qf = vqf_load(c->qp, O16, o);
+    const vnarrow nw = vnarrow_make(f);
+    const int64_t left = OC - o;
+    /* the weights in the same groups ([T][OC] as given: a row's three taps through the
+     * 16-stride gather, byte 3 of each group zero), their sums and the folded bias */
+    const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+    const __m512i widx = _mm512_loadu_si512(dw3_widx);
+    __m512i wr[3];
+    for (int ky = 0; ky < 3; ky++) {
+        const int8_t *w = c->w + 3 * ky * OC + o;
+        __m512i a = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(km, w));
+        a = _mm512_inserti32x4(a, _mm_maskz_loadu_epi8(km, w + OC), 1);
+        a = _mm512_inserti32x4(a, _mm_maskz_loadu_epi8(km, w + 2 * OC), 2);
+        wr[ky] = _mm512_maskz_permutexvar_epi8(0x7777777777777777ull, widx, a);
+    }
+    const __m512i w0 = wr[0], w1 = wr[1], w2 = wr[2];
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i ts = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, w0);
+    ts = _mm512_dpbusd_epi32(ts, ones, w1);
+    ts = _mm512_dpbusd_epi32(ts, ones, w2);
+    __m512i bias = _mm512_mullo_epi32(ts, _mm512_set1_epi32((int32_t)(f[F_IO] - 128)));
+    if (c->bias) bias = _mm512_add_epi32(bias, _mm512_maskz_loadu_epi32(km, c->bias + o));
+    const int64_t rstep = WP * OC, xstep = SW * OC, M = OH * OW;
+    /* pixels in groups of four along the whole output (rows need not be multiples of 4) */
+    int64_t oy = 0, ox = 0;
+    for (int64_t m = 0; m < M; m += 4) {
+        const int np = M - m < 4 ? (int)(M - m) : 4;
+        __m512i r[4];
+        for (int k = 0; k < 4; k++) {
+            const uint8_t *p = P + (oy * SH * WP) * OC + o + ox * xstep;
+            __m512i acc = _mm512_dpbusd_epi32(bias, dw3_row(p, OC, idx, small), w0);
+            acc = _mm512_dpbusd_epi32(acc, dw3_row(p + rstep, OC, idx, small), w1);
+            acc = _mm512_dpbusd_epi32(acc, dw3_row(p + 2 * rstep, OC, idx, small), w2);
+            r[k] = fast ? vmbqm_fast(acc, &qf) : vmbqm(acc, &q, anyls);
+            if (k + 1 < np && ++ox == OW) {
+                ox = 0;
+                oy++;
+            }
+        }
+        if (np == 4 && ++ox == OW) {
+            ox = 0;
+            oy++;
+        }
+        const __m512i v = vnarrow4(r[0], r[1], r[2], r[3], &nw);
+        for (int k = 0; k < np; k++) store_piece(out + (m + k) * OC + o, v, k, 16, left);
+    }
+}
+
+HB_VBMI static void dw3_vbmi(const uint8_t *P, const opctx *c, uint8_t *out) {
+    const int64_t OC = c->f[F_OC];
+    const int small = OC <= 56;
     uint8_t idxb[64];
     for (int b = 0; b < 64; b++) {
         const int ch = b / 4, j = b % 4;
-        idxb[b] = (uint8_t)(j < 3 ? j * OC + ch : 0);
+        idxb[b] = (uint8_t)(j < 3 ? j * (small ? OC : 16) + ch : 0);
     }
     const __m512i idx = _mm512_loadu_si512(idxb);
     for (int64_t o = 0; o < OC; o += 16) {
-        const vq q = vq_load(c->qp, O16, o);
-        const vqf qf = vqf_load(c->qp, O16, o);
-        const int64_t left = OC - o;
-        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-        int8_t wb[3][64];
-        int32_t bb[16];
-        memset(wb, 0, sizeof wb);
-        for (int ch = 0; ch < 16; ch++) {
-            int32_t ts = 0;
-            for (int t = 0; t < 9 && ch < left; t++) {
-                const int8_t w = c->w[t * OC + o + ch];
-                wb[t / 3][4 * ch + t % 3] = w;
-                ts += w;
-            }
-            bb[ch] = ch < left ? fold_bias(c, o + ch, ts) : 0;
-        }
-        const __m512i w0 = _mm512_loadu_si512(wb[0]), w1 = _mm512_loadu_si512(wb[1]),
-                      w2 = _mm512_loadu_si512(wb[2]);
-        const __m512i bias = _mm512_loadu_si512(bb);
-        for (int64_t oy = 0; oy < OH; oy++) {
-            const uint8_t *r0 = P + (oy * SH * WP) * OC + o;
-            for (int64_t ox = 0; ox < OW; ox++) {
-                const uint8_t *p = r0 + ox * SW * OC;
-                const uint8_t *p1 = p + WP * OC, *p2 = p + 2 * WP * OC;
-                __m512i acc = _mm512_dpbusd_epi32(
-                    bias, _mm512_permutex2var_epi8(_mm512_loadu_si512(p), idx,
-                                                   _mm512_loadu_si512(p + 64)), w0);
-                acc = _mm512_dpbusd_epi32(
-                    acc, _mm512_permutex2var_epi8(_mm512_loadu_si512(p1), idx,
-                                                  _mm512_loadu_si512(p1 + 64)), w1);
-                acc = _mm512_dpbusd_epi32(
-                    acc, _mm512_permutex2var_epi8(_mm512_loadu_si512(p2), idx,
-                                                  _mm512_loadu_si512(p2 + 64)), w2);
-                const __m512i r = fast ? vmbqm_fast(acc, &qf) : vmbqm(acc, &q, anyls);
-                _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km, vout(r, oo, lo, hi));
-            }
-        }
+        if (small)
+            dw3_block(P, c, out, o, idx, 1);
+        else
+            dw3_block(P, c, out, o, idx, 0);
     }
 }
 
@@ -677,7 +846,7 @@ static void dw_avx512(const uint8_t *P, const opctx *c, uint32_t *acc, uint8_t *
 static void dw_avx512_vbmi(const uint8_t *P, const opctx *c, uint32_t *acc, uint8_t *out) {
     const int64_t *f = c->f;
     (void)acc;
-    if (f[F_KH] == 3 && f[F_KW] == 3 && f[F_DH] == 1 && f[F_DW] == 1 && f[F_OC] <= 56)
+    if (f[F_KH] == 3 && f[F_KW] == 3 && f[F_DH] == 1 && f[F_DW] == 1)
         dw3_vbmi(P, c, out);
     else
         dw_vnni(P, c, out);
