@@ -119,6 +119,7 @@ class RunConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        _check_text_fields(self)
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend '{self.backend}'", f"use one of {BACKENDS}")
         if self.backend == "board" and not (self.port or "").strip():
@@ -176,6 +177,25 @@ class RunConfig:
 
 
 VISION_MODELS = ("mobilenet_v2", "resnet18")
+
+
+def _check_text_fields(config: RunConfig) -> None:
+    """A setting typed as text is text: ``scheduler=4`` is refused naming the field, not met
+    later by an AttributeError deep in the parser."""
+    for f in dataclasses.fields(config):
+        if f.type not in ("str", "str | None"):
+            continue
+        value = getattr(config, f.name)
+        if f.type == "str | None" and (value is None or isinstance(value, os.PathLike)):
+            continue  # (a firmware may be given as a Path)
+        if not isinstance(value, str):
+            example = {"scheduler": "fixed:4", "model": "mlp", "dataset": "digits"}.get(
+                f.name, str(getattr(RunConfig, f.name, "") or "...")
+            )
+            raise ConfigError(
+                f"{f.name} {value!r} is a {type(value).__name__}, not text",
+                f"pass a string, e.g. {f.name}={example!r}",
+            )
 
 
 UPLOAD_MODES = ("uart", "probe")
