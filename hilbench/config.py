@@ -124,6 +124,8 @@ class RunConfig:
             raise ConfigError(f"unknown backend '{self.backend}'", f"use one of {BACKENDS}")
         if self.backend == "board" and not (self.port or "").strip():
             raise ConfigError("the board backend needs a port", "pass --board PORT")
+        if self.backend == "board":
+            _check_bare_address(self.port or "")
         _check_range("baud", self.baud, *BAUD_RANGE)
         if self.timing_model not in TIMING_MODEL_KEYS:
             raise ConfigError(
@@ -177,6 +179,22 @@ class RunConfig:
 
 
 VISION_MODELS = ("mobilenet_v2", "resnet18")
+
+
+_BARE_ADDRESS = re.compile(r"(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):(\d{1,5})")
+_PORT_PREFIXES = ("labgrid:", "map:")  # board specs with a colon of their own
+
+
+def _check_bare_address(port: str) -> None:
+    """``--board 127.0.0.1:5555`` is a network address with its ``socket://`` forgotten, not
+    a probe id: say so once, before anything looks for a board."""
+    spec = port.strip()
+    if spec.startswith(_PORT_PREFIXES) or not _BARE_ADDRESS.fullmatch(spec):
+        return
+    raise ConfigError(
+        f"--board {spec} is a network address without a scheme",
+        f"did you mean socket://{spec} (hilbench emulate --listen, a serial server)?",
+    )
 
 
 def _check_text_fields(config: RunConfig) -> None:
@@ -242,6 +260,23 @@ def int_arg(text: str) -> int:
         import argparse
 
         raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+
+
+def width_arg(text: str) -> float:
+    """``--width W``: a vision model's width multiplier as typed; 0 (what RunConfig uses for
+    "the model's default") is refused, not silently the default."""
+    import argparse
+
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid width {text!r}: use e.g. 0.35") from None
+    if not (math.isfinite(value) and 0.05 <= value <= 4.0):
+        raise argparse.ArgumentTypeError(
+            f"width {text} is out of range: use 0.05..4 (e.g. 0.35), or leave --width out for "
+            "the model's default"
+        )
+    return value
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

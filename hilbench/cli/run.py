@@ -19,6 +19,7 @@ from hilbench.config import (
     int_arg,
     parse_baud,
     user_defaults,
+    width_arg,
 )
 from hilbench.errors import ConfigError, HilbenchError
 
@@ -133,7 +134,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     what.add_argument(
         "--width",
-        type=float,
+        type=width_arg,
         default=d.width,
         metavar="W",
         help="MobileNetV2's alpha (default 0.35) or ResNet18's channel width (default 0.25)",
