@@ -28,7 +28,7 @@ def _runtime() -> Any:
     except ImportError:
         raise HilbenchError(
             "validate compares with TFLM, which needs the tflite-micro package",
-            "pip install 'hilbench[dev]' (tflite-micro)",
+            "install it with hilbench: pip install -e . (or pip install tflite-micro)",
         ) from None
     return runtime
 
