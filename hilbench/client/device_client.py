@@ -373,6 +373,12 @@ class DeviceClient:
                     f"{self.name} rebooted (answered {name} with NO_SESSION)",
                     "hilbench recovers from this by itself during a run; elsewhere, reconnect",
                 )
+            if response.message.startswith("busy:"):  # hilbench emulate --listen, taken
+                raise DeviceError(
+                    f"{self.name} is taken: {response.message.removeprefix('busy:').strip()}",
+                    "wait until that host disconnects, or start another hilbench emulate "
+                    "--listen on another port for this one",
+                )
             raise DeviceError(
                 f"{self.name} refused {name}: {response}",
                 _error_fix(code),
