@@ -77,3 +77,22 @@ def test_width_zero_is_refused_not_the_default(tmp_path, width):
     assert r.returncode == 2
     assert ("argument --width" in r.stderr and "0.05..4" in r.stderr) or "invalid width" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_injected_resets_are_blamed_on_link_faults_not_the_power_supply():
+    from hilbench.backend.emulate import EmulatorBackend
+    from hilbench.client.recovery import RecoveringTarget
+    from hilbench.errors import DeviceError
+    from hilbench.link.faults import FaultSpec
+
+    backend = EmulatorBackend(faults=FaultSpec(reset=1.0, seed=1))
+    connection = backend.open()
+    try:
+        with pytest.raises(DeviceError) as e:
+            RecoveringTarget(connection.client, max_in_a_row=2).weights_crc()
+    finally:
+        backend.close()
+    assert "reset 3 times in a row" in e.value.cause
+    assert "injected by --link-faults reset=1" in e.value.cause
+    assert "power supply" not in str(e.value)
+    assert "lower reset=" in (e.value.fix or "")
