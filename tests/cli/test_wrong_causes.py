@@ -96,3 +96,11 @@ def test_injected_resets_are_blamed_on_link_faults_not_the_power_supply():
     assert "injected by --link-faults reset=1" in e.value.cause
     assert "power supply" not in str(e.value)
     assert "lower reset=" in (e.value.fix or "")
+
+
+def test_an_unknown_probe_id_is_said_once(tmp_path):
+    r = hilbench("run", "--board", "0670FF12", "--budget", "100", cwd=tmp_path)
+    assert r.returncode == 2
+    out = r.stdout + r.stderr
+    assert out.count("no board with probe id '0670FF12'") == 1, out
+    assert "absent -> loaded failed after" in out  # the move is still logged, without the text
