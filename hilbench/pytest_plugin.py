@@ -457,6 +457,8 @@ class ZoSession:
             entry.error = f"{type(exc).__name__}: {exc}"
             raise
         if refused:  # outside the except block: not chained to the error
+            if _count_runs(self.trace_path) == entry.runs_before:
+                self.runs.remove(entry)  # no run written: the error says it all, no section
             pytest.fail(f"hilbench: zo_session(): {refused}", pytrace=False)
         trace = Trace.open(result.trace_path, run=result.run_id)
         for key in ("final_accuracy", "forward_passes", "steps"):

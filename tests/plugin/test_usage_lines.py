@@ -53,6 +53,8 @@ def test_bad_setting_is_one_line(pytester: pytest.Pytester, call: str, says: str
     assert lines[0].startswith("hilbench: zo_session(): "), lines
     assert says in lines[0]
     assert ".py:" not in block
+    assert block.count(says) == 1, block  # said once, not again in a hilbench section
+    assert "- hilbench -" not in block  # no run was written: no hilbench section
 
 
 def test_check_with_a_tuple_is_one_line(pytester: pytest.Pytester) -> None:
