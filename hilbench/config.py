@@ -211,7 +211,7 @@ def _check_text_fields(config: RunConfig) -> None:
                 f.name, str(getattr(RunConfig, f.name, "") or "...")
             )
             raise ConfigError(
-                f"{f.name} {value!r} is a {type(value).__name__}, not text",
+                f"{f.name} {value!r} is of type {type(value).__name__}, not text",
                 f"pass a string, e.g. {f.name}={example!r}",
             )
 

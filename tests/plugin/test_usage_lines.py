@@ -36,7 +36,7 @@ def _failure_text(result: pytest.RunResult, test: str) -> str:
     [
         ('zo_session(model="resnet", budget=100)', "unknown model 'resnet'"),
         ('zo_session(dataset="mnist", budget=100)', "unknown dataset 'mnist'"),
-        ("zo_session(scheduler=4, budget=100)", "scheduler 4 is a int, not text"),
+        ("zo_session(scheduler=4, budget=100)", "scheduler 4 is of type int, not text"),
     ],
 )
 def test_bad_setting_is_one_line(pytester: pytest.Pytester, call: str, says: str) -> None:
