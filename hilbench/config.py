@@ -119,10 +119,13 @@ class RunConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        _check_text_fields(self)
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend '{self.backend}'", f"use one of {BACKENDS}")
         if self.backend == "board" and not (self.port or "").strip():
             raise ConfigError("the board backend needs a port", "pass --board PORT")
+        if self.backend == "board":
+            _check_bare_address(self.port or "")
         _check_range("baud", self.baud, *BAUD_RANGE)
         if self.timing_model not in TIMING_MODEL_KEYS:
             raise ConfigError(
@@ -178,6 +181,41 @@ class RunConfig:
 VISION_MODELS = ("mobilenet_v2", "resnet18")
 
 
+_BARE_ADDRESS = re.compile(r"(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):(\d{1,5})")
+_PORT_PREFIXES = ("labgrid:", "map:")  # board specs with a colon of their own
+
+
+def _check_bare_address(port: str) -> None:
+    """``--board 127.0.0.1:5555`` is a network address with its ``socket://`` forgotten, not
+    a probe id: say so once, before anything looks for a board."""
+    spec = port.strip()
+    if spec.startswith(_PORT_PREFIXES) or not _BARE_ADDRESS.fullmatch(spec):
+        return
+    raise ConfigError(
+        f"--board {spec} is a network address without a scheme",
+        f"did you mean socket://{spec} (hilbench emulate --listen, a serial server)?",
+    )
+
+
+def _check_text_fields(config: RunConfig) -> None:
+    """A setting typed as text is text: ``scheduler=4`` is refused naming the field, not met
+    later by an AttributeError deep in the parser."""
+    for f in dataclasses.fields(config):
+        if f.type not in ("str", "str | None"):
+            continue
+        value = getattr(config, f.name)
+        if f.type == "str | None" and (value is None or isinstance(value, os.PathLike)):
+            continue  # (a firmware may be given as a Path)
+        if not isinstance(value, str):
+            example = {"scheduler": "fixed:4", "model": "mlp", "dataset": "digits"}.get(
+                f.name, str(getattr(RunConfig, f.name, "") or "...")
+            )
+            raise ConfigError(
+                f"{f.name} {value!r} is of type {type(value).__name__}, not text",
+                f"pass a string, e.g. {f.name}={example!r}",
+            )
+
+
 UPLOAD_MODES = ("uart", "probe")
 
 
@@ -222,6 +260,23 @@ def int_arg(text: str) -> int:
         import argparse
 
         raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+
+
+def width_arg(text: str) -> float:
+    """``--width W``: a vision model's width multiplier as typed; 0 (what RunConfig uses for
+    "the model's default") is refused, not silently the default."""
+    import argparse
+
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid width {text!r}: use e.g. 0.35") from None
+    if not (math.isfinite(value) and 0.05 <= value <= 4.0):
+        raise argparse.ArgumentTypeError(
+            f"width {text} is out of range: use 0.05..4 (e.g. 0.35), or leave --width out for "
+            "the model's default"
+        )
+    return value
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

@@ -86,6 +86,14 @@ def view_status(view: object, text: str) -> None:
         status(text)
 
 
+def view_early(view: object, text: str) -> None:
+    """``view.early(text)`` for views that have it: said before ``start`` when preparing the
+    run (data, pre-training) takes long enough to leave the screen blank."""
+    early = getattr(view, "early", None)
+    if early is not None:
+        early(text)
+
+
 def view_title(view: object, title: str) -> None:
     """``view.retitle(title)`` for views that have it (the device is named once connected)."""
     retitle = getattr(view, "retitle", None)
@@ -289,6 +297,10 @@ class PlainView:
         self._status_key = ""
         self._status_at = 0.0
         self._transfer: Transfer | None = None
+
+    def early(self, text: str) -> None:
+        """A line before the run's title: what a slow preparation is doing."""
+        self._emit(f"[hilbench] {text}")
 
     def _emit(self, line: str) -> None:
         if self._silent:

@@ -30,3 +30,13 @@ class TraceError(HilbenchError):
 
 class ModelError(HilbenchError):
     """A model the NPU emulator cannot take (unsupported op, broken quantization, bad file)."""
+
+
+def npy_load_reason(exc: BaseException) -> str:
+    """Why ``numpy.load(path, allow_pickle=False)`` refused a file, in a user's words: an array
+    of Python objects is said to be one (numpy's own text advises unpickling, which is not the
+    fix: the file should hold numbers)."""
+    text = str(exc)
+    if "allow_pickle" in text or "Object arrays" in text:
+        return "it holds an array of Python objects (dtype object), not of numbers"
+    return text or type(exc).__name__

@@ -221,8 +221,13 @@ def device(hil_backend: Backend) -> DeviceClient:
     """The connected device for the chosen backend; it has answered HELLO."""
     client = hil_backend.client
     assert client is not None
-    client.hello()
-    return client
+    try:
+        client.hello()
+    except HilbenchError as exc:
+        refused = str(exc)
+    else:
+        return client
+    pytest.fail(f"hilbench: {refused}", pytrace=False)  # one line, not chained
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -352,9 +357,17 @@ class SessionOutcome:
 
     def check(self, *limits: Any) -> list[Any]:
         """Judge ``limits`` on this run's trace (see the class docstring)."""
-        from hilbench.trace.limits import check
+        from hilbench.trace.limits import Limit, check
 
         __tracebackhide__ = True
+        for limit in limits:
+            if not isinstance(limit, Limit):
+                pytest.fail(
+                    f"hilbench: check() takes Limit objects, not {type(limit).__name__} "
+                    f'{limit!r}: write check(Limit("final_accuracy", low=0.5)) '
+                    "(from hilbench.trace.limits import Limit)",
+                    pytrace=False,
+                )
         return check(self.trace, *limits, record=self.record, stacklevel=3)
 
     def __repr__(self) -> str:
@@ -434,11 +447,19 @@ class ZoSession:
         config = config.replace(extra={**config.extra, "pytest_test": test})
         entry = _Run(self.trace_path, _count_runs(self.trace_path))
         self.runs.append(entry)
+        refused = ""
         try:
             result = session.run(config, view=_view(self._request.config), target=self._where())
+        except HilbenchError as exc:  # the user's settings or setup: one line, as the CLI says it
+            entry.error = f"{type(exc).__name__}: {exc}"
+            refused = str(exc)
         except BaseException as exc:
             entry.error = f"{type(exc).__name__}: {exc}"
             raise
+        if refused:  # outside the except block: not chained to the error
+            if _count_runs(self.trace_path) == entry.runs_before:
+                self.runs.remove(entry)  # no run written: the error says it all, no section
+            pytest.fail(f"hilbench: zo_session(): {refused}", pytrace=False)
         trace = Trace.open(result.trace_path, run=result.run_id)
         for key in ("final_accuracy", "forward_passes", "steps"):
             self._record(f"hilbench.{key}", getattr(result, key))

@@ -9,9 +9,11 @@ uploads, a firmware load, command timings) reaches the view and the trace as eve
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
+import threading
 import time
 import warnings
 from collections.abc import Mapping
@@ -33,7 +35,15 @@ from hilbench.client.device_client import DeviceClient
 from hilbench.client.events import Incident, Transfer
 from hilbench.client.recovery import RecoveringTarget, UpdateLog
 from hilbench.config import RunConfig
-from hilbench.console import NullView, RunView, view_event, view_status, view_title, view_transfer
+from hilbench.console import (
+    NullView,
+    RunView,
+    view_early,
+    view_event,
+    view_status,
+    view_title,
+    view_transfer,
+)
 from hilbench.device import DeviceTwin, FrameEndpoint, ModelState
 from hilbench.errors import HilbenchError
 from hilbench.link.memory import MemoryPort
@@ -297,7 +307,8 @@ def _run(
     started = time.perf_counter()
     npu_backend.check_env()  # a user's setting: say so now, not as a device failure later
     view = view or NullView()
-    plan = _plan(config, schedule, resumed)
+    with said_if_slow(view, preparing(config)):
+        plan = _plan(config, schedule, resumed)
     view.start(f"hilbench · {plan.what}{plan.npu}")
     try:  # the view is finished however the run ends (a panel must not stay half drawn)
         # connect first: a wrong port leaves no failed run in the trace
@@ -367,6 +378,36 @@ class _Plan:
         if not self.npu_name:
             return ""
         return f" · NPU {self.npu_name}" + (f" {self.npu_isa}" if self.npu_isa else "")
+
+
+#: Seconds of silence before the screen says what the run is preparing (issue 26, item 14).
+SLOW_START_S = 2.0
+
+
+def preparing(config: RunConfig) -> str:
+    """What ``_plan`` is doing, for a user who would otherwise see a blank screen."""
+    from hilbench.config import VISION_MODELS
+    from hilbench.data import cache
+
+    what = f"preparing {config.model} on {config.dataset}"
+    if config.model in VISION_MODELS or config.init == "pretrained":
+        what += (
+            ": loading the data and pre-training the float model (done once, then cached "
+            f"in {cache.root()})"
+        )
+    return what + "..."
+
+
+@contextlib.contextmanager
+def said_if_slow(view: object, text: str, after_s: float = SLOW_START_S):
+    """Say ``text`` on ``view`` (``view.early``) if the block runs longer than ``after_s``."""
+    timer = threading.Timer(after_s, view_early, args=(view, text))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _plan(config: RunConfig, schedule: Scheduler | None, resumed: _Resumed | None) -> _Plan:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from hilbench.errors import HilbenchError
+from hilbench.errors import HilbenchError, npy_load_reason
 
 BACKENDS = ("emulate", "sil", "qemu", "board")
 WORST = 5  # items named in a report
@@ -28,7 +28,7 @@ def _runtime() -> Any:
     except ImportError:
         raise HilbenchError(
             "validate compares with TFLM, which needs the tflite-micro package",
-            "pip install 'hilbench[dev]' (tflite-micro)",
+            "install it with hilbench: pip install -e . (or pip install tflite-micro)",
         ) from None
     return runtime
 
@@ -182,8 +182,8 @@ def load_labels(path: Any, n: int) -> np.ndarray:
         raise HilbenchError(f"cannot read {path}: {e.strerror or e}", "check the path") from None
     except (ValueError, EOFError) as e:
         raise HilbenchError(
-            f"{path} is not a .npy array ({e or type(e).__name__})",
-            "save the labels with numpy.save",
+            f"{path} is not a .npy array of labels ({npy_load_reason(e)})",
+            "save the labels, integers of shape (N,), with numpy.save",
         ) from None
     if not isinstance(y, np.ndarray) or not np.issubdtype(y.dtype, np.integer):
         what = y.dtype if isinstance(y, np.ndarray) else "several arrays"

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from hilbench.errors import HilbenchError
+
 log = logging.getLogger("hilbench.board")
 
 
@@ -107,7 +109,11 @@ class Lifecycle:
             seconds = self.clock() - t0
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             self.failed = f"{self.stage.value} -> {stage.value} failed after {seconds:.3f} s: {why}"
-            log.warning("%s: %s", self.board, self.failed)
+            if isinstance(exc, HilbenchError):  # its one line is printed by whoever stops
+                log.warning("%s: %s -> %s failed after %.3f s", self.board, self.stage.value,
+                            stage.value, seconds)  # fmt: skip
+            else:
+                log.warning("%s: %s", self.board, self.failed)
             raise
         self.enter(stage, self.clock() - t0, move.detail)
 

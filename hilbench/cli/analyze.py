@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbench.config import width_arg
 from hilbench.errors import HilbenchError
 
 VISION_SIZE = {"mobilenet_v2": "alpha", "resnet18": "width"}
@@ -29,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("tflite", nargs="?", type=Path, help="an int8 .tflite model")
     p.add_argument("--model", metavar="NAME", help="a zoo model: mlp, cnn, mobilenet_v2, resnet18")
-    p.add_argument("--width", type=float, help="MobileNetV2's alpha or ResNet18's width")
+    p.add_argument("--width", type=width_arg, help="MobileNetV2's alpha or ResNet18's width")
     p.add_argument("--resolution", type=int, help="a vision model's image side")
     p.add_argument("--classes", type=int, help="a vision model's number of classes")
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")

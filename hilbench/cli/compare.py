@@ -106,10 +106,14 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, default=str))
         return 0
-    table = Table(title=f"{len(rows)} runs side by side")
-    table.add_column("", style="bold")
-    for t in traces:
-        table.add_column(f"{t.path.name}\nrun {t.run_id}", justify="right")
+    names, common = distinguishing_names([t.path.name for t in traces])
+    title = f"{len(rows)} runs side by side"
+    if common:
+        title += f" (trace names: {common})"
+    table = Table(title=title)
+    table.add_column("", style="bold", overflow="fold")
+    for name, t in zip(names, traces, strict=True):  # folded if need be, never cut
+        table.add_column(f"{name}\nrun {t.run_id}", justify="right", overflow="fold")
     shown = [
         ("status", "status"),
         ("backend", "backend"),
@@ -136,3 +140,29 @@ def handle(args: argparse.Namespace) -> int:
     if plot is not None:
         print(f"wrote {plot}")
     return 0
+
+
+def _common_start(texts: list[str]) -> str:
+    first, last = min(texts), max(texts)
+    n = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first))
+    return first[:n]
+
+
+def distinguishing_names(names: list[str]) -> tuple[list[str], str]:
+    """The part of each trace name that tells it from the others (``20261201-192001-a.h5``
+    and ``20261201-192001-b.h5`` -> ``…a``, ``…b``), and the pattern they share
+    (``20261201-192001-….h5``), or the names unchanged and "" when nothing is shared."""
+    if len(set(names)) < len(names) or len(names) < 2:
+        return names, ""
+    prefix = _common_start(names)
+    suffix = _common_start([n[::-1] for n in names])[::-1]
+    # cut at a separator, so a shared digit stays with its number
+    prefix = prefix[: max((prefix.rfind(c) + 1 for c in "-_. "), default=0)]
+    suffix = suffix[min((i for i, c in enumerate(suffix) if c in "-_. "), default=len(suffix)) :]
+    if len(prefix) + len(suffix) < 6:
+        return names, ""
+    short = [n[len(prefix) : len(n) - len(suffix)] for n in names]
+    if any(not part for part in short):
+        return names, ""
+    marked = [("…" if prefix else "") + part for part in short]
+    return marked, f"{prefix}…{suffix}"

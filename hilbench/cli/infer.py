@@ -22,7 +22,7 @@ import numpy as np
 
 from hilbench.cli.export import describe_quant
 from hilbench.cli.output import add_force, check_output, write_atomic
-from hilbench.errors import HilbenchError, ModelError
+from hilbench.errors import HilbenchError, ModelError, npy_load_reason
 from hilbench.inference import infer_on_device
 
 CHUNK = 256  # samples per emulator call: bounds memory on large inputs
@@ -57,8 +57,10 @@ def load_inputs(
     except OSError as e:
         raise HilbenchError(f"cannot read {path}: {e.strerror or e}", "check the path") from None
     except (ValueError, EOFError) as e:  # EOFError: an empty file
-        reason = str(e) or type(e).__name__
-        raise HilbenchError(f"{path} is not a .npy array ({reason})", f"save {expected}") from None
+        reason = npy_load_reason(e)
+        raise HilbenchError(
+            f"{path} is not a .npy array of numbers ({reason})", f"save {expected}"
+        ) from None
     if not isinstance(x, np.ndarray):
         raise HilbenchError(f"{path} holds several arrays", f"save one array, {expected}")
     if x.dtype != np.int8:

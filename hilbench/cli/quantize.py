@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from hilbench.cli.output import add_force, check_output, write_atomic
-from hilbench.errors import HilbenchError
+from hilbench.errors import HilbenchError, npy_load_reason
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +41,8 @@ def calibration(args: argparse.Namespace, input_shape: tuple[int, ...]) -> np.nd
         x = np.load(args.calibration, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
         raise HilbenchError(
-            f"cannot read {args.calibration}: {e}", "save float inputs with numpy.save"
+            f"cannot read {args.calibration}: {npy_load_reason(e)}",
+            "save float inputs (float32 of the model's input shape, N first) with numpy.save",
         ) from None
     if not np.issubdtype(x.dtype, np.floating):
         raise HilbenchError(

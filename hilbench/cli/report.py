@@ -112,8 +112,14 @@ def _status(data: dict[str, Any]) -> str:
 
 
 def _fmt_duration(value: float, source: str) -> str:
-    """Seconds as ms; QEMU's executed instructions (source instr) as a count."""
-    return f"{value:,.0f} instr" if source == "instr" else f"{value * 1e3:.3f} ms"
+    """Seconds as ms; QEMU's executed instructions (source instr) as a count. The unit is in
+    the row's source column (:func:`_source_unit`), so the cells are bare numbers."""
+    return f"{value:,.0f}" if source == "instr" else f"{value * 1e3:.3f}"
+
+
+def _source_unit(source: str) -> str:
+    """The source column of a timing row: who measured it and the unit of its durations."""
+    return "instr (count)" if source == "instr" else f"{source} ms"
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -148,12 +154,16 @@ def handle(args: argparse.Namespace) -> int:
     console.print(table)
     if data["timing"]:
         t = Table(title="command timing (each duration says who measured it)")
-        for col in ("command", "source", "count", "p50", "p90", "p99", "max"):
-            t.add_column(col, justify="right" if col not in ("command", "source") else "left")
+        # 80 columns hold the table; a name is never cut, a number only folded (no digit lost)
+        longest = max(len(row["command"]) for row in data["timing"])
+        t.add_column("command", no_wrap=True, min_width=longest)
+        t.add_column("source", overflow="fold")
+        for col in ("count", "p50", "p90", "p99", "max"):
+            t.add_column(col, justify="right", overflow="fold")
         for row in data["timing"]:
             t.add_row(
                 row["command"],
-                row["source"],
+                _source_unit(row["source"]),
                 f"{row['count']:,}",
                 *(_fmt_duration(row[p], row["source"]) for p in ("p50", "p90", "p99", "max")),
             )

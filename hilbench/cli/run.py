@@ -19,6 +19,7 @@ from hilbench.config import (
     int_arg,
     parse_baud,
     user_defaults,
+    width_arg,
 )
 from hilbench.errors import ConfigError, HilbenchError
 
@@ -133,7 +134,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     what.add_argument(
         "--width",
-        type=float,
+        type=width_arg,
         default=d.width,
         metavar="W",
         help="MobileNetV2's alpha (default 0.35) or ResNet18's channel width (default 0.25)",
@@ -418,14 +419,16 @@ def handle(args: argparse.Namespace) -> int:
     config = config_from(args)
     if config.model not in zoo.MODELS:
         raise ConfigError(f"unknown model '{config.model}'", f"use one of: {', '.join(TRAINABLE)}")
-    data = session.load_data(config)  # fail on an unknown name before any device is touched
-    session.prepare_model(config, data)  # and on a layer selection or pool that does not fit
+    view = make_view(config.live, console)
+    with session.said_if_slow(view, session.preparing(config)):  # no blank screen meanwhile
+        data = session.load_data(config)  # fail on an unknown name before a device is touched
+        session.prepare_model(config, data)  # and on a layer selection or pool that does not fit
     config = config.replace(trace=config.trace or session.default_trace_path(config))
     _refuse_orphaning(config.trace)
     _check_trace_room(config)
     before = _run_ids(config.trace)
     try:
-        result = session.run(config, view=make_view(config.live, console))
+        result = session.run(config, view=view)
     except KeyboardInterrupt as exc:
         return _interrupted(exc, config.trace, lambda i: i.run_id not in before)
     _print_summary(console, result)

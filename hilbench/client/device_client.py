@@ -361,9 +361,23 @@ class DeviceClient:
                 if not self._reboot_logged:  # one event per reboot, however it shows
                     self.event("reset", f"{name}: device reports a reboot ({response.message})")
                 self._reboot_logged = True
+                injected = self.injected_reset_rate()
+                if injected:
+                    raise DeviceReset(
+                        f"{self.name} rebooted (answered {name} with NO_SESSION): a reset "
+                        f"injected by --link-faults reset={injected:g}",
+                        "hilbench recovers from injected resets during a run; lower reset= "
+                        "(e.g. reset=0.001) if they come faster than it can recover",
+                    )
                 raise DeviceReset(
                     f"{self.name} rebooted (answered {name} with NO_SESSION)",
                     "hilbench recovers from this by itself during a run; elsewhere, reconnect",
+                )
+            if response.message.startswith("busy:"):  # hilbench emulate --listen, taken
+                raise DeviceError(
+                    f"{self.name} is taken: {response.message.removeprefix('busy:').strip()}",
+                    "wait until that host disconnects, or start another hilbench emulate "
+                    "--listen on another port for this one",
                 )
             raise DeviceError(
                 f"{self.name} refused {name}: {response}",
@@ -385,6 +399,11 @@ class DeviceClient:
                 )
             )
         return response
+
+    def injected_reset_rate(self) -> float:
+        """The reset probability --link-faults injects on this link (0.0: none injected)."""
+        spec = getattr(self.port, "spec", None)  # a FaultyPort's
+        return spec.reset if isinstance(spec, FaultSpec) else 0.0
 
     def _silence_fix(self, seen: bytes, frames: int) -> str:
         """What to do about a device that never answered, from what the link did see."""

@@ -189,6 +189,14 @@ class RecoveringTarget:
             except DeviceReset:
                 failures += 1
                 needs_recovery = True
+                injected = getattr(self.target, "injected_reset_rate", lambda: 0.0)()
+                if failures > self.max_in_a_row and injected:
+                    raise DeviceError(
+                        f"{self.name} reset {failures} times in a row while recovering: the "
+                        f"resets were injected by --link-faults reset={injected:g}",
+                        "lower reset= in --link-faults (e.g. reset=0.001); the trace is valid "
+                        "so far",
+                    ) from None
                 if failures > self.max_in_a_row:
                     raise DeviceError(
                         f"{self.name} reset {failures} times in a row while recovering",

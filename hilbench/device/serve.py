@@ -7,11 +7,17 @@ import threading
 import time
 from collections.abc import Callable
 
-from hilbench.device.device import DeviceTwin
+from hilbench.device.device import FRAME_START, DeviceTwin
 from hilbench.link.stream import ByteStream, SocketStream
-from hilbench.protocol.frames import FrameDecoder
+from hilbench.protocol import messages as m
+from hilbench.protocol import spec
+from hilbench.protocol.frames import FrameDecoder, encode_frame
 
 POLL_S = 0.05
+#: The start of the ERROR text a busy ``hilbench emulate --listen`` answers a second host
+#: with (the client names the fix when it sees it: hilbench/client/device_client.py).
+BUSY = "busy:"
+BUSY_LINGER_S = 10.0  # how long a refused host is answered before its connection is closed
 
 
 class FrameEndpoint:
@@ -96,6 +102,7 @@ def serve_tcp(
     duration, and why it ended)."""
     stop = stop or threading.Event()
     say = log or (lambda line: None)
+    serving: dict[str, object] = {"thread": None, "who": "", "since": ""}
     with socket.create_server((host, port), reuse_port=False) as server:
         server.settimeout(POLL_S * 4)
         if on_listening:
@@ -106,20 +113,77 @@ def serve_tcp(
             except TimeoutError:
                 continue
             who = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+            current = serving["thread"]
+            if isinstance(current, threading.Thread) and current.is_alive():
+                # a second host: answered at once that the twin is taken, never left silent
+                say(f"refused {who}: serving {serving['who']}")
+                message = (
+                    f"{BUSY} this hilbench emulate --listen serves {serving['who']} (since "
+                    f"{serving['since']}); one host at a time"
+                )
+                threading.Thread(
+                    target=refuse_busy, args=(conn, message, stop), daemon=True
+                ).start()
+                continue
             say(f"connection from {who}")
-            started = time.monotonic()
-            stream = SocketStream(conn)
-            endpoint = FrameEndpoint(twin)
-            why = "the host closed it"
-            try:
-                serve_stream(twin, stream, stop, endpoint)
-                if stop.is_set():
-                    why = "the server stopped"
-            except OSError as exc:  # the host went away mid-write: wait for the next one
-                why = f"the link failed ({exc.strerror or exc})"
-            finally:
-                stream.close()
-            say(
-                f"{who} disconnected after {time.monotonic() - started:.1f} s and "
-                f"{endpoint.frames:,} frames ({why})"
+            serving.update(who=who, since=time.strftime("%H:%M:%S"))
+            serving["thread"] = thread = threading.Thread(
+                target=_serve_connection, args=(twin, conn, who, stop, say), daemon=True
             )
+            thread.start()
+        current = serving["thread"]
+        if isinstance(current, threading.Thread):
+            current.join(timeout=2.0)
+
+
+def _serve_connection(
+    twin: DeviceTwin,
+    conn: socket.socket,
+    who: str,
+    stop: threading.Event,
+    say: Callable[[str], None],
+) -> None:
+    started = time.monotonic()
+    stream = SocketStream(conn)
+    endpoint = FrameEndpoint(twin)
+    why = "the host closed it"
+    try:
+        serve_stream(twin, stream, stop, endpoint)
+        if stop.is_set():
+            why = "the server stopped"
+    except OSError as exc:  # the host went away mid-write: wait for the next one
+        why = f"the link failed ({exc.strerror or exc})"
+    finally:
+        stream.close()
+    say(
+        f"{who} disconnected after {time.monotonic() - started:.1f} s and "
+        f"{endpoint.frames:,} frames ({why})"
+    )
+
+
+def busy_answer(frame_type: int, seq: int, message: str) -> bytes:
+    """The ERROR frame a busy server answers a request with (BAD_ARGUMENT, ``message``)."""
+    text = spec.format_message("%s", (message,))  # at most 256 bytes
+    payload = m.ErrorResponse(code=spec.ErrorCode.BAD_ARGUMENT, request_type=frame_type,
+                              message=text)  # fmt: skip
+    return FRAME_START + encode_frame(spec.MessageType.ERROR, seq, payload.pack())
+
+
+def refuse_busy(
+    conn: socket.socket, message: str, stop: threading.Event, linger_s: float = BUSY_LINGER_S
+) -> None:
+    """Answer every frame of a host that came while another is served with ERROR ``message``
+    for ``linger_s`` seconds, then close its connection."""
+    stream = SocketStream(conn)
+    decoder = FrameDecoder()
+    deadline = time.monotonic() + linger_s
+    try:
+        while not stop.is_set() and time.monotonic() < deadline:
+            data = stream.read(POLL_S)
+            answers = [busy_answer(f.type, f.seq, message) for f in decoder.feed(data)]
+            if answers:
+                stream.write(b"".join(answers))
+    except (EOFError, OSError):
+        pass
+    finally:
+        stream.close()

@@ -20,7 +20,7 @@ from hilbench.errors import ModelError
 from hilbench.npu import registry
 from hilbench.npu.graph import Graph, Op, QParams, Tensor
 
-_INSTALL = "install the oracle package: pip install 'hilbench[dev]' (tflite-micro)"
+_INSTALL = "pip install -e . installs TFLite Micro (tflite-micro), which this needs"
 
 
 def schema() -> tuple[ModuleType, ModuleType]:

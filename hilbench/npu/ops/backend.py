@@ -58,13 +58,16 @@ def _check(name: str) -> str:
 
 
 def check_env() -> None:
-    """Refuse an unknown ``HILBENCH_NPU_BACKEND`` (a user's setting) before anything runs."""
+    """Refuse an unknown ``HILBENCH_NPU_BACKEND`` or a ``HILBENCH_NPU_NATIVE_ISA`` this build
+    or CPU cannot run (a user's settings) before anything runs."""
     env = os.environ.get(_ENV, "").strip().lower()
     if env and env not in NAMES:
         raise ModelError(
             f"{_ENV}={env!r} names no NPU backend",
             f"set it to one of {', '.join(NAMES)}, or unset it for the default",
         )
+    if native_available():
+        native.isa_code()  # HILBENCH_NPU_NATIVE_ISA: refused now, not at the first EVAL
 
 
 def _default() -> str:
