@@ -118,16 +118,7 @@ def report_plots(trace: Trace, out_dir: str | Path) -> list[Path]:
             linewidth=1.6,
             label=f"step loss, mean of {w} steps",
         )
-    tests = trace.evals[trace.evals["split"] == "test"]
-    if len(tests):
-        ax.plot(
-            tests["forward_passes"],
-            tests["loss"],
-            "o",
-            color="tab:orange",
-            markersize=4,
-            label="test loss",
-        )
+    _plot_test_loss(ax, trace)
     ax.set_ylabel("loss (nats)")
     ax.set_title(_title(trace, "loss"), fontsize=10)
     _fp_axis(ax)
@@ -233,16 +224,7 @@ def curves_figure(trace: Trace) -> Any:
         w = smoothing_window(len(loss))
         loss_ax.plot(fp, loss, color="tab:blue", alpha=0.25, linewidth=0.6, label="step loss")
         loss_ax.plot(fp, smooth(loss, w), color="tab:blue", label=f"mean of {w} steps")
-    tests = trace.evals[trace.evals["split"] == "test"]
-    if len(tests):
-        loss_ax.plot(
-            tests["forward_passes"],
-            tests["loss"],
-            "o",
-            color="tab:orange",
-            markersize=4,
-            label="test loss",
-        )
+    _plot_test_loss(loss_ax, trace)
     loss_ax.set_ylabel("loss (nats)")
     loss_ax.set_title(_title(trace, "loss"), fontsize=9)
     for ax in (acc_ax, loss_ax):
@@ -304,3 +286,17 @@ def compare_plot(traces: Sequence[Trace], path: str | Path) -> Path:
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
+
+
+def _plot_test_loss(ax: object, trace: object) -> None:
+    """The test evaluations' losses as dots on ``ax``."""
+    tests = trace.evals[trace.evals["split"] == "test"]
+    if len(tests):
+        ax.plot(
+            tests["forward_passes"],
+            tests["loss"],
+            "o",
+            color="tab:orange",
+            markersize=4,
+            label="test loss",
+        )
