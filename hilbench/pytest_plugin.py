@@ -446,6 +446,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         text = failure_section(runs)
         if text:
             report.sections.append(("hilbench", text))
+    elif report.failed and call.when == "call":  # no run: what the device said, if anything
+        text = device_log_section(item)
+        if text:
+            report.sections.append(("hilbench", text))
     if report.failed and call.when in ("setup", "call"):
         text = board_section(item)
         if text:
@@ -494,6 +498,44 @@ def failure_section(runs: list[_Run]) -> str:
             lines.append(_row("device", here))
             device_line = here
         lines.extend(_run_lines(trace, several=len(ids) > 1))
+    return "\n".join(lines)
+
+
+SECTION_DEVICE_LINES = 5  # the device's last lines a failing test's section shows
+
+
+def _device_said_lines(trace: Any) -> list[str]:
+    """The device's last own words (LOG lines, console bytes) in a failing run's block."""
+    from hilbench.trace.device_lines import format_said, last_lines
+
+    shown, total = last_lines(trace, SECTION_DEVICE_LINES)
+    if not shown:
+        return []
+    head = f"last {len(shown)} of {total}" if total > len(shown) else f"{total}"
+    lines = [_row("device said", f"({head} lines)")]
+    lines += [_row("", format_said(said)) for said in shown]
+    return lines
+
+
+def device_log_section(item: pytest.Item) -> str:
+    """A failing test that used ``device`` without training: the device's last LOG lines
+    and the bytes its port sent before its first frame, from the client."""
+    if "device" not in getattr(item, "fixturenames", ()):
+        return ""
+    backend = item.config.stash.get(_BACKEND, None)
+    client = getattr(backend, "client", None) if backend is not None else None
+    log = getattr(client, "device_log", None)
+    if log is None:
+        return ""
+    from hilbench.client.device_log import console_detail
+
+    lines = []
+    if log.raw_before_hello:
+        lines.append(_row("console", console_detail(log.raw_before_hello)))
+    last = log.last(SECTION_DEVICE_LINES)
+    if last:
+        lines.append(_row("device said", f"(last {len(last)} of {log.received} lines)"))
+        lines += [_row("", str(line)) for line in last]
     return "\n".join(lines)
 
 
@@ -548,6 +590,7 @@ def _run_lines(trace: Any, *, several: bool) -> list[str]:
         last = trace.events[-1]
         if last["kind"] in ("error", "fault", "interrupt"):  # fault: in older traces
             lines.append(_row("ended by", str(last["detail"]).splitlines()[0][:300]))
+    lines.extend(_device_said_lines(trace))
     command = f"hilbench report {shlex.quote(str(trace.path))}"
     if several:
         command += f" --run {trace.run_id}"

@@ -26,8 +26,9 @@ from hilbench.backend.base import Backend, Connection
 from hilbench.backend.emulate import EmulatorBackend
 from hilbench.backend.registry import make_backend
 from hilbench.board.lifecycle import Lifecycle, Stage
+from hilbench.client import device_log
 from hilbench.client.device_client import DeviceClient
-from hilbench.client.events import Incident, Transfer
+from hilbench.client.events import DeviceLine, Incident, Transfer
 from hilbench.client.recovery import RecoveringTarget, UpdateLog
 from hilbench.config import RunConfig
 from hilbench.console import NullView, RunView, view_event, view_status, view_title, view_transfer
@@ -392,6 +393,9 @@ class _RunDevice:
             target = self.connection.client
         self.client = target
         target.events.incident.subscribe(self._on_incident)
+        for line in target.device_log.claim():  # said before this run listened (HELLO)
+            self._early.append(("device", str(line)))
+        target.events.device.subscribe(self._on_device_line)
         self.target = RecoveringTarget(
             target,
             # The twin's semantics are what any device must compute: check a board or QEMU
@@ -410,9 +414,20 @@ class _RunDevice:
         return self.connection.lifecycle if self.connection is not None else None
 
     def trace_into(self, trace: TraceWriter) -> None:
+        raw = self.client.device_log.raw_before_hello if self.client is not None else b""
+        if raw:  # a board that printed something else first: what it printed
+            trace.event("console", device_log.console_detail(raw))
         for kind, detail in self._early:
             trace.event(kind, detail)
         self._trace = trace
+
+    def _on_device_line(self, line: DeviceLine) -> None:
+        """A LOG line of the device: an event ``device`` (docs/trace-format.md)."""
+        self.client.device_log.claim()  # taken by this run
+        if self._trace is None:
+            self._early.append(("device", str(line)))
+        else:
+            self._trace.event("device", str(line))
 
     def _on_incident(self, incident: Incident) -> None:
         kind, detail = incident
@@ -429,6 +444,7 @@ class _RunDevice:
         if self.client is not None:
             self.client.settle()  # retries still unsettled are reported while traced
             self.client.events.incident.unsubscribe(self._on_incident)
+            self.client.events.device.unsubscribe(self._on_device_line)
         if self.owned is not None:
             self.owned.close()
 

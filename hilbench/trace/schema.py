@@ -73,6 +73,10 @@ EVENT_MEANINGS: dict[str, str] = {
     "interrupt": "Ctrl-C, SIGTERM or interpreter exit closed the run (detail says which)",
     "resume": "a writer took the run over again (hilbench run --resume)",
     "note": "free text",
+    "device": "a line the device said on its own, in a LOG frame (detail: [kind] text; kinds "
+    "boot, fault, uart, note)",
+    "console": "bytes the port sent before the device's first frame (detail: how many, as text "
+    "or hex; at most 4 KiB): what a board printed instead of, or before, hilbench",
 }
 EVENT_KINDS = tuple(EVENT_MEANINGS)
 

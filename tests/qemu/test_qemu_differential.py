@@ -23,8 +23,9 @@ def _seed() -> int:
 
 
 def test_the_cortex_m55_firmware_answers_like_the_twin(an547_elf, capsys, record_property):
-    seed, config = _seed(), d.DeviceConfig(
-        arena_bytes=128 * 1024, max_payload=256, reasons=("power-on", "software")
+    seed, config = (
+        _seed(),
+        d.DeviceConfig(arena_bytes=128 * 1024, max_payload=256, reasons=("power-on", "software")),
     )
     record_property("seed", f"HILBENCH_DIFF_SEED={seed} ({FRAMES:,} frames, {config})")
     with capsys.disabled():
