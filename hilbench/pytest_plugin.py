@@ -509,12 +509,12 @@ def _device_said_lines(trace: Any) -> list[str]:
     from hilbench.trace.device_lines import format_said, last_lines
 
     shown, total = last_lines(trace, SECTION_DEVICE_LINES)
-    if not shown:
-        return []
-    head = f"last {len(shown)} of {total}" if total > len(shown) else f"{total}"
-    lines = [_row("device said", f"({head} lines)")]
-    lines += [_row("", format_said(said)) for said in shown]
-    return lines
+    if total > len(shown):
+        shown = shown[-(SECTION_DEVICE_LINES - 1) :]
+        return [_row("said", f"({total - len(shown)} earlier lines in the trace)")] + [
+            _row("said", format_said(said)) for said in shown
+        ]
+    return [_row("said", format_said(said)) for said in shown]
 
 
 def device_log_section(item: pytest.Item) -> str:
@@ -531,11 +531,11 @@ def device_log_section(item: pytest.Item) -> str:
 
     lines = []
     if log.raw_before_hello:
-        lines.append(_row("console", console_detail(log.raw_before_hello)))
+        lines.append(_row("said", console_detail(log.raw_before_hello)))
     last = log.last(SECTION_DEVICE_LINES)
-    if last:
-        lines.append(_row("device said", f"(last {len(last)} of {log.received} lines)"))
-        lines += [_row("", str(line)) for line in last]
+    if log.received > len(last):
+        lines.append(_row("said", f"({log.received - len(last)} earlier lines not shown)"))
+    lines += [_row("said", str(line)) for line in last]
     return "\n".join(lines)
 
 
@@ -590,10 +590,10 @@ def _run_lines(trace: Any, *, several: bool) -> list[str]:
         last = trace.events[-1]
         if last["kind"] in ("error", "fault", "interrupt"):  # fault: in older traces
             lines.append(_row("ended by", str(last["detail"]).splitlines()[0][:300]))
-    lines.extend(_device_said_lines(trace))
     command = f"hilbench report {shlex.quote(str(trace.path))}"
     if several:
         command += f" --run {trace.run_id}"
     lines.append(_row("trace", str(trace.path)))
     lines.append(_row("open it", command))
+    lines.extend(_device_said_lines(trace))  # last: the device's own words
     return lines
