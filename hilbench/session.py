@@ -32,7 +32,7 @@ from hilbench.client.events import DeviceLine, Incident, Transfer
 from hilbench.client.recovery import RecoveringTarget, UpdateLog
 from hilbench.config import RunConfig
 from hilbench.console import NullView, RunView, view_event, view_status, view_title, view_transfer
-from hilbench.device import DeviceTwin, FrameEndpoint, ModelState
+from hilbench.device import BANNER_REASONS, DeviceTwin, FrameEndpoint, ModelState
 from hilbench.errors import HilbenchError
 from hilbench.link.memory import MemoryPort
 from hilbench.npu import cost
@@ -60,7 +60,8 @@ def direct_target(twin: DeviceTwin | None = None) -> DeviceClient:
     """A connected DeviceClient on an in-process twin, for studies: no pty, no thread, the
     same bytes and device code as the emulator backend (``EmulatorBackend(link="memory")``'s
     link)."""
-    port = MemoryPort(FrameEndpoint(twin or DeviceTwin()).feed, name="in-process")
+    twin = twin or DeviceTwin(**BANNER_REASONS)
+    port = MemoryPort(FrameEndpoint(twin).feed, name="in-process")
     target = DeviceClient(
         port, name="emulator (in-process)", min_rto=EmulatorBackend.MEMORY_MIN_RTO_S
     )

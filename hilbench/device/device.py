@@ -43,6 +43,8 @@ CAPABILITIES = (
     | spec.CAP_INFER
 )
 _HEADER = struct.Struct("<BBHH")  # version, type, seq, length: what the frame's CRC-32 starts with
+#: the twin's boot banner reasons in the backends (first boot, after RESET): the an547's
+BANNER_REASONS = {"boot_reason": "power-on", "restart_reason": "software"}
 _MODEL = -1  # the model's upload target (data slots are 0..N_SLOTS-1)
 
 
@@ -65,8 +67,8 @@ class DeviceTwin:
         boot_nonce: int | None = None,
         modeled_timing: bool = True,
         timing_model: str = cost.DEFAULT_TIMING_MODEL,
-        boot_reason: str | None = "power-on",
-        restart_reason: str | None = "software",
+        boot_reason: str | None = None,
+        restart_reason: str | None = None,
     ) -> None:
         firmware = f"hilbench-twin {__version__}" if firmware is None else firmware
         for what, text in (("device_id", device_id), ("firmware", firmware)):
@@ -99,7 +101,9 @@ class DeviceTwin:
         self.boots = 0
         self.stats: Counter[str] = Counter()
         # the boot banner's reason (docs/protocol.md, "Device log"): of the first boot, and of
-        # the boots after it (RESET); None: no banner (the C test port's silence)
+        # the boots after it (RESET); None: no banner, as the C test port (a frame in, its
+        # answer out); the backends give it BANNER_REASONS, a board's
+        # ("power-on", "software")
         self.boot_reason, self.restart_reason = boot_reason, restart_reason
         self.log = LogRing()
         self.boot()

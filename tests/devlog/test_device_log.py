@@ -13,7 +13,7 @@ import pytest
 from hilbench.backend.qemu import QemuBackend
 from hilbench.backend.sil import SilBackend
 from hilbench.client.device_client import DeviceClient
-from hilbench.device import DeviceTwin, FrameEndpoint
+from hilbench.device import BANNER_REASONS, DeviceTwin, FrameEndpoint
 from hilbench.errors import DeviceError, LinkError
 from hilbench.link.memory import MemoryPort
 from hilbench.protocol import messages as m
@@ -31,7 +31,7 @@ def _hello(seq: int, session: int = 7) -> bytes:
 
 
 def test_the_twin_holds_its_banner_until_a_session_opens_then_sends_it_first():
-    twin = DeviceTwin(device_id="dev-a", firmware="fw-b", boot_nonce=1)
+    twin = DeviceTwin(device_id="dev-a", firmware="fw-b", boot_nonce=1, **BANNER_REASONS)
     ep = FrameEndpoint(twin)
     # no session: the refusal goes alone, the banner waits
     before = _frames(ep.feed(b"\x00" + encode_frame(m.MessageType.WEIGHTS_CRC, 5)))
@@ -50,8 +50,13 @@ def test_the_twin_holds_its_banner_until_a_session_opens_then_sends_it_first():
     assert m.decode_response(again[0]).message.endswith("reset software")
 
 
+def test_a_twin_made_without_reasons_is_silent_as_the_c_test_port():
+    answer = _frames(FrameEndpoint(DeviceTwin(boot_nonce=1)).feed(_hello(1)))
+    assert [f.type for f in answer] == [0x81]
+
+
 def test_a_full_ring_drops_its_oldest_lines_and_says_how_many():
-    twin = DeviceTwin(boot_nonce=1)
+    twin = DeviceTwin(boot_nonce=1, **BANNER_REASONS)
     for i in range(spec.LOG_RING + 3):
         twin.log.add(spec.LogKind.NOTE, f"note {i} " + "é" * 80)  # cut at 120 bytes of UTF-8
     lines = [m.decode_response(f) for f in _frames(FrameEndpoint(twin).feed(_hello(1)))[:-1]]
@@ -63,7 +68,7 @@ def test_a_full_ring_drops_its_oldest_lines_and_says_how_many():
 
 
 def test_the_client_hands_lines_to_subscribers_and_keeps_the_last():
-    twin = DeviceTwin(device_id="dev-a", firmware="fw-b", boot_nonce=1)
+    twin = DeviceTwin(device_id="dev-a", firmware="fw-b", boot_nonce=1, **BANNER_REASONS)
     client = DeviceClient(MemoryPort(FrameEndpoint(twin).feed, name="mem"))
     heard = []
     client.events.device.subscribe(heard.append)
@@ -81,7 +86,7 @@ class _Console:
     """A port whose device prints a console line before it speaks the protocol."""
 
     def __init__(self, text: bytes, answers: bool) -> None:
-        self.twin = DeviceTwin(boot_nonce=1)
+        self.twin = DeviceTwin(boot_nonce=1, **BANNER_REASONS)
         self.endpoint = FrameEndpoint(self.twin)
         self.text, self.answers = text, answers
 
