@@ -21,6 +21,7 @@ import numpy as np
 import serial
 
 from hilbench.client import device_log
+from hilbench.client.device_log import describe_bytes
 from hilbench.client.events import ClientEvents, Incident, Transfer
 from hilbench.client.rto import PEAK_HALF_LIFE_S, Part, WorkTimer
 from hilbench.errors import ConfigError, DeviceError, LinkError
@@ -792,18 +793,6 @@ def _error_fix(code: m.ErrorCode | None) -> str:
         m.ErrorCode.NO_MODEL: "the device lost its model (reset?): restart the run",
         m.ErrorCode.NO_DATA: "the device lost its data (reset?): restart the run",
     }.get(code, "this is a bug in hilbench or the firmware: please report it with the trace")
-
-
-def describe_bytes(data: bytes) -> str:
-    """Bytes a port sent, for a message: as text when they read as text (a console, a
-    bootloader), else in hex; ``nothing`` when there were none."""
-    if not data:
-        return "nothing"
-    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in data)
-    if printable >= 0.9 * len(data):
-        text = data.decode("ascii", "replace")
-        return f"text {text!r}"
-    return data.hex(" ")
 
 
 #: The old name of :class:`DeviceClient` (it clashed with labgrid's ``Target``), kept for one

@@ -82,14 +82,22 @@ class DeviceLog:
         shown = bytes(self._before[:SHOWN_BYTES])
         more = len(self._before) - len(shown)
         tail = f" and {more} bytes more" if more else ""
-        from hilbench.client.device_client import describe_bytes
-
         return f"; before any HELLO answer the port sent {describe_bytes(shown)}{tail}"
 
 
 def console_detail(raw: bytes) -> str:
     """The trace's ``console`` event: the bytes before the first frame, as text when they read
     as text, else in hex (at most BEFORE_HELLO_BYTES of them)."""
-    from hilbench.client.device_client import describe_bytes
-
     return f"{len(raw)} bytes before the first frame: {describe_bytes(raw)}"
+
+
+def describe_bytes(data: bytes) -> str:
+    """Bytes a port sent, for a message: as text when they read as text (a console, a
+    bootloader), else in hex; ``nothing`` when there were none."""
+    if not data:
+        return "nothing"
+    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in data)
+    if printable >= 0.9 * len(data):
+        text = data.decode("ascii", "replace")
+        return f"text {text!r}"
+    return data.hex(" ")
