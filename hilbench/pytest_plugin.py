@@ -520,7 +520,8 @@ def _device_said_lines(trace: Any) -> list[str]:
 def device_log_section(item: pytest.Item) -> str:
     """A failing test that used ``device`` without training: the device's last LOG lines
     and the bytes its port sent before its first frame, from the client."""
-    if "device" not in getattr(item, "fixturenames", ()):
+    names = getattr(item, "fixturenames", ())
+    if "device" not in names or "zo_session" in names:  # a zo_session test: its runs say it
         return ""
     backend = item.config.stash.get(_BACKEND, None)
     client = getattr(backend, "client", None) if backend is not None else None

@@ -604,7 +604,7 @@ _LAYOUT_LIST = (
         "LOG",
         "LOG frame",
         (
-            S("kind", "u8", 1, 0xFF, "a LogKind"),
+            S("kind", "u8", doc="a LogKind (any value: a host shows an unknown one as a number)"),
             S("dropped", "u16", doc="lines the ring dropped before this one (it was full)"),
             S("msg_len", "u16", 0, "MAX_LOG_MSG"),
             Array("msg", "u8", "msg_len"),

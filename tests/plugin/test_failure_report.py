@@ -17,6 +17,7 @@ from plugin_terminal import SAMPLE
 from hilbench.trace import Trace
 
 LABELS = ("device", "run", "accuracy", "steps", "events", "ended by", "trace", "open it", "no run")
+LABELS += ("said",)  # the device's own words (LOG lines), the last rows of a run's block
 
 
 def hilbench_sections(text: str) -> list[list[str]]:

@@ -194,6 +194,7 @@ def test_every_truncation_of_every_message_raises() -> None:
         m.ApplyProbeResponse(9, m.ProbeResponse([1, 2], [3, 4], 5, m.TimingSource.MODELED)),
         m.InferRequest(1, 7, out_offset=3),
         m.InferResponse(np.array([-128, 5, 127], np.int8), 11, m.TimingSource.NONE, 9000),
+        m.LogFrame(spec.LogKind.BOOT, 0, "boot: dev, firmware fw, reset host"),
     ]
     assert {type(s) for s in samples} | {m.WeightsCrcRequest} == set(m.REQUESTS.values()) | set(
         m.RESPONSES.values()
@@ -237,7 +238,7 @@ def test_layouts_match_the_document() -> None:
 
 
 def test_type_codes() -> None:
-    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0xFF]
+    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0xFE, 0xFF]
     assert [int(c) for c in m.ErrorCode] == list(range(1, 12))
     for t, cls in m.REQUESTS.items():
         assert m.RESPONSES[m.response_type(t)].NAME.split()[0] == cls.NAME.split()[0]

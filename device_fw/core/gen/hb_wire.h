@@ -684,7 +684,7 @@ static const hb_field_desc hb_fields_data_blob[] = {
     {"n_classes", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 1, 65535},
 };
 static const hb_field_desc hb_fields_log[] = {
-    {"kind", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 1, 255},
+    {"kind", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"dropped", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"msg_len", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 0, HB_MAX_LOG_MSG},
     {"msg", HB_FK_ARRAY, HB_W_U8, 2, 255, 0, {255, 255, 255}, 0, 0, 0},
