@@ -382,6 +382,7 @@ class _RunDevice:
         self.target: RecoveringTarget | None = None
         self._trace: TraceWriter | None = None
         self._early: list[tuple[str, str]] = []
+        self._console_noted = False  # the port's bytes before its first frame are recorded
 
     def connect(self, target: DeviceClient | Connection | None, backend: Backend | None) -> None:
         if isinstance(target, Connection):  # an opened backend's: where, and a lifecycle
@@ -415,22 +416,36 @@ class _RunDevice:
         return self.connection.lifecycle if self.connection is not None else None
 
     def trace_into(self, trace: TraceWriter) -> None:
-        raw = self.client.device_log.raw_before_hello if self.client is not None else b""
-        if raw:  # a board that printed something else first: what it printed
-            trace.event("console", device_log.console_detail(raw))
+        self._note_console()
         for kind, detail in self._early:
             trace.event(kind, detail)
         self._trace = trace
 
     def _on_device_line(self, line: DeviceLine) -> None:
         """A LOG line of the device: an event ``device`` (docs/trace-format.md)."""
+        self._note_console()
         self.client.device_log.claim()  # taken by this run
+        self._record("device", str(line))
+
+    def _note_console(self) -> None:
+        """Once: the bytes the port sent before its first frame (a board that printed something
+        else first), an event ``console``; known once a frame delimiter came (a line, a
+        resync, the trace's start after HELLO)."""
+        if self._console_noted or self.client is None:
+            return
+        raw = self.client.device_log.raw_before_hello
+        if raw:
+            self._console_noted = True
+            self._record("console", device_log.console_detail(raw))
+
+    def _record(self, kind: str, detail: str) -> None:
         if self._trace is None:
-            self._early.append(("device", str(line)))
+            self._early.append((kind, detail))
         else:
-            self._trace.event("device", str(line))
+            self._trace.event(kind, detail)
 
     def _on_incident(self, incident: Incident) -> None:
+        self._note_console()  # a resync: junk before the first frame, most likely
         kind, detail = incident
         view_event(self.view, kind, detail)
         if self._trace is None:

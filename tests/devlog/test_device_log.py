@@ -165,3 +165,24 @@ def test_the_cortex_m55_under_qemu_says_power_on_then_software_after_reset():
         ]
     finally:
         backend.close()
+
+
+def test_a_run_records_what_the_port_printed_before_the_device_spoke(tmp_path):
+    from hilbench import session
+    from hilbench.config import RunConfig
+
+    console = _Console(b"bootloader v2: waiting for image\r\n", True)
+    client = DeviceClient(MemoryPort(console.feed, name="mem"))
+    result = session.run(RunConfig(budget=40, trace=tmp_path / "t.h5"), target=client)
+    t = Trace.open(tmp_path / "t.h5")
+    assert result.forward_passes == 40
+    kinds = [str(k) for k in t.events["kind"]]
+    details = [str(d) for d in t.events["detail"]]
+    # the junk made the host drop one damaged frame (resync); recorded first: what it was
+    assert kinds == ["console", "resync", "device"], kinds
+    assert details[0] == (
+        "34 bytes before the first frame: text 'bootloader v2: waiting for image\\r\\n'"
+    )
+    assert details[2] == f"[boot] boot: hilbench-twin, firmware {console.twin.firmware}, " + (
+        "reset power-on"
+    )
