@@ -32,10 +32,20 @@ a random data set, ``--q`` seeds, a mini-batch of ``--batch``. Two splits of PRO
 
 Both images' losses and weights CRCs must be equal.
 
+``--kernels``: the CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED kernels alone
+(``hilbench-bench kernels``) on the shapes and data of the CMSIS-NN anchor
+(/work/shared/anchors/cmsis-nn-icount: conv 3x3 16x16x16 -> 32 same, depthwise 3x3 16x16x64,
+FC 256 -> 128), instructions per MAC of both images next to CMSIS-NN's (99f736a6, gcc 12.2
+-O2, the same QEMU) and the ratio Helium / CMSIS-NN; both images' output checksums must agree.
+
 ``--probe-table``: PROBE against its floor, 2 q B forward passes (PROBE / (2 q B x one forward
-pass)), for the MLP and the CNN with each perturbation (rademacher, uniform, uniform with a
-pool of 512, gaussian) at q = 4, B = 32 and MobileNetV2 alpha 0.35 at q = 2, B = 4 (issue 25's
-table), the Helium image, each with its measured per-function split.
+pass); with a frozen prefix, B x the prefix + 2 q B x the rest), for the MLP and the CNN with
+each perturbation (rademacher, uniform, uniform with a pool of 512, gaussian) at q = 4, B = 32,
+MobileNetV2 alpha 0.35 at q = 2, B = 4 (issue 25's table), and with ``--layers last:1`` the
+MobileNetV2 head (the vision study's setting) and the CNN at q = 4, B = 32, the Helium image,
+each with its measured per-function split. Every row runs twice: with the PROBE's scratch
+(the frozen prefix and the perturbed copy, where they fit the arena: the bytes each takes are
+printed) and with ``--no-scratch`` (the path before them), whose losses must be equal.
 """
 
 from __future__ import annotations
@@ -328,37 +338,112 @@ PERTURBATIONS = {
     "gaussian": {"distribution": "gaussian"},
 }
 PROBE_TABLE = (
-    ("MLP", "mlp", {}, 4, 32, tuple(PERTURBATIONS)),
-    ("CNN", "cnn", {}, 4, 32, tuple(PERTURBATIONS)),
-    ("MobileNetV2 a0.35 32x32", "mobilenet_v2", {"alpha": 0.35, "resolution": 32}, 2, 4,
+    ("MLP", "mlp", {}, "all", 4, 32, tuple(PERTURBATIONS)),
+    ("CNN", "cnn", {}, "all", 4, 32, tuple(PERTURBATIONS)),
+    ("MobileNetV2 a0.35 32x32", "mobilenet_v2", {"alpha": 0.35, "resolution": 32}, "all", 2, 4,
      ("rademacher",)),
+    # the vision study's setting: the head alone trains, the frozen backbone is the prefix
+    ("MobileNetV2 a0.35 32x32 head", "mobilenet_v2", {"alpha": 0.35, "resolution": 32},
+     "last:1", 4, 32, ("rademacher",)),
+    ("CNN last:1", "cnn", {}, "last:1", 4, 32, ("rademacher",)),
 )  # fmt: skip
 
 
 def probe_table(elf: Path, plugin: Path | None, shift: int, work: Path, top: int) -> None:
-    """PROBE / (2 q B forward passes) per model and perturbation, with the measured split."""
+    """PROBE / its floor per model and perturbation, with the measured split: the PROBE with
+    its scratch (the frozen prefix, the perturbed copy: where they fit the arena) and without
+    (--no-scratch: every pass from the input, rows on demand, the path before issue 25)."""
     from hilbench.npu import zoo
     from hilbench.zo import zocf
 
-    print("\nPROBE against its floor (Helium image; floor = 2 q B x one forward pass)")
+    print(
+        "\nPROBE against its floor (Helium image; floor = 2 q B x one forward pass, or with a "
+        "frozen prefix B x the prefix + 2 q B x the rest)"
+    )
     rows = []
-    for title, name, kw, q, batch, perts in PROBE_TABLE:
+    for title, name, kw, layers, q, batch, perts in PROBE_TABLE:
         g = zoo.build(name, seed=0, **kw)
         for pert in perts:
-            zo = zocf.build(g, **PERTURBATIONS[pert])
+            zo = zocf.build(g, layers=layers, **PERTURBATIONS[pert])
             args = zo_args(zo_files(g, work, zo), q, batch, 1)
             rep, windows = run_image(elf, args, shift, plugin)
+            z = rep.get("zo")
+            scratch = "cut_op" in z  # an image before issue 25 (--image) has no scratch
+            old = run_image(elf, [*args, "--no-scratch"], shift)[0] if scratch else rep
+            if not scratch:
+                z = {**z, "cut_op": "0", "used_prefix": "0", "used_copy": "0"}
             probe = int(rep.get("zo_time", part="probe")["min"])
             fwd = int(rep.get("zo_time", part="forward")["min"])
-            n = int(rep.get("zo")["n_forward"])
-            rows.append((f"{title}, {pert}", q, batch, probe, n * fwd, probe / (n * fwd)))
+            n = int(z["n_forward"])
+            pre = int(rep.get("zo_time", part="prefix")["min"]) if int(z["cut_op"]) else 0
+            # the prefix once per item, the rest per pass (one-sided: q + 1 passes)
+            floor = n * fwd if not pre else batch * pre + n * (fwd - pre)
+            before = int(old.get("zo_time", part="probe")["min"])
+            same = old.get("zo_losses") == rep.get("zo_losses")
+            mem = (f"prefix {int(z['prefix_bytes']):,} B" if z["used_prefix"] == "1" else "") + (
+                f"{', ' if z['used_prefix'] == '1' else ''}copy {int(z['copy_bytes']):,} B"
+                if z["used_copy"] == "1" else "")  # fmt: skip
+            rows.append((f"{title}, {pert}", q, batch, before, probe, floor, mem, same))
             if windows:
                 print(f"\n{title}, {pert} (q={q}, B={batch}):")
                 print_split("PROBE", windows[0], probe, top)
-    print(f"\n  {'model, perturbation':34s} {'q':>2s} {'B':>3s} {'PROBE instr':>14s} "
-          f"{'floor instr':>14s} {'ratio':>7s}")  # fmt: skip
-    for label, q, batch, probe, floor, ratio in rows:
-        print(f"  {label:34s} {q:2d} {batch:3d} {probe:14,d} {floor:14,d} {ratio:6.2f}x")
+    print(f"\n  {'model, perturbation':40s} {'q':>2s} {'B':>3s} {'no scratch':>13s} "
+          f"{'PROBE instr':>13s} {'speed-up':>8s} {'floor instr':>13s} {'/floor':>7s}  "
+          f"scratch used")  # fmt: skip
+    for label, q, batch, before, probe, floor, mem, same in rows:
+        print(f"  {label:40s} {q:2d} {batch:3d} {before:13,d} {probe:13,d} "
+              f"{before / probe:7.2f}x {floor:13,d} {probe / floor:6.2f}x  {mem or '-'}"
+              + ("" if same else "  LOSSES DIFFER"))  # fmt: skip
+    if not all(r[-1] for r in rows):
+        raise BenchError("a PROBE's losses with its scratch differ from those without")
+
+
+# CMSIS-NN's executed instructions on the anchor's shapes (RESULTS.md of the anchor): the
+# kernel, and for FC also its kernel sums (redone after every weight change in ZO)
+# (conv1x1 is not in the anchor: no CMSIS-NN figure)
+CMSIS_NN = {"conv3x3": (394_500, 0), "dw3x3": (343_250, 0), "fc": (17_340, 15_780)}
+KERNEL_LABELS = {
+    "conv3x3": "conv 3x3 16x16x16 -> 32, same",
+    "dw3x3": "depthwise 3x3 16x16x64, same",
+    "fc": "fully connected 256 -> 128",
+    "conv1x1": "conv 1x1 16x16x16 -> 32",
+}
+
+
+def kernel_record(rep: Report, name: str) -> dict[str, str]:
+    """The ``kernel name=NAME`` record of a ``kernels`` report."""
+    for rec, kv in rep.records:
+        if rec == "kernel" and kv.get("name") == name:
+            return kv
+    raise BenchError(f"the kernels report has no {name} line")
+
+
+def kernels_table(images: dict[str, Path], shift: int, runs: int) -> bool:
+    """The kernels on the anchor's shapes, both images; True when their outputs agree."""
+    reps = {nn: run_image(elf, ["kernels", "--runs", str(runs)], shift)[0]
+            for nn, elf in images.items()}  # fmt: skip
+    print("\nkernels alone on the CMSIS-NN anchor's shapes and data (instructions per MAC)")
+    print(f"{'op':<34}{'MACs':>10}{'scalar':>9}{'Helium':>9}{'CMSIS-NN':>10}{'ratio':>8}")
+    same = True
+    for name, label in KERNEL_LABELS.items():
+        k = {nn: kernel_record(reps[nn], name) for nn in images}
+        macs = int(k["mve"]["macs"])
+        cm, sums = CMSIS_NN.get(name, (0, 0))
+        per = {nn: int(k[nn]["min"]) / macs for nn in images}
+        ok = len({k[nn]["checksum"] for nn in images}) == 1
+        same = same and ok
+        note = "" if ok else "  MISMATCH"
+        theirs = f"{'-':>10}{'-':>8}"
+        if cm:
+            theirs = f"{cm / macs:>10.3f}{per['mve'] * macs / cm:>7.2f}x"
+        print(f"{label:<34}{macs:>10,}{per.get('scalar', 0):>9.3f}{per['mve']:>9.3f}"
+              f"{theirs}{note}")  # fmt: skip
+        if sums:
+            both = cm + sums
+            print(f"{'  CMSIS-NN with its kernel sums':<34}{'':>10}{'':>9}{'':>9}"
+                  f"{both / macs:>10.3f}{per['mve'] * macs / both:>7.2f}x")  # fmt: skip
+    print("ratio = Helium / CMSIS-NN instructions (lower: fewer); outputs: both images' checksums")
+    return same
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -381,6 +466,11 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="--probe-table on this Helium image (e.g. an "
         "older build, for a before/after table) instead of building one",
+    )
+    ap.add_argument(
+        "--kernels",
+        action="store_true",
+        help="only the kernels on the CMSIS-NN anchor's shapes (instructions per MAC)",
     )
     args = ap.parse_args(argv)
     names = [m for m in args.models.split(",") if m]
@@ -422,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
         "per-function split: "
         + (f"measured by {PLUGIN.name} (QEMU TCG plugin)" if plugin else "none (--no-split)")
     )
+    if args.kernels:
+        return 0 if kernels_table(images, args.icount_shift, args.runs) else 1
     if args.probe_table:
         elf = args.image or images["mve"]
         if plugin and MARK not in Symbols(elf).by_name:

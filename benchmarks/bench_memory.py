@@ -138,7 +138,17 @@ def core_static(cc: str = M55_CC) -> CoreStatic:
         objects = []
         for i, src in enumerate(sources):
             obj = Path(tmp) / f"{i}_{src.stem}.o"
-            cmd = [cc, *M55_FLAGS, f"-I{CORE}", f"-I{CORE / 'gen'}", "-c", str(src), "-o", str(obj)]
+            cmd = [
+                cc,
+                *M55_FLAGS,
+                f"-I{CORE}",
+                f"-I{CORE / 'gen'}",
+                f"-I{CORE.parent / 'port'}",
+                "-c",
+                str(src),
+                "-o",
+                str(obj),
+            ]
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode:
                 rel = src.relative_to(ROOT)

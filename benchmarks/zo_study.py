@@ -95,6 +95,7 @@ class Spec:
     tag: str = field(default="", compare=False)  # which part of the study asked for it
     estimator: str = "two-point"
     budget: int = 0  # forward passes; 0: the task's budget
+    aggregator: str = "mean"  # or "align" (issue 29)
 
     @property
     def run_budget(self) -> int:
@@ -115,6 +116,8 @@ class Spec:
             parts.append(f"lrs_{self.lr_schedule}")
         if self.estimator != "two-point":
             parts.append(self.estimator.replace("-", ""))
+        if self.aggregator != "mean":
+            parts.append(self.aggregator)
         return "-".join(parts).replace("/", "_") + f"-b{self.run_budget}"
 
     def config(self):
@@ -140,6 +143,7 @@ class Spec:
             layers=self.layers,
             lr_schedule=self.lr_schedule,
             estimator=self.estimator,
+            aggregator=self.aggregator,
         )
 
     def command(self) -> str:
@@ -166,6 +170,8 @@ class Spec:
             args.append(f"--lr-schedule {self.lr_schedule}")
         if self.estimator != "two-point":
             args.append(f"--estimator {self.estimator}")
+        if self.aggregator != "mean":
+            args.append(f"--aggregator {self.aggregator}")
         return " ".join(args)
 
 
@@ -496,6 +502,123 @@ def pezo_specs(best_lr: dict[str, dict[int, float]], tasks: list[Task]) -> list[
     ]
 
 
+# --- issue 29: a rate that follows q, and the aligned aggregator ----------------------------------
+# The MLP from scratch at 60,000 passes: the defaults (fixed q = 4, mean) against the QScheduler
+# with its rate coupled to q (``couple=1``: eta q / (q + d - 1) with d >> q) and against the
+# aligned aggregator (least squares over the q directions, hilbench/zo/aggregate.py). Every
+# fixed-q rate is tuned on TUNE_SEED by the final training loss, as ``tune`` does; the
+# QScheduler rows use the q = 1 rate (and 3x it), as in the main study.
+I29_TASK = "mlp-scratch"
+# The mean's rates are the main study's (``tune`` on TUNE_SEED, docs/results.md: q = 1 50,
+# q = 4 174); the aligned aggregator's are tuned here by the same procedure, on a grid centred
+# on the mean's q^0.9 law divided by q (align's rate is per query).
+I29_MEAN_LR = {
+    "fixed:1/mean": 50.0,
+    "fixed:2/mean": 93.3,
+    "fixed:4/mean": 174.0,
+    "fixed:16/mean": 606.0,
+}
+# the mean's rows run here (q = 1 and 2 at 30,000 and 15,000 steps are the slowest runs; the
+# QScheduler rows at the q = 1 rate stayed at q = 1, so they are q = 1 with the warm-up)
+I29_MEAN_ROWS = ("fixed:4/mean", "fixed:16/mean")
+I29_TUNED = (  # (scheduler, aggregator, the grid's centre in units of the task's lr1)
+    ("fixed:4", "align", 4**-0.1),
+    ("fixed:16", "align", 16**-0.1),
+)
+I29_QSCHED = (  # (label, scheduler, aggregator, multiple of the q = 1 rate)
+    ("QScheduler (current rule), lr tuned for q=1", "qscheduler", "mean", 1),
+    ("QScheduler, rate follows q (couple=1), lr tuned for q=1", "qscheduler:couple=1", "mean", 1),
+    ("QScheduler, rate follows q (couple=1), lr 3× too large", "qscheduler:couple=1", "mean", 3),
+    ("QScheduler + align, lr tuned for q=1", "qscheduler", "align", 1),
+    ("QScheduler (current rule), lr 3× too large", "qscheduler", "mean", 3),
+)
+I29_OUT_NAME = "tuned_lr_issue29.json"
+
+
+def tune_issue29(workers: int) -> dict[str, float]:
+    t = TASKS[I29_TASK]
+    grids = {
+        (sched, agg): [_round_lr(t.lr1 * c * f) for f in (0.5, 1.0, 2.0)]
+        for sched, agg, c in I29_TUNED
+    }
+
+    def spec(k, lr):
+        return Spec(I29_TASK, k[0], lr, TUNE_SEED, aggregator=k[1], tag="tune29")
+
+    for _ in range(4):
+        outs = run_all([spec(k, lr) for k, g in grids.items() for lr in g], workers)
+        loss = {o.spec.key: o.final_train_loss for o in outs}
+        if not _grow(grids, lambda k, lr, ls=loss: ls[spec(k, lr).key]):
+            break
+    best = dict(I29_MEAN_LR)
+    for k, g in grids.items():
+        losses = [load_outcome(spec(k, lr)).final_train_loss for lr in g]
+        best[f"{k[0]}/{k[1]}"] = g[int(np.argmin(losses))]
+    (OUT / I29_OUT_NAME).write_text(json.dumps(best, indent=1))
+    return best
+
+
+def issue29_rows(best: dict[str, float]) -> list[tuple[str, Spec]]:
+    """(label, seed-0 spec) of every row of the issue-29 table."""
+    rows = []
+    for key in [*I29_MEAN_ROWS, *(f"{s}/{a}" for s, a, _ in I29_TUNED)]:
+        sched, agg = key.split("/")
+        lr = best[key]
+        label = f"{sched.replace(':', ' q=')}, {agg}, own tuned lr"
+        rows.append((label, Spec(I29_TASK, sched, lr, SEEDS[0], aggregator=agg, tag="i29")))
+    lr1 = best["fixed:1/mean"]
+    for label, sched, agg, mult in I29_QSCHED:
+        lr = lr1 if mult == 1 else _round_lr(mult * lr1)
+        rows.append((label, Spec(I29_TASK, sched, lr, SEEDS[0], aggregator=agg, tag="i29")))
+    return rows
+
+
+def issue29_report(best: dict[str, float]) -> str:
+    """The issue-29 table: mean ± sd over the seeds, the seeds' values, the test set's binomial
+    standard error at the mean accuracy, and the training loss the rates were tuned by."""
+    from hilbench import session
+    from hilbench.config import RunConfig
+
+    t = TASKS[I29_TASK]
+    n_test = len(session.load_data(RunConfig(model=t.model, dataset=t.dataset)).y_test)
+    lines = [
+        f"| configuration | lr | final test accuracy % (mean ± sd, {len(SEEDS)} seeds) | "
+        "seeds 0, 1, 2 | binomial SE of one run | final train loss (nats) | steps | "
+        "command (seed 0) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, sp in issue29_rows(best):
+        g = [load_outcome(replace(sp, seed=s)) for s in SEEDS]
+        if any(o is None for o in g):
+            continue
+        acc = [o.final_accuracy for o in g]
+        m = float(np.mean(acc))
+        se = math.sqrt(m * (1 - m) / n_test)
+        lines.append(
+            f"| {label} | {sp.lr:g} | {_fmt(acc)} | "
+            + ", ".join(f"{100 * a:.1f}" for a in acc)
+            + f" | ±{100 * se:.1f} | {np.mean([o.final_train_loss for o in g]):.3f} | "
+            f"{int(np.mean([o.steps for o in g])):,} | `{sp.command()}` |"
+        )
+    lines += ["", f"Test set: {n_test} items. Tuned rates (seed {TUNE_SEED}): "]
+    lines[-1] += ", ".join(f"{k} {v:g}" for k, v in best.items()) + "."
+    for label, sp in issue29_rows(best):
+        o = load_outcome(sp)
+        if o is not None and sp.scheduler.startswith("qscheduler"):
+            path = ", ".join(f"q={q} from {fp:,}" for fp, q in o.q_changes)
+            lines.append(f"- {label}, seed 0: {path}.")
+    return "\n".join(lines) + "\n"
+
+
+def run_issue29(workers: int) -> str:
+    best = tune_issue29(workers)
+    # seed by seed, so that an interrupted run still has whole seeds of every row
+    run_all([replace(sp, seed=s) for s in SEEDS for _, sp in issue29_rows(best)], workers)
+    text = issue29_report(best)
+    (OUT / "issue29.md").write_text(text)
+    return text
+
+
 # --- report -------------------------------------------------------------------------------------
 def _mean_std(xs: list[float]) -> tuple[float, float]:
     a = np.asarray(xs, dtype=float)
@@ -753,6 +876,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
         "## PeZO: uniform perturbations and the reuse pool",
         "",
         *pezo_lines,
+        ISSUE29_NOTES.read_text() if ISSUE29_NOTES.exists() else "",
         QSCHED_NOTES.read_text() if QSCHED_NOTES.exists() else "",
     ]
     return "\n".join(text) + "\n"
@@ -771,6 +895,8 @@ def _run_time(outs: dict) -> tuple[int, float]:
 
 QSCHED_NOTES = PLOTS / "qscheduler-rules.md"  # hand-written: the rules tried before the study
 SUMMARY = PLOTS / "summary.md"  # hand-written reading of the numbers (update after a re-run)
+# issue 29's section: the table of ``--stage issue29`` (traces/zo_study/issue29.md) and its reading
+ISSUE29_NOTES = PLOTS / "issue29.md"
 
 
 def _plot(ax, group: list[Outcome], label: str, **kw) -> None:
@@ -785,7 +911,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
         "--stage",
-        choices=("all", "tune", "main", "pezo", "extras", "budget", "report"),
+        choices=("all", "tune", "main", "pezo", "extras", "budget", "report", "issue29"),
         default="all",
     )
     ap.add_argument("--tasks", default=",".join(TASKS))
@@ -803,6 +929,9 @@ def main(argv: list[str] | None = None) -> int:
         FARM = os.environ["ZO_STUDY_FARM"] = args.farm
     tasks = [TASKS[n] for n in args.tasks.split(",")]
     started = time.perf_counter()
+    if args.stage == "issue29":  # its own table (traces/zo_study/issue29.md), not results.md
+        print(run_issue29(args.workers), flush=True)
+        return 0
     tuned_file = OUT / "tuned_lr.json"
     if args.stage in ("all", "tune"):
         best_lr = tune(tasks, args.workers)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -94,6 +96,9 @@ class RunConfig:
     pool: int = 0  # PeZO reuse pool size (0: fresh random numbers every perturbation)
     scaling: str = "auto"  # auto (adaptive for uniform, fixed otherwise) | fixed | adaptive
     estimator: str = "two-point"  # or "one-sided"
+    # how a step's q estimates become APPLY's coefficients (hilbench/zo/aggregate.py): mean
+    # (average) or align (least squares over the q directions; the rate is then per query)
+    aggregator: str = "mean"
     rounding: str = "nearest"  # or "stochastic"
     master: str = "q16"  # q16 | int16 | int8
     layers: str = "weights"  # weights | biases | all | last:K | glob, comma-separated
@@ -104,6 +109,13 @@ class RunConfig:
     # the cost model of the emulator's modeled durations (hilbench.npu.cost.TIMING_MODELS):
     # m55, what the firmware runs, or npu, a projection onto the Neural-ART
     timing_model: str = "m55"
+    # when the run stops before its budget (hilbench.train.stopping): a wall-clock limit in
+    # seconds (0: none) and stopping rules such as "accuracy>=0.9" (any one stops the run)
+    time_limit_s: float = 0.0
+    until: str = ""
+    # how model and data reach the device: "uart" (the link) or "probe" (QEMU's GDB stub, a
+    # board's probe: LOAD_STAGE / LOAD_COMMIT, hilbench/board/stage.py)
+    upload: str = "uart"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -117,6 +129,7 @@ class RunConfig:
                 f"unknown timing model '{self.timing_model}'",
                 f"use one of {', '.join(TIMING_MODEL_KEYS)}",
             )
+        _check_upload(self.backend, self.upload)
         _check_vision_size(self.model, self.width, self.resolution)
         _check_range("budget", self.budget, 2, 10**9)
         _check_range("seed", self.seed, 0, 2**32 - 1)
@@ -138,6 +151,7 @@ class RunConfig:
         _check_choice("perturbation", self.perturbation, PERTURBATIONS)
         _check_choice("scaling", self.scaling, ("auto", "fixed", "adaptive"))
         _check_choice("estimator", self.estimator, ("two-point", "one-sided"))
+        _check_choice("aggregator", self.aggregator, ("mean", "align"))
         _check_choice("rounding", self.rounding, ("nearest", "stochastic"))
         _check_choice("master", self.master, ("q16", "int16", "int8"))
         _check_range("pool", self.pool, 0, 65536)
@@ -146,6 +160,7 @@ class RunConfig:
         parse_eps_mult(self.eps_mult)
         rate_schedule(self.lr_schedule)
         rate_schedule(self.eps_schedule)
+        check_stopping(self.time_limit_s, self.until)
         if self.link_faults:
             from hilbench.link.faults import FaultSpec
 
@@ -163,6 +178,19 @@ class RunConfig:
 VISION_MODELS = ("mobilenet_v2", "resnet18")
 
 
+UPLOAD_MODES = ("uart", "probe")
+
+
+def _check_upload(backend: str, upload: str) -> None:
+    if upload not in UPLOAD_MODES:
+        raise ConfigError(f"unknown upload '{upload}'", f"use one of {', '.join(UPLOAD_MODES)}")
+    if upload == "probe" and backend not in ("qemu", "board"):
+        raise ConfigError(
+            f"--upload probe needs a debugger, and the {backend} backend has none",
+            "use it with --qemu (QEMU's GDB stub) or --board (the ST-LINK), or drop it",
+        )
+
+
 def _check_vision_size(model: str, width: float, resolution: int) -> None:
     if (width or resolution) and model not in VISION_MODELS:
         raise ConfigError(
@@ -176,8 +204,24 @@ def _check_vision_size(model: str, width: float, resolution: int) -> None:
 
 
 def _check_range(name: str, value: int, lo: int, hi: int) -> None:
-    if not isinstance(value, int) or not lo <= value <= hi:
+    if isinstance(value, bool) or not isinstance(value, int):  # True is an int to Python
+        raise ConfigError(
+            f"{name} {value!r} is a {type(value).__name__}, not an integer",
+            f"pass an int in [{lo:,}, {hi:,}], e.g. {name}={max(lo, min(hi, 1000))}",
+        )
+    if not lo <= value <= hi:
         raise ConfigError(f"{name} {value!r} is out of range", f"use an integer in [{lo}, {hi}]")
+
+
+def int_arg(text: str) -> int:
+    """An integer option as typed, also as ``--help`` prints numbers: ``30,000``, ``30_000``."""
+    cleaned = text.strip().replace(",", "").replace("_", "")
+    try:
+        return int(cleaned)
+    except ValueError:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -198,7 +242,8 @@ _QSCHED_INT = {
     "min_steps",
     "min_window",
 }
-_QSCHED_FLOAT = {"z_rise", "early", "rho_min", "warmup", "z_fall"}
+_QSCHED_INT_DIM = {"dim"}  # the rate coupling's dimension d (0: d >> q)
+_QSCHED_FLOAT = {"z_rise", "early", "rho_min", "warmup", "z_fall", "couple"}
 
 
 def parse_scheduler(spec: str) -> tuple[str, dict[str, Any]]:
@@ -218,14 +263,14 @@ def parse_scheduler(spec: str) -> tuple[str, dict[str, Any]]:
         for item in filter(None, arg.split(",")):
             key, _, value = item.partition("=")
             try:
-                if key in _QSCHED_INT:
+                if key in _QSCHED_INT or key in _QSCHED_INT_DIM:
                     args[key] = int(value)
                 elif key in _QSCHED_FLOAT:
                     args[key] = float(value)
                 else:
                     raise ValueError
             except ValueError:
-                known = ", ".join(sorted(_QSCHED_INT | _QSCHED_FLOAT))
+                known = ", ".join(sorted(_QSCHED_INT | _QSCHED_INT_DIM | _QSCHED_FLOAT))
                 raise ConfigError(
                     f"scheduler '{spec}': bad setting '{item}'",
                     f"write qscheduler or qscheduler:KEY=VALUE,... with KEY one of {known}",
@@ -293,6 +338,98 @@ def rate_schedule(spec: str) -> Callable[[float], float]:
         f"unknown rate schedule '{spec}'",
         "use constant, cosine[:FLOOR], linear[:END] or step:F@X[,F@X...]",
     )
+
+
+# ---------------------------------------------------------------- stopping early
+
+
+#: What a rule may test, and when it is checked.
+METRICS = {
+    "accuracy": "the test accuracy (fraction, 0..1), at each test evaluation",
+    "loss": "the test loss (nats), at each test evaluation",
+    "train_loss": "the step's training loss (nats), after each step",
+    "forward_passes": "forward passes spent, after each step",
+    "steps": "steps taken, after each step",
+}
+EVAL_METRICS = ("accuracy", "loss")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+_RULE = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*([-+0-9.eE%_]+)\s*$")
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|min|h)?\s*$")
+_UNITS = {None: 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0}
+MAX_TIME_LIMIT_S = 30 * 24 * 3600.0
+
+
+def parse_duration(text: str) -> float:
+    """``"30s"``, ``"5m"``, ``"1.5h"``, ``"250ms"`` or a bare number of seconds -> seconds."""
+    match = _DURATION.match(str(text))
+    seconds = float(match.group(1)) * _UNITS[match.group(2)] if match else -1.0
+    if not 0 < seconds <= MAX_TIME_LIMIT_S:
+        raise ConfigError(
+            f"time limit {text!r} is not a duration",
+            "write e.g. 30s, 5m, 1.5h or a number of seconds (at most 30 days)",
+        )
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One stopping rule: ``metric op value``."""
+
+    metric: str
+    op: str
+    value: float
+
+    def holds(self, observed: float) -> bool:
+        return _OPS[self.op](observed, self.value)
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.value:g}"
+
+
+def parse_until(spec: str) -> tuple[Rule, ...]:
+    """``"accuracy>=0.9"`` or ``"accuracy>=90%,loss<=0.3"`` -> rules (any one stops)."""
+    rules = []
+    for part in filter(None, (p.strip() for p in str(spec).split(","))):
+        match = _RULE.match(part)
+        metric = match.group(1) if match else ""
+        if not match or metric not in METRICS:
+            raise ConfigError(
+                f"stopping rule {part!r} is not METRIC OP VALUE with a known metric",
+                f"write e.g. accuracy>=0.9; metrics: {', '.join(METRICS)}; ops: >= <= > <",
+            )
+        raw = match.group(3).replace("_", "")
+        try:
+            value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+        except ValueError:
+            raise ConfigError(
+                f"stopping rule {part!r}: {match.group(3)!r} is not a number",
+                "write e.g. accuracy>=0.9 or accuracy>=90%",
+            ) from None
+        rules.append(Rule(metric, match.group(2), value))
+    return tuple(rules)
+
+
+def check_stopping(time_limit_s: float, until: str) -> None:
+    """Raise a ConfigError naming a bad limit or rule (RunConfig's check)."""
+    if not isinstance(time_limit_s, int | float) or not 0 <= time_limit_s <= MAX_TIME_LIMIT_S:
+        raise ConfigError(
+            f"time limit {time_limit_s!r} s is out of range",
+            "use 0 (none) or a number of seconds up to 30 days",
+        )
+    parse_until(until)
 
 
 # ---------------------------------------------------------------- naming the board once

@@ -55,11 +55,12 @@ def infer_on_device(
         # each input travels in the INFER requests themselves (in pieces when it is larger
         # than a frame) and each output comes back in parts: no data slot, so no limit of
         # the data blob's 16-bit item size and class count (docs/protocol.md, INFER)
-        progress = bar.to("inferring")
+        progress = bar.to("uploading the inputs")  # in bytes, as the bar counts them
+        total = int(flat.nbytes)
         for i, row in enumerate(flat):
-            progress(Transfer(i, len(flat)))
+            progress(Transfer(i * row.nbytes, total))
             ys.append(np.asarray(target.infer(input=row.tobytes()).output, np.int8))
-        progress(Transfer(len(flat), len(flat)))
+        progress(Transfer(total, total))
     if not ys:
         return np.zeros((0, *graph.output_shape), np.int8)
     return np.stack(ys).reshape(len(ys), *graph.output_shape)

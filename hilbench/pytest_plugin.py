@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import logging
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -79,6 +81,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--trace-dir", metavar="DIR", help="where tests write their HDF5 traces")
     group.addoption("--no-live", action="store_true", help="no live training panel while tests run")
     group.addoption(
+        "--backends",
+        metavar="LIST",
+        help="run each test that uses device or zo_session once per backend, the backend in "
+        "its id, and compare their runs: e.g. emulate,sil,qemu (a board: its PORT, "
+        "labgrid:PLACE or map:FILE, or board=PORT)",
+    )
+    group.addoption(
+        "--time-limit",
+        metavar="DURATION",
+        help="every zo_session run stops after this much wall clock (30s, 5m) as complete; "
+        "a test's time_limit_s= wins",
+    )
+    group.addoption(
+        "--until",
+        metavar="RULE",
+        help='every zo_session run stops when RULE holds, e.g. "accuracy>=0.9"; a test\'s '
+        "until= wins",
+    )
+    group.addoption(
         "--link-faults",
         metavar="SPEC",
         default="",
@@ -117,16 +138,20 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "hardware_timing: needs durations measured on a physical board; skipped on other backends",
     )
+    _check_stopping(config)
+    _COLLECTED.clear()
     try:
-        backend = backend_config(config).backend
-        if backend == "emulate":
+        kinds = [c.backend for c in backends_configs(config).values()] or [
+            backend_config(config).backend
+        ]
+        if "emulate" in kinds:
             from hilbench.npu.ops import backend as _backend
 
             _backend.check_env()  # the emulator's NPU
     except HilbenchError as exc:
         raise pytest.UsageError(f"hilbench: {exc}") from None
     _check_trace_dir(config)
-    if backend == "qemu":
+    if "qemu" in kinds:
         from hilbench.backend.qemu import QemuBackend
 
         try:
@@ -166,11 +191,15 @@ _BACKEND = pytest.StashKey[Backend]()
 
 
 @pytest.fixture(scope="session")
-def hil_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
+def hil_backend(pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> Iterator[Backend]:
     """The opened backend, shared by the whole session (one device, one connection). A
     board's moves from absent to training are logged (INFO, ``hilbench.board``) into the
     tests' captured log."""
-    backend = make_backend(backend_config(pytestconfig))
+    name = getattr(request, "param", None)  # --backends: this backend of the list
+    if name is not None:
+        backend = make_backend(backends_configs(pytestconfig)[name])
+    else:
+        backend = make_backend(backend_config(pytestconfig))
     pytestconfig.stash[_BACKEND] = backend
     board_log = logging.getLogger("hilbench.board")
     if backend.lifecycle is not None and board_log.level == logging.NOTSET:
@@ -199,7 +228,7 @@ def device(hil_backend: Backend) -> DeviceClient:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("hardware_timing") is None:
         return
-    if backend_config(item.config).backend != "board":
+    if item_backend_config(item).backend != "board":
         pytest.skip("needs device-measured timing: run with --board=PORT on a physical board")
 
 
@@ -237,8 +266,41 @@ def _check_trace_dir(config: pytest.Config) -> None:
 @pytest.fixture
 def trace_path(request: pytest.FixtureRequest, hil_trace_dir: Path) -> Path:
     """This test's trace file (one run group per zo_session call)."""
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid).strip("_")
-    return hil_trace_dir / f"{name}.h5"
+    return hil_trace_dir / trace_file_name(request.node.nodeid)
+
+
+def trace_file_name(nodeid: str) -> str:
+    """A test's trace file name: its id with what a file name cannot hold as ``_``, and for a
+    parametrized test a hash of the whole id (``t[a/b]``, ``t[a_b]`` and ``t[a b]`` would
+    otherwise share one file)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")
+    if "[" in nodeid:
+        name += "-" + hashlib.sha256(nodeid.encode()).hexdigest()[:10]
+    return f"{name}.h5"
+
+
+def _keep_failed_traces(item: pytest.Item, runs: list[_Run]) -> dict[Path, Path]:
+    """A failing test's traces copied out of pytest's temporary directory (which keeps the
+    last three sessions) into a stable one; {} when --trace-dir chose where they are."""
+    if item.config.getoption("--trace-dir"):
+        return {}
+    cache = getattr(item.config, "cache", None)
+    keep = (
+        cache.mkdir("hilbench-failed-traces")
+        if cache is not None
+        else Path(item.config.rootpath) / ".hilbench" / "failed-traces"
+    )
+    kept = {}
+    for path in {entry.trace_path for entry in runs}:
+        if not path.exists():
+            continue
+        try:
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, keep / path.name)
+        except OSError:
+            continue
+        kept[path] = keep / path.name
+    return kept
 
 
 def _view(config: pytest.Config) -> RunView:
@@ -314,6 +376,7 @@ PLUGIN_SETTINGS = {
     "firmware": "the backend options",
     "trace": "--trace-dir=DIR (each test writes its own trace file)",
     "link_faults": "--link-faults=SPEC",
+    # (time_limit_s and until: --time-limit and --until set them for every test; a test's win)
     "live": "--no-live",
 }
 
@@ -326,6 +389,7 @@ class _Run:
     runs_before: int  # runs the file held before this call
     outcome: SessionOutcome | None = None
     error: str = ""  # why the call raised, if it did
+    parting: str = ""  # --backends: where this run parts from the same run on another backend
 
 
 _RUNS = pytest.StashKey[list[_Run]]()
@@ -341,7 +405,8 @@ class ZoSession:
     ) -> None:
         self._request = request
         self._device = device
-        self._base = backend_config(request.config)
+        self._base = item_backend_config(request.node)
+        self._backend_id = backend_id(request.node)
         self.trace_path = trace_path
         self.runs: list[_Run] = request.node.stash.setdefault(_RUNS, [])
 
@@ -363,7 +428,10 @@ class ZoSession:
         from hilbench.trace.replay import replay
 
         __tracebackhide__ = True
-        config = self._config(overrides)
+        config = self._config({**stopping_defaults(self._request.config), **overrides})
+        node = self._request.node  # the test, for grouping its runs across backends
+        test = _test_key(node, self._backend_id) if self._backend_id else node.nodeid
+        config = config.replace(extra={**config.extra, "pytest_test": test})
         entry = _Run(self.trace_path, _count_runs(self.trace_path))
         self.runs.append(entry)
         try:
@@ -381,6 +449,12 @@ class ZoSession:
         entry.outcome = SessionOutcome(result, trace, replayed, record=self._record)
         if not replayed.matches:
             pytest.fail(f"hilbench: {replayed.message()}", pytrace=False)
+        if self._backend_id is not None:  # --backends: the same call on the other backends
+            entry.parting = _record_backend_run(
+                self._request.node, self._backend_id, len(self.runs) - 1, trace
+            )
+            if entry.parting:
+                pytest.fail(f"hilbench --backends: {entry.parting}", pytrace=False)
         return entry.outcome
 
     def _config(self, settings: dict[str, Any]) -> RunConfig:
@@ -443,7 +517,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     runs = item.stash.get(_RUNS, None)
     if runs and report.failed and call.when == "call":
-        text = failure_section(runs)
+        text = failure_section(runs, _keep_failed_traces(item, runs))
         if text:
             report.sections.append(("hilbench", text))
     elif report.failed and call.when == "call":  # no run: what the device said, if anything
@@ -469,8 +543,9 @@ def board_section(item: pytest.Item) -> str:
     return "\n".join(_row(label, text) for label, text in life.report())
 
 
-def failure_section(runs: list[_Run]) -> str:
-    """The hilbench section of a failing test: one block per run the test started."""
+def failure_section(runs: list[_Run], kept: dict[Path, Path] | None = None) -> str:
+    """The hilbench section of a failing test: one block per run the test started; ``kept``:
+    the copies of traces made to outlive pytest's temporary directory."""
     from hilbench.trace.reader import Trace, list_runs
 
     lines: list[str] = []
@@ -497,7 +572,9 @@ def failure_section(runs: list[_Run]) -> str:
         if here != device_line:
             lines.append(_row("device", here))
             device_line = here
-        lines.extend(_run_lines(trace, several=len(ids) > 1))
+        lines.extend(_run_lines(trace, several=len(ids) > 1, shown=(kept or {}).get(path)))
+        if entry.parting:
+            lines.append(_row("backends", entry.parting))
     return "\n".join(lines)
 
 
@@ -556,7 +633,7 @@ def _device_line(trace: Any) -> str:
     return f"{backend}: {device}" + (f" ({', '.join(details)})" if details else "")
 
 
-def _run_lines(trace: Any, *, several: bool) -> list[str]:
+def _run_lines(trace: Any, *, several: bool, shown: Path | None = None) -> list[str]:
     final, config = trace.final, trace.config
     what = ", ".join(
         str(part)
@@ -591,10 +668,250 @@ def _run_lines(trace: Any, *, several: bool) -> list[str]:
         last = trace.events[-1]
         if last["kind"] in ("error", "fault", "interrupt"):  # fault: in older traces
             lines.append(_row("ended by", str(last["detail"]).splitlines()[0][:300]))
-    command = f"hilbench report {shlex.quote(str(trace.path))}"
+    path = shown or trace.path
+    command = f"hilbench report {shlex.quote(str(path))}"
     if several:
         command += f" --run {trace.run_id}"
-    lines.append(_row("trace", str(trace.path)))
+    lines.append(_row("trace", str(path)))
+    if shown is not None:
+        lines.append(
+            _row(
+                "kept",
+                "copied out of pytest's temporary directory, which keeps 3 sessions; "
+                "--trace-dir=DIR writes every test's trace there instead",
+            )
+        )
     lines.append(_row("open it", command))
     lines.extend(_device_said_lines(trace))  # last: the device's own words
     return lines
+
+
+# ---------------------------------------------------------------- --backends, --time-limit
+
+
+def parse_backends(text: str) -> dict[str, dict[str, str]]:
+    """``emulate,sil,board=/dev/ttyACM0,labgrid:rack-1`` -> {id: RunConfig fields}: a backend
+    name, ``board=PORT``, or a board's port given bare (a farm place, a device path, a URL)."""
+    out: dict[str, dict[str, str]] = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, eq, value = entry.partition("=")
+        if entry in BACKEND_NAMES and not BACKEND_NAMES[entry].port:
+            fields = {"backend": entry}
+        elif eq and name == "board" and value.strip():
+            fields = {"backend": "board", "port": value.strip()}
+        elif entry.startswith(("labgrid:", "map:", "socket://", "rfc2217://", "/dev/", "COM")):
+            fields = {"backend": "board", "port": entry}
+        else:
+            names = ", ".join(BACKEND_NAMES)
+            raise pytest.UsageError(
+                f"hilbench: --backends names {entry!r}, which is no backend: use {names}, "
+                "board=PORT, or a board's port (labgrid:PLACE, map:FILE, /dev/ttyACM0)"
+            )
+        if entry in out:
+            raise pytest.UsageError(f"hilbench: --backends names {entry!r} twice")
+        out[entry] = fields
+    if not out:
+        raise pytest.UsageError("hilbench: --backends is empty: name backends, e.g. emulate,sil")
+    return out
+
+
+_BACKENDS = pytest.StashKey[dict[str, RunConfig]]()
+
+
+def backends_configs(config: pytest.Config) -> dict[str, RunConfig]:
+    """--backends: each backend's RunConfig skeleton by its id ({} without the option)."""
+    cached = config.stash.get(_BACKENDS, None)
+    if cached is not None:
+        return cached
+    text = config.getoption("--backends")
+    if text is None:
+        return {}
+    given = [o.flag for o in BACKEND_OPTIONS if config.getoption(o.flag) not in (None, False)]
+    if given:
+        raise pytest.UsageError(
+            f"hilbench: --backends names every backend of the session; leave out {given[0]}"
+        )
+    if config.getoption("--fw") is not None:
+        raise pytest.UsageError(
+            "hilbench: --fw names one backend's firmware; with --backends each backend builds "
+            "its own (leave out --fw, or run that backend alone)"
+        )
+    out = {}
+    baud = config.getoption("--baud")
+    for name, fields in parse_backends(text).items():
+        try:
+            from hilbench.config import parse_baud
+
+            speed = parse_baud(baud) if baud is not None else _user_defaults().baud
+            out[name] = RunConfig(
+                link_faults=config.getoption("--link-faults"), baud=speed, **fields
+            )
+        except HilbenchError as exc:
+            raise pytest.UsageError(f"hilbench --backends {name}: {exc}") from None
+    config.stash[_BACKENDS] = out
+    return out
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """--backends: a test reaching the device runs once per backend (``test_x[sil]``)."""
+    configs = backends_configs(metafunc.config)
+    if not configs or "hil_backend" not in metafunc.fixturenames:
+        return
+    names = list(configs)
+    metafunc.parametrize("hil_backend", names, indirect=True, scope="session", ids=names)
+
+
+def backend_id(item: pytest.Item) -> str | None:
+    """The --backends id an item runs on, None without --backends."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    return callspec.params.get("hil_backend")
+
+
+def item_backend_config(item: pytest.Item) -> RunConfig:
+    """The RunConfig skeleton of the backend this test runs on."""
+    name = backend_id(item)
+    if name is not None:
+        return backends_configs(item.config)[name]
+    return backend_config(item.config)
+
+
+def _check_stopping(config: pytest.Config) -> None:
+    try:
+        stopping_defaults(config)
+    except HilbenchError as exc:
+        raise pytest.UsageError(f"hilbench: {exc}") from None
+
+
+def stopping_defaults(config: pytest.Config) -> dict[str, Any]:
+    """zo_session settings --time-limit and --until give every test."""
+    from hilbench.config import parse_duration, parse_until
+
+    out: dict[str, Any] = {}
+    limit = config.getoption("--time-limit")
+    if limit is not None:
+        out["time_limit_s"] = parse_duration(limit)
+    until = config.getoption("--until")
+    if until is not None:
+        parse_until(until)
+        out["until"] = until
+    return out
+
+
+@dataclass(frozen=True)
+class _BackendRun:
+    """One zo_session call of a test on one backend of --backends."""
+
+    test: str  # the test's id with the backend's part as "*"
+    call: int
+    backend: str
+    trace: str
+    run_id: str
+
+
+_BACKEND_RUNS = pytest.StashKey[list[_BackendRun]]()
+_PARTINGS = pytest.StashKey[list[str]]()
+#: Settings a test's runs on two backends may differ in and still be compared.
+_BACKEND_FIELDS = ("backend", "port", "baud", "firmware", "trace", "link_faults")
+
+
+def _test_key(item: pytest.Item, backend: str) -> str:
+    return (
+        item.nodeid.replace(f"[{backend}]", "[*]")
+        .replace(f"[{backend}-", "[*-")
+        .replace(f"-{backend}]", "-*]")
+    )
+
+
+def _record_backend_run(item: pytest.Item, backend: str, call: int, trace: Any) -> str:
+    """Record a run for the comparison at the end and compare it now with the same call of
+    the same test on the backends this process ran before; the parting, or ""."""
+    import json
+
+    run = _BackendRun(_test_key(item, backend), call, backend, str(trace.path), trace.run_id)
+    item.user_properties.append(("hilbench.backend_run", json.dumps(dataclasses.asdict(run))))
+    earlier = [
+        r
+        for r in item.config.stash.setdefault(_BACKEND_RUNS, [])
+        if (r.test, r.call) == (run.test, run.call)
+    ]
+    item.config.stash[_BACKEND_RUNS].append(run)
+    if not earlier:
+        return ""
+    return _compare_group([*earlier, run])[1]
+
+
+def _compare_group(runs: list[_BackendRun]) -> tuple[str, str]:
+    """(a line saying the runs agree, "") or ("", the first parting) for one test's call."""
+    from hilbench.trace import Trace
+    from hilbench.trace.parting import agreement_line, compare_runs
+
+    traces = {}
+    for r in runs:
+        try:
+            traces[r.backend] = Trace.open(r.trace, r.run_id)
+        except HilbenchError as exc:
+            return "", f"the run on {r.backend} cannot be read ({exc})"
+    configs = [
+        {k: v for k, v in t.config.items() if k not in _BACKEND_FIELDS} for t in traces.values()
+    ]
+    if any(c != configs[0] for c in configs[1:]):
+        return f"not compared: its runs' settings differ between {', '.join(traces)}", ""
+    partings = compare_runs(traces)
+    if partings:
+        return "", "; ".join(str(p) for p in partings)
+    return agreement_line(traces), ""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect --backends runs from every report (from xdist workers too, in the controller)."""
+    if report.when != "call":
+        return
+    for name, value in report.user_properties:
+        if name == "hilbench.backend_run":
+            _COLLECTED.append(value)
+
+
+_COLLECTED: list[str] = []  # this process's reports' backend runs (JSON), in report order
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """--backends: compare every test's runs across backends (in the controller under xdist);
+    a parting fails the session and is listed in the summary."""
+    import json
+
+    config = session.config
+    if hasattr(config, "workerinput") or not backends_configs(config):
+        return
+    order = list(backends_configs(config))
+    groups: dict[tuple[str, int], list[_BackendRun]] = {}
+    for text in dict.fromkeys(_COLLECTED):
+        run = _BackendRun(**json.loads(text))
+        groups.setdefault((run.test, run.call), []).append(run)
+    lines, partings = [], []
+    for (test, call), runs in sorted(groups.items()):
+        runs.sort(key=lambda r: order.index(r.backend) if r.backend in order else len(order))
+        label = test + (f" (run {call + 1})" if call else "")
+        if len(runs) < 2:
+            lines.append(f"{label}: only on {runs[0].backend}")
+            continue
+        same, parted = _compare_group(runs)
+        if parted:
+            partings.append(f"{label}: {parted}")
+            lines.append(f"{label}: PARTS: {parted}")
+        else:
+            lines.append(f"{label}: {same}")
+    config.stash[_PARTINGS] = lines
+    if partings and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = config.stash.get(_PARTINGS, None)
+    if not lines:
+        return
+    terminalreporter.section("hilbench: the same test on every backend")
+    for line in lines:
+        terminalreporter.line(line, red="PARTS" in line)

@@ -13,6 +13,8 @@ import dataclasses
 import datetime as dt
 import hashlib
 import time
+import warnings
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +28,7 @@ from hilbench.backend.base import Backend, Connection
 from hilbench.backend.emulate import EmulatorBackend
 from hilbench.backend.registry import make_backend
 from hilbench.board.lifecycle import Lifecycle, Stage
-from hilbench.client import device_log
+from hilbench.client import device_info, device_log
 from hilbench.client.device_client import DeviceClient
 from hilbench.client.events import DeviceLine, Incident, Transfer
 from hilbench.client.recovery import RecoveringTarget, UpdateLog
@@ -39,8 +41,11 @@ from hilbench.npu import cost
 from hilbench.npu.ops import backend as npu_backend
 from hilbench.protocol import data_blob
 from hilbench.protocol.frames import PROTOCOL_VERSION
-from hilbench.trace import Trace, TraceWriter
+from hilbench.protocol.spec import CAP_DEVICE_INFO
+from hilbench.trace import LoggedUpdate, ResumePoint, Trace, TraceWriter, resume_point
 from hilbench.trace.reader import RunInfo, run_infos
+from hilbench.trace.run_setup import free_space_problem
+from hilbench.trace.writer import TraceWarning
 from hilbench.train.prepare import PreparedModel, load_data, prepare_model
 from hilbench.train.schedule import Scheduler, make_schedule
 from hilbench.train.trainer import TEST_SLOT, TRAIN_SLOT, LoggedStep, Trainer, TrainSettings
@@ -82,6 +87,7 @@ class RunResult:
     weights_crc: int
     wall_s: float
     events: dict[str, int] = dataclasses.field(default_factory=dict)  # trace events by kind
+    stop_reason: str = "budget"  # hilbench.train.stopping: the budget spent, or a limit/rule
 
     def __repr__(self) -> str:
         return (
@@ -152,6 +158,7 @@ class _Resumed:
     updates: list[tuple[np.ndarray, np.ndarray]]
     run_id: str = ""
     last_eval: tuple[int, float, float] | None = None  # (forward passes, accuracy, loss)
+    limits: dict = dataclasses.field(default_factory=dict)  # resumed_* attrs to record
 
 
 def resume(
@@ -161,88 +168,119 @@ def resume(
     backend: Backend | None = None,
     target: DeviceClient | Connection | None = None,
     run: str | None = None,
+    limits: dict | None = None,
+    overrides: Mapping[str, object] | None = None,
 ) -> RunResult:
     """Continue an interrupted run of ``trace_path`` in the same file: ``run`` (an id such as
-    '0002'), by default the last run of the file that did not complete.
+    '0002'), by default the last run of the file that did not complete. ``limits`` may set a
+    new ``budget``, ``time_limit_s`` or ``until`` (see :func:`resume_limits`); ``overrides``
+    replace other stored settings (the port of the board it goes on).
 
     The device is reloaded and given the logged updates; the host replays its seeds and
     scheduler up to the last step on disk, so the run ends as an uninterrupted one would.
     """
-    trace = _open_resumable(Path(trace_path), run)
-    config = _stored_config(trace, Path(trace_path))
+    point = resume_point(Path(trace_path), run)  # the one reader of what a resume needs
+    config = _stored_config(point, Path(trace_path))
     if backend is not None:
-        config = config.replace(backend=backend.kind)
-    steps, updates = _logged_steps(trace)
-    resumed = _Resumed(trace.model_blob, steps, updates, trace.run_id, _last_eval(trace))
+        config = config.replace(backend=backend.kind, **dict(overrides or {}))
+    elif overrides:
+        config = config.replace(**{k: v for k, v in overrides.items() if k != "port"})
+    config, changed = _with_limits(config, limits or {})
+    _check_budget(point, config)
+    resumed = _Resumed(
+        point.model_blob,
+        [_logged_step(u) for u in point.updates],
+        [(u.seeds, u.coeffs) for u in point.updates],
+        point.run_id,
+        point.last_eval,
+        changed,
+    )
     with threadpool_limits(limits=1, user_api="blas"):
         return _run(
             config, view=view, target=target, backend=backend, schedule=None, resumed=resumed
         )
 
 
-def _open_resumable(trace_path: Path, run: str | None) -> Trace:
-    """The run to resume: ``run``, or the file's last one that did not complete."""
-    if run is None:
-        infos = run_infos(trace_path)
-        open_runs = [i for i in infos if i.resumable]
-        if not open_runs:
-            statuses = ", ".join(f"{i.run_id} {i.status}" for i in infos) or "no runs"
-            raise HilbenchError(
-                f"every run of {trace_path} finished ({statuses}): there is nothing to resume",
-                "start a new run without --resume",
-            )
-        run = open_runs[-1].run_id
-    trace = Trace.open(trace_path, run)
-    if not trace.resume_state().resumable:  # interrupted, SIGTERMed and failed runs resume
+#: The settings a resume may change: the RunConfig field, how a message says its value.
+RESUME_LIMITS = ("budget", "time_limit_s", "until")
+
+
+def resume_limits(trace_path: Path, run: str | None, limits: dict) -> list[str]:
+    """What a resume with ``limits`` changes, one sentence each (``budget 60,000 (was
+    30,000)``); [] when nothing changes. Raises as the resume would on a bad value."""
+    point = resume_point(Path(trace_path), run)
+    config = _stored_config(point, Path(trace_path))
+    new, _ = _with_limits(config, limits)
+    _check_budget(point, new)
+    said = []
+    for key in RESUME_LIMITS:
+        old_value, new_value = getattr(config, key), getattr(new, key)
+        if old_value != new_value:
+            was = f"{old_value:,}" if key == "budget" else _limit_text(key, old_value)
+            said.append(f"{_limit_text(key, new_value)} (was {was})")
+    return said
+
+
+def _check_budget(point: ResumePoint, config: RunConfig) -> None:
+    """A resume's budget covers the forward passes its run already spent."""
+    spent = point.updates[-1].forward_passes if point.updates else 0
+    if config.budget < spent:
         raise HilbenchError(
-            f"run {trace.run_id} of {trace_path} is {trace.status}: there is nothing to resume",
-            "start a new run without --resume",
+            f"budget {config.budget:,} is below the {spent:,} forward passes run "
+            f"{point.run_id} already spent",
+            f"give --budget above {spent:,}, or leave it out",
         )
-    if trace.model_blob is None:
-        raise HilbenchError(f"{trace_path} holds no model blob", "it cannot be resumed")
-    return trace
 
 
-def _stored_config(trace: Trace, trace_path: Path) -> RunConfig:
-    """The run's configuration as its trace stored it, writing to the same file."""
-    stored = dict(trace.config)
+def _limit_text(key: str, value: object) -> str:
+    if key == "budget":
+        return f"budget {value:,} forward passes"
+    if key == "time_limit_s":
+        from hilbench.config import format_duration
+
+        return f"time limit {format_duration(float(value))}" if value else "no time limit"
+    return f"until {value}" if value else "no stopping rule"
+
+
+def _with_limits(config: RunConfig, limits: dict) -> tuple[RunConfig, dict]:
+    """``config`` with a resume's new limits, and the resumed_* attributes to record."""
+    unknown = sorted(set(limits) - set(RESUME_LIMITS))
+    if unknown:
+        raise HilbenchError(
+            f"a resume cannot change {', '.join(unknown)}", f"change only {RESUME_LIMITS}"
+        )
+    changes = {k: v for k, v in limits.items() if v is not None}
+    if not changes:
+        return config, {}
+    new = config.replace(**changes)  # RunConfig checks the values
+    return new, {f"resumed_{k}": getattr(new, k) for k in changes}
+
+
+def _stored_config(point: ResumePoint, trace_path: Path) -> RunConfig:
+    """The run's configuration as its trace stored it, writing to the same file (with the
+    limits an earlier resume set, ``resumed_*`` attributes)."""
+    stored = dict(point.config)
+    for key in RESUME_LIMITS:
+        if key in point.resumed:
+            value = point.resumed[key]  # numpy scalars from HDF5: plain values
+            stored[key] = {"budget": int, "time_limit_s": float}.get(key, str)(value)
     stored["trace"] = trace_path
     known = {f.name for f in dataclasses.fields(RunConfig)}
     return RunConfig(**{k: v for k, v in stored.items() if k in known})
 
 
-def _logged_steps(trace: Trace) -> tuple[list[LoggedStep], list[tuple[np.ndarray, np.ndarray]]]:
-    """The trace's steps decoded for a resume: what the host replays, what the device is
-    given again. (Reads the rows through the public ``Trace`` API; when the trace package
-    offers a decoder of its own for this, this is the one function to change.)"""
-    samples = trace.samples
-    steps, updates = [], []
-    for row in trace.steps:
-        start, q = int(row["sample_start"]), int(row["q"])
-        seeds = samples["seed"][start : start + q].astype(np.uint32)
-        updates.append((seeds, samples["coeff"][start : start + q].astype(np.int32)))
-        steps.append(
-            LoggedStep(
-                q=q,
-                batch_seed=int(row["batch_seed"]),
-                seeds=seeds,
-                loss=float(row["loss"]),
-                forward_passes=int(row["forward_passes"]),
-                lr=float(row["lr"]),
-                eps=int(row["eps"]),
-                grads=samples["grad"][start : start + q].astype(np.float64),
-            )
-        )
-    return steps, updates
-
-
-def _last_eval(trace: Trace) -> tuple[int, float, float] | None:
-    """(forward passes, accuracy, loss) of the trace's last test evaluation, if any."""
-    tests = trace.evals[trace.evals["split"] == "test"]
-    if not len(tests):
-        return None
-    last = tests[-1]
-    return int(last["forward_passes"]), float(last["accuracy"]), float(last["loss"])
+def _logged_step(u: LoggedUpdate) -> LoggedStep:
+    """A step read back by resume_point as the trainer replays it."""
+    return LoggedStep(
+        q=u.q,
+        batch_seed=u.batch_seed,
+        seeds=u.seeds,
+        loss=u.loss,
+        forward_passes=u.forward_passes,
+        lr=u.lr,
+        eps=u.eps,
+        grads=u.grads,
+    )
 
 
 # ---------------------------------------------------------------- the run's steps
@@ -279,12 +317,16 @@ def _run(
                 result = _train(plan, device, trace, view, resumed)
             finally:
                 device.release()
+            if result.stop_reason != "budget":  # a limit or rule: said as an event too
+                trace.event("stop", result.stop_reason)
+                view_status(view, f"stopped: {result.stop_reason}")
             trace.finish(
                 "complete",
                 final_accuracy=result.final_accuracy,
                 forward_passes=result.forward_passes,
                 steps=result.steps,
                 weights_crc=result.weights_crc,
+                stop_reason=result.stop_reason,
             )
             run_id = trace.run_id
         return RunResult(
@@ -297,6 +339,7 @@ def _run(
             weights_crc=result.weights_crc,
             wall_s=time.perf_counter() - started,
             events=Trace.open(plan.trace_path, run_id).event_counts(),
+            stop_reason=result.stop_reason,
         )
     finally:
         view.finish()
@@ -468,6 +511,9 @@ class _RunDevice:
 def _open_trace(plan: _Plan, where: dict[str, str], resumed: _Resumed | None) -> TraceWriter:
     """Step 3: a new run in the trace file, or the resumed run opened again."""
     if resumed is None:
+        problem = free_space_problem(plan.trace_path, plan.config.budget)
+        if problem:  # said before the hours of a run, not at the full disk
+            warnings.warn(problem, TraceWarning, stacklevel=2)
         return TraceWriter.create(
             plan.trace_path,
             {**plan.run_attrs, **where},
@@ -475,8 +521,8 @@ def _open_trace(plan: _Plan, where: dict[str, str], resumed: _Resumed | None) ->
             model_blob=plan.model.blob,
         )
     writer = TraceWriter.resume(plan.trace_path, resumed.run_id or None)
-    if where:
-        writer.set_attrs(**where)
+    if where or resumed.limits:
+        writer.set_attrs(**where, **resumed.limits)
     return writer
 
 
@@ -488,14 +534,27 @@ def _greet(
     assert target is not None
     info = target.info or target.hello()
     trace.set_attrs(device_id=info.device_id, firmware=info.firmware)
+    what_set = _device_info(device.client, trace)
     if resumed is not None:  # the attributes of this hilbench and host
         trace.set_attrs(npu_backend=plan.npu_name, npu_isa=plan.npu_isa)
     view_title(view, f"hilbench · {plan.what} · {info.device_id}{plan.npu}")
     view_status(
         view,
         f"connected to {info.device_id} (firmware {info.firmware}, "
-        f"protocol {info.protocol_version})",
+        f"protocol {info.protocol_version}){what_set}",
     )
+
+
+def _device_info(client: DeviceClient | None, trace: TraceWriter) -> str:
+    """What the firmware set (DEVICE_INFO, when it has the command) into the trace's
+    ``device_info_json``; its summary for the status line ("" without one)."""
+    if client is None or client.info is None:
+        return ""
+    if not client.info.capabilities & CAP_DEVICE_INFO:
+        return ""
+    answer = client.device_info()
+    trace.set_attrs(device_info_json=device_info.to_json(answer))
+    return f"; {device_info.summary(answer)}"
 
 
 def _upload(
@@ -555,12 +614,16 @@ def _train(
             estimator=config.estimator,
             lr_schedule=config.lr_schedule,
             eps_schedule=config.eps_schedule,
+            time_limit_s=config.time_limit_s,
+            until=config.until,
+            aggregator=config.aggregator,
         ),
         trace,
         n_test=len(plan.data.y_test),
         fresh_words=plan.model.fresh_words,
         fresh_numbers=plan.model.fresh_numbers,
         view=view,
+        gram=_gram_of(plan.model) if config.aggregator != "mean" else None,
     )
     try:
         with _moving(life, Stage.MODEL_LOADED, "the run ended"):
@@ -570,6 +633,13 @@ def _train(
             )
     finally:
         view.finish()
+
+
+def _gram_of(model):
+    """The Gram matrix of a step's directions from its seeds (the aligned aggregator)."""
+    from hilbench.zo.aggregate import Directions
+
+    return Directions(model.zo, model.trained).gram
 
 
 def _connecting(config: RunConfig) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +22,15 @@ def hilbench(
         timeout=timeout,
         cwd=cwd or ROOT,
     )
+
+
+def ctrl_c_reaches_the_child() -> None:
+    """``preexec_fn`` of a child a test sends Ctrl-C (SIGINT) to: SIGINT's default action.
+
+    A process started in the background by a non-interactive shell (a CI job, ``cmd &``)
+    inherits SIGINT ignored, and so would the child (Python keeps an ignored SIGINT
+    ignored): it would never see the test's Ctrl-C. Set it explicitly instead."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @contextmanager

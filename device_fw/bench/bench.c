@@ -286,6 +286,19 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
     if (arena_fits(r->arena_used, arena_bytes, st) < 0) return -1;
     hb_graph_bind(g, arena);
     hb_model_bind(m, arena + act);
+    { /* the PROBE's scratch: the arena after everything the bench placed */
+        const uint64_t used = hb_pad16(r->arena_used);
+        const uint32_t rest = a->no_scratch ? 0 : (uint32_t)(arena_bytes - used);
+        hb_model_set_scratch(m, arena + used, rest);
+        int pre, cp;
+        hb_model_probe_plan(m, a->batch, rest, &pre, &cp);
+        r->cut_op = hb_model_cut(m, NULL);
+        r->prefix_bytes = hb_model_prefix_bytes(m, a->batch);
+        r->copy_bytes = hb_model_copy_bytes(m);
+        r->scratch_bytes = rest;
+        r->used_prefix = (uint8_t)pre;
+        r->used_copy = (uint8_t)cp;
+    }
     int8_t *pool = zocf.pool_size ? (int8_t *)(arena + act + work) : NULL;
     if (pool) hb_zo_pool_draw(zocf.dist, zocf.pool_seed, pool, zocf.pool_size);
     const hb_zo_source src = {zocf.dist, pool, zocf.pool_size};
@@ -316,6 +329,15 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
         sink += (uint8_t)y[0];
     }
     stats_of(a->item_runs, 1, &r->forward);
+    for (uint32_t i = 0; i < a->item_runs; i++) { /* the frozen prefix alone */
+        uint32_t item = i % slot->n_items;
+        uint64_t t0 = hb_port_ticks();
+        if (r->cut_op)
+            (void)hb_graph_forward_range(g, slot->inputs + (size_t)item * slot->item_size, 0,
+                                         (uint16_t)r->cut_op, NULL);
+        samples[i] = r->cut_op ? since(t0) : 0;
+    }
+    stats_of(a->item_runs, 1, &r->prefix);
     const int8_t *logits = hb_graph_forward(g, slot->inputs);
     for (uint32_t i = 0; i < a->item_runs; i++) {
         int64_t sum = 0;
@@ -503,8 +525,12 @@ void hb_bench_report_zo(const hb_bench_zo_args *a, const hb_bench_zo_result *r) 
          HB_I(r->rounding), HB_I(r->master), HB_I(r->pool_size), HB_I(r->arena_used), HB_I(a->q),
          HB_I(a->batch), HB_I(a->eps), HB_I(r->n_forward));
     PUTF(" n_perturbed=%d", HB_I(r->n_perturbed));
+    PUTF(" cut_op=%d prefix_bytes=%d copy_bytes=%d scratch_bytes=%d used_prefix=%d used_copy=%d",
+         HB_I(r->cut_op), HB_I(r->prefix_bytes), HB_I(r->copy_bytes), HB_I(r->scratch_bytes),
+         HB_I(r->used_prefix), HB_I(r->used_copy));
     end_line();
     put_time("forward", &r->forward);
+    put_time("prefix", &r->prefix);
     put_time("loss", &r->loss);
     put_time("scale", &r->scale);
     put_time("draw_rows", &r->draw_rows);
@@ -534,4 +560,106 @@ void hb_bench_report_error(const hb_status *st) {
     PUTF("error code=%d message=", HB_I(st->code));
     put_quoted(st->msg, st->len);
     end_line();
+}
+
+/* ---- the kernels alone, on CMSIS-NN's anchor shapes ------------------------------------------
+ * The shapes, quantization and data of /work/shared/anchors/cmsis-nn-icount/main.c (its LCG,
+ * its fill order): CONV_2D 3x3 16x16x16 -> 32 same, DEPTHWISE_CONV_2D 3x3 16x16x64 same, FC
+ * 256 -> 128 (per-tensor), and a 1x1 CONV_2D 16x16x16 -> 32 (not in the anchor), each kernel
+ * called directly with its filter read in place. A
+ * checksum of each output lets a scalar and a Helium image be compared byte for byte. */
+#include "nn/hb_nn.h"
+
+static uint32_t k_lcg;
+static int8_t k_r8(void) {
+    k_lcg = k_lcg * 1664525u + 1013904223u;
+    return (int8_t)(k_lcg >> 24);
+}
+
+typedef struct {
+    hb_nn_rows r;
+    const int8_t *w;
+    uint32_t len; /* leading: rows len apart; 0: trailing (row j at w + j) */
+    const int32_t *b;
+} k_rows;
+
+static const int8_t *k_row(const hb_nn_rows *r, uint32_t j) {
+    const k_rows *k = (const k_rows *)(const void *)r;
+    return k->len ? k->w + (size_t)j * k->len : k->w + j;
+}
+static int32_t k_bias(const hb_nn_rows *r, uint32_t j) {
+    return ((const k_rows *)(const void *)r)->b[j];
+}
+
+static uint32_t k_checksum(const int8_t *y, uint32_t n) {
+    uint32_t s = 0;
+    for (uint32_t i = 0; i < n; i++) s = s * 31u + (uint8_t)y[i];
+    return s;
+}
+
+int hb_bench_kernels(uint32_t runs, hb_status *st) {
+    if (check_runs(runs, "--runs", st)) return -1;
+    enum { IN = 16 * 16 * 64, WT = 3 * 3 * 16 * 32 + 256 * 128 + 3 * 3 * 64 };
+    int8_t *in = malloc(IN), *out = malloc(IN), *wt = malloc(WT);
+    int32_t *bias = malloc(256 * sizeof(int32_t));
+    uint8_t *mult = malloc(256 * 4);
+    int8_t *shift = malloc(256);
+    if (!in || !out || !wt || !bias || !mult || !shift)
+        return HB_FAIL(st, HB_ERR_BAD_ARGUMENT, "%s", HB_S("out of memory for the kernel bench"));
+    k_lcg = 12345;
+    for (uint32_t i = 0; i < 256; i++) {
+        bias[i] = (int32_t)k_r8() * 64;
+        hb_wr32(mult + 4 * i, 1300000000u + i * 1000u);
+        shift[i] = -8;
+    }
+    for (uint32_t i = 0; i < IN; i++) in[i] = k_r8();
+    for (uint32_t i = 0; i < WT; i++) wt[i] = k_r8();
+    const hb_nn_requant pc = {mult, shift, 256};
+    uint8_t pt_mult[4];
+    hb_wr32(pt_mult, 1300000000u);
+    const hb_nn_requant fc_rq = {pt_mult, shift, 1};
+    /* kind 3 (not in the anchor): the 1x1 conv of the same input and output shapes, no pad */
+    static const char *const names[] = {"conv3x3", "dw3x3", "fc", "conv1x1"};
+    static const uint32_t macs_of[] = {16 * 16 * 32 * 9 * 16, 16 * 16 * 64 * 9, 256 * 128,
+                                       16 * 16 * 32 * 16};
+    static const uint32_t n_out_of[] = {16 * 16 * 32, 16 * 16 * 64, 128, 16 * 16 * 32};
+    static const uint32_t len_of[] = {144, 0, 256, 16};
+    for (int kind = 0; kind < 4; kind++) {
+        const char *name = names[kind];
+        const uint32_t macs = macs_of[kind], n_out = n_out_of[kind];
+        k_rows rows = {{k_row, k_bias, 1}, wt, len_of[kind], bias};
+        if (kind == 1) rows.r.step = 64;
+        hb_nn_conv_params cp = {3, -2, -128, 127, 1, 1, 1, 1, 1, 1, 16, 16, 1, pc};
+        if (kind == 3) cp.pad_top = cp.pad_left = 0;
+        const hb_nn_fc_params fp = {3, -2, -128, 127, fc_rq};
+        for (uint32_t i = 0; i <= runs; i++) { /* run 0 untimed */
+            memset(out, 0, IN);
+            const uint64_t t0 = hb_port_ticks();
+            if (kind == 0 || kind == 3) {
+                const hb_nn_dims d = {16, 16, 16};
+                const uint32_t kk = kind == 0 ? 3 : 1;
+                hb_nn_conv2d_s8(&cp, &d, in, &rows.r, kk, kk, 32, out);
+            } else if (kind == 1) {
+                const hb_nn_dims d = {16, 16, 64};
+                hb_nn_depthwise_conv2d_s8(&cp, &d, in, &rows.r, 3, 3, out);
+            } else {
+                hb_nn_fully_connected_s8(&fp, in, 256, &rows.r, 128, out);
+            }
+            const uint64_t t = since(t0);
+            if (i) samples[i - 1] = t;
+        }
+        hb_bench_stats s;
+        stats_of(runs, 1, &s);
+        PUTF("kernel name=%s macs=%d", HB_S(name), HB_I(macs));
+        put_stats(&s);
+        PUTF(" checksum=%x", HB_I(k_checksum(out, n_out)));
+        end_line();
+    }
+    free(in);
+    free(out);
+    free(wt);
+    free(bias);
+    free(mult);
+    free(shift);
+    return 0;
 }

@@ -59,7 +59,8 @@ static uint8_t *read_file(const hb_bench_main_port *port, const char *what, cons
 static const char USAGE[] =
     "usage: hilbench-bench forward BLOB INPUT [--runs N]\n"
     "       hilbench-bench zo BLOB INPUTS LABELS [--q Q] [--batch B] [--eps E] [--runs N]\n"
-    "                      [--item-runs N] [--seed S]\n"
+    "                      [--item-runs N] [--seed S] [--no-scratch]\n"
+    "       hilbench-bench kernels [--runs N]\n"
     "       hilbench-bench info\n";
 
 int hb_bench_main(int argc, char **argv, const hb_bench_main_port *port) {
@@ -68,7 +69,8 @@ int hb_bench_main(int argc, char **argv, const hb_bench_main_port *port) {
         {"runs", required_argument, NULL, 'r'},      {"q", required_argument, NULL, 'q'},
         {"batch", required_argument, NULL, 'b'},     {"eps", required_argument, NULL, 'e'},
         {"item-runs", required_argument, NULL, 'i'}, {"seed", required_argument, NULL, 's'},
-        {"arena-bytes", required_argument, NULL, 'a'}, port->option,
+        {"arena-bytes", required_argument, NULL, 'a'}, {"no-scratch", no_argument, NULL, 'n'},
+        port->option,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -100,6 +102,7 @@ int hb_bench_main(int argc, char **argv, const hb_bench_main_port *port) {
             if (arena_bytes % 16)
                 hb_cli_usage_error("--arena-bytes must be a multiple of 16", "give e.g. 4194304");
             break;
+        case 'n': za.no_scratch = 1; break;
         case 'h':
             fputs(USAGE, stdout);
             printf("options of all: --arena-bytes N, %s\n", port->option_usage);
@@ -118,6 +121,15 @@ int hb_bench_main(int argc, char **argv, const hb_bench_main_port *port) {
     const int forward = strcmp(cmd, "forward") == 0, zo = strcmp(cmd, "zo") == 0;
     if (strcmp(cmd, "info") == 0 && n_pos == 1) {
         hb_bench_report_build(unit);
+        return 0;
+    }
+    if (strcmp(cmd, "kernels") == 0 && n_pos == 1) {
+        hb_status kst;
+        hb_bench_report_build(unit);
+        if (hb_bench_kernels(runs_given ? runs : 3, &kst) < 0) {
+            hb_bench_report_error(&kst);
+            return 1;
+        }
         return 0;
     }
     if (!forward && !zo)

@@ -75,6 +75,8 @@ typedef struct {
     uint32_t seed;      /* the first PROBE's seeds are seed, seed+1, ...; each run moves on */
     uint32_t item_runs; /* timed single forward passes and loss batches, 1..HB_BENCH_MAX_RUNS */
     uint8_t split_stat; /* HB_BENCH_STAT_*: which run of each part the split uses */
+    uint8_t no_scratch; /* 1: PROBE without scratch (every pass from the input, rows on demand:
+                           the reference path); 0: the arena's rest is its scratch */
 } hb_bench_zo_args;
 
 typedef struct {
@@ -88,6 +90,10 @@ typedef struct {
     uint32_t n_perturbed;  /* of which perturbed: 2 q B, q B */
     /* measured, ticks */
     hb_bench_stats forward;     /* one hb_graph_forward (items of the slot in turn) */
+    hb_bench_stats prefix;      /* its ops before the frozen prefix's cut (0: no cut) */
+    uint32_t cut_op;            /* hb_model_cut: the frozen prefix's end, 0: none */
+    uint64_t prefix_bytes, copy_bytes, scratch_bytes; /* the PROBE's scratch: its two parts */
+    uint8_t used_prefix, used_copy;                   /* which the PROBE used */
     hb_bench_stats loss;        /* hb_loss_item of one item (a batch of B timed, divided by B) */
     hb_bench_stats scale;       /* hb_zo_scale of every trained tensor, one seed */
     hb_bench_stats draw_rows;   /* every trained element's sample, one seed, row by row as a
@@ -152,5 +158,11 @@ void hb_bench_report_zo(const hb_bench_zo_args *a, const hb_bench_zo_result *r);
 
 /* `error code=N message="..."`: a refusal in the report's format. */
 void hb_bench_report_error(const hb_status *st);
+
+/* The kernels alone on CMSIS-NN's anchor shapes (bench.c): CONV_2D 3x3 16x16x16 -> 32,
+ * DEPTHWISE_CONV_2D 3x3 16x16x64, FC 256 -> 128, and CONV_2D 1x1 16x16x16 -> 32, the anchor's
+ * data; one report line per kernel (`kernel name=... macs=... runs=... min=... checksum=...`).
+ * Its buffers come from malloc (a bench, not the firmware). 0, or -1 with st set. */
+int hb_bench_kernels(uint32_t runs, hb_status *st);
 
 #endif /* HB_BENCH_H */

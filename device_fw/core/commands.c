@@ -15,6 +15,7 @@
 #include "hb_port.h"
 #include "hb_store.h"
 #include "hb_wire.h"
+#include "port.h"
 
 #define NAME(layout) hb_msg_name(layout) /* "PROBE request", as messages say it */
 
@@ -23,6 +24,7 @@ static struct {
     uint32_t boot_nonce;
     uint8_t model_ready; /* a model is loaded and bound */
     uint16_t probed_q;   /* q of the last PROBE since the model load, 0 if none */
+    uint8_t stage_bits;  /* bit t: target t (a slot, or HB_STAGE_MODEL) staged, not committed */
     /* INFER between its frames (docs/protocol.md, INFER): the input bytes received so far,
      * assembled in the input tensor's buffer, and whether the output buffer holds the output
      * of the last INFER's forward pass, of item held_index of slot held_slot (0, 0 inline) */
@@ -119,7 +121,7 @@ static uint16_t hello(uint8_t *r) {
     if (id_len > HB_MAX_STRING) id_len = HB_MAX_STRING;
     if (fw_len > HB_MAX_STRING) fw_len = HB_MAX_STRING;
     uint32_t caps = HB_CAP_RESET | HB_CAP_APPLY_BATCH | HB_CAP_APPLY_PROBED | HB_CAP_APPLY_PROBE |
-                    HB_CAP_INFER;
+                    HB_CAP_INFER | HB_CAP_DEVICE_INFO | HB_CAP_LOAD_STAGE;
     uint8_t source = hb_port_timing_source();
     if (source == HB_TIMING_DEVICE) caps |= HB_CAP_CYCLE_COUNTER;
     if (source == HB_TIMING_MODELED) caps |= HB_CAP_MODELED_TIMING;
@@ -139,12 +141,50 @@ static uint16_t hello(uint8_t *r) {
 static int bulk_chunk(int target, uint8_t layout, uint32_t total, uint32_t offset,
                       const uint8_t *chunk, uint32_t k, uint32_t *received, hb_status *st) {
     if (offset == 0) {
+        cmd.stage_bits &= (uint8_t)~(1u << (target == HB_STORE_MODEL ? HB_STAGE_MODEL : target));
         if (target == HB_STORE_MODEL) drop_model();
         if (hb_store_begin(target, NAME(layout), total, st) < 0) return -1;
     } else if (hb_store_continue(target, NAME(layout), total, offset, st) < 0) {
         return -1;
     }
     *received = hb_store_append(target, chunk, k);
+    return 0;
+}
+
+/* the model's total bytes are in: parse, check, place the working memory (LOAD_MODEL's last
+ * chunk, LOAD_COMMIT); *crc is the blob's CRC-32 without its trailer */
+static int model_complete(uint32_t total, uint32_t *crc, hb_status *st) {
+    uint8_t *blob = hb_store_data(HB_STORE_MODEL, NULL);
+    /* decisions.md 4: the CRC of the blob without its CRC trailer, taken before anything
+     * (binding clamps trained biases in place) */
+    *crc = hb_crc32(0, blob, total >= HB_CRC_SIZE ? total - HB_CRC_SIZE : 0);
+    hb_graph *g = hb_graph_instance();
+    hb_model *m = hb_model_instance();
+    if (hb_blob_load(g, blob, total, st) < 0 || hb_model_load(m, g, st) < 0 ||
+        hb_store_model_reserve(hb_graph_act_bytes(g), hb_model_work_bytes(m), st) < 0) {
+        drop_model(); /* a refused blob leaves no model */
+        return -1;
+    }
+    hb_graph_bind(g, hb_store_model_act());
+    hb_model_bind(m, hb_store_model_work());
+    hb_store_finish(HB_STORE_MODEL);
+    cmd.model_ready = 1;
+    cmd.probed_q = 0;
+    return 0;
+}
+
+/* a data slot's total bytes are in: the data blob's rules (LOAD_DATA's last chunk,
+ * LOAD_COMMIT); *items its n_items */
+static int data_complete(uint8_t slot, uint32_t total, uint32_t *items, hb_status *st) {
+    const uint8_t *b = hb_store_data(slot, NULL);
+    if (hb_msg_check_data(b, total, st) < 0) {
+        hb_store_discard(slot); /* a refused blob leaves the slot empty */
+        return -1;
+    }
+    *items = hb_msg_u32(b, HB_F_DATA_BLOB_N_ITEMS);
+    hb_store_slot_set(slot, *items, hb_msg_u16(b, HB_F_DATA_BLOB_ITEM_SIZE),
+                      hb_msg_u16(b, HB_F_DATA_BLOB_N_CLASSES));
+    hb_store_finish(slot);
     return 0;
 }
 
@@ -155,24 +195,7 @@ static int load_model(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen
     if (bulk_chunk(HB_STORE_MODEL, HB_L_LOAD_MODEL, total, offset,
                    hb_msg_ptr(p, HB_F_LOAD_MODEL_CHUNK), k, &received, st) < 0)
         return -1;
-    if (received == total) { /* complete: parse, check, place the working memory */
-        uint8_t *blob = hb_store_data(HB_STORE_MODEL, NULL);
-        /* decisions.md 4: the CRC of the blob without its CRC trailer, taken before anything
-         * (binding clamps trained biases in place) */
-        crc = hb_crc32(0, blob, total >= HB_CRC_SIZE ? total - HB_CRC_SIZE : 0);
-        hb_graph *g = hb_graph_instance();
-        hb_model *m = hb_model_instance();
-        if (hb_blob_load(g, blob, total, st) < 0 || hb_model_load(m, g, st) < 0 ||
-            hb_store_model_reserve(hb_graph_act_bytes(g), hb_model_work_bytes(m), st) < 0) {
-            drop_model(); /* a refused blob leaves no model */
-            return -1;
-        }
-        hb_graph_bind(g, hb_store_model_act());
-        hb_model_bind(m, hb_store_model_work());
-        hb_store_finish(HB_STORE_MODEL);
-        cmd.model_ready = 1;
-        cmd.probed_q = 0;
-    }
+    if (received == total && model_complete(total, &crc, st) < 0) return -1;
     hb_msg_put(r, HB_F_LOAD_MODEL_R_RECEIVED, received);
     hb_msg_put(r, HB_F_LOAD_MODEL_R_COMPLETE, received == total);
     hb_msg_put(r, HB_F_LOAD_MODEL_R_MODEL_CRC32, crc);
@@ -188,17 +211,7 @@ static int load_data(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen,
     if (bulk_chunk(slot, HB_L_LOAD_DATA, total, offset, hb_msg_ptr(p, HB_F_LOAD_DATA_CHUNK), k,
                    &received, st) < 0)
         return -1;
-    if (received == total) { /* complete: the data blob's rules */
-        const uint8_t *b = hb_store_data(slot, NULL);
-        if (hb_msg_check_data(b, total, st) < 0) {
-            hb_store_discard(slot); /* a refused blob leaves the slot empty */
-            return -1;
-        }
-        items = hb_msg_u32(b, HB_F_DATA_BLOB_N_ITEMS);
-        hb_store_slot_set(slot, items, hb_msg_u16(b, HB_F_DATA_BLOB_ITEM_SIZE),
-                          hb_msg_u16(b, HB_F_DATA_BLOB_N_CLASSES));
-        hb_store_finish(slot);
-    }
+    if (received == total && data_complete(slot, total, &items, st) < 0) return -1;
     hb_msg_put(r, HB_F_LOAD_DATA_R_SLOT, slot);
     hb_msg_put(r, HB_F_LOAD_DATA_R_RECEIVED, received);
     hb_msg_put(r, HB_F_LOAD_DATA_R_COMPLETE, received == total);
@@ -231,6 +244,9 @@ static probe_args probe_fields(const uint8_t *p) {
 static void run_probe(const probe_args *a, const hb_slot *s, uint8_t *r) {
     hb_msg_put(r, HB_F_PROBE_R_Q, a->q); /* the count first: the arrays' offsets follow from it */
     uint64_t t0 = hb_port_ticks();
+    uint32_t free_bytes; /* the arena's free bytes: the PROBE's scratch while it runs */
+    uint8_t *free_at = hb_store_free_region(&free_bytes);
+    hb_model_set_scratch(hb_model_instance(), free_at, free_bytes);
     hb_model_probe(hb_model_instance(), s, a->batch_size, a->batch_seed, a->eps, a->seeds, a->q,
                    hb_msg_wptr(r, HB_F_PROBE_R_LOSS_PLUS), hb_msg_wptr(r, HB_F_PROBE_R_LOSS_MINUS));
     uint64_t ns = duration_ns(t0);
@@ -418,6 +434,82 @@ static int infer(const uint8_t *p, uint16_t len, uint8_t *r, uint16_t *rlen, hb_
     return infer_part(y, out, out_offset, ns, hb_port_timing_source(), r, rlen);
 }
 
+/* ---- DEVICE_INFO, LOAD_STAGE, LOAD_COMMIT (docs/protocol.md) ---------------------------- */
+
+static uint16_t device_info(uint8_t *r) {
+    const hb_port_info_t *pi = hb_port_info();
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_CPU_HZ, pi->cpu_hz);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_CACHES, pi->caches);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_ARENA_BYTES, hb_store_arena_bytes());
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_ARENA_BASE,
+               (uint64_t)(uintptr_t)hb_store_data(HB_STORE_MODEL, NULL));
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_UART_BAUD, pi->uart_baud);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_UART_KERNEL_HZ, pi->uart_kernel_hz);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_UART_OVERRUN, pi->uart_overrun);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_UART_FRAMING, pi->uart_framing);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_UART_NOISE, pi->uart_noise);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_UART_DROPPED, pi->uart_dropped);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_WATCHDOG_MS, pi->watchdog_ms);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_RESET_CAUSE, pi->reset_cause);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_RESET_FLAGS, pi->reset_flags);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_BRINGUP_ERRORS, pi->bringup_errors);
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_TICKS, hb_port_ticks());
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_TICK_NS_Q16, hb_port_tick_ns_q16());
+    hb_msg_put(r, HB_F_DEVICE_INFO_R_TIMING_SOURCE, hb_port_timing_source());
+    return (uint16_t)hb_msg_size(r, HB_L_DEVICE_INFO_R);
+}
+
+static int store_target(uint8_t t) { return t == HB_STAGE_MODEL ? HB_STORE_MODEL : t; }
+
+/* reserve the target's region as an upload at offset 0 does; answer where it starts */
+static int load_stage(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    uint8_t t = hb_msg_u8(p, HB_F_LOAD_STAGE_TARGET);
+    uint32_t total = hb_msg_u32(p, HB_F_LOAD_STAGE_TOTAL_LEN);
+    int target = store_target(t);
+    cmd.stage_bits &= (uint8_t)~(1u << t);
+    if (target == HB_STORE_MODEL) drop_model();
+    if (hb_store_begin(target, NAME(HB_L_LOAD_STAGE), total, st) < 0) return -1;
+    cmd.stage_bits |= (uint8_t)(1u << t);
+    uint8_t *at = hb_store_data(target, NULL), *base = hb_store_data(HB_STORE_MODEL, NULL);
+    hb_port_stage_sync(at, total);
+    hb_msg_put(r, HB_F_LOAD_STAGE_R_TARGET, t);
+    hb_msg_put(r, HB_F_LOAD_STAGE_R_OFFSET, (uint32_t)(at - base));
+    hb_msg_put(r, HB_F_LOAD_STAGE_R_TOTAL_LEN, total);
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_LOAD_STAGE_R);
+    return 0;
+}
+
+/* the staged bytes' CRC must be the host's; then they complete as a last chunk does */
+static int load_commit(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    uint8_t t = hb_msg_u8(p, HB_F_LOAD_COMMIT_TARGET);
+    uint32_t total = hb_msg_u32(p, HB_F_LOAD_COMMIT_TOTAL_LEN);
+    uint32_t want = hb_msg_u32(p, HB_F_LOAD_COMMIT_CRC32), staged_len = 0, crc = 0, items = 0;
+    int target = store_target(t);
+    const char *what = NAME(HB_L_LOAD_COMMIT);
+    if (!(cmd.stage_bits & (1u << t)))
+        return HB_FAIL(st, HB_MSG_STAGE_NONE_CODE, HB_MSG_STAGE_NONE, HB_S(what), HB_I(t));
+    uint8_t *at = hb_store_data(target, &staged_len);
+    if (total != staged_len)
+        return HB_FAIL(st, HB_MSG_STAGE_TOTAL_CODE, HB_MSG_STAGE_TOTAL, HB_S(what), HB_I(total),
+                       HB_I(t), HB_I(staged_len));
+    hb_port_stage_sync(at, total);
+    uint32_t got = hb_crc32(0, at, total);
+    if (got != want) /* the upload stays staged: the host may write again and commit */
+        return HB_FAIL(st, HB_MSG_STAGE_CRC_CODE, HB_MSG_STAGE_CRC, HB_S(what), HB_I(total),
+                       HB_I(got), HB_I(want));
+    cmd.stage_bits &= (uint8_t)~(1u << t);
+    hb_store_stage_done(target);
+    if (target == HB_STORE_MODEL ? model_complete(total, &crc, st) < 0
+                                 : data_complete(t, total, &items, st) < 0)
+        return -1;
+    hb_msg_put(r, HB_F_LOAD_COMMIT_R_TARGET, t);
+    hb_msg_put(r, HB_F_LOAD_COMMIT_R_RECEIVED, total);
+    hb_msg_put(r, HB_F_LOAD_COMMIT_R_MODEL_CRC32, crc);
+    hb_msg_put(r, HB_F_LOAD_COMMIT_R_N_ITEMS, items);
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_LOAD_COMMIT_R);
+    return 0;
+}
+
 int hb_commands_execute(uint8_t type, const uint8_t *p, uint16_t len, uint8_t *resp,
                    uint16_t *resp_len, hb_status *st) {
     /* every answer fits HB_DEVICE_MAX_PAYLOAD: a fixed layout, or checked by fits() against
@@ -440,6 +532,9 @@ int hb_commands_execute(uint8_t type, const uint8_t *p, uint16_t len, uint8_t *r
     case HB_TYPE_APPLY_PROBED: return apply_probed(p, resp, resp_len, st);
     case HB_TYPE_APPLY_PROBE: return apply_probe(p, resp, resp_len, st);
     case HB_TYPE_INFER: return infer(p, len, resp, resp_len, st);
+    case HB_TYPE_DEVICE_INFO: *resp_len = device_info(resp); return 0;
+    case HB_TYPE_LOAD_STAGE: return load_stage(p, resp, resp_len, st);
+    case HB_TYPE_LOAD_COMMIT: return load_commit(p, resp, resp_len, st);
     default: /* device.c passes request types only */
         return HB_FAIL(st, HB_MSG_INTERNAL_CODE, HB_MSG_INTERNAL, HB_S("no handler for the type"));
     }

@@ -93,10 +93,32 @@ typedef struct {
      * pass; NULL: 1, contiguous). A source may produce several depthwise rows at once as the
      * columns of one buffer (hb_nn_rows' step) */
     uint32_t (*row_step)(void *ctx, int32_t c);
+    /* NULL, or claimed tensor c's whole data in the blob's own layout (a PROBE's perturbed
+     * copy, 4-byte aligned): the kernels then read it as they read the blob, row by row in
+     * place, and weight_row, bias and row_step are not asked */
+    const uint8_t *(*tensor)(void *ctx, int32_t c);
 } hb_graph_rows;
 
 /* hb_graph_forward with the claimed tensors' rows from rows (NULL: none claimed). */
 const int8_t *hb_graph_forward_rows(hb_graph *g, const int8_t *input, const hb_graph_rows *rows);
+
+/* The frozen prefix of a forward pass (a PROBE whose trained tensors all lie in later ops):
+ * the last op boundary c in 1..first (first: the first op reading a trained tensor) across
+ * which exactly one activation lives (produced by an op before c, or the graph input, and read
+ * by an op from c on); 0 if there is none (first is 0, or every boundary up to first is
+ * crossed by several activations, e.g. inside a residual block). *tensor: that activation.
+ * Ops [0, c) then compute the same for every weight set, and ops [c, n_ops) read only it, the
+ * constants and their own outputs (hilbench.npu.ir.GraphIR.cut is the same rule). */
+uint16_t hb_graph_cut(const hb_graph *g, uint16_t first, uint16_t *tensor);
+
+/* Ops [from, to) of one forward pass (from 0: input copied into its buffer first; else the
+ * activations ops from `from` read must be in place, e.g. the cut's, hb_graph_activation).
+ * Returns the graph output's buffer (meaningful when to is hb_graph_n_ops). */
+const int8_t *hb_graph_forward_range(hb_graph *g, const int8_t *input, uint16_t from,
+                                     uint16_t to, const hb_graph_rows *rows);
+
+/* The buffer of activation t in the bound activation region (NULL: none, or a constant). */
+int8_t *hb_graph_activation(const hb_graph *g, uint16_t t);
 
 /* Static storage for the one graph a device holds (the struct is in core/graph_types.h). */
 hb_graph *hb_graph_instance(void);

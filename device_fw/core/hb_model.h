@@ -56,9 +56,30 @@ void hb_model_bind(hb_model *m, uint8_t *work);
  * perturbed, clamp(w +- delta, +-127) and sat32(b +- delta), produced one output channel at a
  * time into the row buffer of the ZO work area (docs/zo-math.md section 3), so nothing is
  * restored and the blob is untouched. The mini-batch's items are drawn again for every pass
- * (docs/zo-math.md "Mini-batches"), not kept. */
+ * (docs/zo-math.md "Mini-batches"), not kept. With a scratch (hb_model_set_scratch) the ops
+ * before the frozen prefix's cut run once per item and the batch's activations at the cut
+ * are kept there, and each pass makes one perturbed copy of the trained tensors that all B
+ * items read in place of rows on demand: the same losses. */
 void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
                     uint16_t eps, const uint8_t *seeds, uint16_t q, uint8_t *lp, uint8_t *lm);
+
+/* The PROBE's two speed-ups, each used only where it fits the scratch (the same losses
+ * either way; docs/firmware.md "PROBE"): the frozen prefix (ops before hb_graph_cut's
+ * boundary run once per item, their batch of activations at the cut kept: B pad16(cut_n)
+ * bytes, first in the scratch) and one perturbed copy of the trained tensors per pass, read
+ * by all B items (int8 weights, int32 biases, each padded to 16: hb_model_copy_bytes, after
+ * the prefix). The scratch is memory nothing else uses while a PROBE runs (the device: the
+ * arena's free bytes between the model region and the data slots); set once bound, kept until
+ * the next bind (NULL/0: neither, every pass from the input with rows produced on demand).
+ * 16-byte aligned. hilbench.device.plan.probe_scratch is the twin's same rule. */
+void hb_model_set_scratch(hb_model *m, uint8_t *scratch, uint32_t bytes);
+/* the cut op (0: no frozen prefix) and its activation */
+uint16_t hb_model_cut(const hb_model *m, uint16_t *tensor);
+uint64_t hb_model_prefix_bytes(const hb_model *m, uint16_t batch_size);
+uint32_t hb_model_copy_bytes(const hb_model *m);
+/* which of the two a PROBE of batch_size uses with scratch_bytes of scratch */
+void hb_model_probe_plan(const hb_model *m, uint16_t batch_size, uint32_t scratch_bytes,
+                         int *prefix, int *copy);
 
 /* Scratch bytes hb_model_apply needs for q samples, `chunk` elements at a time (at least 1;
  * any alignment): the chunk's int64 sums, the q scales S, the chunk's raw samples and

@@ -39,6 +39,11 @@ uint32_t hb_store_append(int target, const uint8_t *chunk, uint32_t k);
 /* The target's region (the blob as received), its upload's total_len. */
 uint8_t *hb_store_data(int target, uint32_t *total_len);
 
+/* A staged upload (LOAD_COMMIT): a debugger wrote the target's total_len bytes in place.
+ * Returns the total_len of its upload in progress with nothing received yet (and counts
+ * them all received), or 0 when the target has no such upload. */
+uint32_t hb_store_stage_done(int target);
+
 /* The upload is complete and its content accepted: no upload in progress, the region kept. */
 void hb_store_finish(int target);
 
@@ -53,6 +58,9 @@ int hb_store_model_reserve(uint64_t act_bytes, uint64_t zo_bytes, hb_status *st)
 /* Where the activations and the ZO work start (after hb_store_model_reserve). */
 uint8_t *hb_store_model_act(void);
 uint8_t *hb_store_model_work(void);
+/* The free bytes (hb_store_free) and where they start, right after the model region (16-byte
+ * aligned): memory a command may use while it runs (a PROBE's scratch, hb_model_set_scratch). */
+uint8_t *hb_store_free_region(uint32_t *bytes);
 
 /* A loaded data slot's header, checked at completion (see commands.c). */
 void hb_store_slot_set(int slot, uint32_t n_items, uint16_t item_size, uint16_t n_classes);

@@ -45,6 +45,16 @@ struct hb_model {
     uint64_t work_bytes;
     uint8_t *work; /* NULL until bound */
     uint32_t updates;
+    /* the PROBE's frozen prefix (hb_graph_cut, once bound): ops [0, cut_op) read no trained
+     * tensor, only cut_tensor (cut_n elements) crosses the boundary; cut_op 0: none */
+    uint16_t cut_op, cut_tensor;
+    uint32_t cut_n;
+    /* the perturbed copy's bytes: its table of T offsets (pad16(4 T)), then each trained
+     * tensor (pad16 parts, ZOCF order) */
+    uint32_t copy_bytes;
+    /* the free arena a PROBE may use (hb_model_set_scratch; NULL/0: none) */
+    uint8_t *scratch;
+    uint32_t scratch_bytes;
 };
 
 static hb_model the_model;
@@ -170,6 +180,11 @@ static void *work_at(const hb_model *m, uint32_t off) { return m->work + off; }
 
 static uint32_t *scales(const hb_model *m) { return work_at(m, m->scale_off); }
 
+/* a trained tensor's bytes in the perturbed copy (int8 weights, int32 biases) */
+static uint64_t copy_part(const hb_zo_tensor *tt) {
+    return (uint64_t)tt->n * (tt->kind == HB_ZO_BIAS ? 4u : 1u);
+}
+
 void hb_model_bind(hb_model *m, uint8_t *work) {
     m->work = work;
     m->updates = 0;
@@ -202,6 +217,47 @@ void hb_model_bind(hb_model *m, uint8_t *work) {
     }
     if (m->z.pool_size)
         hb_zo_pool_draw(m->z.dist, m->z.pool_seed, work_at(m, m->pool_off), m->z.pool_size);
+    /* the frozen prefix: the ops before the first one reading a trained tensor */
+    uint16_t first = hb_graph_n_ops(m->g);
+    for (uint16_t op = 0; op < first && m->z.n_trained; op++) {
+        int32_t w, b;
+        if (hb_graph_op_weights(m->g, op, &w, &b) < 0) continue;
+        for (uint16_t t = 0; t < m->z.n_trained; t++)
+            if ((int32_t)m->z.trained[t].tensor == w || (int32_t)m->z.trained[t].tensor == b)
+                first = op;
+    }
+    m->cut_op = m->z.n_trained ? hb_graph_cut(m->g, first, &m->cut_tensor) : 0;
+    m->cut_n = m->cut_op ? hb_graph_tensor(m->g, m->cut_tensor)->n : 0;
+    uint64_t c = hb_pad16(4u * (uint64_t)m->z.n_trained);
+    for (uint16_t t = 0; t < m->z.n_trained; t++)
+        c += hb_pad16(copy_part(&m->z.trained[t]));
+    m->copy_bytes = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+    m->scratch = NULL;
+    m->scratch_bytes = 0;
+}
+
+void hb_model_set_scratch(hb_model *m, uint8_t *scratch, uint32_t bytes) {
+    m->scratch = bytes ? scratch : NULL;
+    m->scratch_bytes = scratch ? bytes : 0;
+}
+
+uint16_t hb_model_cut(const hb_model *m, uint16_t *tensor) {
+    if (tensor) *tensor = m->cut_tensor;
+    return m->cut_op;
+}
+
+uint64_t hb_model_prefix_bytes(const hb_model *m, uint16_t batch_size) {
+    return m->cut_op ? (uint64_t)batch_size * hb_pad16(m->cut_n) : 0;
+}
+
+uint32_t hb_model_copy_bytes(const hb_model *m) { return m->copy_bytes; }
+
+void hb_model_probe_plan(const hb_model *m, uint16_t batch_size, uint32_t scratch_bytes,
+                         int *prefix, int *copy) {
+    const uint64_t pre = hb_model_prefix_bytes(m, batch_size);
+    *prefix = m->cut_op && pre <= scratch_bytes;
+    const uint64_t left = scratch_bytes - (*prefix ? pre : 0);
+    *copy = m->z.n_trained && m->copy_bytes <= left;
 }
 
 static hb_zo_source source(const hb_model *m) {
@@ -224,6 +280,8 @@ typedef struct {
     int32_t b_tensor; /* likewise for b_stream (an op reads a filter and a bias) */
     hb_zo_rowstream w_stream, b_stream;
     int32_t tab_tensor, tab_em; /* the delta table holds this tensor's and em's, -1: none */
+    uint8_t *copy; /* the pass's perturbed copy of the trained tensors (NULL: rows on demand) */
+    const uint32_t *copy_off; /* its table: tensor t at copy + copy_off[t] */
 } probe_pass;
 
 /* the trained index of blob tensor t, -1 if it does not train (the table is short: at most
@@ -384,21 +442,122 @@ static int32_t pass_bias(void *ctx, int32_t t, uint32_t j) {
     return (int32_t)(b > INT32_MAX ? INT32_MAX : b < INT32_MIN ? INT32_MIN : b);
 }
 
+/* ---- the perturbed copy: one pass's trained tensors, made once, read by all B items ------- */
+/* Trained tensor t of the pass into dst (its layout in the blob: int8 weights, int32 biases):
+ * the numbers the row source gives. A filter of fresh samples with one delta table (no pool,
+ * no channel multipliers) is one run over its elements, which are its stream's elements in
+ * order (hb_zo_perturb_run); any other goes row by row through pass_weight_row. */
+static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j);
+static int32_t pass_bias(void *ctx, int32_t t, uint32_t j);
+static uint32_t pass_row_step(void *ctx, int32_t t);
+
+static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
+    const hb_model *m = p->m;
+    const hb_zo_tensor *tt = &m->z.trained[t];
+    if (tt->kind == HB_ZO_BIAS) { /* a chunk of raw samples at a time (hb_zo_samples) */
+        int8_t r[HB_ZO_CHUNK];
+        uint8_t mult[HB_ZO_CHUNK];
+        const uint32_t scale = scales(m)[t];
+        const uint8_t *b = tensor_data(m, (uint16_t)t);
+        for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
+            const uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
+            hb_zo_samples(&p->src, tt, (uint32_t)t, p->seed, e0, cnt, r, mult);
+            for (uint32_t c = 0; c < cnt; c++) { /* pass_bias's sat32(b + sign * delta) */
+                const int32_t d = hb_zo_delta(hb_zo_unit(r[c], scale), p->eps, mult[c],
+                                              tt->unit_shift);
+                const int64_t v = hb_rdi32(b + 4u * (e0 + c)) + (int64_t)p->sign * d;
+                hb_wr32(dst + 4u * (e0 + c),
+                        (uint32_t)(int32_t)(v > INT32_MAX   ? INT32_MAX
+                                            : v < INT32_MIN ? INT32_MIN
+                                                            : v));
+            }
+        }
+        return;
+    }
+    const int8_t *w = (const int8_t *)tensor_data(m, (uint16_t)t);
+    int8_t *out = (int8_t *)dst;
+    if (!p->src.pool && !tt->cm && tt->n >= hb_zo_n_values(p->src.dist)) {
+        const int32_t em = p->sign * (int32_t)(p->eps * tt->eps_mult);
+        int32_t *dtab = work_at(m, m->delta_off);
+        hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
+        p->tab_tensor = t;
+        p->tab_em = em;
+        hb_stream st;
+        hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
+        hb_zo_perturb_run(p->src.dist, &st, 0, tt->n, w, dtab, out);
+        return;
+    }
+    const int trailing = tt->layout == HB_ROWS_TRAILING;
+    for (uint32_t j = 0; j < tt->rows; j++) {
+        const int8_t *r = pass_weight_row(p, t, j);
+        const uint32_t step = pass_row_step(p, t);
+        for (uint32_t i = 0; i < tt->len; i++)
+            out[trailing ? (size_t)i * tt->rows + j : (size_t)j * tt->len + i] = r[(size_t)i * step];
+    }
+}
+
+/* the copy's rows: in the blob's layout, read as the blob is (a depthwise row strided by R) */
+static const int8_t *copy_weight_row(void *ctx, int32_t t, uint32_t j) {
+    const probe_pass *p = ctx;
+    const hb_zo_tensor *tt = &p->m->z.trained[t];
+    const int8_t *w = (const int8_t *)(p->copy + p->copy_off[t]);
+    return tt->layout == HB_ROWS_TRAILING ? w + j : w + (size_t)j * tt->len;
+}
+
+static uint32_t copy_row_step(void *ctx, int32_t t) {
+    const probe_pass *p = ctx;
+    const hb_zo_tensor *tt = &p->m->z.trained[t];
+    return tt->layout == HB_ROWS_TRAILING ? tt->rows : 1;
+}
+
+static int32_t copy_bias(void *ctx, int32_t t, uint32_t j) {
+    const probe_pass *p = ctx;
+    return hb_rdi32(p->copy + p->copy_off[t] + 4u * j);
+}
+
+static const uint8_t *copy_data(void *ctx, int32_t t) {
+    const probe_pass *p = ctx;
+    return p->copy + p->copy_off[t];
+}
+
 /* the mean Q16 loss of the mini-batch of batch_seed (its items drawn again, in order, as the
- * pass reads them); rows NULL: the weights as they are */
+ * pass reads them); rows NULL: the weights as they are. prefix (not NULL): item i's activation
+ * at the cut, at prefix + i pad16(cut_n), the ops before the cut not run again */
 static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
-                          const hb_graph_rows *rows) {
+                          const hb_graph_rows *rows, const int8_t *prefix) {
     uint32_t classes = hb_graph_output_size(m->g);
     hb_stream bs;
     hb_philox_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
     int64_t sum = 0;
+    int8_t *cut = prefix ? hb_graph_activation(m->g, m->cut_tensor) : NULL;
+    const size_t stride = hb_pad16(m->cut_n);
     for (uint16_t i = 0; i < batch_size; i++) {
         uint32_t item = hb_philox_batch_index(&bs, s->n_items, i);
-        const int8_t *out =
-            hb_graph_forward_rows(m->g, s->inputs + (size_t)item * s->item_size, rows);
+        const int8_t *out;
+        if (prefix) {
+            memcpy(cut, prefix + i * stride, m->cut_n);
+            out = hb_graph_forward_range(m->g, NULL, m->cut_op, hb_graph_n_ops(m->g), rows);
+        } else {
+            out = hb_graph_forward_rows(m->g, s->inputs + (size_t)item * s->item_size, rows);
+        }
         sum += hb_loss_item(&m->loss, out, classes, s->labels[item]);
     }
     return hb_loss_mean(sum, batch_size);
+}
+
+/* the mini-batch's activations at the cut into prefix (the ops before it, once per item) */
+static void fill_prefix(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
+                        int8_t *prefix) {
+    hb_stream bs;
+    hb_philox_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
+    const int8_t *cut = hb_graph_activation(m->g, m->cut_tensor);
+    const size_t stride = hb_pad16(m->cut_n);
+    for (uint16_t i = 0; i < batch_size; i++) {
+        uint32_t item = hb_philox_batch_index(&bs, s->n_items, i);
+        (void)hb_graph_forward_range(m->g, s->inputs + (size_t)item * s->item_size, 0,
+                                     m->cut_op, NULL);
+        memcpy(prefix + i * stride, cut, m->cut_n);
+    }
 }
 
 /* the pass of perturbed_loss: static (two row streams and a few words; the delta table and
@@ -407,7 +566,8 @@ static probe_pass the_pass;
 
 /* the loss of the mini-batch at w + sign * delta for seed (the work area's scales: its) */
 static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size,
-                              uint32_t batch_seed, uint32_t seed, uint32_t eps, int32_t sign) {
+                              uint32_t batch_seed, uint32_t seed, uint32_t eps, int32_t sign,
+                              const int8_t *prefix, uint8_t *copy) {
     probe_pass *p = &the_pass;
     p->m = m;
     p->src = source(m);
@@ -416,9 +576,23 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
     p->sign = sign;
     p->w_tensor = p->b_tensor = p->tab_tensor = -1;
     p->tab_em = 0;
+    p->copy = NULL;
     dw_key.pass = NULL; /* a new pass: no depthwise group */
-    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step};
-    return batch_loss(m, s, batch_size, batch_seed, &rows);
+    if (copy) { /* the pass's tensors once, then every item reads them as it reads the blob */
+        uint32_t *off = (uint32_t *)(void *)copy, at = (uint32_t)hb_pad16(4u * m->z.n_trained);
+        for (uint16_t t = 0; t < m->z.n_trained; t++) {
+            off[t] = at;
+            copy_tensor(p, t, copy + at);
+            at += (uint32_t)hb_pad16(copy_part(&m->z.trained[t]));
+        }
+        p->copy = copy;
+        p->copy_off = off;
+        const hb_graph_rows rows = {pass_claim, copy_weight_row, copy_bias, p, copy_row_step,
+                                    copy_data};
+        return batch_loss(m, s, batch_size, batch_seed, &rows, prefix);
+    }
+    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step, NULL};
+    return batch_loss(m, s, batch_size, batch_seed, &rows, prefix);
 }
 
 void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
@@ -426,7 +600,15 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
     if (batch_size == 0 || batch_size > HB_MAX_BATCH || q > HB_MAX_Q || s->n_items == 0)
         return; /* outside the request's checked ranges: nothing to compute */
     const int one_sided = m->z.estimator == HB_ESTIMATOR_ONE_SIDED;
-    const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, batch_seed, NULL) : 0;
+    /* the scratch (the arena's free bytes): the batch's activations at the cut first, then
+     * the perturbed copy, each only if it fits (the same numbers either way) */
+    int use_prefix, use_copy;
+    hb_model_probe_plan(m, batch_size, m->scratch_bytes, &use_prefix, &use_copy);
+    int8_t *prefix = use_prefix ? (int8_t *)m->scratch : NULL;
+    uint8_t *copy =
+        use_copy ? m->scratch + (use_prefix ? hb_model_prefix_bytes(m, batch_size) : 0) : NULL;
+    if (prefix) fill_prefix(m, s, batch_size, batch_seed, prefix);
+    const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, batch_seed, NULL, prefix) : 0;
     const hb_zo_source src = source(m);
     uint32_t *sc = scales(m);
     for (uint16_t k = 0; k < q; k++) {
@@ -434,9 +616,11 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
         /* the scales of this perturbation, once, before its forward passes */
         for (uint16_t t = 0; t < m->z.n_trained; t++)
             sc[t] = hb_zo_scale(&src, m->z.scaling, &m->z.trained[t], t, seed);
-        const int32_t plus = perturbed_loss(m, s, batch_size, batch_seed, seed, eps, 1);
-        const int32_t minus =
-            one_sided ? l0 : perturbed_loss(m, s, batch_size, batch_seed, seed, eps, -1);
+        const int32_t plus =
+            perturbed_loss(m, s, batch_size, batch_seed, seed, eps, 1, prefix, copy);
+        const int32_t minus = one_sided ? l0
+                                        : perturbed_loss(m, s, batch_size, batch_seed, seed, eps,
+                                                         -1, prefix, copy);
         hb_wr32(lp + 4u * k, (uint32_t)plus);
         hb_wr32(lm + 4u * k, (uint32_t)minus);
     }

@@ -127,6 +127,13 @@ uint32_t hb_store_append(int target, const uint8_t *chunk, uint32_t k) {
     return b->received;
 }
 
+uint32_t hb_store_stage_done(int target) {
+    target_books *b = books(target);
+    if (!b->uploading || b->received) return 0;
+    b->received = b->total_len;
+    return b->total_len;
+}
+
 void hb_store_finish(int target) {
     target_books *b = books(target);
     b->uploading = 0;
@@ -146,6 +153,11 @@ int hb_store_model_reserve(uint64_t act_bytes, uint64_t zo_bytes, hb_status *st)
 
 uint8_t *hb_store_model_act(void) { return s.arena + s.model.region; }
 uint8_t *hb_store_model_work(void) { return s.arena + s.model.region + s.act_bytes; }
+
+uint8_t *hb_store_free_region(uint32_t *bytes) {
+    *bytes = hb_store_free();
+    return s.arena + s.model.region + s.act_bytes + s.zo_bytes;
+}
 
 void hb_store_slot_set(int slot, uint32_t n_items, uint16_t item_size, uint16_t n_classes) {
     target_books *b = books(slot);

@@ -34,6 +34,7 @@
 #include "hb_frame.h"
 #include "hb_msg.h"
 #include "hb_port.h"
+#include "port.h"
 #include "hb_wire.h"
 #include "hbgv.h"
 
@@ -94,6 +95,11 @@ void hb_port_reset(void) {
 }
 const char *hb_port_device_id(void) { return "fuzz"; }
 const char *hb_port_firmware(void) { return "fuzz_device"; }
+const hb_port_info_t *hb_port_info(void) {
+    static const hb_port_info_t info = {0};
+    return &info;
+}
+void hb_port_stage_sync(const uint8_t *p, uint32_t n) { (void)p, (void)n; }
 
 /* ---- frames the harness sends -------------------------------------------------------- */
 

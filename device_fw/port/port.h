@@ -1,9 +1,9 @@
-/* What a board port set up at boot, for the host to see (HELLO or a stats answer: the second
- * wave of issue 24 carries it on the wire; until then only the port itself reads it). The core
- * does not call it yet; a port that has nothing to report for a field leaves it 0.
+/* What a board port set up at boot, for the host to see: the DEVICE_INFO answer carries it
+ * (docs/protocol.md "DEVICE_INFO"). A port that has nothing to report for a field leaves it 0.
  *
  * Declared here, outside core/, because it is the ports' side: port/stm32n6 fills every field;
- * port/an547 and port/host do not define hb_port_info() yet. */
+ * port/an547 and port/host fill what they know (the arena, and nothing of a UART they do not
+ * have). */
 #ifndef HB_PORT_INFO_H
 #define HB_PORT_INFO_H
 
@@ -57,7 +57,14 @@ typedef struct {
 #define HB_BRINGUP_UART 0x08u    /* USART1 never acknowledged TE/RE */
 #define HB_BRINGUP_IWDG 0x10u    /* the watchdog's registers never finished updating */
 
-/* The port's current figures (the UART counters move while it runs). */
+/* The port's current figures (the UART counters move while it runs); DEVICE_INFO answers
+ * them (core/commands.c). */
 const hb_port_info_t *hb_port_info(void);
+
+/* LOAD_STAGE (before the host writes) and LOAD_COMMIT (before the CRC): a debugger writes the
+ * n bytes at p behind the core's back (SWD's AHB-AP, QEMU's GDB stub): clean and invalidate
+ * the D-cache lines over them, so no dirty line overwrites them and the core reads what was
+ * written (nothing to do without a data cache). */
+void hb_port_stage_sync(const uint8_t *p, uint32_t n);
 
 #endif /* HB_PORT_INFO_H */

@@ -5,6 +5,7 @@
 
 #include "hb_device.h"
 #include "hb_port.h"
+#include "port.h"
 
 uint8_t cap_out[CAP_OUT_MAX];
 size_t cap_len;
@@ -30,6 +31,11 @@ uint8_t hb_port_timing_source(void) { return HB_TIMING_NONE; }
 uint32_t hb_port_boot_nonce(void) { return next_nonce++; }
 const char *hb_port_device_id(void) { return device_id; }
 const char *hb_port_firmware(void) { return firmware; }
+const hb_port_info_t *hb_port_info(void) {
+    static const hb_port_info_t info = {0};
+    return &info;
+}
+void hb_port_stage_sync(const uint8_t *p, uint32_t n) { (void)p, (void)n; }
 
 void hb_port_reset(void) {
     cap_boots++;

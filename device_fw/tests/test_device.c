@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "hb_bytes.h"
+#include "hb_crc.h"
 #include "hb_device.h"
 #include "hb_msg.h"
 #include "hb_status.h"
@@ -94,7 +95,8 @@ static void test_hello_and_session(void) {
               hb_msg_u32(a.payload, HB_F_HELLO_R_BOOT_NONCE));
         uint32_t caps = hb_msg_u32(a.payload, HB_F_HELLO_R_CAPABILITIES);
         CHECK(caps == (HB_CAP_RESET | HB_CAP_APPLY_BATCH | HB_CAP_APPLY_PROBED |
-                       HB_CAP_APPLY_PROBE | HB_CAP_INFER),
+                       HB_CAP_APPLY_PROBE | HB_CAP_INFER | HB_CAP_DEVICE_INFO |
+                       HB_CAP_LOAD_STAGE),
               "capabilities %x", caps);
         CHECK(hb_msg_u8(a.payload, HB_F_HELLO_R_DEVICE_ID_LEN) == 6 &&
                   memcmp(hb_msg_ptr(a.payload, HB_F_HELLO_R_DEVICE_ID), "dev-42", 6) == 0,
@@ -420,10 +422,60 @@ static void test_bulk_data(void) {
     expect_error("oversize", &a, n, 0, 0, HB_ERR_BAD_FRAME, HB_PROBLEM_NAME_OVERSIZE);
 }
 
+/* DEVICE_INFO, and a staged upload written where LOAD_STAGE said (as a debugger would),
+ * refused with STAGE_CRC while its bytes are not there, then taken as LOAD_DATA's last chunk */
+static void test_staged(void) {
+    cap_answer a;
+    int n;
+    static uint8_t blob[4000];
+    const uint32_t arena = 64 * 1024;
+    cap_boot(arena, 256, NONCE);
+    uint16_t seq = 0;
+    hello(seq, 5);
+    n = cap_request(HB_TYPE_DEVICE_INFO, ++seq, NULL, 0, &a);
+    CHECK(n == 1 && a.type == (HB_TYPE_DEVICE_INFO | HB_RESPONSE_BIT), "DEVICE_INFO");
+    CHECK(a.len == HB_SIZE_DEVICE_INFO_R, "DEVICE_INFO size %u", a.len);
+    CHECK(hb_msg_u32(a.payload, HB_F_DEVICE_INFO_R_ARENA_BYTES) == arena, "arena_bytes");
+    CHECK(hb_msg_u8(a.payload, HB_F_DEVICE_INFO_R_TIMING_SOURCE) == HB_TIMING_NONE, "timing");
+    uint8_t *base = (uint8_t *)(uintptr_t)hb_msg_u64(a.payload, HB_F_DEVICE_INFO_R_ARENA_BASE);
+    CHECK(base != NULL, "arena_base");
+
+    uint32_t len = make_data(blob, 100, 30, 10); /* 3108 bytes */
+    hb_msg_put(payload, HB_F_LOAD_STAGE_TARGET, 2);
+    hb_msg_put(payload, HB_F_LOAD_STAGE_TOTAL_LEN, len);
+    n = cap_request(HB_TYPE_LOAD_STAGE, ++seq, payload, HB_SIZE_LOAD_STAGE, &a);
+    CHECK(n == 1 && a.type == (HB_TYPE_LOAD_STAGE | HB_RESPONSE_BIT), "LOAD_STAGE");
+    uint32_t off = hb_msg_u32(a.payload, HB_F_LOAD_STAGE_R_OFFSET);
+    CHECK(off == arena - 3120, "slot 2 at the top of the arena: offset %u", off);
+    memset(base + off, 0xA5, len); /* not the blob: what an earlier test left there */
+    uint32_t crc = hb_crc32(0, blob, len), wrong = hb_crc32(0, base + off, len);
+    hb_msg_put(payload, HB_F_LOAD_COMMIT_TARGET, 2);
+    hb_msg_put(payload, HB_F_LOAD_COMMIT_TOTAL_LEN, len);
+    hb_msg_put(payload, HB_F_LOAD_COMMIT_CRC32, crc);
+    n = cap_request(HB_TYPE_LOAD_COMMIT, ++seq, payload, HB_SIZE_LOAD_COMMIT, &a);
+    expect_error("not written", &a, n, seq, HB_TYPE_LOAD_COMMIT, HB_ERR_BAD_ARGUMENT,
+                 TEXT(HB_MSG_STAGE_CRC, HB_S("LOAD_COMMIT request"), HB_I(len), HB_I(wrong),
+                      HB_I(crc)));
+    memcpy(base + off, blob, len); /* the debugger's write */
+    n = cap_request(HB_TYPE_LOAD_COMMIT, ++seq, payload, HB_SIZE_LOAD_COMMIT, &a);
+    CHECK(n == 1 && a.type == (HB_TYPE_LOAD_COMMIT | HB_RESPONSE_BIT), "LOAD_COMMIT 0x%02x",
+          a.type);
+    CHECK(hb_msg_u32(a.payload, HB_F_LOAD_COMMIT_R_N_ITEMS) == 100, "n_items");
+    CHECK(hb_msg_u32(a.payload, HB_F_LOAD_COMMIT_R_RECEIVED) == len, "received");
+    CHECK(free_bytes_reported(&seq, 3) == arena - 3120, "the slot holds its region");
+    hb_msg_put(payload, HB_F_LOAD_COMMIT_TARGET, 2);
+    hb_msg_put(payload, HB_F_LOAD_COMMIT_TOTAL_LEN, len);
+    hb_msg_put(payload, HB_F_LOAD_COMMIT_CRC32, crc);
+    n = cap_request(HB_TYPE_LOAD_COMMIT, ++seq, payload, HB_SIZE_LOAD_COMMIT, &a);
+    expect_error("committed once", &a, n, seq, HB_TYPE_LOAD_COMMIT, HB_ERR_BAD_ARGUMENT,
+                 TEXT(HB_MSG_STAGE_NONE, HB_S("LOAD_COMMIT request"), HB_I(2)));
+}
+
 int main(void) {
     test_hello_and_session();
     test_order();
     test_reset();
     test_bulk_data();
+    test_staged();
     TEST_MAIN_END("test_device");
 }

@@ -176,6 +176,9 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
     CHECK(hb_model_weights_crc(m) == (uint32_t)hbgv_get(info, 2), "%s c%d: initial CRC %08x", file,
           c, hb_model_weights_crc(m));
     CHECK(hb_model_updates_applied(m) == 0, "updates after bind");
+    uint16_t cut_t = 0;
+    const uint16_t cut = hb_model_cut(m, &cut_t);
+    printf("    frozen prefix: %s ops 0..%d, tensor %d\n", cut ? "" : "none;", cut, cut_t);
     probe_is_in_place(file, c, m, g, blob, len, slot, 1);
     CHECK(probe_is_in_place(file, c, m, g, blob, len, slot, 127) > 0,
           "%s c%d: no weight saturates at eps 127", file, c);
@@ -191,14 +194,34 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
             uint8_t s[4 * HB_MAX_Q], gp[4 * HB_MAX_Q], gm[4 * HB_MAX_Q]; /* little-endian */
             for (uint16_t k = 0; k < q; k++) hb_wr32(s + 4 * k, (uint32_t)hbgv_get(seeds, k));
             uint32_t before = hb_model_weights_crc(m);
-            hb_model_probe(m, slot, (uint16_t)hbgv_get(args, 1), (uint32_t)hbgv_get(args, 0),
-                           (uint16_t)hbgv_get(args, 2), s, q, gp, gm);
-            for (uint16_t k = 0; k < q; k++) {
-                const int32_t p = hb_rdi32(gp + 4 * k), n = hb_rdi32(gm + 4 * k);
-                CHECK(p == hbgv_get(lp, k) && n == hbgv_get(lm, k),
-                      "%s c%d step %d seed %u: L+ %d L- %d, expected %lld %lld", file, c, j, k, p,
-                      n, (long long)hbgv_get(lp, k), (long long)hbgv_get(lm, k));
+            /* the scratch: none (every pass from the input, rows on demand), the frozen
+             * prefix only, then the prefix and the perturbed copy (or the copy alone without
+             * a cut): the golden losses every time */
+            const uint16_t B = (uint16_t)hbgv_get(args, 1);
+            const uint32_t pre = (uint32_t)hb_model_prefix_bytes(m, B);
+            const uint32_t sizes[3] = {0, pre, pre + hb_model_copy_bytes(m)};
+            uint8_t *scratch = aligned(sizes[2] + 16);
+            for (int mode = 0; mode < 3; mode++) {
+                hb_model_set_scratch(m, scratch, sizes[mode]);
+                int used_pre, used_copy;
+                hb_model_probe_plan(m, B, sizes[mode], &used_pre, &used_copy);
+                CHECK(used_pre == (mode > 0 && hb_model_cut(m, NULL) > 0) &&
+                          used_copy == (sizes[mode] >= pre + hb_model_copy_bytes(m) &&
+                                        hb_model_n_trained(m) > 0),
+                      "%s c%d step %d: scratch %u: prefix %d copy %d", file, c, j, sizes[mode],
+                      used_pre, used_copy);
+                hb_model_probe(m, slot, B, (uint32_t)hbgv_get(args, 0),
+                               (uint16_t)hbgv_get(args, 2), s, q, gp, gm);
+                for (uint16_t k = 0; k < q; k++) {
+                    const int32_t p = hb_rdi32(gp + 4 * k), n = hb_rdi32(gm + 4 * k);
+                    CHECK(p == hbgv_get(lp, k) && n == hbgv_get(lm, k),
+                          "%s c%d step %d seed %u scratch %u: L+ %d L- %d, expected %lld %lld",
+                          file, c, j, k, sizes[mode], p, n, (long long)hbgv_get(lp, k),
+                          (long long)hbgv_get(lm, k));
+                }
             }
+            hb_model_set_scratch(m, NULL, 0);
+            free(scratch);
             CHECK(hb_model_weights_crc(m) == before, "%s c%d step %d: PROBE changed the weights",
                   file, c, j);
         } else if (hbgv_get(op, 0) == 2) { /* APPLY */

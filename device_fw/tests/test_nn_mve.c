@@ -27,8 +27,17 @@ void ref_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_
                    const hb_nn_rows *f, uint32_t kh, uint32_t kw, uint32_t out_c, int8_t *y);
 void ref_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
                              const hb_nn_rows *f, uint32_t kh, uint32_t kw, int8_t *y);
+void ref_add_s8(const hb_nn_add_params *p, const int8_t *a, const int8_t *b, uint32_t n,
+                int8_t *y);
+void ref_mean_s8(const hb_nn_mean_params *p, const hb_nn_dims *in, const int8_t *x, int8_t *y);
 #undef HB_NN_MVE
 #define HB_NN_MVE 0
+#define hb_nn_add_s8 ref_add_s8
+#define hb_nn_mean_s8 ref_mean_s8
+#include "nn/add.c"
+#include "nn/mean.c"
+#undef hb_nn_add_s8
+#undef hb_nn_mean_s8
 #define hb_nn_fully_connected_s8 ref_fully_connected_s8
 #define hb_nn_conv2d_s8 ref_conv2d_s8
 #define hb_nn_depthwise_conv2d_s8 ref_depthwise_conv2d_s8
@@ -326,6 +335,60 @@ static void test_depthwise(int cases) {
     }
 }
 
+/* ---- ADD and MEAN ------------------------------------------------------------------------ */
+static int32_t random_multiplier(void) {
+    return chance(5) ? (chance(50) ? 0 : INT32_MAX) : rnd_in(1 << 30, INT32_MAX);
+}
+
+static void test_add(int cases) {
+    for (int i = 0; i < cases; i++) {
+        hb_nn_add_params p;
+        p.input1_offset = rnd_in(-127, 128);
+        p.input2_offset = rnd_in(-127, 128);
+        random_out(&p.output_offset, &p.act_min, &p.act_max);
+        p.left_shift = chance(70) ? 20 : rnd_in(0, 20);
+        p.input1_multiplier = random_multiplier();
+        p.input2_multiplier = random_multiplier();
+        p.output_multiplier = random_multiplier();
+        p.input1_shift = rnd_in(-31, 0);
+        p.input2_shift = rnd_in(-31, 0);
+        p.output_shift = rnd_in(-31, chance(20) ? 30 : 0);
+        const uint32_t n = (uint32_t)rnd_in(1, 300);
+        fill(x_buf, n);
+        fill(w_buf, n);
+        prepare_outputs(n);
+        ref_add_s8(&p, x_buf, (const int8_t *)w_buf, n, y_ref);
+        hb_nn_add_s8(&p, x_buf, (const int8_t *)w_buf, n, y_mve);
+        char desc[160];
+        snprintf(desc, sizeof desc, "n %u left_shift %d shifts %d,%d,%d", n, p.left_shift,
+                 p.input1_shift, p.input2_shift, p.output_shift);
+        rows_a.n_log = rows_b.n_log = 0; /* no rows */
+        compare("ADD", i, n, desc);
+    }
+}
+
+static void test_mean(int cases) {
+    for (int i = 0; i < cases; i++) {
+        hb_nn_mean_params p;
+        const hb_nn_dims in = {(uint32_t)rnd_in(1, 12), (uint32_t)rnd_in(1, 12),
+                               (uint32_t)rnd_in(1, 70)};
+        p.count = in.h * in.w;
+        p.input_zero_point = rnd_in(-128, 127);
+        p.output_offset = rnd_in(-128, 127);
+        p.multiplier = random_multiplier();
+        p.shift = rnd_in(-31, chance(20) ? 30 : 0);
+        fill(x_buf, (size_t)in.h * in.w * in.c);
+        prepare_outputs(in.c);
+        ref_mean_s8(&p, &in, x_buf, y_ref);
+        hb_nn_mean_s8(&p, &in, x_buf, y_mve);
+        char desc[160];
+        snprintf(desc, sizeof desc, "in %ux%ux%u zp %d shift %d", in.h, in.w, in.c,
+                 p.input_zero_point, p.shift);
+        rows_a.n_log = rows_b.n_log = 0;
+        compare("MEAN", i, in.c, desc);
+    }
+}
+
 /* ---- the pieces ------------------------------------------------------------------------- */
 static int32_t pick_acc(void) {
     static const int32_t edge[] = {0, 1, -1, INT32_MAX, INT32_MIN, INT32_MIN + 1, 1 << 30,
@@ -406,8 +469,10 @@ int main(int argc, char **argv) {
     test_fc(400 * scale);
     test_conv(400 * scale);
     test_depthwise(400 * scale);
-    printf("test_nn_mve: Helium against scalar: %d FC, %d CONV_2D, %d DEPTHWISE_CONV_2D cases, "
-           "%d requantizations of 4 lanes, every dot product length 0..140\n",
-           400 * scale, 400 * scale, 400 * scale, 20000 * scale);
+    test_add(400 * scale);
+    test_mean(400 * scale);
+    printf("test_nn_mve: Helium against scalar: %d FC, %d CONV_2D, %d DEPTHWISE_CONV_2D, %d ADD, "
+           "%d MEAN cases, %d requantizations of 4 lanes, every dot product length 0..140\n",
+           400 * scale, 400 * scale, 400 * scale, 400 * scale, 400 * scale, 20000 * scale);
     TEST_MAIN_END("test_nn_mve");
 }

@@ -31,6 +31,7 @@ from hilbench.board.lifecycle import Lifecycle, Stage
 from hilbench.board.loader import TailPort, load
 from hilbench.board.ports import BoardRef, is_port_spec, list_ports, open_board_port, resolve_board
 from hilbench.board.pyocd_target import PyocdTarget
+from hilbench.board.stage import DebugStager, probe_stager
 from hilbench.board.stm32n6 import build_id_in
 from hilbench.client.events import Step, Transfer
 from hilbench.errors import HilbenchError
@@ -99,8 +100,10 @@ class BoardBackend(Backend):
         firmware: str | None = None,
         probe: str | None = None,
         connect: Callable[[str, int], DebugTarget] | None = None,
+        upload: str = "uart",
     ) -> None:
         super().__init__(faults)
+        self.upload = upload  # "probe": model and data through the probe (board/stage.py)
         self.spec = spec
         self.baud = baud
         self.firmware = firmware
@@ -147,7 +150,17 @@ class BoardBackend(Backend):
         }
         connection.lifecycle = life
         connection.loaded = self.loaded
+        if self.upload == "probe" and self.board.probe_id:
+            connection.client.stager = self._stager(self.board.probe_id)
         return connection
+
+    def _stager(self, probe_id: str) -> DebugStager:
+        """Staged uploads through this board's probe (the loader's connect, at 4 MHz)."""
+        if self.connect is None:
+            return probe_stager(probe_id)
+        connect = self.connect
+        return DebugStager(lambda: connect(probe_id, 4_000_000), name=f"probe {probe_id}",
+                           halt=False)  # fmt: skip
 
     def _find_and_load(self) -> str:
         """Find the board, open its port, load the firmware unless it runs it: what was done."""

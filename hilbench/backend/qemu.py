@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hilbench.backend.base import Backend, Connection
+from hilbench.board.stage import gdb_stager
 from hilbench.errors import HilbenchError, LinkError
 from hilbench.launch.qemu import QemuPort, QemuProcess, check_qemu, firmware_args, firmware_elf
 from hilbench.link.faults import FaultSpec
@@ -16,7 +17,9 @@ class QemuBackend(Backend):
     ``-icount shift=0`` so durations are executed instructions (source ``instr``).
     ``fw_options``: the firmware's settings (hilbench.launch.qemu.firmware_args: boot_nonce,
     arena_bytes, max_payload, device_id, firmware, crash_after). ``port``: the UART's TCP port
-    (default: a free one, or $HILBENCH_QEMU_PORT)."""
+    (default: a free one, or $HILBENCH_QEMU_PORT). ``upload="probe"``: QEMU's GDB stub on a
+    free local port, and the model and data written through it (LOAD_STAGE / LOAD_COMMIT,
+    hilbench/board/stage.py) instead of over the UART."""
 
     kind = "qemu"
 
@@ -27,9 +30,11 @@ class QemuBackend(Backend):
         *,
         icount: bool = True,
         port: int | None = None,
+        upload: str = "uart",
         **fw_options: object,
     ) -> None:
         super().__init__(faults)
+        self.upload = upload
         self.firmware = firmware
         self.icount = icount
         self.port = port
@@ -39,12 +44,16 @@ class QemuBackend(Backend):
     def open(self) -> Connection:
         elf = firmware_elf(self.firmware)
         args = firmware_args(icount=self.icount, **self.fw_options)
-        self.process = QemuProcess(elf, args, port=self.port, icount=self.icount)
+        gdb = self.upload == "probe"
+        self.process = QemuProcess(elf, args, port=self.port, icount=self.icount, gdb=gdb)
         url = f"socket://127.0.0.1:{self.process.start()}"
         link = None
         try:
             link = QemuPort(open_port(url), self.process)
-            return self._attach(link, f"the firmware under QEMU ({url})")
+            connection = self._attach(link, f"the firmware under QEMU ({url})")
+            if gdb and self.process.gdb_port is not None:
+                connection.client.stager = gdb_stager("127.0.0.1", self.process.gdb_port)
+            return connection
         except HilbenchError as exc:
             cause = exc.cause
             if "UART tail:" not in cause:  # QemuPort's errors carry the report already

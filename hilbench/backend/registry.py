@@ -49,7 +49,9 @@ def _board(config: RunConfig, faults: FaultSpec | None) -> Backend:
     if is_farm_board(port):
         return farm_backend(port, faults, firmware=config.firmware)
     if wants_board_backend(port, config.firmware):  # auto, a probe, an ST-LINK
-        return BoardBackend(port, faults, baud=config.baud, firmware=config.firmware)
+        return BoardBackend(
+            port, faults, baud=config.baud, firmware=config.firmware, upload=config.upload
+        )
     return SerialBackend(port, faults=faults, baud=config.baud)
 
 
@@ -59,7 +61,7 @@ FACTORIES: dict[str, Callable[[RunConfig, FaultSpec | None], Backend]] = {
         DeviceTwin(timing_model=config.timing_model, **BANNER_REASONS), faults=faults
     ),
     "sil": lambda config, faults: SilBackend(config.firmware, faults),
-    "qemu": lambda config, faults: QemuBackend(config.firmware, faults),
+    "qemu": lambda config, faults: QemuBackend(config.firmware, faults, upload=config.upload),
     "board": _board,
 }
 assert tuple(FACTORIES) == BACKENDS, "a backend name without a factory, or the other way"

@@ -7,13 +7,16 @@ import argparse
 import contextlib
 import difflib
 import sys
+import warnings
 from typing import NoReturn
 
 from hilbench.cli import (
     analyze,
     board,
+    cache,
     compare,
     data,
+    doctor,
     emulate,
     export,
     infer,
@@ -21,6 +24,7 @@ from hilbench.cli import (
     replay,
     report,
     run,
+    selftest,
     validate,
     watch,
 )
@@ -43,6 +47,9 @@ SUBCOMMANDS = (
     validate,
     data,
     quantize,
+    doctor,
+    cache,
+    selftest,
 )
 
 
@@ -105,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         parser.print_help()
         return EXIT_USAGE
+    warnings.formatwarning = _warning_line
     args, extras = parser.parse_known_args(argv)
     if extras:  # the subcommand's own parser says it, with its usage and a suggestion
         _subparser(parser, args.command).error(
@@ -126,6 +134,17 @@ def main(argv: list[str] | None = None) -> int:
 
         detach_stdout()
         return 0
+
+
+def _warning_line(message, category, filename, lineno, line=None) -> str:
+    """A warning of hilbench's own as one line (``hilbench: warning: ...``), not Python's
+    two lines naming the source file; other packages' warnings as Python formats them."""
+    if category.__module__.startswith("hilbench"):
+        return f"hilbench: warning: {message}\n"
+    return _PYTHON_FORMATWARNING(message, category, filename, lineno, line)
+
+
+_PYTHON_FORMATWARNING = warnings.formatwarning
 
 
 def _say(line: str) -> None:

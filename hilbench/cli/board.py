@@ -120,7 +120,9 @@ def handle_load(args: argparse.Namespace) -> int:
     from hilbench.board.loader import load
     from hilbench.board.ports import open_board_port, resolve_board
     from hilbench.board.stm32n6 import DEFAULT_BAUD
+    from hilbench.client import device_info
     from hilbench.config import parse_baud
+    from hilbench.protocol.spec import CAP_DEVICE_INFO
 
     baud = parse_baud(args.baud) if args.baud is not None else DEFAULT_BAUD
     profile = elfimage.AN547 if args.machine == "an547" else elfimage.STM32N6
@@ -165,7 +167,11 @@ def handle_load(args: argparse.Namespace) -> int:
         hello = f"{info.device_id}, {info.firmware}, boot nonce {info.boot_nonce:#010x}"
         print(f"{board}: loaded {result.bytes_written} bytes{speed} in {seconds:.1f} s; "
               f"HELLO: {hello}")  # fmt: skip
-    result.target.close()
+    try:
+        if info.capabilities & CAP_DEVICE_INFO:  # what the firmware set, as it says
+            print(f"{board}: {device_info.summary(result.target.device_info())}")
+    finally:
+        result.target.close()
     return 0
 
 

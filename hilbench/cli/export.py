@@ -10,13 +10,13 @@ bytes is run on the run's test set: its accuracy must be the one the device meas
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from hilbench.cli.output import add_force, check_output, write_atomic
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("trace", type=Path, help="the run's HDF5 trace")
     p.add_argument("--output", "-o", type=Path, required=True, help="the .tflite file to write")
     p.add_argument("--run", metavar="ID", help="run id (default: the last run in the file)")
+    add_force(p)
     p.add_argument(
         "--batch",
         type=int,
@@ -57,14 +58,13 @@ def describe_quant(graph: Any, name: str, what: str) -> str:
 
 def handle(args: argparse.Namespace) -> int:
     from hilbench import data as datasets
-    from hilbench.errors import ConfigError, HilbenchError, TraceError
+    from hilbench.errors import HilbenchError, TraceError
     from hilbench.npu.tflite import export_tflite, import_tflite
     from hilbench.trace import Trace
     from hilbench.trace.replay import replay_state
 
     out: Path = args.output
-    if out.is_dir():
-        raise ConfigError(f"{out} is a directory", "give a file name, e.g. -o trained.tflite")
+    check_output(out, [args.trace], force=args.force, example="trained.tflite")
     trace = Trace.open(args.trace, args.run)
     state = replay_state(trace)
     where = f"{args.trace} run {trace.run_id}"
@@ -103,17 +103,7 @@ def handle(args: argparse.Namespace) -> int:
                 "this is a bug in the export: please report it with the trace",
             )
 
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, out)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise ConfigError(
-            f"cannot write {out}: {exc.strerror or exc}", "choose a writable location"
-        ) from None
+    write_atomic(out, data)
 
     if trace.status != "complete":
         print(

@@ -14,12 +14,14 @@ batch axis or with batch 1; Y gets the N int8 outputs stacked the same way. With
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from hilbench.cli.export import describe_quant
+from hilbench.cli.output import add_force, check_output, write_atomic
 from hilbench.errors import HilbenchError, ModelError
 from hilbench.inference import infer_on_device
 
@@ -32,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input", "-i", type=Path, required=True, help="X.npy: N stacked int8 inputs")
     p.add_argument("--output", "-o", type=Path, help="Y.npy for the N int8 outputs")
     p.add_argument("--labels", type=Path, help="y.npy: a label per input; prints the accuracy")
+    add_force(p)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--emulate", action="store_true", help="the emulator, in-process (default)")
     where.add_argument("--sil", action="store_true", help="the C firmware built for this host")
@@ -79,6 +82,18 @@ def load_inputs(
 def handle(args: argparse.Namespace) -> int:
     from hilbench.npu.tflite import load_tflite
 
+    if args.fw is not None and not (args.sil or args.qemu):
+        raise HilbenchError(
+            "--fw names the firmware --sil or --qemu runs; "
+            + ("a board" if args.board else "the emulator")
+            + " runs none, so it would be ignored",
+            "leave out --fw, or add --sil or --qemu",
+        )
+    out = args.output
+    if out is not None:
+        check_output(
+            out, [args.model, args.input, args.fw, args.labels], force=args.force, example="Y.npy"
+        )
     graph = load_tflite(args.model)
     q = graph.tensors[graph.input].qparams
     quant = (float(q.scale[0]), int(q.zero_point[0])) if q is not None else None
@@ -109,15 +124,12 @@ def handle(args: argparse.Namespace) -> int:
         acc = label_accuracy(y, labels)
         hits = round(acc * len(y))
         line = f"accuracy against {args.labels.name}: {hits}/{len(y)} = {acc:.4f} (top-1)"
-        print(line, file=sys.stdout if args.output is not None else sys.stderr)
-    if args.output is not None:
-        try:
-            np.save(args.output, y)
-        except OSError as e:
-            raise HilbenchError(
-                f"cannot write {args.output}: {e.strerror}", "check the directory"
-            ) from None
-        print(f"{len(y)} outputs of shape {y.shape[1:]} (int8) -> {args.output}")
+        print(line, file=sys.stdout if out is not None else sys.stderr)
+    if out is not None:
+        buf = io.BytesIO()
+        np.save(buf, y)
+        write_atomic(out, buf.getvalue())
+        print(f"{len(y)} outputs of shape {y.shape[1:]} (int8) -> {out}")
         return 0
     for row in y.reshape(len(y), -1):
         sys.stdout.write(" ".join(map(str, row.tolist())) + "\n")

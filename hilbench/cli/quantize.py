@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbench.cli.output import add_force, check_output, write_atomic
 from hilbench.errors import HilbenchError
 
 
@@ -27,6 +28,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--calibration", type=Path, metavar="X.npy", help="float inputs (N, ...)")
     p.add_argument("--items", type=int, default=256, help="calibration items (default 256)")
     p.add_argument("-o", "--output", type=Path, required=True, help="the int8 .tflite to write")
+    add_force(p)
 
 
 def calibration(args: argparse.Namespace, input_shape: tuple[int, ...]) -> np.ndarray:
@@ -52,16 +54,16 @@ def handle(args: argparse.Namespace) -> int:
     from hilbench.npu.quantize_tflite import import_float_tflite, quantize_float_tflite
     from hilbench.npu.tflite import export_tflite
 
+    check_output(
+        args.output, [args.model, args.calibration], force=args.force, example="int8.tflite"
+    )
     try:
         data = args.model.read_bytes()
     except OSError as e:
         raise HilbenchError(f"cannot read {args.model}: {e.strerror}", "check the path") from None
     fm = import_float_tflite(data, str(args.model))
     g = quantize_float_tflite(data, calibration(args, fm.input_shape), str(args.model))
-    try:
-        args.output.write_bytes(export_tflite(g))
-    except OSError as e:
-        raise HilbenchError(f"cannot write {args.output}: {e.strerror}", "check the path") from None
+    write_atomic(args.output, export_tflite(g))
     q = g.tensors[g.input].qparams
     print(
         f"{args.model} -> {args.output}: {len(g.ops)} ops int8, input scale "

@@ -10,6 +10,7 @@ from typing import Any
 #: Summary keys shown in the table, in order (the JSON has them all).
 TABLE_KEYS = (
     "status",
+    "stop_reason",
     "backend",
     "model",
     "dataset",
@@ -34,8 +35,10 @@ TABLE_KEYS = (
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="summarise a trace (table, JSON, PNG plots)")
-    p.add_argument("trace", type=Path)
+    p = sub.add_parser(
+        "report", help="summarise a trace or a folder of them (table, JSON, PNG plots, HTML)"
+    )
+    p.add_argument("trace", type=Path, help="a trace file, or a folder of them")
     p.add_argument("--run", help="run id (default: the last run in the file)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument(
@@ -44,6 +47,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="write accuracy.png, loss.png, q.png and timing.png into DIR (needs matplotlib)",
     )
+    from hilbench.cli import report_dir
+
+    report_dir.add_arguments(p)  # DIR, --html, --all-runs, --events
     p.set_defaults(handler=handle)
 
 
@@ -64,6 +70,9 @@ def report_dict(trace: Any) -> dict[str, Any]:
     out = trace.summary()
     out["timing_model"] = str(trace.attrs.get("timing_model", "") or "") or None
     out["n6_memory"] = _n6_memory(trace)
+    from hilbench.cli.report_dir import stop_reason
+
+    out["stop_reason"] = stop_reason(trace)
     out["timing"] = [
         {"command": cmd, "source": src, **stats}
         for (cmd, src), stats in trace.timing_percentiles().items()
@@ -100,6 +109,19 @@ def _fmt(key: str, value: Any) -> str:
     return str(value)
 
 
+def _status(data: dict[str, Any]) -> str:
+    """The status, and for a run still "running" whether its writer is there."""
+    status = str(data.get("status"))
+    if data.get("writer") == "gone":
+        return (
+            f"{status}: its writer is gone (killed, or its disk failed); "
+            "it resumes with hilbench run --resume"
+        )
+    if data.get("writer") == "alive":
+        return f"{status} (its writer is at work)"
+    return status
+
+
 def _fmt_duration(value: float, source: str) -> str:
     """Seconds as ms; QEMU's executed instructions (source instr) as a count."""
     return f"{value:,.0f} instr" if source == "instr" else f"{value * 1e3:.3f} ms"
@@ -109,8 +131,11 @@ def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from hilbench.cli import report_dir
     from hilbench.trace import Trace
 
+    if report_dir.wants(args):
+        return report_dir.handle(args)
     trace = Trace.open(args.trace, args.run)
     plots = []
     if args.plot is not None:
@@ -128,7 +153,9 @@ def handle(args: argparse.Namespace) -> int:
     table.add_column(style="bold")
     table.add_column()
     for key in TABLE_KEYS:
-        table.add_row(key, _fmt(key, data.get(key)))
+        table.add_row(key, _status(data) if key == "status" else _fmt(key, data.get(key)))
+        if key == "status" and data.get("error"):
+            table.add_row("error", str(data["error"]))
     console.print(table)
     if data["timing"]:
         t = Table(title="command timing (each duration says who measured it)")

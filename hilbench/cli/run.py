@@ -16,6 +16,7 @@ from hilbench.config import (
     INITS,
     PERTURBATIONS,
     RunConfig,
+    int_arg,
     parse_baud,
     user_defaults,
 )
@@ -98,13 +99,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     device.add_argument(
         "--link-faults",
-        default="",
+        default=None,
         metavar="SPEC",
         help="inject faults into every frame, both ways, and device resets: "
         "KIND=PROBABILITY,... with KIND drop, corrupt, duplicate, delay, truncate, reset, "
         "and seed=N, e.g. drop=0.01,reset=0.001,seed=1 (the run must end with the same weights)",
     )
 
+    device.add_argument(
+        "--upload",
+        default=d.upload,
+        choices=("uart", "probe"),
+        help="how the model and data reach the device: uart, over the link (default), or "
+        "probe, written through QEMU's GDB stub (--qemu) or the board's ST-LINK (--board) and "
+        "CRC-checked by the device (docs/protocol.md, Staged uploads)",
+    )
     device.add_argument(
         "--timing-model",
         default=d.timing_model,
@@ -162,10 +171,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     how = p.add_argument_group("how long and how fast")
     how.add_argument(
         "--budget",
-        type=int,
-        default=d.budget,
+        type=int_arg,
+        default=None,
         metavar="FORWARD_PASSES",
         help=f"forward passes to spend (default {d.budget:,})",
+    )
+    how.add_argument(
+        "--time-limit",
+        metavar="DURATION",
+        help="stop after this much wall clock (30s, 5m, 1.5h): the run ends as complete, its "
+        "final weights evaluated, the reason in the trace (stop_reason)",
+    )
+    how.add_argument(
+        "--until",
+        metavar="RULE",
+        help='stop as soon as a rule holds, e.g. "accuracy>=0.9" (checked at each test '
+        'evaluation; also loss, train_loss, steps, forward_passes; "a>=x,b<=y": any one)',
     )
     how.add_argument(
         "--scheduler",
@@ -202,7 +223,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"training items per forward pass, 1..256 (default {d.batch_size})",
     )
-    how.add_argument("--seed", type=int, default=d.seed, help=f"run seed (default {d.seed})")
+    how.add_argument("--seed", type=int_arg, default=d.seed, help=f"run seed (default {d.seed})")
     how.add_argument(
         "--eval-every",
         type=int,
@@ -239,6 +260,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="{two-point,one-sided}",
         help=f"gradient estimate from L(+eps) and L(-eps), or from L(+eps) and L "
         f"(default {d.estimator})",
+    )
+    zo.add_argument(
+        "--aggregator",
+        default=d.aggregator,
+        metavar="{mean,align}",
+        help="how the q estimates of a step are combined: their mean, or align (least squares "
+        f"over the q directions, rate per query) (default {d.aggregator})",
     )
     zo.add_argument(
         "--rounding",
@@ -313,7 +341,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         width=args.width,
         resolution=args.resolution,
         scheduler=args.scheduler,
-        budget=args.budget,
+        budget=RunConfig.budget if args.budget is None else args.budget,
         seed=args.seed,
         lr=args.lr,
         eps=args.eps,
@@ -326,6 +354,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         pool=args.pool,
         scaling=args.scaling,
         estimator=args.estimator,
+        aggregator=args.aggregator,
         rounding=args.rounding,
         master=args.master,
         layers=_model_default(args, "layers"),
@@ -333,9 +362,27 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         eps_per_channel=args.eps_per_channel,
         lr_schedule=args.lr_schedule,
         eps_schedule=args.eps_schedule,
-        link_faults=args.link_faults,
+        link_faults=args.link_faults or "",
         timing_model=args.timing_model,
+        time_limit_s=_time_limit(args),
+        until=args.until or "",
+        upload=args.upload,
     )
+
+
+def _time_limit(args: argparse.Namespace) -> float:
+    from hilbench.config import parse_duration
+
+    return parse_duration(args.time_limit) if args.time_limit is not None else 0.0
+
+
+def _resume_limits(args: argparse.Namespace) -> dict:
+    """The budget and limits given with --resume (None: the trace's stays)."""
+    return {
+        "budget": args.budget,
+        "time_limit_s": _time_limit(args) if args.time_limit is not None else None,
+        "until": args.until,
+    }
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -346,17 +393,23 @@ def handle(args: argparse.Namespace) -> int:
     from hilbench.npu import zoo
 
     console = Console()
+    check_flags(args)
     if args.run is not None and args.resume is None:
         raise ConfigError("--run picks the run --resume continues", "add --resume TRACE")
     if args.resume:
         trace_path = args.resume
         chosen = args.run or _last_resumable(trace_path)
+        limits = _resume_limits(args)
+        for change in session.resume_limits(trace_path, args.run, limits):
+            _say(f"hilbench: resuming with {change}")
         try:
             result = session.resume(
                 args.resume,
                 view=make_view(not args.no_live, console),
                 backend=_backend_override(args),
                 run=args.run,
+                limits=limits,
+                overrides=_resume_overrides(args),
             )
         except KeyboardInterrupt as exc:
             return _interrupted(exc, trace_path, lambda i: i.run_id == chosen)
@@ -369,6 +422,7 @@ def handle(args: argparse.Namespace) -> int:
     session.prepare_model(config, data)  # and on a layer selection or pool that does not fit
     config = config.replace(trace=config.trace or session.default_trace_path(config))
     _refuse_orphaning(config.trace)
+    _check_trace_room(config)
     before = _run_ids(config.trace)
     try:
         result = session.run(config, view=make_view(config.live, console))
@@ -376,6 +430,107 @@ def handle(args: argparse.Namespace) -> int:
         return _interrupted(exc, config.trace, lambda i: i.run_id not in before)
     _print_summary(console, result)
     return 0
+
+
+#: A trace's size, measured (MLP on digits, fixed:4, two-point; `hilbench run` 1,125 and 2,445
+#: steps: 99,064 and 182,938 bytes): ~28 KB of model blob, attributes and evaluations, then
+#: ~64 bytes a step of 8 forward passes.
+TRACE_FIXED_BYTES = 28_000
+TRACE_BYTES_PER_FORWARD_PASS = 8.0
+#: A run whose trace may grow past this is told its size before it starts.
+SAY_TRACE_SIZE = 64 << 20
+
+
+def expected_trace_bytes(budget: int) -> int:
+    """About how large a run's trace grows if it spends ``budget`` forward passes."""
+    return int(TRACE_FIXED_BYTES + budget * TRACE_BYTES_PER_FORWARD_PASS)
+
+
+def _check_trace_room(config: RunConfig) -> None:
+    """Say a long run's expected trace size before it starts; refuse one that cannot fit on
+    the disk unless a time limit or rule may end it sooner (then warn)."""
+    import shutil
+
+    size = expected_trace_bytes(config.budget)
+    here = Path(config.trace).resolve().parent
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    disk = shutil.disk_usage(here)
+    free = disk.free
+    if disk.total == 0 or (size < SAY_TRACE_SIZE and size < free // 2):
+        return  # (a pseudo file system such as /proc: the writer says what is wrong)
+    said = (
+        f"the trace of {config.budget:,} forward passes grows to about {_size(size)} "
+        f"(~{TRACE_BYTES_PER_FORWARD_PASS * 8:.0f} bytes a step of 8); {_size(free)} free in {here}"
+    )
+    if size > free and not (config.time_limit_s or config.until):
+        raise HilbenchError(
+            f"{said}: it would fill the disk",
+            "lower --budget, set --time-limit or --until, or write the trace elsewhere (--trace)",
+        )
+    _say(f"hilbench: {said}")
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+#: Backends that run a firmware --fw names.
+FW_BACKENDS = ("sil", "qemu")
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Options that would be ignored, or are malformed, refused before any work: --fw where
+    no firmware runs, a blank or repeated --link-faults, --resume with what a resumed run
+    keeps from its trace (its seed, its file)."""
+    chosen = _chosen(args)
+    if args.fw is not None:
+        backend = chosen[0] if chosen else ("the trace's" if args.resume else "emulate")
+        if backend not in FW_BACKENDS:
+            raise ConfigError(
+                f"--fw names the firmware --sil or --qemu runs; the {backend} backend runs "
+                "none, so it would be ignored",
+                "leave out --fw, or add --sil or --qemu",
+            )
+    if args.link_faults is not None:
+        spec = args.link_faults.strip()
+        if not spec:
+            raise ConfigError(
+                "--link-faults is blank (an unset variable?)",
+                "give KIND=PROBABILITY,... e.g. drop=0.01, or leave --link-faults out",
+            )
+        keys = [part.split("=", 1)[0].strip() for part in spec.split(",") if part.strip()]
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise ConfigError(
+                f"--link-faults gives {', '.join(repeated)} more than once ({spec})",
+                "give each kind once",
+            )
+    if args.resume is not None:
+        d = RunConfig()
+        if args.trace is not None:
+            raise ConfigError(
+                f"--trace with --resume: the resumed run continues in its own file {args.resume}",
+                "leave out --trace (copy the file first to keep the interrupted one)",
+            )
+        if args.seed != d.seed:
+            raise ConfigError(
+                "--seed with --resume: a resumed run keeps its trace's seed (its steps replay it)",
+                "leave out --seed, or start a new run without --resume",
+            )
+
+
+def _resume_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """What a resumed run takes from this command line besides its limits (_resume_limits):
+    the port of a board named here."""
+    out: dict[str, object] = {}
+    chosen = _chosen(args)
+    if chosen is not None and chosen[1] is not None:
+        out["port"] = chosen[1]
+    return out
 
 
 def _chosen(args: argparse.Namespace) -> tuple[str, str | None] | None:
@@ -406,7 +561,7 @@ def _device(args: argparse.Namespace) -> tuple[str, str | None, int]:
 def _backend_override(args: argparse.Namespace):
     """With --resume, a backend named on the command line replaces the trace's."""
     chosen = _chosen(args)
-    if chosen is None or chosen[0] == "emulate":  # the twin: the trace's backend stays
+    if chosen is None:  # the trace's backend stays
         if args.baud is not None:
             raise ConfigError(
                 "--baud with --resume needs --board PORT", "name the board the run goes on with"
@@ -417,7 +572,7 @@ def _backend_override(args: argparse.Namespace):
 
     return make_backend(
         RunConfig(
-            backend=kind, port=port, baud=baud, firmware=args.fw, link_faults=args.link_faults
+            backend=kind, port=port, baud=baud, firmware=args.fw, link_faults=args.link_faults or ""
         )
     )
 
@@ -527,6 +682,11 @@ def _fit(result) -> str:
         return ""
 
 
+def _stopped_by(result) -> str:
+    reason = getattr(result, "stop_reason", "budget")
+    return "the budget (spent)" if reason == "budget" else reason
+
+
 def _print_summary(console, result) -> None:
     from rich.table import Table
 
@@ -536,6 +696,7 @@ def _print_summary(console, result) -> None:
     table.add_row("final test accuracy", f"{result.final_accuracy:.2%}")
     table.add_row("forward passes", f"{result.forward_passes:,}")
     table.add_row("steps", f"{result.steps:,}")
+    table.add_row("stopped by", _stopped_by(result))
     table.add_row("backend", result.backend)
     table.add_row("weights CRC-32", f"0x{result.weights_crc:08x}")
     table.add_row("events", format_events(result.events))

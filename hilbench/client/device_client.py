@@ -127,6 +127,20 @@ class DeviceInfo:
     capabilities: int = 0
 
 
+class Stager:
+    """A debugger's way into the device's memory for staged uploads (docs/protocol.md,
+    "Staged uploads"): ``write(address, data, progress)`` puts ``data`` at ``address`` of the
+    device's memory (QEMU's GDB stub, a board's probe: hilbench/board/stage.py), calling
+    ``progress(bytes_written)`` now and then. ``name`` says which, in messages."""
+
+    name = "a debugger"
+
+    def write(
+        self, address: int, data: bytes, progress: Callable[[int], None] | None = None
+    ) -> None:
+        raise NotImplementedError
+
+
 @dataclass
 class _Unsettled:
     """A request retried for silence, whose retries are not yet known to be lost or late:
@@ -189,6 +203,10 @@ class DeviceClient:
         )
         self.work = ModelWork()  # of the model this client loaded, for the timeouts
         self._work_blob: tuple[int, int, ModelWork] | None = None  # (len, crc32, work)
+        #: uploads go through this debugger when set and the device has CAP_LOAD_STAGE
+        #: (LOAD_STAGE, the debugger's write, LOAD_COMMIT); else, as always, over the link
+        self.stager: Stager | None = None
+        self._arena_base: tuple[int, int] | None = None  # (boot nonce, DEVICE_INFO arena_base)
         self._unsettled: dict[int, _Unsettled] = {}  # seq -> retries for silence, unsettled
         self._miss = "timeout"  # why the last _await returned None: "timeout" or "damaged"
         #: the device's own words: its last LOG lines, and the bytes the port sent before the
@@ -262,6 +280,9 @@ class DeviceClient:
             if request.offset + len(request.chunk) == request.total_len:  # completes: parsed
                 return (f"{kind}_done", request.total_len), ()
             return (kind, len(request.chunk) + 1), ()
+        if isinstance(request, m.LoadCommitRequest):  # the CRC, then parsed as a last chunk
+            kind = "load_model_done" if request.target == spec.STAGE_MODEL else "load_data_done"
+            return (kind, request.total_len), ()
         if isinstance(request, m.WeightsCrcRequest):
             return ("weights_crc", w.trained), ()
         if isinstance(request, m.InferRequest):
@@ -545,14 +566,19 @@ class DeviceClient:
         if self._work_blob is None or self._work_blob[:2] != key or macs is not None:
             self._work_blob = (*key, ModelWork.from_blob(blob, macs))
         self.work = self._work_blob[2]
-        resp = self._upload(
-            blob,
-            lambda offset, chunk: m.LoadModelRequest(
-                total_len=len(blob), offset=offset, chunk=chunk
-            ),
-            "model blob",
-        )
-        if not resp.complete:
+        if self._staging():
+            resp = self._staged_upload(spec.STAGE_MODEL, blob, "model blob")
+            complete = resp.received == len(blob)
+        else:
+            resp = self._upload(
+                blob,
+                lambda offset, chunk: m.LoadModelRequest(
+                    total_len=len(blob), offset=offset, chunk=chunk
+                ),
+                "model blob",
+            )
+            complete = resp.complete
+        if not complete:
             raise DeviceError(
                 f"{self.name} did not confirm the model ({len(blob)} bytes)",
                 "retry; if it persists the link corrupts data: lower the baud rate (--baud)",
@@ -573,6 +599,11 @@ class DeviceClient:
 
     def load_data_blob(self, slot: int, blob: bytes) -> int:
         """Upload an encoded data blob (docs/protocol.md, "Data blob") to a slot."""
+        if self._staging():
+            resp = self._staged_upload(slot, blob, "data blob")
+            if resp.n_items != int.from_bytes(blob[:4], "little"):
+                raise DeviceError(f"{self.name} did not confirm data slot {slot}", "retry the run")
+            return resp.n_items
         resp = self._upload(
             blob,
             lambda offset, chunk: m.LoadDataRequest(
@@ -583,6 +614,47 @@ class DeviceClient:
         if not resp.complete or resp.n_items != int.from_bytes(blob[:4], "little"):
             raise DeviceError(f"{self.name} did not confirm data slot {slot}", "retry the run")
         return resp.n_items
+
+    # --- DEVICE_INFO and staged uploads (docs/protocol.md) -----------------------------------
+    def device_info(self) -> m.DeviceInfoResponse:
+        """What the firmware set (clocks, caches, arena, watchdog) and its UART's error
+        counters now; needs CAP_DEVICE_INFO (an older device answers UNKNOWN_TYPE)."""
+        resp = self._exchange(m.DeviceInfoRequest())
+        if self.info is not None:
+            self._arena_base = (self.info.boot_nonce, resp.arena_base)
+        return resp
+
+    def _staging(self) -> bool:
+        info = self.info
+        return (
+            self.stager is not None
+            and info is not None
+            and bool(info.capabilities & spec.CAP_LOAD_STAGE)
+        )
+
+    def _staged_upload(self, target: int, blob: bytes, what: str) -> m.LoadCommitResponse:
+        """LOAD_STAGE, the debugger writes ``blob`` where the device said, LOAD_COMMIT (the
+        device checks the CRC-32 and accepts the bytes as if the link had carried them). The
+        ``upload`` event tells the bytes written, as a link upload does."""
+        if not blob:
+            raise ConfigError(f"the {what} to upload is empty (0 bytes)", UPLOAD_FIX[what])
+        assert self.stager is not None and self.info is not None
+        if self._arena_base is None or self._arena_base[0] != self.info.boot_nonce:
+            self.device_info()
+        assert self._arena_base is not None
+        total, progress = len(blob), self.events.upload
+        stage = self._exchange(m.LoadStageRequest(target=target, total_len=total))
+        if progress:
+            progress.emit(Transfer(0, total))
+        emit = (lambda done: progress.emit(Transfer(done, total))) if progress else None
+        self.stager.write(self._arena_base[1] + stage.offset, blob, emit)
+        self.stats["staged_bytes"] += total
+        resp = self._exchange(
+            m.LoadCommitRequest(target=target, total_len=total, crc32=zlib.crc32(blob))
+        )
+        if progress:
+            progress.emit(Transfer(total, total))
+        return resp
 
     def probe(
         self, *, slot: int, batch_size: int, batch_seed: int, eps: int, seeds: np.ndarray

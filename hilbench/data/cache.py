@@ -4,15 +4,30 @@ that holds every setting they depend on, written atomically."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
+import warnings
+import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 VERSION = 1  # bump when a producer changes what it computes
+
+#: What reading a damaged entry raises (a truncated .npz is a bad zip, a cut member a zlib
+#: error or an EOF); such an entry is made again.
+_BAD_ENTRY = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+
+
+class CacheWarning(UserWarning):
+    """The cache cannot be written: every run makes its entries again (slow, still right)."""
+
+
+_unwritable: set[Path] = set()  # caches already said to be unwritable (once per process)
 
 
 def root() -> Path:
@@ -31,15 +46,26 @@ def cached(kind: str, key: str, make: Callable[[], dict[str, np.ndarray]]) -> di
     try:
         with np.load(p, allow_pickle=False) as f:
             return {k: f[k] for k in f.files}
-    except (OSError, ValueError, EOFError):
+    except _BAD_ENTRY:  # missing, truncated or damaged: made again and replaced
         pass
     arrays = make()
+    tmp = None
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)
         os.replace(tmp, p)
-    except OSError:
-        pass
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if root() not in _unwritable:
+            _unwritable.add(root())
+            warnings.warn(
+                f"cannot write the cache {root()} ({exc.strerror or exc}): {kind} is made "
+                "again on every run; set HILBENCH_CACHE to a writable directory",
+                CacheWarning,
+                stacklevel=2,
+            )
     return arrays

@@ -41,6 +41,8 @@ CAPABILITIES = (
     | spec.CAP_APPLY_PROBED
     | spec.CAP_APPLY_PROBE
     | spec.CAP_INFER
+    | spec.CAP_DEVICE_INFO
+    | spec.CAP_LOAD_STAGE
 )
 _HEADER = struct.Struct("<BBHH")  # version, type, seq, length: what the frame's CRC-32 starts with
 #: the twin's boot banner reasons in the backends (first boot, after RESET): the an547's
@@ -122,6 +124,7 @@ class DeviceTwin:
         self._cache: tuple[tuple[int, int, int], bytes] | None = None  # (seq, type, crc), answer
         self._session: int | None = None  # the host's HELLO token, None until HELLO
         self._probed: np.ndarray | None = None  # seeds of the last PROBE, for APPLY_PROBED
+        self._staged: dict[int, bytearray] = {}  # LOAD_STAGE target -> its bytes (debug_write)
         self._forget_infer()
         self._last_seq = 0
         self.stats["boots"] += 1
@@ -239,6 +242,9 @@ class DeviceTwin:
             m.ApplyProbedRequest: self._apply_probed,
             m.ApplyProbeRequest: self._apply_probe,
             m.InferRequest: self._infer,
+            m.DeviceInfoRequest: self._device_info,
+            m.LoadStageRequest: self._load_stage,
+            m.LoadCommitRequest: self._load_commit,
         }[type(req)]
         if not isinstance(req, m.InferRequest):
             self._forget_infer()  # any other request may overwrite the activations
@@ -258,6 +264,7 @@ class DeviceTwin:
     def _discard(self, target: int) -> None:
         """Drop the target's upload in progress and what it holds (the model or the slot)."""
         self._uploads.pop(target, None)
+        self._staged.pop(spec.STAGE_MODEL if target == _MODEL else target, None)
         if target == _MODEL:
             self.model = None
             self._probed = None
@@ -300,6 +307,12 @@ class DeviceTwin:
         if data is None:
             received = len(self._uploads[_MODEL][1])
             return m.LoadModelResponse(received=received, complete=0, model_crc32=0)
+        crc = self._model_complete(data)
+        return m.LoadModelResponse(received=len(data), complete=1, model_crc32=crc)
+
+    def _model_complete(self, data: bytes) -> int:
+        """A model's bytes are all in (LOAD_MODEL's last chunk, LOAD_COMMIT): parse, check,
+        place its working memory; the CRC-32 of the blob without its trailer."""
         try:
             graph, sections = blob.parse(data)
             state = ModelState.from_parts(graph, sections, blob_crc=zlib.crc32(data))
@@ -321,24 +334,97 @@ class DeviceTwin:
             ) from None
         self.model = state
         self._probed = None
-        crc = zlib.crc32(data[: len(data) - spec.CRC_SIZE])  # the blob without its CRC trailer
-        return m.LoadModelResponse(received=len(data), complete=1, model_crc32=crc)
+        return zlib.crc32(data[: len(data) - spec.CRC_SIZE])  # the blob without its CRC trailer
 
     def _load_data(self, req: m.LoadDataRequest) -> m.LoadDataResponse:
         data = self._receive(req.slot, req.NAME, req.total_len, req.offset, req.chunk)
         if data is None:
             received = len(self._uploads[req.slot][1])
             return m.LoadDataResponse(slot=req.slot, received=received, complete=0, n_items=0)
+        n = self._data_complete(req.slot, data)
+        return m.LoadDataResponse(slot=req.slot, received=len(data), complete=1, n_items=n)
+
+    def _data_complete(self, slot: int, data: bytes) -> int:
+        """A data slot's bytes are all in: the data blob's rules; its n_items."""
         try:
             n, item, classes = spec.check_data_blob(data)
         except spec.MessageError:
-            self._discard(req.slot)
+            self._discard(slot)
             raise
         head = spec.DATA_HEADER_BYTES
         inputs = np.frombuffer(data, np.int8, n * item, head).reshape(n, item).copy()
         labels = np.frombuffer(data, np.uint8, n, head + n * item).copy()
-        self.slots[req.slot] = DataSlot(inputs=inputs, labels=labels, n_classes=classes)
-        return m.LoadDataResponse(slot=req.slot, received=len(data), complete=1, n_items=n)
+        self.slots[slot] = DataSlot(inputs=inputs, labels=labels, n_classes=classes)
+        return n
+
+    # --- DEVICE_INFO and staged uploads (docs/protocol.md) ---------------------------------
+    def _device_info(self, req: m.DeviceInfoRequest) -> m.DeviceInfoResponse:
+        """The twin's own figures: its arena (at address 0 of its own memory), the clock its
+        cost model assumes; no cache, UART, watchdog or tick counter of its own."""
+        modeled = self.modeled_timing and self.timing_model.key == "m55"
+        return m.DeviceInfoResponse(
+            cpu_hz=int(cost.M55_CLOCK_HZ) if modeled else 0,
+            caches=0,
+            arena_bytes=self.arena_bytes,
+            arena_base=0,
+            uart_baud=0,
+            uart_kernel_hz=0,
+            uart_overrun=0,
+            uart_framing=0,
+            uart_noise=0,
+            uart_dropped=0,
+            watchdog_ms=0,
+            reset_cause=0,
+            reset_flags=0,
+            bringup_errors=0,
+            ticks=0,
+            tick_ns_q16=0,
+            timing_source=TIMING_MODELED if self.modeled_timing else 0,
+        )
+
+    def _load_stage(self, req: m.LoadStageRequest) -> m.LoadStageResponse:
+        """Reserve the target's region as an upload at offset 0 does; where it starts."""
+        target = _MODEL if req.target == spec.STAGE_MODEL else req.target
+        self._receive(target, req.NAME, req.total_len, 0, b"")
+        self._staged[req.target] = bytearray(req.total_len)
+        offset = 0 if target == _MODEL else self.arena.slot_offset(target)
+        return m.LoadStageResponse(target=req.target, offset=offset, total_len=req.total_len)
+
+    def _load_commit(self, req: m.LoadCommitRequest) -> m.LoadCommitResponse:
+        """The staged bytes' CRC-32 must be the host's; then they complete as a last chunk."""
+        staged = self._staged.get(req.target)
+        if staged is None:
+            raise spec.refusal("STAGE_NONE", req.NAME, req.target)
+        if req.total_len != len(staged):
+            raise spec.refusal("STAGE_TOTAL", req.NAME, req.total_len, req.target, len(staged))
+        got = zlib.crc32(staged)
+        if got != req.crc32:  # stays staged: the host may write again and commit
+            raise spec.refusal("STAGE_CRC", req.NAME, len(staged), got, req.crc32)
+        data = bytes(self._staged.pop(req.target))
+        target = _MODEL if req.target == spec.STAGE_MODEL else req.target
+        del self._uploads[target]
+        crc = n = 0
+        if target == _MODEL:
+            crc = self._model_complete(data)
+        else:
+            n = self._data_complete(target, data)
+        return m.LoadCommitResponse(
+            target=req.target, received=len(data), model_crc32=crc, n_items=n
+        )
+
+    def debug_write(self, address: int, data: bytes) -> None:
+        """What a debugger's memory write does to the twin: bytes at ``address`` of its arena
+        (its base is 0), which must lie inside a staged upload (the twin keeps no other
+        arena bytes)."""
+        for t, buf in self._staged.items():
+            start = 0 if t == spec.STAGE_MODEL else self.arena.slot_offset(t)
+            if start is not None and start <= address and address + len(data) <= start + len(buf):
+                buf[address - start : address - start + len(data)] = data
+                return
+        raise ValueError(
+            f"the twin's debug write at {address:#x} ({len(data)} bytes) is outside every "
+            "staged upload: send LOAD_STAGE first"
+        )
 
     # --- state checks ---------------------------------------------------------------------
     def _need_model(self) -> ModelState:
@@ -394,6 +480,12 @@ class DeviceTwin:
     def _run_probe(self, model: ModelState, data: DataSlot, req: m.ProbeRequest):
         idx = batch_indices(req.batch_seed, len(data.labels), req.batch_size)
         lp, lm = model.probe(self._inputs(model, data, idx), data.labels[idx], req.seeds, req.eps)
+        # what the firmware's PROBE keeps in the arena's free bytes (the same numbers either
+        # way): counted, for the books (plan.probe_scratch, model.c hb_model_probe_plan)
+        used = plan.probe_scratch(model.graph, model.trained, req.batch_size)
+        pre, copy = used.plan(self.arena.free())
+        self.stats["probe_prefix"] += pre
+        self.stats["probe_copy"] += copy
         self._probed = np.array(req.seeds, dtype=np.uint32)
         q = len(req.seeds)
         passes = q + 1 if model.zo.one_sided else 2 * q

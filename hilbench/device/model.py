@@ -44,6 +44,16 @@ class ModelState:
     updates_applied: int = 0
     blob_crc: int = 0
     _units_cache: tuple[bytes, list[np.ndarray]] | None = None
+    _split: tuple[Graph, Graph] | bool | None = False  # False: not computed yet
+
+    def frozen_prefix(self) -> tuple[Graph, Graph] | None:
+        """The graph split at the frozen prefix's cut (GraphIR.cut: ops before the first one
+        reading a trained tensor, up to a boundary one activation crosses), or None."""
+        if self._split is False:
+            names = frozenset(self.trainable)
+            cut = self.graph.cut(self.graph.first_reader(names)) if names else None
+            self._split = self.graph.split(*cut) if cut else None
+        return self._split  # type: ignore[return-value]
 
     @classmethod
     def from_blob(cls, blob: bytes) -> ModelState:
@@ -120,9 +130,13 @@ class ModelState:
         self._units_cache = (key, units)
         return units
 
-    def probe(self, x: np.ndarray, y: np.ndarray, seeds: np.ndarray, eps: int):
+    def probe(
+        self, x: np.ndarray, y: np.ndarray, seeds: np.ndarray, eps: int, *, prefix: bool = True
+    ):
         """Mean Q16 losses at ``w + delta_k`` and at ``w - delta_k`` (two-point) or at ``w``
-        (one-sided: the unperturbed loss, repeated q times) for each seed."""
+        (one-sided: the unperturbed loss, repeated q times) for each seed. With ``prefix``
+        (the default) the frozen prefix runs once for the batch and only the rest per weight
+        set (the same numbers; False: the whole graph per set, the reference)."""
         q = len(seeds)
         one_sided = self.zo.one_sided
         overrides = {}
@@ -133,7 +147,11 @@ class ModelState:
             shift = update.perturb_weights if t.kind == "weight" else update.perturb_bias
             other = w[None] if one_sided else shift(w, -d)
             overrides[t.name] = np.concatenate([shift(w, d), other])
-        logits = self.graph.run(x, overrides)  # (2q or q+1, N, C)
+        graph, split = self.graph, self.frozen_prefix() if prefix else None
+        if split is not None:  # the ops before the cut once, the batch's activations kept
+            head, graph = split
+            x = head.run(x)
+        logits = graph.run(x, overrides)  # (2q or q+1, N, C)
         losses = loss.mean_q16(logits.reshape(logits.shape[0], len(y), -1), y, self.tables)
         if one_sided:
             return losses[:q], np.full(q, losses[q], dtype=losses.dtype)

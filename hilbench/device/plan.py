@@ -82,3 +82,41 @@ def placement(graph: Graph) -> list[Buffer]:
 def act_bytes(graph: Graph) -> int:
     """Bytes of the activation region ``graph`` needs on a device (a multiple of 16)."""
     return pad16(max((b.end for b in placement(graph)), default=0))
+
+
+@dataclass(frozen=True)
+class ProbeScratch:
+    """What a PROBE may keep in the arena's free bytes (device_fw/core/model.c
+    hb_model_probe_plan, the same figures): the frozen prefix's batch of activations at the
+    cut (``prefix_bytes`` = B pad16(cut elements), first) and one perturbed copy of the
+    trained tensors per pass (``copy_bytes``: a table of 4-byte offsets, then the int8
+    weights and int32 biases, each part padded to 16),
+    each used only where it fits what is free; ``cut`` is the boundary op (0: no prefix)."""
+
+    cut: int
+    tensor: str | None
+    prefix_bytes: int
+    copy_bytes: int
+
+    def plan(self, free: int) -> tuple[bool, bool]:
+        """(use the prefix, use the copy) with ``free`` bytes of scratch."""
+        prefix = self.cut > 0 and self.prefix_bytes <= free
+        left = free - (self.prefix_bytes if prefix else 0)
+        copy = self.copy_bytes > 0 and self.copy_bytes <= left
+        return prefix, copy
+
+
+def probe_scratch(graph: Graph, trained, batch: int) -> ProbeScratch:
+    """The PROBE's scratch figures for a mini-batch of ``batch`` (``trained``: the ZOCF's
+    trained tensors, hilbench.zo.zocf.Trainable, in its order)."""
+    names = frozenset(t.name for t in trained)
+    cut = graph.cut(graph.first_reader(names)) if names else None
+    # the copy: its table of offsets (4 bytes per tensor), then every trained tensor
+    copy = pad16(4 * len(trained)) + sum(
+        pad16(t.size * (4 if t.kind == "bias" else 1)) for t in trained
+    )
+    if cut is None:
+        return ProbeScratch(0, None, 0, copy)
+    c, tensor = cut
+    n = math.prod(graph.tensors[tensor].shape)
+    return ProbeScratch(c, tensor, batch * pad16(n), copy)

@@ -81,6 +81,10 @@ class FirmwareProcess:
     def returncode(self) -> int | None:
         return None if self._proc is None else self._proc.poll()
 
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
     def failure(self) -> str:
         """What is known about a child that stopped: exit code and its last lines."""
         code = self.returncode

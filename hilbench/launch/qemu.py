@@ -213,8 +213,13 @@ class QemuProcess:
         port: int | None = None,
         icount: bool = True,
         qemu: str = QEMU,
+        gdb: bool = False,
     ) -> None:
         self.elf = Path(elf)
+        #: ``gdb``: QEMU's GDB stub listens on 127.0.0.1:``gdb_port`` (staged uploads,
+        #: hilbench/board/stage.py); the machine runs until a debugger attaches
+        self.gdb = gdb
+        self.gdb_port: int | None = None
         self.fw_args = list(fw_args)
         self.fixed_port = port if port is not None else _env_port()
         self.port: int | None = None
@@ -238,6 +243,8 @@ class QemuProcess:
         argv += ["-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on"]
         if self.icount:
             argv += ["-icount", "shift=0"]
+        if self.gdb_port is not None:
+            argv += ["-gdb", f"tcp:127.0.0.1:{self.gdb_port}"]
         return [*argv, "-semihosting-config", semihosting, "-kernel", str(self.elf)]
 
     def start(self, timeout: float = LISTEN_TIMEOUT_S) -> int:
@@ -247,6 +254,8 @@ class QemuProcess:
         tries = 1 if self.fixed_port is not None else BIND_RETRIES
         for attempt in range(tries):
             port = self.fixed_port if self.fixed_port is not None else _free_port()
+            if self.gdb:
+                self.gdb_port = _free_port()
             self._launch(qemu, port)
             if self._wait_listening(timeout):
                 self.port = port

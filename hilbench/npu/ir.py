@@ -148,6 +148,44 @@ class GraphIR:
     def output_shape(self) -> tuple[int, ...]:
         return self.tensors[self.output].shape
 
+    def first_reader(self, names: set[str] | frozenset[str]) -> int:
+        """The index of the first op reading any of ``names`` (len(ops): none does)."""
+        return next(
+            (j for j, op in enumerate(self.ops) if any(n in names for n in op.inputs)),
+            len(self.ops),
+        )
+
+    def cut(self, first: int) -> tuple[int, str] | None:
+        """The frozen prefix's boundary (device_fw/core/graph.c hb_graph_cut, the same rule):
+        the last op boundary ``c`` in 1..first across which exactly one activation lives
+        (produced by an op before ``c``, or the graph input, and read by an op from ``c`` on,
+        the graph output counting as read at the end), and that activation; None if there is
+        none, or if it is the graph input (ops before ``c`` then feed nothing later)."""
+        n = len(self.ops)
+        first = min(first, n)
+        born: dict[str, int] = {self.input: -1}
+        last: dict[str, int] = {}
+        for j, op in enumerate(self.ops):
+            for name in op.inputs:
+                last[name] = j
+            for name in op.outputs:
+                born[name] = j
+        last[self.output] = n
+        acts = [(t, b) for t, b in born.items() if self.tensors[t].data is None]
+        for c in range(first, 0, -1):
+            crossing = [t for t, b in acts if b < c and last.get(t, -(2**31)) >= c]
+            if len(crossing) == 1:
+                return None if crossing[0] == self.input else (c, crossing[0])
+        return None
+
+    def split(self, c: int, tensor: str) -> tuple[Self, Self]:
+        """The graph as two: ops ``[0, c)`` from the input to ``tensor``, and ops ``[c, n)``
+        from ``tensor`` to the output (a :meth:`cut`'s boundary). Both share this graph's
+        tensor table (the same Tensor objects: new weights are seen by both)."""
+        prefix = type(self)(self.tensors, self.ops[:c], self.input, tensor, f"{self.name}[:{c}]")
+        suffix = type(self)(self.tensors, self.ops[c:], tensor, self.output, f"{self.name}[{c}:]")
+        return prefix, suffix
+
     def with_constants(self, values: dict[str, np.ndarray]) -> Self:
         """A copy whose constant tensors in ``values`` hold new data (same shape and dtype)."""
         ov, s = self.check_overrides(values)

@@ -84,13 +84,16 @@ class MessageType(IntEnum):
     APPLY_PROBED = 0x0A
     APPLY_PROBE = 0x0B
     INFER = 0x0C
+    DEVICE_INFO = 0x0D
+    LOAD_STAGE = 0x0E
+    LOAD_COMMIT = 0x0F
     LOG = 0xFE  # device-initiated, seq 0, never an answer (docs/protocol.md, "Device log")
     ERROR = 0xFF
 
 
 RESPONSE_BIT = 0x80
 FIRST_REQUEST = MessageType.HELLO  # request types are FIRST_REQUEST..LAST_REQUEST
-LAST_REQUEST = MessageType.INFER
+LAST_REQUEST = MessageType.LOAD_COMMIT
 
 
 class ErrorCode(IntEnum):
@@ -145,6 +148,8 @@ CAP_APPLY_BATCH = 1 << 3  # APPLY_BATCH replays logged updates in one frame
 CAP_APPLY_PROBED = 1 << 4  # APPLY_PROBED applies with the last PROBE's seeds (not re-sent)
 CAP_APPLY_PROBE = 1 << 5  # APPLY_PROBE: APPLY_PROBED and the next PROBE in one round trip
 CAP_INFER = 1 << 6  # INFER runs the model on one item or on an input in the request
+CAP_DEVICE_INFO = 1 << 7  # DEVICE_INFO: clocks, caches, arena, watchdog, UART error counters
+CAP_LOAD_STAGE = 1 << 8  # LOAD_STAGE / LOAD_COMMIT: uploads written by a debugger, CRC-checked
 CAPABILITIES = {
     "CAP_CYCLE_COUNTER": CAP_CYCLE_COUNTER,
     "CAP_MODELED_TIMING": CAP_MODELED_TIMING,
@@ -153,11 +158,14 @@ CAPABILITIES = {
     "CAP_APPLY_PROBED": CAP_APPLY_PROBED,
     "CAP_APPLY_PROBE": CAP_APPLY_PROBE,
     "CAP_INFER": CAP_INFER,
+    "CAP_DEVICE_INFO": CAP_DEVICE_INFO,
+    "CAP_LOAD_STAGE": CAP_LOAD_STAGE,
 }
 
 # ---- message-level limits -----------------------------------------------------------------------
 
 N_SLOTS = 4  # data slots 0..N_SLOTS-1
+STAGE_MODEL = N_SLOTS  # LOAD_STAGE / LOAD_COMMIT target: 0..N_SLOTS-1 a data slot, this the model
 MAX_BATCH = 256  # PROBE batch_size 1..MAX_BATCH
 MAX_EPS = 127  # PROBE eps 1..MAX_EPS (weight LSBs)
 MAX_STRING = 64  # HELLO device_id / firmware, bytes of UTF-8
@@ -479,6 +487,20 @@ _LAYOUT_LIST = (
         MessageType.INFER,
         doc="inputs and outputs of any size: the input in pieces, the output in parts",
     ),
+    # ---- DEVICE_INFO, LOAD_STAGE, LOAD_COMMIT (docs/protocol.md "DEVICE_INFO", "Staged uploads")
+    Layout("DEVICE_INFO", "DEVICE_INFO request", (), MessageType.DEVICE_INFO),
+    Layout(
+        "LOAD_STAGE",
+        "LOAD_STAGE request",
+        (S("target", "u8", 0, "STAGE_MODEL"), S("total_len", "u32", 1)),
+        MessageType.LOAD_STAGE,
+    ),
+    Layout(
+        "LOAD_COMMIT",
+        "LOAD_COMMIT request",
+        (S("target", "u8", 0, "STAGE_MODEL"), S("total_len", "u32", 1), S("crc32", "u32")),
+        MessageType.LOAD_COMMIT,
+    ),
     # ---- responses
     Layout(
         "HELLO_R",
@@ -577,6 +599,51 @@ _LAYOUT_LIST = (
         MessageType.INFER | RESPONSE_BIT,
     ),
     Layout(
+        "DEVICE_INFO_R",
+        "DEVICE_INFO response",
+        (
+            S("cpu_hz", "u32", doc="the CPU clock the firmware set; 0: not known"),
+            S("caches", "u32", doc="bit 0 I-cache on, bit 1 D-cache on"),
+            S("arena_bytes", "u32"),
+            S("arena_base", "u64", doc="the arena's address in the device's memory"),
+            S("uart_baud", "u32"),
+            S("uart_kernel_hz", "u32"),
+            S("uart_overrun", "u32"),
+            S("uart_framing", "u32"),
+            S("uart_noise", "u32"),
+            S("uart_dropped", "u32"),
+            S("watchdog_ms", "u32", doc="0: no watchdog"),
+            S("reset_cause", "u32"),
+            S("reset_flags", "u32"),
+            S("bringup_errors", "u32"),
+            S("ticks", "u64", doc="the tick counter when the answer was built"),
+            S("tick_ns_q16", "u32", doc="ns per tick in Q16; 0: no timing"),
+            S("timing_source", "u8", 0, "LAST_TIMING_SOURCE"),
+        ),
+        MessageType.DEVICE_INFO | RESPONSE_BIT,
+    ),
+    Layout(
+        "LOAD_STAGE_R",
+        "LOAD_STAGE response",
+        (
+            S("target", "u8", 0, "STAGE_MODEL"),
+            S("offset", "u32", doc="where to write the bytes: arena_base + offset"),
+            S("total_len", "u32"),
+        ),
+        MessageType.LOAD_STAGE | RESPONSE_BIT,
+    ),
+    Layout(
+        "LOAD_COMMIT_R",
+        "LOAD_COMMIT response",
+        (
+            S("target", "u8", 0, "STAGE_MODEL"),
+            S("received", "u32"),
+            S("model_crc32", "u32", doc="the model's, as LOAD_MODEL's; 0 for a data slot"),
+            S("n_items", "u32", doc="the data slot's; 0 for the model"),
+        ),
+        MessageType.LOAD_COMMIT | RESPONSE_BIT,
+    ),
+    Layout(
         "ERROR",
         "ERROR response",
         (
@@ -670,6 +737,7 @@ MAX_INFER_OUTPUT = max_infer_output(MAX_PAYLOAD)  # 4081
 # Names a range may use (rendered as HB_<name> in the C tables).
 LIMITS: dict[str, int] = {
     "LAST_SLOT": N_SLOTS - 1,
+    "STAGE_MODEL": STAGE_MODEL,
     "MAX_BATCH": MAX_BATCH,
     "MAX_EPS": MAX_EPS,
     "MAX_Q": MAX_Q,
@@ -740,6 +808,11 @@ MESSAGES: dict[str, str] = {
     "DATA_SHORT": "data blob is %d bytes, shorter than its %d-byte header",
     "DATA_LENGTH": "data blob is %d bytes, its header says %d",
     "DATA_LABEL": "data blob: label %d of item %d is not below n_classes %d",
+    # staged uploads (docs/protocol.md, "Staged uploads")
+    "STAGE_NONE": "%s: no staged upload for target %d: send LOAD_STAGE first",
+    "STAGE_TOTAL": "%s: total_len %d, but the staged upload of target %d has total_len %d",
+    "STAGE_CRC": "%s: the %d staged bytes have CRC-32 0x%08x, expected 0x%08x: "
+    "the debugger's write did not land",
     # a device-side failure that is not the host's fault
     "INTERNAL": "internal error: %s",
 }
@@ -780,6 +853,9 @@ MESSAGE_CODES: dict[str, ErrorCode] = {
         "DATA_SHORT",
         "DATA_LENGTH",
         "DATA_LABEL",
+        "STAGE_NONE",
+        "STAGE_TOTAL",
+        "STAGE_CRC",
     )
 }
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import h5py
 
+from hilbench.trace import run_state
 from hilbench.trace import schema as S
 from hilbench.trace.file_errors import IO_ERRORS, check_root, open_error
 from hilbench.trace.liveness import HAVE_FLOCK
@@ -111,9 +112,16 @@ def _copy_file(src: h5py.File, dst: h5py.File) -> None:
 
 
 def _copy_run(g: h5py.Group, dg: h5py.Group) -> None:
-    """One run group, its appendable tables rewritten gzip'd in larger chunks."""
+    """One run group, its appendable tables rewritten gzip'd in larger chunks, its changing
+    attributes (run_state.py) folded into its attributes."""
     copy_attrs(g, dg)
+    for key, value in run_state.read(g)[1].items():
+        if key in dg.attrs:
+            del dg.attrs[key]
+        dg.attrs[key] = value
     for child, ds in g.items():
+        if child == run_state.NAME:
+            continue
         if (
             child in S.DATASETS
             and isinstance(ds, h5py.Dataset)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import h5py
 import numpy as np
+
+from hilbench.trace import run_state
 
 
 def plain_value(value: Any) -> Any:
@@ -53,13 +56,17 @@ def decode_rows(raw: np.ndarray) -> np.ndarray:
 def readable_attrs(obj: Any, keys: Any = None) -> dict[str, Any]:
     """The attributes of an HDF5 object as plain values, leaving out any whose value cannot
     be read (a cut-short write can lose the heap block of a string). A run whose status was
-    lost reads as not finished: its end was never recorded whole."""
+    lost reads as not finished: its end was never recorded whole. A run group's attributes
+    set after its start (run_state.py) are laid over its HDF5 attributes."""
     out = {}
     for key in obj.attrs if keys is None else [k for k in keys if k in obj.attrs]:
         try:
             out[key] = plain_value(obj.attrs[key])
         except (OSError, RuntimeError, ValueError, KeyError):
             continue
+    if isinstance(obj, h5py.Group):
+        _, later = run_state.read(obj)
+        out.update(later if keys is None else {k: v for k, v in later.items() if k in keys})
     if "status" in obj.attrs and "status" not in out:
         out["finished"] = False
     return out

@@ -48,9 +48,10 @@ def smoothing_window(n_points: int) -> int:
 
 
 def label(trace: Trace) -> str:
+    """A run in a legend: file, run, backend, model, scheduler and seed."""
     a = trace.attrs
     sched = trace.config.get("scheduler", "")
-    bits = [str(x) for x in (a.get("model"), sched, f"seed {a.get('seed')}") if x]
+    bits = [str(x) for x in (a.get("backend"), a.get("model"), sched, f"seed {a.get('seed')}") if x]
     return f"{trace.path.name}:{trace.run_id} ({', '.join(bits)})"
 
 
@@ -145,7 +146,37 @@ def report_plots(trace: Trace, out_dir: str | Path) -> list[Path]:
     ax.grid(alpha=0.3)
     written.append(_save(fig, out / "q.png"))
 
-    # timing histograms, one panel per (command, source)
+    fig = timing_figure(trace)
+    written.append(_save(fig, out / "timing.png"))
+    return written
+
+
+def _duration_label(p: str, value: float, other: float, unit: str) -> str:
+    """``p50 1,234,567 instructions``: a count in full; a duration with the digits that tell
+    it from the other percentile (p50 and p99 never read the same unless they are)."""
+    if unit == "instructions":
+        return f"{p} {value:,.0f} {unit}"
+    for digits in range(3, 10):
+        text, twin = f"{value:.{digits}g}", f"{other:.{digits}g}"
+        if text != twin or value == other:
+            break
+    return f"{p} {text} {unit}"
+
+
+def _log_ticks(ax: Any, lo: float, hi: float) -> None:
+    """Four labelled ticks spread over [lo, hi] on a log axis (a narrow span has no decade
+    tick of its own), the minor ticks unlabelled."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    ax.xaxis.set_major_locator(FixedLocator(np.geomspace(lo, hi, 4)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.3g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def timing_figure(trace: Trace) -> Any:
+    """The timing histograms, one panel per (command, source), on a log axis (durations
+    spread over decades: a retry's timeout next to a fast answer); p50 and p99 marked."""
+    plt = _pyplot()
     stats = trace.timing_percentiles((50, 99))
     keys = list(stats)
     cols = min(3, max(1, len(keys)))
@@ -155,34 +186,85 @@ def report_plots(trace: Trace, out_dir: str | Path) -> list[Path]:
     for ax, (cmd, src) in zip(axes.flat, keys, strict=False):
         scale, unit = (1.0, "instructions") if src == "instr" else (1e3, "ms")  # a count: as is
         d = t["duration_s"][(t["command"] == cmd) & (t["source"] == src)] * scale
-        if np.ptp(d) <= 1e-9 * max(abs(float(d.max())), 1e-12):  # one value (a cost model)
-            v = float(d[0])
-            half = max(abs(v) * 0.05, 1e-6)
-            ax.hist(d, bins=1, range=(v - half, v + half), color="tab:purple", alpha=0.8)
-            ax.set_xlim(v - 4 * half, v + 4 * half)
-        else:
-            ax.hist(d, bins=min(40, max(5, len(d) // 5)), color="tab:purple", alpha=0.8)
+        d = d[d > 0] if (d > 0).any() else np.abs(d) + 1e-12  # a log axis: positive values
+        lo, hi = float(d.min()), float(d.max())
+        if hi <= lo * (1 + 1e-9):  # one value (a cost model): one bar around it
+            lo, hi = lo / 1.05, hi * 1.05
+        bins = np.geomspace(lo, hi, min(40, max(5, len(d) // 5)) + 1)
+        ax.hist(d, bins=bins, color="tab:purple", alpha=0.8)
+        ax.set_xscale("log")
+        _log_ticks(ax, float(bins[0]), float(bins[-1]))
         s = stats[(cmd, src)]
-        for p, ls in (("p50", "-"), ("p99", ":")):
+        p50, p99 = s["p50"] * scale, s["p99"] * scale
+        for p, ls, v, other in (("p50", "-", p50, p99), ("p99", ":", p99, p50)):
             ax.axvline(
-                s[p] * scale,
+                v,
                 color="black",
                 linestyle=ls,
                 linewidth=1,
-                label=f"{p} {s[p] * scale:.3g} {unit}",
+                label=_duration_label(p, v, other, unit),
             )
-        ax.locator_params(axis="x", nbins=5)
         ax.set_title(f"{cmd} ({src}), n = {s['count']}", fontsize=9)
-        ax.set_xlabel(unit)
+        ax.set_xlabel(f"{unit} (log scale)")
         ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
+        ax.grid(alpha=0.3, which="both")
     for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     if not keys:
         axes.flat[0].text(0.5, 0.5, "no timing rows", ha="center", va="center")
     fig.suptitle(_title(trace, "command timing"), fontsize=10)
-    written.append(_save(fig, out / "timing.png"))
-    return written
+    return fig
+
+
+def curves_figure(trace: Trace) -> Any:
+    """Test accuracy and the step loss (with its moving mean and the test loss) against
+    forward passes, side by side."""
+    plt = _pyplot()
+    fig, (acc_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 3.6))
+    for split, style in (("test", "o-"), ("train", "s--")):
+        fp, acc = trace.accuracy_curve(split)
+        if len(fp):
+            acc_ax.plot(fp, acc, style, markersize=3, label=f"{split} accuracy")
+    acc_ax.set_ylim(0, 1)
+    acc_ax.set_ylabel("accuracy (fraction)")
+    acc_ax.set_title(_title(trace, "accuracy"), fontsize=9)
+    fp, loss = trace.loss_curve()
+    if len(fp):
+        w = smoothing_window(len(loss))
+        loss_ax.plot(fp, loss, color="tab:blue", alpha=0.25, linewidth=0.6, label="step loss")
+        loss_ax.plot(fp, smooth(loss, w), color="tab:blue", label=f"mean of {w} steps")
+    tests = trace.evals[trace.evals["split"] == "test"]
+    if len(tests):
+        loss_ax.plot(
+            tests["forward_passes"],
+            tests["loss"],
+            "o",
+            color="tab:orange",
+            markersize=4,
+            label="test loss",
+        )
+    loss_ax.set_ylabel("loss (nats)")
+    loss_ax.set_title(_title(trace, "loss"), fontsize=9)
+    for ax in (acc_ax, loss_ax):
+        _fp_axis(ax)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    return fig
+
+
+def svg(fig: Any) -> str:
+    """The figure as an inline ``<svg>`` element (text kept as text), the figure closed."""
+    import io
+
+    buf = io.StringIO()
+    fig.tight_layout()
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "hilbench"}):
+        fig.savefig(buf, format="svg")
+    _pyplot().close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
 
 
 def compare_plot(traces: Sequence[Trace], path: str | Path) -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ class ResumePoint:
     config: dict[str, Any]  # the stored run config
     updates: list[LoggedUpdate]
     last_eval: tuple[int, float, float] | None  # last test eval: (forward passes, acc, loss)
+    #: settings an earlier resume changed (its ``resumed_<name>`` run attributes, by name)
+    resumed: dict[str, Any] = field(default_factory=dict)
 
     @property
     def next_step(self) -> int:
@@ -82,6 +84,29 @@ def last_test_eval(trace: Trace) -> tuple[int, float, float] | None:
     return int(last["forward_passes"]), float(last["accuracy"]), float(last["loss"])
 
 
+def damaged_steps(trace: Trace) -> str | None:
+    """What makes the run's whole steps unfit to continue from, None if nothing: a resumed
+    run replays them in order on the device, so they must be steps 0, 1, 2... with forward
+    passes that only grow and at least one sample each."""
+    steps = trace.steps
+    if not len(steps):
+        return None
+    numbers = steps["step"].astype(np.int64)
+    gaps = np.flatnonzero(numbers != np.arange(len(numbers)))
+    if len(gaps):
+        i = int(gaps[0])
+        return f"row {i} holds step {int(numbers[i])}, not {i}"
+    fp = steps["forward_passes"].astype(np.int64)
+    back = np.flatnonzero(np.diff(fp) <= 0)
+    if len(back) or fp[0] <= 0:
+        i = int(back[0]) + 1 if len(back) else 0
+        return f"step {i} has {int(fp[i]):,} forward passes, no more than the step before"
+    empty = np.flatnonzero(steps["q"] <= 0)
+    if len(empty):
+        return f"step {int(empty[0])} has q = {int(steps['q'][empty[0]])}"
+    return None
+
+
 def resume_point(path: str | Path, run: str | int | None = None) -> ResumePoint:
     """Run ``run`` of ``path`` (default: the last run that did not complete) as a resumed run
     needs it; a TraceError if there is nothing to resume."""
@@ -104,6 +129,12 @@ def resume_point(path: str | Path, run: str | int | None = None) -> ResumePoint:
         )
     if trace.model_blob is None:
         raise TraceError(f"{path} holds no model blob", "it cannot be resumed")
+    damage = damaged_steps(trace)
+    if damage:
+        raise TraceError(
+            f"run {trace.run_id} of {path} cannot be resumed: its steps are damaged ({damage})",
+            "start a new run without --resume (the trace keeps this run as it is)",
+        )
     return ResumePoint(
         path=path,
         run_id=trace.run_id,
@@ -112,4 +143,7 @@ def resume_point(path: str | Path, run: str | int | None = None) -> ResumePoint:
         config=dict(trace.config),
         updates=logged_updates(trace),
         last_eval=last_test_eval(trace),
+        resumed={
+            k[len("resumed_") :]: v for k, v in trace.attrs.items() if k.startswith("resumed_")
+        },
     )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import numpy as np
 
 from hilbench import __version__ as _HILBENCH_VERSION
 from hilbench.errors import TraceError
+from hilbench.trace import run_state
 from hilbench.trace import schema as S
 from hilbench.trace.decoding import readable_attrs
 from hilbench.trace.reader import events_on_disk, pick_run
@@ -74,7 +77,14 @@ def steps_layout(ds: h5py.Dataset, verb: str = "cannot append") -> np.dtype:
 def new_run(
     f: h5py.File, attrs: Mapping[str, S.AttrValue], mode: str, model_blob: bytes | None
 ) -> h5py.Group:
-    """Add the next run group to ``f``: its attributes, empty tables and the model blob."""
+    """Add the next run group to ``f``: its attributes, empty tables, the slots of its
+    changing attributes (run_state.py) and the model blob, and flush the file.
+
+    Every object made is kept open until that flush returned: closing a dirty HDF5 object
+    writes its header, and a write that fails there (a full disk) would be lost inside a
+    destructor, out of reach of the writer's error handling, and leave HDF5 half torn down.
+    """
+    made: list[object] = []  # kept alive by the traceback if the flush fails
     if int(f.attrs["format_version"]) < S.FORMAT_VERSION:
         # a new run in an older file: its runs keep their layout, the file is now
         # the current version (an older reader would not know the new run's columns)
@@ -94,10 +104,13 @@ def new_run(
             chunks=(S.CHUNK_ROWS[name],),
             **(S.GZIP if mode == "live" else {}),
         )
+        made.append(ds)
         ds.attrs["units"] = json.dumps(S.UNITS[name])
         ds.attrs["description"] = S.DESCRIPTIONS[name]
+    made.append(run_state.create(g))
     if model_blob is not None:
-        _write_blob(g, bytes(model_blob))
+        made.append(_write_blob(g, bytes(model_blob)))
+    f.flush()
     return g
 
 
@@ -123,18 +136,18 @@ def reopen_run(f: h5py.File, path: Path, run: str | int | None) -> tuple[h5py.Gr
     steps_layout(g["steps"], f"cannot resume run {rid} of {path}")
     _cut_to_written_rows(g)
     if finished or "status" not in attrs:  # running again until the next finish()
-        for key, value in S.FINAL_ATTR_PLACEHOLDERS.items():
-            g.attrs[key] = value
+        run_state.RunState(g).write(S.FINAL_ATTR_PLACEHOLDERS)
     return g, was
 
 
-def _write_blob(g: h5py.Group, blob: bytes) -> None:
+def _write_blob(g: h5py.Group, blob: bytes) -> h5py.Dataset:
     data = np.frombuffer(blob, dtype=np.uint8)
     kw = {"compression": "gzip", "compression_opts": S.GZIP_LEVEL} if len(data) else {}
     ds = g.create_dataset("model_blob", data=data, **kw)
     ds.attrs["description"] = S.DESCRIPTIONS["model_blob"]
     ds.attrs["units"] = json.dumps({"": "byte"})
     ds.attrs["size"] = len(blob)
+    return ds
 
 
 def _cut_to_written_rows(g: h5py.Group) -> None:
@@ -152,3 +165,45 @@ def _cut_to_written_rows(g: h5py.Group) -> None:
     for name, n in keep.items():
         if g[name].shape[0] > n:
             g[name].resize((n,))
+
+
+def bytes_per_forward_pass() -> float:
+    """An upper bound of the trace bytes a run writes per forward pass of its budget: a step
+    of q samples costs 2q forward passes (two-point), one step row, q sample rows and two
+    timing rows (host and device); q = 1 is the most per forward pass."""
+    steps = S.DATASETS["steps"].itemsize
+    samples = S.DATASETS["samples"].itemsize
+    timing = S.DATASETS["timing"].itemsize
+    return (steps + samples + 2 * timing) / 2
+
+
+def free_space_problem(path: Path, budget: int) -> str | None:
+    """A line saying the disk of ``path`` may not hold a run of ``budget`` forward passes
+    (at most bytes_per_forward_pass() each, uncompressed while written), None if it can."""
+    need = int(budget * bytes_per_forward_pass())
+    where = path.parent if not path.is_dir() else path
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not os.access(where, os.W_OK):
+        return None  # creating the trace fails first, with its own line
+    try:
+        usage = shutil.disk_usage(where)
+    except OSError:
+        return None
+    free = usage.free
+    if free >= need or usage.total == 0:  # total 0: a pseudo file system (/proc)
+        return None
+    return (
+        f"the trace {path} may grow to {_size(need)} for {budget:,} forward passes (at most "
+        f"{bytes_per_forward_pass():.0f} bytes each until the gzip at close); {where} has "
+        f"{_size(free)} free: free space, or trace to another disk, or the run will stop "
+        "when the disk is full (its trace then resumes)"
+    )
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"

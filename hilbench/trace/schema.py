@@ -72,6 +72,7 @@ EVENT_MEANINGS: dict[str, str] = {
     "error": "an exception ended the run (detail: the error); the run's status is failed",
     "interrupt": "Ctrl-C, SIGTERM or interpreter exit closed the run (detail says which)",
     "resume": "a writer took the run over again (hilbench run --resume)",
+    "stop": "a time limit or stopping rule ended the run before its budget (detail: which)",
     "note": "free text",
     "device": "a line the device said on its own, in a LOG frame (detail: [kind] text; kinds "
     "boot, fault, uart, note)",

@@ -42,6 +42,7 @@ from hilbench.trace.run_setup import (
     steps_layout,
     validate_attrs,
 )
+from hilbench.trace.run_state import RunState
 from hilbench.trace.sigterm import Terminated
 from hilbench.trace.tables import Tables
 from hilbench.trace.unclosable import detach_from_disk
@@ -74,6 +75,7 @@ class TraceWriter:
         # A run resumed from an older format version keeps its steps layout.
         steps_dtype = steps_layout(group["steps"])
         self._tables = Tables(group, steps_dtype)
+        self._state = RunState(group)
         self._rows = RowBuffer(steps_dtype)
         self._add_step, self._step_rows = self._rows.add_step, self._rows.steps  # hot path
         self._flush_rows = max(1, int(flush_rows))
@@ -424,11 +426,7 @@ class TraceWriter:
 
     def _write_attrs(self, attrs: Mapping[str, S.AttrValue]) -> None:
         try:
-            for key, value in attrs.items():
-                if key in self._g.attrs:
-                    self._g.attrs.modify(key, value)
-                else:
-                    self._g.attrs[key] = value
+            self._state.write(attrs)  # one write in place (run_state.py), not HDF5 attributes
             self._f.flush()
         except IO_ERRORS as exc:
             raise self._disk_error(exc) from None

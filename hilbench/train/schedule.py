@@ -117,6 +117,16 @@ class QScheduler(Scheduler):
     suits q = 1 none of this fires (no run at a tuned rate did, on four tasks), so it costs a
     healthy run nothing; docs/results/qscheduler-rules.md has the measurements.
 
+    The rate can follow q (``couple`` > 0, off by default): on a doubling for a *stall* (the
+    loss no longer falls: the noise, not the rate, limits progress) the rate is multiplied by
+    ``c(2q) / c(q)``, ``c(q) = (q / (q + dim - 1))^couple`` -- the coupling rule
+    eta q / (q + d - 1) with ``couple = 1`` and ``dim`` = d, about linear in q for d >> q
+    (``dim = 0``: exactly ``q^couple``; the tuned-rate law of docs/results.md is
+    ``couple = 0.9``). A doubling for a rise or during the warm-up keeps the rate (the rate is
+    what is too large there, and 2q at the same rate is what fixes it). With ``couple = 1`` a
+    stall-doubling costs no progress per forward pass (the estimate's noise per forward pass
+    is the same at q and 2q when the rate doubles with q).
+
     Why this rule. With ZO-SGD the largest stable rate grows about linearly with q, so a rate
     too large for q = 1 shows up as a loss that rises or hovers, and doubling q until it falls
     again is the fix; once it falls, q stays. A *slowly* falling loss is not a stall: growing q
@@ -146,6 +156,8 @@ class QScheduler(Scheduler):
         min_window: int = 200,
         warmup: float = 0.1,
         z_fall: float | None = 1.0,
+        couple: float = 0.0,
+        dim: int = 0,
     ) -> None:
         if not 1 <= q_min <= q_max <= 256:
             raise ConfigError(
@@ -168,6 +180,14 @@ class QScheduler(Scheduler):
                 f"qscheduler z_fall={z_fall} is out of range",
                 "use a number of standard errors in [0, 10] (warmup=0 turns the test off)",
             )
+        if not 0.0 <= couple <= 2.0 or dim < 0:
+            raise ConfigError(
+                f"qscheduler couple={couple}, dim={dim} invalid",
+                "use couple in [0, 2] (0: the rate does not follow q; 1: linear) and dim >= 0 "
+                "(0: the dimension is much larger than q)",
+            )
+        self.couple, self.dim = couple, dim
+        self._rate = 1.0  # the coupling's multiplier: c(q) / c(q_min) over the stall doublings
         self.q_min, self.q_max, self.q = q_min, q_max, q_min
         self.windows, self.lookback, self.z_rise, self.factor = windows, lookback, z_rise, factor
         self.cooldown, self.min_steps, self.min_window = cooldown, min_steps, min_window
@@ -200,10 +220,19 @@ class QScheduler(Scheduler):
             return 1.0
         return (1 + int(2 * spent / (self.warmup * self.budget))) / 3
 
+    def coupling(self, q: int) -> float:
+        """The rate's growth with q on a stall: ``(q / (q + dim - 1))^couple`` (the coupling
+        rule eta q / (q + d - 1); ``dim = 0``: d >> q, so ``q^couple``), 1 if ``couple = 0``."""
+        if self.couple == 0.0:
+            return 1.0
+        x = q / (q + self.dim - 1) if self.dim > 0 else float(q)
+        return x**self.couple
+
     def lr_scale(self, q: int) -> float:
         """1/3, then 2/3 of the rate over the two halves of the warm-up, then 1; held at the
-        level where the warm-up's loss stopped falling, if it did."""
-        return min(self._warm_level(self._spent), self._cap)
+        level where the warm-up's loss stopped falling, if it did; times the coupling's growth
+        over the stall doublings so far (``couple`` > 0)."""
+        return min(self._warm_level(self._spent), self._cap) * self._rate
 
     def observe_step(self, info: StepInfo) -> None:
         # the warm-up level this step ran at (lr_scale saw the forward passes before it)
@@ -238,7 +267,9 @@ class QScheduler(Scheduler):
         warming = level < 1.0
         slow = warming and self.z_fall is not None and m1 - m < self.z_fall * math.sqrt(v + v1)
         if (rose or stalled or inefficient or slow) and self.q < self.q_max:
-            self.q = min(self.q_max, self.q * self.factor)
+            old_q, self.q = self.q, min(self.q_max, self.q * self.factor)
+            if (stalled or inefficient) and not (rose or slow):  # signal-limited: rate follows q
+                self._rate *= self.coupling(self.q) / self.coupling(old_q)
             self._cool = self.cooldown
             why = (
                 "rose"

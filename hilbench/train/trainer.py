@@ -20,6 +20,8 @@ from hilbench.errors import HilbenchError
 from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
 from hilbench.train.schedule import Scheduler, StepInfo
+from hilbench.train.stopping import BUDGET, Stopper
+from hilbench.zo.aggregate import ALIGN, align_coefficients
 
 STEP_COMMANDS = frozenset({"PROBE", "APPLY", "APPLY_PROBED", "APPLY_PROBE"})  # device time
 TRAIN_SLOT = 0
@@ -37,6 +39,9 @@ class TrainSettings:
     estimator: str = "two-point"
     lr_schedule: str = "constant"
     eps_schedule: str = "constant"
+    time_limit_s: float = 0.0  # wall clock (0: none); hilbench.train.stopping
+    until: str = ""  # stopping rules, e.g. "accuracy>=0.9"
+    aggregator: str = "mean"  # or "align" (needs the Trainer's gram)
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class TrainResult:
     final_accuracy: float
     final_loss: float
     weights_crc: int
+    stop_reason: str = BUDGET  # why the run ended: the budget spent, or a limit or rule
 
 
 class SeedStream:
@@ -101,6 +107,7 @@ class Trainer:
         fresh_words: Callable[[int], int],
         fresh_numbers: Callable[[int], int],
         view: RunView | None = None,
+        gram: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> None:
         self.target = target
         self.schedule = schedule
@@ -112,6 +119,13 @@ class Trainer:
         # (fresh words, fresh numbers) are functions of q: ask once per q
         self._fresh_by_q: dict[int, tuple[int, int]] = {}
         self.view = view or NullView()
+        # the aligned aggregator: the Gram matrix of a step's directions from its seeds
+        if settings.aggregator == ALIGN and gram is None:
+            raise HilbenchError(
+                "the align aggregator needs the Gram matrix of the directions",
+                "pass Trainer(..., gram=hilbench.zo.aggregate.Directions(zo, trained).gram)",
+            )
+        self.gram = gram
         self.step = 0
         self._step_device_s = 0.0
         self._device_source: str | None = None
@@ -203,6 +217,8 @@ class Trainer:
         lr_at, eps_at = rate_schedule(s.lr_schedule), rate_schedule(s.eps_schedule)
         self.schedule.start(s.budget)
         self._last_eval = None
+        stopper = Stopper(s.time_limit_s, s.until)  # the clock starts with this session
+        stop = ""
         if resume:
             forward_passes_done = self._fast_forward(resume, rng)
             while next_eval <= forward_passes_done:
@@ -211,9 +227,10 @@ class Trainer:
                 self._last_eval = last_eval  # of these very weights: the device holds them
                 progress.accuracy, progress.accuracy_forward_passes = last_eval[1], last_eval[0]
         else:
-            self._evaluate(0, progress)
+            accuracy, loss = self._evaluate(0, progress)
+            stop = stopper.after_eval(forward_passes=0, accuracy=accuracy, loss=loss)
         pending: tuple[np.ndarray, np.ndarray] | None = None  # (seeds, coeffs) not yet sent
-        while True:
+        while not stop:
             fits = max_q(s.estimator, s.budget - forward_passes_done)
             q = min(int(self.schedule.next_q(self.step)), fits)
             if q < 1:
@@ -244,6 +261,9 @@ class Trainer:
                     seeds=seeds,
                 )
             est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
+            if s.aggregator == ALIGN and q > 1:  # least squares over the q directions
+                coeffs = align_coefficients(est.grads.tolist(), self.gram(seeds), lr)
+                est = est._replace(coeffs=np.array(coeffs, dtype=np.int32))
             pending = (seeds, est.coeffs)  # applied before anything reads the weights
             host_s = time.perf_counter() - started
             forward_passes_done += step_cost(s.estimator, q)
@@ -274,10 +294,16 @@ class Trainer:
                 self._step_device_s,
                 self._device_source,
             )
+            stop = stopper.after_step(
+                steps=self.step, forward_passes=forward_passes_done, train_loss=est.loss
+            )
             if forward_passes_done >= next_eval:
                 next_eval += s.eval_every
                 pending = self._apply(pending)
-                self._evaluate(forward_passes_done, progress)
+                accuracy, loss = self._evaluate(forward_passes_done, progress)
+                stop = stop or stopper.after_eval(
+                    forward_passes=forward_passes_done, accuracy=accuracy, loss=loss
+                )
             self.view.update(progress)
         pending = self._apply(pending)
         forward_passes = forward_passes_done
@@ -293,4 +319,5 @@ class Trainer:
             final_accuracy=final_accuracy,
             final_loss=final_loss,
             weights_crc=crc,
+            stop_reason=stop or BUDGET,
         )

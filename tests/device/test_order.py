@@ -94,7 +94,7 @@ def test_bad_version_is_answered_in_the_devices_version_and_cached():
 
 def test_unknown_types_come_before_the_session_check():
     wire = Wire(DeviceTwin())
-    for t in (0x00, 0x0D, 0x80, 0x84, 0xFE, 0xFF):
+    for t in (0x00, spec.LAST_REQUEST + 1, 0x80, 0x84, 0xFE, 0xFF):
         _, reply = wire.send_raw(t, b"")
         assert reply.code == m.ErrorCode.UNKNOWN_TYPE and reply.request_type == t
         assert reply.message == f"unknown request type 0x{t:02x}"
@@ -136,7 +136,7 @@ def test_hello_describes_the_device_and_its_options():
         protocol_version=1,
         max_payload=512,
         boot_nonce=0xFFFFFFFF,
-        capabilities=0b1111110,
+        capabilities=0b111111110,  # bits 1-8: modeled timing ... DEVICE_INFO, LOAD_STAGE
         device_id="dev-7",
         firmware="fw 1",
     )

@@ -28,7 +28,7 @@ from hilbench.errors import LinkError  # noqa: E402
 from hilbench.farm.loaders import file_hash  # noqa: E402
 from hilbench.launch.sil import sil_binary  # noqa: E402
 from hilbench.trace import Trace  # noqa: E402
-from tests.cli_helpers import ROOT  # noqa: E402
+from tests.cli_helpers import ROOT, ctrl_c_reaches_the_child  # noqa: E402
 from tests.farm.conftest import held, wait_all_free  # noqa: E402
 
 
@@ -160,7 +160,13 @@ def test_ctrl_c_in_hilbench_run_releases_the_place_and_the_trace_names_it(coordi
     trace = tmp_path / "interrupted.h5"
     argv = [sys.executable, "-m", "hilbench", "run", "--board", "labgrid:sil-1"]
     argv += ["--budget", "10000000", "--no-live", "--trace", str(trace)]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=ctrl_c_reaches_the_child,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (trace.exists() and "sil-1" in held(coordinator)):

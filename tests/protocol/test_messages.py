@@ -79,7 +79,9 @@ def eval_responses(draw: st.DrawFn) -> m.EvalResponse:
 @st.composite
 def eval_requests(draw: st.DrawFn) -> m.EvalRequest:
     start = draw(u32)
-    return m.EvalRequest(slot=draw(slots), start=start, count=draw(st.integers(1, 2**32 - start)))
+    return m.EvalRequest(
+        slot=draw(slots), start=start, count=draw(st.integers(1, min(2**32 - 1, 2**32 - start)))
+    )
 
 
 def _done(complete: bool, value: int) -> int:
@@ -120,6 +122,22 @@ messages = st.one_of(
         timing,
         st.integers(1, 2**32 - 1),
     ),
+    st.just(m.DeviceInfoRequest()),
+    st.builds(
+        m.DeviceInfoResponse,
+        *([u32] * 3),
+        st.integers(0, 2**64 - 1),
+        *([u32] * 10),
+        st.integers(0, 2**64 - 1),
+        u32,
+        timing,
+    ),
+    st.builds(m.LoadStageRequest, st.integers(0, spec.STAGE_MODEL), st.integers(1, 2**32 - 1)),
+    st.builds(m.LoadStageResponse, st.integers(0, spec.STAGE_MODEL), u32, u32),
+    st.builds(
+        m.LoadCommitRequest, st.integers(0, spec.STAGE_MODEL), st.integers(1, 2**32 - 1), u32
+    ),
+    st.builds(m.LoadCommitResponse, st.integers(0, spec.STAGE_MODEL), u32, u32, u32),
     st.builds(
         m.ErrorResponse,
         st.sampled_from(list(m.ErrorCode)) | st.integers(1, 0xFFFF),
@@ -194,6 +212,12 @@ def test_every_truncation_of_every_message_raises() -> None:
         m.ApplyProbeResponse(9, m.ProbeResponse([1, 2], [3, 4], 5, m.TimingSource.MODELED)),
         m.InferRequest(1, 7, out_offset=3),
         m.InferResponse(np.array([-128, 5, 127], np.int8), 11, m.TimingSource.NONE, 9000),
+        m.DeviceInfoResponse(*range(1, 17), m.TimingSource.DEVICE),
+        m.DeviceInfoRequest(),
+        m.LoadStageRequest(4, 100),
+        m.LoadStageResponse(4, 0, 100),
+        m.LoadCommitRequest(1, 100, 0xDEADBEEF),
+        m.LoadCommitResponse(1, 100, 0, 3),
         m.LogFrame(spec.LogKind.BOOT, 0, "boot: dev, firmware fw, reset host"),
     ]
     assert {type(s) for s in samples} | {m.WeightsCrcRequest} == set(m.REQUESTS.values()) | set(
@@ -238,7 +262,7 @@ def test_layouts_match_the_document() -> None:
 
 
 def test_type_codes() -> None:
-    assert [int(t) for t in m.MessageType] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0xFE, 0xFF]
+    assert [int(t) for t in m.MessageType] == [*range(1, 16), 0xFE, 0xFF]
     assert [int(c) for c in m.ErrorCode] == list(range(1, 12))
     for t, cls in m.REQUESTS.items():
         assert m.RESPONSES[m.response_type(t)].NAME.split()[0] == cls.NAME.split()[0]
@@ -328,7 +352,7 @@ def test_decode_request_checks_version_and_type() -> None:
     with pytest.raises(m.MessageError, match="version 1") as e:
         m.decode_request(Frame(0, m.MessageType.HELLO, 1, hello))
     assert e.value.code == m.ErrorCode.BAD_VERSION
-    for t in (0x00, 0x0D, 0x81, 0xFF):
+    for t in (0x00, spec.LAST_REQUEST + 1, 0x81, 0xFF):  # the first free type
         with pytest.raises(m.MessageError) as e:
             m.decode_request(Frame(1, t, 1, b""))
         assert e.value.code == m.ErrorCode.UNKNOWN_TYPE

@@ -193,7 +193,8 @@ def test_version_and_unknown_type_messages() -> None:
         f"device speaks protocol version {PROTOCOL_VERSION}, "
         f"frame is version {PROTOCOL_VERSION + 1}",
     )
-    assert refused(0x0D, b"") == (m.ErrorCode.UNKNOWN_TYPE, "unknown request type 0x0d")
+    free = spec.LAST_REQUEST + 1  # the first free type
+    assert refused(free, b"") == (m.ErrorCode.UNKNOWN_TYPE, f"unknown request type 0x{free:02x}")
 
 
 # ---- the declaration ----------------------------------------------------------------------------
@@ -212,7 +213,9 @@ def test_derived_limits() -> None:
     assert spec.LAYOUTS["APPLY_PROBE"].size(q_apply=spec.MAX_Q, q=spec.MAX_Q) == 4093
     assert spec.infer_response_size(spec.MAX_INFER_OUTPUT) == spec.MAX_PAYLOAD
     assert spec.LAYOUTS["PROBE_R"].offset("duration_ns", q=3) == 26
-    assert spec.CAP_INFER == 1 << 6 and spec.MessageType.INFER == 0x0C == spec.LAST_REQUEST
+    assert spec.CAP_INFER == 1 << 6 and spec.MessageType.INFER == 0x0C
+    assert spec.CAP_DEVICE_INFO == 1 << 7 and spec.CAP_LOAD_STAGE == 1 << 8
+    assert spec.MessageType.LOAD_COMMIT == 0x0F == spec.LAST_REQUEST
     ids = spec.LAYOUT_IDS
     assert [ids[spec.REQUEST_LAYOUTS[t].key] for t in REQUEST_TYPES] == [
         t - spec.FIRST_REQUEST for t in REQUEST_TYPES

@@ -1,7 +1,8 @@
 """benchmarks/bench_an547.py on a tiny configuration (the MLP, one seed, a batch of two), so the
 instruction-count figures of docs/firmware.md cannot rot: both images build and run under
 QEMU, their outputs equal the emulator's, Helium needs fewer instructions than scalar on the
-FC rows, and the ZO step's parts add up to its total in both images."""
+FC rows, and the ZO step's parts add up to its total in both images; and ``--kernels`` (the
+kernels alone on the CMSIS-NN anchor's shapes) meets issue 25's ratios with equal outputs."""
 
 from __future__ import annotations
 
@@ -92,3 +93,26 @@ def test_a_model_it_does_not_know_is_refused_in_one_line():
     assert done.returncode == 2
     assert "--models takes a comma list of mlp, cnn, mobilenet" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_kernels_meet_issue_25s_ratios_to_cmsis_nn_on_the_anchor_shapes():
+    done = _run("--kernels", "--no-split", "--runs", "1")
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-2000:]
+    assert "MISMATCH" not in out  # the scalar and the Helium image give the same bytes
+    ratio = {
+        m.group(1).strip(): float(m.group(2))
+        for m in re.finditer(
+            r"^(\S.{33})\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", out, re.M
+        )
+    }
+    assert set(ratio) == {
+        "conv 3x3 16x16x16 -> 32, same",
+        "depthwise 3x3 16x16x64, same",
+        "fully connected 256 -> 128",
+    }, out
+    # the goals: conv 3x3 <= 1.3x, depthwise <= 1.5x, FC <= 1.0x CMSIS-NN's instructions
+    assert ratio["conv 3x3 16x16x16 -> 32, same"] <= 1.3, out
+    assert ratio["depthwise 3x3 16x16x64, same"] <= 1.5, out
+    assert ratio["fully connected 256 -> 128"] <= 1.0, out
+    assert re.search(r"^conv 1x1 16x16x16 -> 32\s+131,072\s+[\d.]+\s+[\d.]+\s+-\s+-", out, re.M)

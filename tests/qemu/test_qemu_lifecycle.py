@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from hilbench.backend.qemu import QemuBackend
-from tests.cli_helpers import ROOT
+from tests.cli_helpers import ROOT, ctrl_c_reaches_the_child
 
 GONE_S = 10.0  # how long QEMU may take to go
 
@@ -75,6 +75,7 @@ def test_ctrl_c_on_hilbench_run_stops_qemu(tmp_path, an547_elf):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_reaches_the_child,  # also when this pytest runs with SIGINT ignored
     )
     try:
         deadline = time.monotonic() + 60

@@ -416,7 +416,7 @@ class Host:
         if r < 0.2 and self.sent:  # an older frame again: a cache hit or a late copy
             return self.sent[-self.u(1, len(self.sent))]
         if r < 0.3:  # unknown types, responses sent as requests
-            t = int(self.rng.choice([0x00, 0x0D, 0x7F, 0x81, 0x8B, 0xFE, 0xFF]))
+            t = int(self.rng.choice([0x00, spec.LAST_REQUEST + 1, 0x7F, 0x81, 0x8B, 0xFE, 0xFF]))
             return self.frame(t, self.rng.bytes(self.u(0, 12)))
         if r < 0.38:  # another protocol version
             return self.frame(self.u(1, 12), self.rng.bytes(self.u(0, 12)), version=self.u(0, 3))

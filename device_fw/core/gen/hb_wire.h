@@ -41,10 +41,13 @@
 #define HB_TYPE_APPLY_PROBED 10
 #define HB_TYPE_APPLY_PROBE 11
 #define HB_TYPE_INFER 12
+#define HB_TYPE_DEVICE_INFO 13
+#define HB_TYPE_LOAD_STAGE 14
+#define HB_TYPE_LOAD_COMMIT 15
 #define HB_TYPE_LOG 254
 #define HB_TYPE_ERROR 255
 #define HB_FIRST_REQUEST 1
-#define HB_LAST_REQUEST 12
+#define HB_LAST_REQUEST 15
 
 /* Error codes */
 #define HB_ERR_BAD_FRAME 1
@@ -67,6 +70,8 @@
 #define HB_CAP_APPLY_PROBED 16
 #define HB_CAP_APPLY_PROBE 32
 #define HB_CAP_INFER 64
+#define HB_CAP_DEVICE_INFO 128
+#define HB_CAP_LOAD_STAGE 256
 
 /* LOG kinds (docs/protocol.md, Device log) */
 #define HB_LOG_BOOT 1
@@ -92,6 +97,7 @@
 #define HB_MAX_Q 510  /* largest q whose PROBE answer / APPLY fits MAX_PAYLOAD */
 #define HB_MAX_INFER_OUTPUT 4081  /* INFER output elements in MAX_PAYLOAD */
 #define HB_LAST_SLOT 3
+#define HB_STAGE_MODEL 4
 #define HB_MAX_LOG_MSG 120
 #define HB_LAST_TIMING_SOURCE 3
 #define HB_MODEL_CHUNK_OVERHEAD 8  /* LOAD_MODEL bytes before chunk */
@@ -164,6 +170,12 @@
 #define HB_MSG_DATA_LENGTH_CODE HB_ERR_BAD_ARGUMENT
 #define HB_MSG_DATA_LABEL "data blob: label %d of item %d is not below n_classes %d"
 #define HB_MSG_DATA_LABEL_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_STAGE_NONE "%s: no staged upload for target %d: send LOAD_STAGE first"
+#define HB_MSG_STAGE_NONE_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_STAGE_TOTAL "%s: total_len %d, but the staged upload of target %d has total_len %d"
+#define HB_MSG_STAGE_TOTAL_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_STAGE_CRC "%s: the %d staged bytes have CRC-32 0x%08x, expected 0x%08x: the debugger's write did not land"
+#define HB_MSG_STAGE_CRC_CODE HB_ERR_BAD_ARGUMENT
 #define HB_MSG_INTERNAL "internal error: %s"
 #define HB_MSG_INTERNAL_CODE HB_ERR_INTERNAL
 
@@ -249,25 +261,31 @@ typedef struct {
 #define HB_L_APPLY_PROBED 9  /* APPLY_PROBED request */
 #define HB_L_APPLY_PROBE 10  /* APPLY_PROBE request */
 #define HB_L_INFER 11  /* INFER request */
-#define HB_L_FRAME_HEADER 12  /* frame header */
-#define HB_L_HELLO_R 13  /* HELLO response */
-#define HB_L_LOAD_MODEL_R 14  /* LOAD_MODEL response */
-#define HB_L_LOAD_DATA_R 15  /* LOAD_DATA response */
-#define HB_L_PROBE_R 16  /* PROBE response */
-#define HB_L_APPLY_R 17  /* APPLY response */
-#define HB_L_EVAL_R 18  /* EVAL response */
-#define HB_L_WEIGHTS_CRC_R 19  /* WEIGHTS_CRC response */
-#define HB_L_RESET_R 20  /* RESET response */
-#define HB_L_APPLY_BATCH_R 21  /* APPLY_BATCH response */
-#define HB_L_APPLY_PROBED_R 22  /* APPLY_PROBED response */
-#define HB_L_APPLY_PROBE_R 23  /* APPLY_PROBE response */
-#define HB_L_INFER_R 24  /* INFER response */
-#define HB_L_ERROR 25  /* ERROR response */
-#define HB_L_DATA_BLOB 26  /* data blob */
-#define HB_L_LOG 27  /* LOG frame */
-#define HB_L_LAST_REQUEST 11  /* the last request's layout (msg.c checks the order) */
-#define HB_N_LAYOUTS 28
-#define HB_MAX_FIELDS 8  /* fields of the longest layout */
+#define HB_L_DEVICE_INFO 12  /* DEVICE_INFO request */
+#define HB_L_LOAD_STAGE 13  /* LOAD_STAGE request */
+#define HB_L_LOAD_COMMIT 14  /* LOAD_COMMIT request */
+#define HB_L_FRAME_HEADER 15  /* frame header */
+#define HB_L_HELLO_R 16  /* HELLO response */
+#define HB_L_LOAD_MODEL_R 17  /* LOAD_MODEL response */
+#define HB_L_LOAD_DATA_R 18  /* LOAD_DATA response */
+#define HB_L_PROBE_R 19  /* PROBE response */
+#define HB_L_APPLY_R 20  /* APPLY response */
+#define HB_L_EVAL_R 21  /* EVAL response */
+#define HB_L_WEIGHTS_CRC_R 22  /* WEIGHTS_CRC response */
+#define HB_L_RESET_R 23  /* RESET response */
+#define HB_L_APPLY_BATCH_R 24  /* APPLY_BATCH response */
+#define HB_L_APPLY_PROBED_R 25  /* APPLY_PROBED response */
+#define HB_L_APPLY_PROBE_R 26  /* APPLY_PROBE response */
+#define HB_L_INFER_R 27  /* INFER response */
+#define HB_L_DEVICE_INFO_R 28  /* DEVICE_INFO response */
+#define HB_L_LOAD_STAGE_R 29  /* LOAD_STAGE response */
+#define HB_L_LOAD_COMMIT_R 30  /* LOAD_COMMIT response */
+#define HB_L_ERROR 31  /* ERROR response */
+#define HB_L_DATA_BLOB 32  /* data blob */
+#define HB_L_LOG 33  /* LOG frame */
+#define HB_L_LAST_REQUEST 14  /* the last request's layout (msg.c checks the order) */
+#define HB_N_LAYOUTS 34
+#define HB_MAX_FIELDS 17  /* fields of the longest layout */
 
 /* HELLO request (layout HELLO) */
 #define HB_F_HELLO_HOST_PROTOCOL_VERSION HB_FIELD(HB_L_HELLO, 0)
@@ -378,6 +396,28 @@ typedef struct {
 #define HB_OFF_INFER_OUT_OFFSET 9
 #define HB_OFF_INFER_INPUT 13
 #define HB_MIN_SIZE_INFER 13
+
+/* DEVICE_INFO request (layout DEVICE_INFO) */
+#define HB_MIN_SIZE_DEVICE_INFO 0
+#define HB_SIZE_DEVICE_INFO 0
+
+/* LOAD_STAGE request (layout LOAD_STAGE) */
+#define HB_F_LOAD_STAGE_TARGET HB_FIELD(HB_L_LOAD_STAGE, 0)
+#define HB_F_LOAD_STAGE_TOTAL_LEN HB_FIELD(HB_L_LOAD_STAGE, 1)
+#define HB_OFF_LOAD_STAGE_TARGET 0
+#define HB_OFF_LOAD_STAGE_TOTAL_LEN 1
+#define HB_MIN_SIZE_LOAD_STAGE 5
+#define HB_SIZE_LOAD_STAGE 5
+
+/* LOAD_COMMIT request (layout LOAD_COMMIT) */
+#define HB_F_LOAD_COMMIT_TARGET HB_FIELD(HB_L_LOAD_COMMIT, 0)
+#define HB_F_LOAD_COMMIT_TOTAL_LEN HB_FIELD(HB_L_LOAD_COMMIT, 1)
+#define HB_F_LOAD_COMMIT_CRC32 HB_FIELD(HB_L_LOAD_COMMIT, 2)
+#define HB_OFF_LOAD_COMMIT_TARGET 0
+#define HB_OFF_LOAD_COMMIT_TOTAL_LEN 1
+#define HB_OFF_LOAD_COMMIT_CRC32 5
+#define HB_MIN_SIZE_LOAD_COMMIT 9
+#define HB_SIZE_LOAD_COMMIT 9
 
 /* frame header (layout FRAME_HEADER): the 6 bytes before a payload; the body ends with the CRC-32 of header and payload */
 #define HB_F_FRAME_HEADER_VERSION HB_FIELD(HB_L_FRAME_HEADER, 0)
@@ -513,6 +553,66 @@ typedef struct {
 #define HB_MIN_SIZE_INFER_R 15
 #define HB_SIZE_INFER_R(n) (15u + 1u * (uint32_t)(n))
 
+/* DEVICE_INFO response (layout DEVICE_INFO_R) */
+#define HB_F_DEVICE_INFO_R_CPU_HZ HB_FIELD(HB_L_DEVICE_INFO_R, 0)
+#define HB_F_DEVICE_INFO_R_CACHES HB_FIELD(HB_L_DEVICE_INFO_R, 1)
+#define HB_F_DEVICE_INFO_R_ARENA_BYTES HB_FIELD(HB_L_DEVICE_INFO_R, 2)
+#define HB_F_DEVICE_INFO_R_ARENA_BASE HB_FIELD(HB_L_DEVICE_INFO_R, 3)
+#define HB_F_DEVICE_INFO_R_UART_BAUD HB_FIELD(HB_L_DEVICE_INFO_R, 4)
+#define HB_F_DEVICE_INFO_R_UART_KERNEL_HZ HB_FIELD(HB_L_DEVICE_INFO_R, 5)
+#define HB_F_DEVICE_INFO_R_UART_OVERRUN HB_FIELD(HB_L_DEVICE_INFO_R, 6)
+#define HB_F_DEVICE_INFO_R_UART_FRAMING HB_FIELD(HB_L_DEVICE_INFO_R, 7)
+#define HB_F_DEVICE_INFO_R_UART_NOISE HB_FIELD(HB_L_DEVICE_INFO_R, 8)
+#define HB_F_DEVICE_INFO_R_UART_DROPPED HB_FIELD(HB_L_DEVICE_INFO_R, 9)
+#define HB_F_DEVICE_INFO_R_WATCHDOG_MS HB_FIELD(HB_L_DEVICE_INFO_R, 10)
+#define HB_F_DEVICE_INFO_R_RESET_CAUSE HB_FIELD(HB_L_DEVICE_INFO_R, 11)
+#define HB_F_DEVICE_INFO_R_RESET_FLAGS HB_FIELD(HB_L_DEVICE_INFO_R, 12)
+#define HB_F_DEVICE_INFO_R_BRINGUP_ERRORS HB_FIELD(HB_L_DEVICE_INFO_R, 13)
+#define HB_F_DEVICE_INFO_R_TICKS HB_FIELD(HB_L_DEVICE_INFO_R, 14)
+#define HB_F_DEVICE_INFO_R_TICK_NS_Q16 HB_FIELD(HB_L_DEVICE_INFO_R, 15)
+#define HB_F_DEVICE_INFO_R_TIMING_SOURCE HB_FIELD(HB_L_DEVICE_INFO_R, 16)
+#define HB_OFF_DEVICE_INFO_R_CPU_HZ 0
+#define HB_OFF_DEVICE_INFO_R_CACHES 4
+#define HB_OFF_DEVICE_INFO_R_ARENA_BYTES 8
+#define HB_OFF_DEVICE_INFO_R_ARENA_BASE 12
+#define HB_OFF_DEVICE_INFO_R_UART_BAUD 20
+#define HB_OFF_DEVICE_INFO_R_UART_KERNEL_HZ 24
+#define HB_OFF_DEVICE_INFO_R_UART_OVERRUN 28
+#define HB_OFF_DEVICE_INFO_R_UART_FRAMING 32
+#define HB_OFF_DEVICE_INFO_R_UART_NOISE 36
+#define HB_OFF_DEVICE_INFO_R_UART_DROPPED 40
+#define HB_OFF_DEVICE_INFO_R_WATCHDOG_MS 44
+#define HB_OFF_DEVICE_INFO_R_RESET_CAUSE 48
+#define HB_OFF_DEVICE_INFO_R_RESET_FLAGS 52
+#define HB_OFF_DEVICE_INFO_R_BRINGUP_ERRORS 56
+#define HB_OFF_DEVICE_INFO_R_TICKS 60
+#define HB_OFF_DEVICE_INFO_R_TICK_NS_Q16 68
+#define HB_OFF_DEVICE_INFO_R_TIMING_SOURCE 72
+#define HB_MIN_SIZE_DEVICE_INFO_R 73
+#define HB_SIZE_DEVICE_INFO_R 73
+
+/* LOAD_STAGE response (layout LOAD_STAGE_R) */
+#define HB_F_LOAD_STAGE_R_TARGET HB_FIELD(HB_L_LOAD_STAGE_R, 0)
+#define HB_F_LOAD_STAGE_R_OFFSET HB_FIELD(HB_L_LOAD_STAGE_R, 1)
+#define HB_F_LOAD_STAGE_R_TOTAL_LEN HB_FIELD(HB_L_LOAD_STAGE_R, 2)
+#define HB_OFF_LOAD_STAGE_R_TARGET 0
+#define HB_OFF_LOAD_STAGE_R_OFFSET 1
+#define HB_OFF_LOAD_STAGE_R_TOTAL_LEN 5
+#define HB_MIN_SIZE_LOAD_STAGE_R 9
+#define HB_SIZE_LOAD_STAGE_R 9
+
+/* LOAD_COMMIT response (layout LOAD_COMMIT_R) */
+#define HB_F_LOAD_COMMIT_R_TARGET HB_FIELD(HB_L_LOAD_COMMIT_R, 0)
+#define HB_F_LOAD_COMMIT_R_RECEIVED HB_FIELD(HB_L_LOAD_COMMIT_R, 1)
+#define HB_F_LOAD_COMMIT_R_MODEL_CRC32 HB_FIELD(HB_L_LOAD_COMMIT_R, 2)
+#define HB_F_LOAD_COMMIT_R_N_ITEMS HB_FIELD(HB_L_LOAD_COMMIT_R, 3)
+#define HB_OFF_LOAD_COMMIT_R_TARGET 0
+#define HB_OFF_LOAD_COMMIT_R_RECEIVED 1
+#define HB_OFF_LOAD_COMMIT_R_MODEL_CRC32 5
+#define HB_OFF_LOAD_COMMIT_R_N_ITEMS 9
+#define HB_MIN_SIZE_LOAD_COMMIT_R 13
+#define HB_SIZE_LOAD_COMMIT_R 13
+
 /* ERROR response (layout ERROR): frozen across protocol versions */
 #define HB_F_ERROR_CODE HB_FIELD(HB_L_ERROR, 0)
 #define HB_F_ERROR_REQUEST_TYPE HB_FIELD(HB_L_ERROR, 1)
@@ -607,6 +707,15 @@ static const hb_field_desc hb_fields_infer[] = {
     {"input", HB_FK_REST, 0, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"inline_input", HB_FK_RULE, 0, 255, 255, HB_RULE_INLINE_INPUT, {4, 0, 1}, 0, 0, 0},
 };
+static const hb_field_desc hb_fields_load_stage[] = {
+    {"target", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_STAGE_MODEL},
+    {"total_len", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 1, 1, 4294967295ll},
+};
+static const hb_field_desc hb_fields_load_commit[] = {
+    {"target", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_STAGE_MODEL},
+    {"total_len", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 1, 1, 4294967295ll},
+    {"crc32", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+};
 static const hb_field_desc hb_fields_frame_header[] = {
     {"version", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"type", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
@@ -672,6 +781,36 @@ static const hb_field_desc hb_fields_infer_r[] = {
     {"duration_ns", HB_FK_SCALAR, HB_W_U64, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"timing_source", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_LAST_TIMING_SOURCE},
 };
+static const hb_field_desc hb_fields_device_info_r[] = {
+    {"cpu_hz", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"caches", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"arena_bytes", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"arena_base", HB_FK_SCALAR, HB_W_U64, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"uart_baud", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"uart_kernel_hz", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"uart_overrun", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"uart_framing", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"uart_noise", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"uart_dropped", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"watchdog_ms", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"reset_cause", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"reset_flags", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"bringup_errors", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"ticks", HB_FK_SCALAR, HB_W_U64, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"tick_ns_q16", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"timing_source", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_LAST_TIMING_SOURCE},
+};
+static const hb_field_desc hb_fields_load_stage_r[] = {
+    {"target", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_STAGE_MODEL},
+    {"offset", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"total_len", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+};
+static const hb_field_desc hb_fields_load_commit_r[] = {
+    {"target", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_STAGE_MODEL},
+    {"received", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"model_crc32", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"n_items", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+};
 static const hb_field_desc hb_fields_error[] = {
     {"code", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 1, 65535},
     {"request_type", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
@@ -702,6 +841,9 @@ const hb_layout_desc hb_layouts[HB_N_LAYOUTS] = {
     {"APPLY_PROBED request", hb_fields_apply_probed, 2, 1},
     {"APPLY_PROBE request", hb_fields_apply_probe, 3, 0},
     {"INFER request", hb_fields_infer, 6, 0},
+    {"DEVICE_INFO request", 0, 0, 1},
+    {"LOAD_STAGE request", hb_fields_load_stage, 2, 1},
+    {"LOAD_COMMIT request", hb_fields_load_commit, 3, 1},
     {"frame header", hb_fields_frame_header, 4, 1},
     {"HELLO response", hb_fields_hello_r, 8, 1},
     {"LOAD_MODEL response", hb_fields_load_model_r, 3, 1},
@@ -715,6 +857,9 @@ const hb_layout_desc hb_layouts[HB_N_LAYOUTS] = {
     {"APPLY_PROBED response", hb_fields_apply_probed_r, 1, 1},
     {"APPLY_PROBE response", hb_fields_apply_probe_r, 2, 0},
     {"INFER response", hb_fields_infer_r, 5, 1},
+    {"DEVICE_INFO response", hb_fields_device_info_r, 17, 1},
+    {"LOAD_STAGE response", hb_fields_load_stage_r, 3, 1},
+    {"LOAD_COMMIT response", hb_fields_load_commit_r, 4, 1},
     {"ERROR response", hb_fields_error, 4, 1},
     {"data blob", hb_fields_data_blob, 3, 1},
     {"LOG frame", hb_fields_log, 4, 1},

@@ -34,8 +34,70 @@ static void interior_columns(const hb_nn_conv_params *p, uint32_t in_w, uint32_t
     *b = end;
 }
 
-#define HB_NN_COLS_BYTES 2048u /* the im2col buffer (static: no heap, off the stack) */
-static _Alignas(16) int8_t cols_buf[HB_NN_COLS_BYTES];
+/* The scratch of the padded input or the im2col matrix (hb_nn_mve.h hb_nn_scratch) */
+#define HB_NN_COLS_BYTES HB_NN_SCRATCH_BYTES
+#define cols_buf hb_nn_scratch
+_Alignas(16) int8_t hb_nn_scratch[HB_NN_SCRATCH_BYTES];
+
+/* The padded input's extent: rows and columns up to the last tap any output pixel reads, at
+ * least the input's own (after the top/left pad). */
+static void padded_extent(const hb_nn_conv_params *p, const hb_nn_dims *in, uint32_t kh,
+                          uint32_t kw, uint32_t *hp, uint32_t *wp) {
+    const uint32_t need_h = (p->out_h - 1) * p->stride_h + (kh - 1) * p->dilation_h + 1;
+    const uint32_t need_w = (p->out_w - 1) * p->stride_w + (kw - 1) * p->dilation_w + 1;
+    *hp = need_h > in->h + p->pad_top ? need_h : in->h + p->pad_top;
+    *wp = need_w > in->w + p->pad_left ? need_w : in->w + p->pad_left;
+}
+
+/* x copied into pad [hp][wp][c] at (pad_top, pad_left), every other byte `fill`
+ * (-input_offset: x + input_offset = 0 there, as TFLM's skipped tap) */
+static void pad_input(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_t *x,
+                      uint32_t hp, uint32_t wp, int8_t fill, int8_t *pad) {
+    const size_t row = (size_t)wp * in->c, src_row = (size_t)in->w * in->c;
+    memset(pad, fill, (size_t)hp * row);
+    for (uint32_t iy = 0; iy < in->h; iy++)
+        memcpy(pad + (iy + p->pad_top) * row + (size_t)p->pad_left * in->c, x + iy * src_row,
+               src_row);
+}
+
+/* The conv over the padded input (dilation_w 1): every tap of every pixel is inside, pixel
+ * (oy, ox)'s taps of filter row ky are one run of kw*c bytes; so the accumulator is
+ * sum w*x + input_offset * (the row's whole weight sum), that sum once per channel. Four
+ * pixels of one output row per weight load, the kh runs in one asm block
+ * (hb_nn_dot4_runs_mve). */
+static void conv_padded(const hb_nn_conv_params *p, const int8_t *pad, uint32_t wp, uint32_t c,
+                        uint32_t kh, uint32_t kw, const hb_nn_rows *f, uint32_t out_c,
+                        int8_t *y) {
+    const int32_t in_off = p->input_offset, out_off = p->output_offset;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    const uint32_t run = kw * c, k = kh * run;
+    const size_t row_bytes = (size_t)wp * c, ky_step = row_bytes * p->dilation_h;
+    const size_t px_step = (size_t)p->stride_w * c, oy_step = row_bytes * p->stride_h;
+    const uint32x4_t out_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), out_c);
+    for (uint32_t oc = 0; oc < out_c; oc++) {
+        const int8_t *row = f->row(f, oc);
+        const uint32_t base =
+            (uint32_t)f->bias(f, oc) + (uint32_t)in_off * (uint32_t)hb_nn_sum_mve(row, k);
+        const uint32_t q = p->rq.n == 1 ? 0 : oc;
+        const int32_t mult = hb_rdi32(p->rq.mult + 4u * q), shift = p->rq.shift[q];
+        for (uint32_t oy = 0; oy < p->out_h; oy++) {
+            const int8_t *line = pad + oy * oy_step;
+            int8_t *out = y + (size_t)oy * p->out_w * out_c + oc;
+            for (uint32_t ox = 0; ox < p->out_w; ox += 4) {
+                const uint32_t n = p->out_w - ox < 4 ? p->out_w - ox : 4;
+                const int8_t *x0 = line + ox * px_step; /* lanes past n repeat pixel ox */
+                const int8_t *x1 = n > 1 ? x0 + px_step : x0, *x2 = n > 2 ? x1 + px_step : x0,
+                             *x3 = n > 3 ? x2 + px_step : x0;
+                int32x4_t a;
+                hb_nn_dot4_runs_mve(row, x0, x1, x2, x3, run, kh, (uint32_t)ky_step, &a);
+                a = vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(a), base));
+                const int32x4_t v = hb_nn_requant1_mve(a, mult, shift, out_off, lo, hi);
+                vstrbq_scatter_offset_p_s32(out + (size_t)ox * out_c, out_offsets, v,
+                                            vctp32q(n));
+            }
+        }
+    }
+}
 
 /* Gather every output pixel's taps into cols (pixel-major, K = kh*kw*C each): the input's
  * bytes, pad (-input_offset) where a tap falls outside. */
@@ -63,25 +125,31 @@ static void im2col(const hb_nn_conv_params *p, const hb_nn_dims *in, const int8_
 static void conv_matrix(const hb_nn_conv_params *p, const int8_t *cols, uint32_t k,
                         uint32_t n_px, const hb_nn_rows *f, uint32_t out_c, int8_t *y) {
     const int32_t in_off = p->input_offset, out_off = p->output_offset;
-    const int32_t lo = p->act_min, hi = p->act_max;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
     const uint32x4_t out_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), out_c);
     for (uint32_t oc = 0; oc < out_c; oc++) {
         const int8_t *row = f->row(f, oc);
-        const uint32_t bias = (uint32_t)f->bias(f, oc);
+        /* every tap counts: the weight sum once per channel */
+        const uint32_t base =
+            (uint32_t)f->bias(f, oc) + (uint32_t)in_off * (uint32_t)hb_nn_sum_mve(row, k);
         const uint32_t q = p->rq.n == 1 ? 0 : oc;
-        const hb_nn_rq_mve rq = hb_nn_rq_lanes_mve(p->rq.mult + 4u * q, p->rq.shift + q, 1, 0, 1);
-        for (uint32_t i = 0; i < n_px; i += 4) {
-            const uint32_t n = n_px - i < 4 ? n_px - i : 4;
-            const int8_t *x0 = cols + (size_t)i * k; /* lanes past n repeat pixel i */
-            const int8_t *x1 = n > 1 ? x0 + k : x0, *x2 = n > 2 ? x1 + k : x0,
-                         *x3 = n > 3 ? x2 + k : x0;
-            int32_t acc[4] = {0, 0, 0, 0}, sumw = 0;
-            hb_nn_dot4_mve(row, x0, x1, x2, x3, k, acc, &sumw);
-            const uint32_t base = (uint32_t)in_off * (uint32_t)sumw + bias;
-            const int32x4_t a =
-                vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(vld1q_s32(acc)), base));
-            const int32x4_t v = hb_nn_requant_mve(a, rq.mult, rq.shift, out_off, lo, hi);
-            vstrbq_scatter_offset_p_s32(y + (size_t)i * out_c + oc, out_offsets, v, vctp32q(n));
+        const int32_t mult = hb_rdi32(p->rq.mult + 4u * q), shift = p->rq.shift[q];
+        const int8_t *x0 = cols;
+        int8_t *out = y + oc;
+        const uint32_t full = n_px & ~3u;
+        for (uint32_t i = 0; i < full; i += 4, x0 += 4 * (size_t)k, out += 4 * (size_t)out_c) {
+            int32x4_t a = hb_nn_dot4_nosum_mve(row, x0, x0 + k, x0 + 2 * k, x0 + 3 * k, k);
+            a = vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(a), base));
+            const int32x4_t v = hb_nn_requant1_mve(a, mult, shift, out_off, lo, hi);
+            vstrbq_scatter_offset_s32(out, out_offsets, v);
+        }
+        if (full < n_px) { /* the last 1..3 pixels; lanes past them repeat the first */
+            const uint32_t n = n_px - full;
+            const int8_t *x1 = n > 1 ? x0 + k : x0, *x2 = n > 2 ? x1 + k : x0;
+            int32x4_t a = hb_nn_dot4_nosum_mve(row, x0, x1, x2, x0, k);
+            a = vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(a), base));
+            const int32x4_t v = hb_nn_requant1_mve(a, mult, shift, out_off, lo, hi);
+            vstrbq_scatter_offset_p_s32(out, out_offsets, v, vctp32q(n));
         }
     }
 }
@@ -134,6 +202,13 @@ void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int
             conv_one_pixel(p, x, k, f, out_c, y);
         else
             conv_matrix(p, x, c, n_px, f, out_c, y);
+        return;
+    }
+    uint32_t hp, wp;
+    padded_extent(p, in, kh, kw, &hp, &wp);
+    if (pad_ok && n_px > 1 && p->dilation_w == 1 && (uint64_t)hp * wp * c <= HB_NN_COLS_BYTES) {
+        pad_input(p, in, x, hp, wp, (int8_t)-p->input_offset, cols_buf);
+        conv_padded(p, cols_buf, wp, c, kh, kw, f, out_c, y);
         return;
     }
     if (pad_ok && (uint64_t)n_px * k <= HB_NN_COLS_BYTES) {

@@ -14,6 +14,8 @@
 #include "hb_nn.h"
 
 #if HB_NN_MVE
+#include <string.h>
+
 #define HB_NN_DW_MAX_TAPS 64u /* taps per channel the copy buffer holds (16 x 64 bytes) */
 #define HB_NN_DW_BLOCK 16u    /* channels per block: four vectors */
 
@@ -79,6 +81,124 @@ static inline int32x4_t dw_taps(const int8_t *xp, uint32x4_t xo, int contiguous,
     *sumw = s;
     return acc;
 }
+
+/* Where block channel l sits in the padded plane's and the taps' 16 bytes: interleaved so
+ * that VMULLB / VMULLT on the int16-widened halves give channels 0-3, 4-7 (8-11, 12-15) in
+ * order: channel l < 4 at 2l, 4 <= l < 8 at 2(l - 4) + 1, the same again from 8. */
+static inline uint32_t dw_pos(uint32_t l) {
+    const uint32_t h = l & 8u, i = l & 7u;
+    return h + (i < 4 ? 2 * i : 2 * (i - 4) + 1);
+}
+
+/* one group's requantization, hoisted: hb_nn_requant_mve with the shift already split */
+typedef struct {
+    int32x4_t mult, left, right, lo, hi;
+    int32_t out_off;
+    mve_pred16_t pred;
+} dw_group;
+
+static inline void dw_store(int8_t *out, int32x4_t acc, const dw_group *k) {
+    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, k->left), k->mult);
+    v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, k->right), 31)), k->right);
+    v = vminq_s32(vmaxq_s32(vqaddq_n_s32(v, k->out_off), k->lo), k->hi);
+    vstrbq_p_s32(out, v, k->pred);
+}
+
+/* The padded path: a block of up to 16 output channels at a time, their inputs copied into a
+ * padded plane [hp][wp][16] of hb_nn_scratch (block channel l: input channel (oc0 + l) / D,
+ * at byte dw_pos(l); -input_offset outside the input, so every tap of every pixel counts and
+ * x + input_offset is 0 there), the block's taps into buf[t][16] in the same order, 8
+ * channels per int16 multiply (VMULLB / VMULLT into int32 lanes). Then each pixel is
+ * start + sum over its taps of x * w, start = bias + input_offset * (the channel's whole
+ * weight sum), four vectors of four channels; lanes past the block are computed and not
+ * stored. Not inlined: its registers are its own (inlined, the caller's state spills into its
+ * tap loop: 10% more instructions). */
+__attribute__((noinline)) static void dw_padded(const hb_nn_conv_params *p, const hb_nn_dims *in,
+                                                const int8_t *x, const hb_nn_rows *f, uint32_t kh,
+                                                uint32_t kw, uint32_t hp, uint32_t wp, int8_t *y) {
+    const uint32_t d = p->depth_multiplier, c = in->c, out_c = c * d, taps = kh * kw;
+    const int8_t fill = (int8_t)-p->input_offset;
+    int8_t *pad = hb_nn_scratch;
+    _Alignas(16) int8_t buf[HB_NN_DW_MAX_TAPS * HB_NN_DW_BLOCK];
+    uint32_t toff[HB_NN_DW_MAX_TAPS]; /* tap t's offset from a pixel's first tap */
+    for (uint32_t ky = 0; ky < kh; ky++)
+        for (uint32_t kx = 0; kx < kw; kx++)
+            toff[ky * kw + kx] = (ky * p->dilation_h * wp + kx * p->dilation_w) * HB_NN_DW_BLOCK;
+    const tap_box all = {0, kh, 0, kw};
+    const size_t px_step = (size_t)p->stride_w * HB_NN_DW_BLOCK;
+    const size_t oy_step = (size_t)p->stride_h * wp * HB_NN_DW_BLOCK;
+    for (uint32_t oc0 = 0; oc0 < out_c; oc0 += HB_NN_DW_BLOCK) {
+        const uint32_t n = out_c - oc0 < HB_NN_DW_BLOCK ? out_c - oc0 : HB_NN_DW_BLOCK;
+        _Alignas(16) int32_t bias[HB_NN_DW_BLOCK] = {0}, wsum[HB_NN_DW_BLOCK] = {0};
+        int32_t wsum_pos[HB_NN_DW_BLOCK] = {0};
+        hb_nn_fill_mve(buf, 0, (size_t)taps * HB_NN_DW_BLOCK);
+        for (uint32_t l = 0; l < n; l++) {
+            copy_taps(f->row(f, oc0 + l), f->step, dw_pos(l), &all, kw, buf, wsum_pos);
+            bias[l] = f->bias(f, oc0 + l);
+            wsum[l] = wsum_pos[dw_pos(l)];
+        }
+        /* the padded plane of the block's inputs */
+        hb_nn_fill_mve(pad, fill, (size_t)hp * wp * HB_NN_DW_BLOCK);
+        const uint32_t ic0 = oc0 / d;
+        uint8_t pos_b[HB_NN_DW_BLOCK];
+        for (uint32_t l = 0; l < HB_NN_DW_BLOCK; l++) pos_b[l] = (uint8_t)dw_pos(l);
+        const uint8x16_t pos = vldrbq_u8(pos_b);
+        for (uint32_t iy = 0; iy < in->h; iy++) {
+            const int8_t *src = x + (size_t)iy * in->w * c + ic0;
+            int8_t *dst = pad + ((size_t)(iy + p->pad_top) * wp + p->pad_left) * HB_NN_DW_BLOCK;
+            for (uint32_t ix = 0; ix < in->w; ix++, src += c, dst += HB_NN_DW_BLOCK) {
+                if (d == 1) {
+                    vstrbq_scatter_offset_p_s8(dst, pos, vldrbq_z_s8(src, vctp8q(n)), vctp8q(n));
+                } else {
+                    for (uint32_t l = 0; l < n; l++) dst[dw_pos(l)] = src[(oc0 + l) / d - ic0];
+                }
+            }
+        }
+        /* per group: the multipliers, the shifts split into the left and the right part
+         * (hb_nn_requant_mve's first steps, done once per block), the start */
+        dw_group k[4];
+        int32x4_t start[4];
+        for (uint32_t g = 0; g < 4; g++) {
+            const uint32_t active = n > 4 * g ? (n - 4 * g < 4 ? n - 4 * g : 4) : 0;
+            const hb_nn_rq_mve rq = hb_nn_rq_lanes_mve(p->rq.mult, p->rq.shift, p->rq.n,
+                                                       active ? oc0 + 4 * g : oc0,
+                                                       active ? active : 1);
+            k[g].mult = rq.mult;
+            k[g].left = vmaxq_s32(rq.shift, vdupq_n_s32(0));
+            k[g].right = vminq_s32(rq.shift, vdupq_n_s32(0));
+            k[g].lo = vdupq_n_s32(p->act_min);
+            k[g].hi = vdupq_n_s32(p->act_max);
+            k[g].out_off = p->output_offset;
+            k[g].pred = vctp32q(active); /* 0: a group past the block, nothing stored */
+            start[g] = vmlaq_n_s32(vld1q_s32(bias + 4 * g), vld1q_s32(wsum + 4 * g),
+                                   p->input_offset);
+        }
+        for (uint32_t oy = 0; oy < p->out_h; oy++) {
+            const int8_t *xrow = pad + oy * oy_step;
+            int8_t *out = y + (size_t)oy * p->out_w * out_c + oc0;
+            for (uint32_t ox = 0; ox < p->out_w; ox++, out += out_c) {
+                const int8_t *xp = xrow + ox * px_step;
+                int32x4_t a0 = start[0], a1 = start[1], a2 = start[2], a3 = start[3];
+                const int8_t *wt = buf;
+                for (uint32_t t = 0; t < taps; t++, wt += HB_NN_DW_BLOCK) {
+                    /* int16 lanes in the interleaved order: the bottom products are channels
+                     * 0-3 (8-11), the top ones 4-7 (12-15) */
+                    const int8_t *xt = xp + toff[t];
+                    const int16x8_t xl = vldrbq_s16(xt), wl = vldrbq_s16(wt);
+                    const int16x8_t xh = vldrbq_s16(xt + 8), wh = vldrbq_s16(wt + 8);
+                    a0 = vaddq_s32(a0, vmullbq_int_s16(xl, wl));
+                    a1 = vaddq_s32(a1, vmulltq_int_s16(xl, wl));
+                    a2 = vaddq_s32(a2, vmullbq_int_s16(xh, wh));
+                    a3 = vaddq_s32(a3, vmulltq_int_s16(xh, wh));
+                }
+                dw_store(out, a0, &k[0]);
+                dw_store(out + 4, a1, &k[1]);
+                dw_store(out + 8, a2, &k[2]);
+                dw_store(out + 12, a3, &k[3]);
+            }
+        }
+    }
+}
 #endif
 
 #if !HB_NN_MVE
@@ -107,6 +227,20 @@ void hb_nn_depthwise_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in,
                                const int8_t *x, const hb_nn_rows *f, uint32_t kh, uint32_t kw,
                                int8_t *y) {
 #if HB_NN_MVE
+    {
+        const uint32_t need_h = (p->out_h - 1) * p->stride_h + (kh - 1) * p->dilation_h + 1;
+        const uint32_t need_w = (p->out_w - 1) * p->stride_w + (kw - 1) * p->dilation_w + 1;
+        const uint32_t hp = need_h > in->h + p->pad_top ? need_h : in->h + p->pad_top;
+        const uint32_t wp = need_w > in->w + p->pad_left ? need_w : in->w + p->pad_left;
+        /* worth its setup (the plane, the taps copied per block) from 8 output pixels on;
+         * smaller maps keep the rows where they are */
+        if (p->out_h * p->out_w >= 8 && p->input_offset >= -127 && p->input_offset <= 128 &&
+            kh * kw <= HB_NN_DW_MAX_TAPS &&
+            (uint64_t)hp * wp * HB_NN_DW_BLOCK <= HB_NN_SCRATCH_BYTES) {
+            dw_padded(p, in, x, f, kh, kw, hp, wp, y);
+            return;
+        }
+    }
     const uint32_t d = p->depth_multiplier, c = in->c, out_c = c * d, taps = kh * kw;
     const size_t x_col = (size_t)c * p->dilation_w, x_row = (size_t)in->w * c * p->dilation_h;
     /* the taps any output pixel uses: only those are copied */

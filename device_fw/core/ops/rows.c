@@ -46,6 +46,11 @@ void hb_op_rows_of(const hb_graph *g, const hb_op *o, const hb_graph_rows *src, 
     out->src = src;
     out->wc = src ? src->claim(src->ctx, o->idx[1]) : -1;
     out->bc = src && out->b ? src->claim(src->ctx, o->idx[2]) : -1;
+    if (src && src->tensor) { /* claimed tensors as whole data: read like the blob's */
+        if (out->wc >= 0) out->w = (const int8_t *)src->tensor(src->ctx, out->wc);
+        if (out->bc >= 0) out->b = src->tensor(src->ctx, out->bc);
+        out->wc = out->bc = -1;
+    }
     out->r.row = out->wc >= 0 ? row_claimed : trailing ? row_trailing : row_leading;
     out->r.step = out->wc < 0                      ? o->prep.row_step
                   : src->row_step ? src->row_step(src->ctx, out->wc)

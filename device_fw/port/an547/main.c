@@ -22,6 +22,7 @@
 #include "hb_port.h"
 #include "hb_status.h"
 #include "hb_wire.h"
+#include "port.h"
 #include "semihost.h"
 
 extern uint8_t __arena_start[], __arena_end[];
@@ -83,6 +84,22 @@ void hb_port_reset(void) {
 
 const char *hb_port_device_id(void) { return cfg.device_id; }
 const char *hb_port_firmware(void) { return cfg.firmware; }
+
+/* ---- what the port set (port/port.h, DEVICE_INFO) ---------------------------------------- */
+
+/* The MPS3 board's nominal clock; QEMU models no cache, no watchdog and a UART that never
+ * loses a byte on the line (its receive ring cannot overflow: the ISR masks RX instead). */
+const hb_port_info_t *hb_port_info(void) {
+    static hb_port_info_t info;
+    info.cpu_hz = AN547_SYSCLK_HZ;
+    info.arena_bytes = cfg.arena_bytes;
+    info.uart_baud = AN547_UART_BAUD;
+    info.uart_kernel_hz = AN547_UART_PCLK_HZ;
+    info.reset_cause = cfg.boot ? HB_RESET_SOFTWARE : HB_RESET_POWER_ON;
+    return &info;
+}
+
+void hb_port_stage_sync(const uint8_t *p, uint32_t n) { (void)p, (void)n; } /* no D-cache */
 
 /* ---- options ------------------------------------------------------------------------- */
 

@@ -55,3 +55,14 @@ uint32_t cm_caches_state(void) {
 #endif
     return state;
 }
+
+#define CM_DCACHE_LINE 32u /* the Cortex-M55's L1 D-cache line (TRM) */
+
+void cm_dcache_flush_range(uintptr_t p, uint32_t n) {
+    if (!n || !(hb_mmio_rd(CM_SCB_CCR) & CM_CCR_DC)) return;
+    uintptr_t end = p + n;
+    hb_mmio_barrier();
+    for (uintptr_t a = p & ~(uintptr_t)(CM_DCACHE_LINE - 1u); a < end; a += CM_DCACHE_LINE)
+        hb_mmio_wr(CM_SCB_DCCIMVAC, (uint32_t)a);
+    hb_mmio_barrier();
+}

@@ -39,6 +39,7 @@ static inline int hb_mmio_wait(uint32_t addr, uint32_t mask, uint32_t want, uint
 #define CM_SCB_CSSELR 0xE000ED84u    /* 0: level 1 data cache */
 #define CM_SCB_ICIALLU 0xE000EF50u   /* invalidate the whole I-cache */
 #define CM_SCB_DCISW 0xE000EF60u     /* invalidate a D-cache line by set/way */
+#define CM_SCB_DCCIMVAC 0xE000EF70u  /* clean and invalidate a D-cache line by address */
 #define CM_MEMSYSCTL_MSCR 0xE001E000u /* Cortex-M55 MSCR: DCACTIVE [12], ICACTIVE [13] */
 #define CM_SCR_SLEEPDEEP (1u << 2)
 #define CM_CCR_DC (1u << 16)

@@ -36,6 +36,7 @@
 #include "hb_log.h"
 #include "hb_port.h"
 #include "hb_wire.h"
+#include "port.h"
 
 #define IDLE_POLL_MS 200 /* how often an idle SIL looks at its parent and the stop flag */
 #define READ_CHUNK 65536
@@ -104,6 +105,16 @@ void hb_port_reset(void) {
 
 const char *hb_port_device_id(void) { return device_id; }
 const char *hb_port_firmware(void) { return firmware; }
+
+/* what the port set (port/port.h, DEVICE_INFO): the arena; no clock, cache, UART or watchdog
+ * of its own (a socket or a pty carries the bytes) */
+const hb_port_info_t *hb_port_info(void) {
+    static hb_port_info_t info;
+    info.arena_bytes = arena_bytes;
+    return &info;
+}
+
+void hb_port_stage_sync(const uint8_t *p, uint32_t n) { (void)p, (void)n; }
 
 /* ---- options ------------------------------------------------------------------------- */
 

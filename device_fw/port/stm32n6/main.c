@@ -55,6 +55,9 @@ const hb_port_info_t *hb_port_info(void) {
     return &info;
 }
 
+/* LOAD_STAGE and LOAD_COMMIT: the probe's AHB-AP writes bypass the M55's D-cache */
+void hb_port_stage_sync(const uint8_t *p, uint32_t n) { cm_dcache_flush_range((uintptr_t)p, n); }
+
 /* the serving loop's idle hook (port/cortex_m/serve.c): the watchdog's kick */
 void cm_serve_idle(void) {
     if (info.watchdog_ms) hb_n6_watchdog_kick();
