@@ -541,6 +541,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         text = failure_section(runs, _keep_failed_traces(item, runs))
         if text:
             report.sections.append(("hilbench", text))
+    elif report.failed and call.when == "call":  # no run: what the device said, if anything
+        text = device_log_section(item)
+        if text:
+            report.sections.append(("hilbench", text))
     if report.failed and call.when in ("setup", "call"):
         text = board_section(item)
         if text:
@@ -592,6 +596,45 @@ def failure_section(runs: list[_Run], kept: dict[Path, Path] | None = None) -> s
         lines.extend(_run_lines(trace, several=len(ids) > 1, shown=(kept or {}).get(path)))
         if entry.parting:
             lines.append(_row("backends", entry.parting))
+    return "\n".join(lines)
+
+
+SECTION_DEVICE_LINES = 5  # the device's last lines a failing test's section shows
+
+
+def _device_said_lines(trace: Any) -> list[str]:
+    """The device's last own words (LOG lines, console bytes) in a failing run's block."""
+    from hilbench.trace.device_lines import format_said, last_lines
+
+    shown, total = last_lines(trace, SECTION_DEVICE_LINES)
+    if total > len(shown):
+        shown = shown[-(SECTION_DEVICE_LINES - 1) :]
+        return [_row("said", f"({total - len(shown)} earlier lines in the trace)")] + [
+            _row("said", format_said(said)) for said in shown
+        ]
+    return [_row("said", format_said(said)) for said in shown]
+
+
+def device_log_section(item: pytest.Item) -> str:
+    """A failing test that used ``device`` without training: the device's last LOG lines
+    and the bytes its port sent before its first frame, from the client."""
+    names = getattr(item, "fixturenames", ())
+    if "device" not in names or "zo_session" in names:  # a zo_session test: its runs say it
+        return ""
+    backend = item.config.stash.get(_BACKEND, None)
+    client = getattr(backend, "client", None) if backend is not None else None
+    log = getattr(client, "device_log", None)
+    if log is None:
+        return ""
+    from hilbench.client.device_log import console_detail
+
+    lines = []
+    if log.raw_before_hello:
+        lines.append(_row("said", console_detail(log.raw_before_hello)))
+    last = log.last(SECTION_DEVICE_LINES)
+    if log.received > len(last):
+        lines.append(_row("said", f"({log.received - len(last)} earlier lines not shown)"))
+    lines += [_row("said", str(line)) for line in last]
     return "\n".join(lines)
 
 
@@ -660,6 +703,7 @@ def _run_lines(trace: Any, *, several: bool, shown: Path | None = None) -> list[
             )
         )
     lines.append(_row("open it", command))
+    lines.extend(_device_said_lines(trace))  # last: the device's own words
     return lines
 
 

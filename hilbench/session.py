@@ -30,9 +30,9 @@ from hilbench.backend.base import Backend, Connection
 from hilbench.backend.emulate import EmulatorBackend
 from hilbench.backend.registry import make_backend
 from hilbench.board.lifecycle import Lifecycle, Stage
-from hilbench.client import device_info
+from hilbench.client import device_info, device_log
 from hilbench.client.device_client import DeviceClient
-from hilbench.client.events import Incident, Transfer
+from hilbench.client.events import DeviceLine, Incident, Transfer
 from hilbench.client.recovery import RecoveringTarget, UpdateLog
 from hilbench.config import RunConfig
 from hilbench.console import (
@@ -44,7 +44,7 @@ from hilbench.console import (
     view_title,
     view_transfer,
 )
-from hilbench.device import DeviceTwin, FrameEndpoint, ModelState
+from hilbench.device import BANNER_REASONS, DeviceTwin, FrameEndpoint, ModelState
 from hilbench.errors import HilbenchError
 from hilbench.link.memory import MemoryPort
 from hilbench.npu import cost
@@ -75,7 +75,8 @@ def direct_target(twin: DeviceTwin | None = None) -> DeviceClient:
     """A connected DeviceClient on an in-process twin, for studies: no pty, no thread, the
     same bytes and device code as the emulator backend (``EmulatorBackend(link="memory")``'s
     link)."""
-    port = MemoryPort(FrameEndpoint(twin or DeviceTwin()).feed, name="in-process")
+    twin = twin or DeviceTwin(**BANNER_REASONS)
+    port = MemoryPort(FrameEndpoint(twin).feed, name="in-process")
     target = DeviceClient(
         port, name="emulator (in-process)", min_rto=EmulatorBackend.MEMORY_MIN_RTO_S
     )
@@ -465,6 +466,7 @@ class _RunDevice:
         self.target: RecoveringTarget | None = None
         self._trace: TraceWriter | None = None
         self._early: list[tuple[str, str]] = []
+        self._console_noted = False  # the port's bytes before its first frame are recorded
 
     def connect(self, target: DeviceClient | Connection | None, backend: Backend | None) -> None:
         if isinstance(target, Connection):  # an opened backend's: where, and a lifecycle
@@ -477,6 +479,9 @@ class _RunDevice:
             target = self.connection.client
         self.client = target
         target.events.incident.subscribe(self._on_incident)
+        for line in target.device_log.claim():  # said before this run listened (HELLO)
+            self._early.append(("device", str(line)))
+        target.events.device.subscribe(self._on_device_line)
         self.target = RecoveringTarget(
             target,
             # The twin's semantics are what any device must compute: check a board or QEMU
@@ -495,11 +500,36 @@ class _RunDevice:
         return self.connection.lifecycle if self.connection is not None else None
 
     def trace_into(self, trace: TraceWriter) -> None:
+        self._note_console()
         for kind, detail in self._early:
             trace.event(kind, detail)
         self._trace = trace
 
+    def _on_device_line(self, line: DeviceLine) -> None:
+        """A LOG line of the device: an event ``device`` (docs/trace-format.md)."""
+        self._note_console()
+        self.client.device_log.claim()  # taken by this run
+        self._record("device", str(line))
+
+    def _note_console(self) -> None:
+        """Once: the bytes the port sent before its first frame (a board that printed something
+        else first), an event ``console``; known once a frame delimiter came (a line, a
+        resync, the trace's start after HELLO)."""
+        if self._console_noted or self.client is None:
+            return
+        raw = self.client.device_log.raw_before_hello
+        if raw:
+            self._console_noted = True
+            self._record("console", device_log.console_detail(raw))
+
+    def _record(self, kind: str, detail: str) -> None:
+        if self._trace is None:
+            self._early.append((kind, detail))
+        else:
+            self._trace.event(kind, detail)
+
     def _on_incident(self, incident: Incident) -> None:
+        self._note_console()  # a resync: junk before the first frame, most likely
         kind, detail = incident
         view_event(self.view, kind, detail)
         if self._trace is None:
@@ -514,6 +544,7 @@ class _RunDevice:
         if self.client is not None:
             self.client.settle()  # retries still unsettled are reported while traced
             self.client.events.incident.unsubscribe(self._on_incident)
+            self.client.events.device.unsubscribe(self._on_device_line)
         if self.owned is not None:
             self.owned.close()
 

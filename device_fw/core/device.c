@@ -13,6 +13,7 @@
 #include "hb_commands.h"
 #include "hb_device.h"
 #include "hb_frame.h"
+#include "hb_log.h"
 #include "hb_msg.h"
 #include "hb_port.h"
 #include "hb_status.h"
@@ -60,6 +61,7 @@ void hb_device_init(uint8_t *arena, uint32_t arena_bytes, uint16_t max_payload) 
     dev.max_payload = max_payload;
     hb_frame_rx_init(&dev.rx, rx_buf, max_payload);
     hb_store_init(arena, arena_bytes);
+    hb_log_init();
     hb_commands_init(max_payload, hb_port_boot_nonce());
 }
 
@@ -73,6 +75,7 @@ static int newer(uint16_t seq, uint16_t last) {
 
 /* Encode the response in tx_body (payload n bytes) into the cache and send it. */
 static void answer(const hb_frame *req, uint8_t type, uint16_t n) {
+    if (dev.session_open) hb_log_flush(); /* the device's own lines go first (hb_log.h) */
     dev.cache_len = (uint32_t)hb_frame_encode(cache_wire, tx_body, HB_PROTOCOL_VERSION, type,
                                               req->seq, n);
     dev.cached = 1;

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "hb_device.h"
+#include "hb_log.h"
 #include "hb_frame.h"
 #include "hb_msg.h"
 #include "hb_port.h"
@@ -68,6 +69,10 @@ void hb_port_write(const uint8_t *w, size_t n) {
     REQUIRE(ev == HB_RX_FRAME && used == n); /* exactly one intact frame */
     REQUIRE(f.version == HB_PROTOCOL_VERSION);
     hb_status st;
+    if (f.type == HB_TYPE_LOG) { /* the device's own words: seq 0, the layout, never cached */
+        REQUIRE(f.seq == 0 && hb_msg_check_layout(HB_L_LOG, f.payload, f.len, &st) == 0);
+        return;
+    }
     if (f.type == HB_TYPE_ERROR) {
         REQUIRE(hb_msg_check_layout(HB_L_ERROR, f.payload, f.len, &st) == 0);
         if (hb_msg_u16(f.payload, HB_F_ERROR_CODE) == HB_ERR_BAD_FRAME) REQUIRE(f.seq == 0);
@@ -84,7 +89,10 @@ uint64_t hb_port_ticks(void) { return ticks += 7; }
 uint32_t hb_port_tick_ns_q16(void) { return 1u << 16; }
 uint8_t hb_port_timing_source(void) { return HB_TIMING_DEVICE; }
 uint32_t hb_port_boot_nonce(void) { return 0x12345678u; }
-void hb_port_reset(void) { hb_device_init(arena, ARENA_BYTES, max_payload); }
+void hb_port_reset(void) {
+    hb_device_init(arena, ARENA_BYTES, max_payload);
+    hb_log_boot("fuzz reset");
+}
 const char *hb_port_device_id(void) { return "fuzz"; }
 const char *hb_port_firmware(void) { return "fuzz_device"; }
 const hb_port_info_t *hb_port_info(void) {
@@ -326,6 +334,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     unsigned k = first % N_PAYLOADS, c = (first / N_PAYLOADS) % N_CONFIGS;
     max_payload = payloads[k];
     hb_device_init(arena, ARENA_BYTES, max_payload);
+    hb_log_boot("fuzz");
+    /* a line of the input's bytes (any bytes, not only UTF-8): the ring must cut it safely */
+    hb_log(HB_LOG_NOTE, (const char *)in.p, in.n < 200u ? in.n : 200u);
     hb_device_rx(prologue[c][k], prologue_len[c][k]);
     seq = prologue_seq;
     wire_len = 0;

@@ -18,6 +18,18 @@
 #define HB_RESET_RESTART 0x20u  /* a restart in place (RESET command or a fault): no reset flag */
 #define HB_RESET_FAULT 0x40u    /* the restart followed a fault report */
 
+/* The boot banner's reason for reset_cause (core/hb_log.h): the most telling bit's name. */
+static inline const char *hb_reset_reason(uint32_t cause) {
+    if (cause & HB_RESET_FAULT) return "restart after a fault";
+    if (cause & HB_RESET_WATCHDOG) return "watchdog";
+    if (cause & HB_RESET_LOCKUP) return "lockup";
+    if (cause & HB_RESET_RESTART) return "restart";
+    if (cause & HB_RESET_SOFTWARE) return "software";
+    if (cause & HB_RESET_PIN) return "pin";
+    if (cause & HB_RESET_POWER_ON) return "power-on";
+    return "unknown";
+}
+
 /* hb_port_info.caches */
 #define HB_CACHE_I 1u
 #define HB_CACHE_D 2u

@@ -5,7 +5,7 @@ from __future__ import annotations
 from threadpoolctl import threadpool_limits
 
 from hilbench.backend.base import Backend, Connection
-from hilbench.device import DeviceTwin, FrameEndpoint, ThreadedServer
+from hilbench.device import BANNER_REASONS, DeviceTwin, FrameEndpoint, ThreadedServer
 from hilbench.errors import HilbenchError
 from hilbench.link.faults import FaultSpec
 from hilbench.link.memory import MemoryPort
@@ -33,7 +33,7 @@ class EmulatorBackend(Backend):
         super().__init__(faults)
         if link not in ("pty", "memory"):
             raise HilbenchError(f"unknown emulator link '{link}'", "use 'pty' or 'memory'")
-        self.twin = twin or DeviceTwin()
+        self.twin = twin or DeviceTwin(**BANNER_REASONS)
         self.link = link
         self._pty: PtyPair | None = None
         self._server: ThreadedServer | None = None

@@ -19,7 +19,7 @@ from hilbench.backend.qemu import QemuBackend
 from hilbench.backend.serial import SerialBackend
 from hilbench.backend.sil import SilBackend
 from hilbench.config import BACKENDS, RunConfig
-from hilbench.device import DeviceTwin
+from hilbench.device import BANNER_REASONS, DeviceTwin
 from hilbench.errors import HilbenchError
 from hilbench.farm import labgrid_available
 from hilbench.farm.spec import is_farm_board, parse_board
@@ -58,7 +58,7 @@ def _board(config: RunConfig, faults: FaultSpec | None) -> Backend:
 #: One factory per name of hilbench.config.BACKENDS.
 FACTORIES: dict[str, Callable[[RunConfig, FaultSpec | None], Backend]] = {
     "emulate": lambda config, faults: EmulatorBackend(
-        DeviceTwin(timing_model=config.timing_model), faults=faults
+        DeviceTwin(timing_model=config.timing_model, **BANNER_REASONS), faults=faults
     ),
     "sil": lambda config, faults: SilBackend(config.firmware, faults),
     "qemu": lambda config, faults: QemuBackend(config.firmware, faults, upload=config.upload),

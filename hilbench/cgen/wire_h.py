@@ -180,6 +180,12 @@ def build() -> Header:
     h.comment("HELLO capability bits")
     for name, bit in spec.CAPABILITIES.items():
         h.define(f"HB_{name}", bit)
+    h.comment("LOG kinds (docs/protocol.md, Device log)")
+    for kind in spec.LogKind:
+        h.define(f"HB_LOG_{kind.name}", int(kind))
+    h.define("HB_LOG_RING", spec.LOG_RING, "lines a device holds until a session takes them")
+    for name, text in spec.LOG_TEXTS.items():
+        h.string(f"HB_LOG_{name}", text)
     h.comment("Timing sources")
     for src in spec.TimingSource:
         h.define(f"HB_TIMING_{c_ident(src.name)}", int(src))

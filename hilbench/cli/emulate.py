@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from hilbench.backend.emulate import single_threaded_blas
-    from hilbench.device import DeviceTwin, serve_tcp
+    from hilbench.device import BANNER_REASONS, DeviceTwin, serve_tcp
 
     host, sep, port = args.listen.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
@@ -48,7 +48,13 @@ def handle(args: argparse.Namespace) -> int:
 
     single_threaded_blas()
     try:
-        serve_tcp(host or "127.0.0.1", int(port), DeviceTwin(), on_listening=announce, log=say)
+        serve_tcp(
+            host or "127.0.0.1",
+            int(port),
+            DeviceTwin(**BANNER_REASONS),
+            on_listening=announce,
+            log=say,
+        )
     except OSError as exc:
         raise HilbenchError(
             f"cannot listen on {args.listen}: {exc.strerror or exc}",

@@ -77,7 +77,18 @@ def report_dict(trace: Any) -> dict[str, Any]:
         {"command": cmd, "source": src, **stats}
         for (cmd, src), stats in trace.timing_percentiles().items()
     ]
+    out["device_log"] = _device_log(trace)
     return out
+
+
+DEVICE_LINES = 10  # the device's last lines `report` shows (the JSON has them all)
+
+
+def _device_log(trace: Any) -> list[dict[str, Any]]:
+    """What the device said on its own (LOG lines, console bytes), with step and time."""
+    from hilbench.trace.device_lines import device_words
+
+    return [said._asdict() for said in device_words(trace)]
 
 
 def _fmt(key: str, value: Any) -> str:
@@ -168,6 +179,14 @@ def handle(args: argparse.Namespace) -> int:
                 *(_fmt_duration(row[p], row["source"]) for p in ("p50", "p90", "p99", "max")),
             )
         console.print(t)
+    said = data["device_log"]
+    if said:
+        from hilbench.trace.device_lines import Said, format_said
+
+        shown = said[-DEVICE_LINES:]
+        print(f"the device's own words (last {len(shown)} of {len(said)}):")
+        for row in shown:
+            print("  " + format_said(Said(**row)))
     for p in plots:
         print(f"wrote {p}")
     return 0

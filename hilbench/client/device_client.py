@@ -20,6 +20,8 @@ from typing import NamedTuple
 import numpy as np
 import serial
 
+from hilbench.client import device_log
+from hilbench.client.device_log import describe_bytes
 from hilbench.client.events import ClientEvents, Incident, Transfer
 from hilbench.client.rto import PEAK_HALF_LIFE_S, Part, WorkTimer
 from hilbench.errors import ConfigError, DeviceError, LinkError
@@ -33,6 +35,7 @@ TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}
 INSTRUCTIONS = "instr"  # executed instructions (QEMU -icount): a count, never seconds
 _POLL_STEPS = (0.001, 0.005, 0.02, 0.05)  # read timeouts: few values, so few tty reprograms
 _SEEN_BYTES = 64  # the last bytes received that a "no answer" error shows
+_LOG = int(spec.MessageType.LOG)  # a device's LOG frame (seq 0): its own words, never an answer
 # APPLY_PROBE's answer size, a + b q (spec's layout), derived once: it is checked every step
 _APPLY_PROBE_R_BASE = spec.apply_probe_response_size(0)
 _APPLY_PROBE_R_PER_SEED = spec.apply_probe_response_size(1) - _APPLY_PROBE_R_BASE
@@ -206,6 +209,9 @@ class DeviceClient:
         self._arena_base: tuple[int, int] | None = None  # (boot nonce, DEVICE_INFO arena_base)
         self._unsettled: dict[int, _Unsettled] = {}  # seq -> retries for silence, unsettled
         self._miss = "timeout"  # why the last _await returned None: "timeout" or "damaged"
+        #: the device's own words: its last LOG lines, and the bytes the port sent before the
+        #: first HELLO answer (hilbench.client.device_log)
+        self.device_log = device_log.DeviceLog()
 
     def event(self, kind: str, detail: str) -> None:
         """Count an incident and tell the subscribers (retries, resyncs, resets, faults)."""
@@ -347,7 +353,8 @@ class DeviceClient:
         if response is None:
             raise LinkError(
                 f"no answer from {self.name} to {name} after {retries + 1} tries in "
-                f"{host_s:.1f} s (last bytes received: {describe_bytes(bytes(seen))})",
+                f"{host_s:.1f} s (last bytes received: {describe_bytes(bytes(seen))})"
+                + self.device_log.said_before_hello(),
                 self._silence_fix(bytes(seen), self._frames_in - frames_before),
             )
         if isinstance(response, m.ErrorResponse):
@@ -439,6 +446,9 @@ class DeviceClient:
         while True:
             while self._pending:
                 frame = self._pending.pop(0)
+                if frame.type == _LOG and frame.seq == 0:  # the device speaks on its own
+                    self.device_log.frame(frame, self.events.device)
+                    continue
                 if frame.type == m.ERROR and frame.seq == 0:
                     reply = _decode_or_none(frame)
                     if reply is not None and reply.code == m.ErrorCode.BAD_FRAME:
@@ -492,6 +502,8 @@ class DeviceClient:
                     self.port.timeout = poll
             chunk = self.port.read(waiting or 1)
             if chunk:
+                if not self._frames_in:  # what the port sent before its frames: diagnosis
+                    self.device_log.before_frames(chunk)
                 seen += chunk  # a copy, not a per-byte deque: this runs on every answer
                 if len(seen) > _SEEN_BYTES:
                     del seen[:-_SEEN_BYTES]
@@ -872,18 +884,6 @@ def _error_fix(code: m.ErrorCode | None) -> str:
         m.ErrorCode.NO_MODEL: "the device lost its model (reset?): restart the run",
         m.ErrorCode.NO_DATA: "the device lost its data (reset?): restart the run",
     }.get(code, "this is a bug in hilbench or the firmware: please report it with the trace")
-
-
-def describe_bytes(data: bytes) -> str:
-    """Bytes a port sent, for a message: as text when they read as text (a console, a
-    bootloader), else in hex; ``nothing`` when there were none."""
-    if not data:
-        return "nothing"
-    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in data)
-    if printable >= 0.9 * len(data):
-        text = data.decode("ascii", "replace")
-        return f"text {text!r}"
-    return data.hex(" ")
 
 
 #: The old name of :class:`DeviceClient` (it clashed with labgrid's ``Target``), kept for one

@@ -34,6 +34,21 @@ class Transfer(NamedTuple):
     total: int
 
 
+class DeviceLine(NamedTuple):
+    """A line the device said on its own (a LOG frame, docs/protocol.md "Device log"):
+    ``kind`` (boot, fault, uart, note, or ``kind N``), its text, the lines the device's ring
+    dropped before it, and when the host received it (s since the Unix epoch)."""
+
+    kind: str
+    text: str
+    dropped: int
+    time: float
+
+    def __str__(self) -> str:
+        lost = f" ({self.dropped} earlier lines lost)" if self.dropped else ""
+        return f"[{self.kind}] {self.text}{lost}"
+
+
 class Step(NamedTuple):
     """One timed step of a backend's way to a device (find the board, a hook, halt, write,
     reset, HELLO, ...): its name, its duration and how it ended ("" when it went well)."""
@@ -86,14 +101,16 @@ class Channel(Generic[T]):
 class ClientEvents:
     """What a client announces: ``command`` (a CommandTiming after each round trip),
     ``incident`` (an :class:`Incident`: retry, resync, reset, injected fault, recovery) and
-    ``upload`` (a :class:`Transfer` per chunk of a model or data blob)."""
+    ``upload`` (a :class:`Transfer` per chunk of a model or data blob) and ``device`` (a
+    :class:`DeviceLine`: what the firmware said on its own, in LOG frames)."""
 
-    __slots__ = ("command", "incident", "upload")
+    __slots__ = ("command", "device", "incident", "upload")
 
     def __init__(self) -> None:
         self.command: Channel = Channel()  # of hilbench.client.device_client.CommandTiming
         self.incident: Channel[Incident] = Channel()
         self.upload: Channel[Transfer] = Channel()
+        self.device: Channel[DeviceLine] = Channel()
 
 
 class BackendEvents:

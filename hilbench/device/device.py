@@ -21,6 +21,7 @@ import numpy as np
 
 from hilbench import __version__
 from hilbench.device import blob, plan
+from hilbench.device.device_log import LogRing
 from hilbench.device.model import DataSlot, ModelState
 from hilbench.device.store import DEFAULT_ARENA_BYTES, Arena, ArenaFull
 from hilbench.errors import ModelError
@@ -44,6 +45,8 @@ CAPABILITIES = (
     | spec.CAP_LOAD_STAGE
 )
 _HEADER = struct.Struct("<BBHH")  # version, type, seq, length: what the frame's CRC-32 starts with
+#: the twin's boot banner reasons in the backends (first boot, after RESET): the an547's
+BANNER_REASONS = {"boot_reason": "power-on", "restart_reason": "software"}
 _MODEL = -1  # the model's upload target (data slots are 0..N_SLOTS-1)
 
 
@@ -66,6 +69,8 @@ class DeviceTwin:
         boot_nonce: int | None = None,
         modeled_timing: bool = True,
         timing_model: str = cost.DEFAULT_TIMING_MODEL,
+        boot_reason: str | None = None,
+        restart_reason: str | None = None,
     ) -> None:
         firmware = f"hilbench-twin {__version__}" if firmware is None else firmware
         for what, text in (("device_id", device_id), ("firmware", firmware)):
@@ -97,6 +102,12 @@ class DeviceTwin:
         self.capabilities = CAPABILITIES & ~(0 if modeled_timing else spec.CAP_MODELED_TIMING)
         self.boots = 0
         self.stats: Counter[str] = Counter()
+        # the boot banner's reason (docs/protocol.md, "Device log"): of the first boot, and of
+        # the boots after it (RESET); None: no banner, as the C test port (a frame in, its
+        # answer out); the backends give it BANNER_REASONS, a board's
+        # ("power-on", "software")
+        self.boot_reason, self.restart_reason = boot_reason, restart_reason
+        self.log = LogRing()
         self.boot()
 
     def boot(self) -> None:
@@ -117,6 +128,10 @@ class DeviceTwin:
         self._forget_infer()
         self._last_seq = 0
         self.stats["boots"] += 1
+        self.log.clear()
+        reason = self.boot_reason if self.boots == 1 else self.restart_reason
+        if reason is not None:
+            self.log.banner(self.device_id, self.firmware, reason)
 
     def reset(self) -> None:
         """What a reset (watchdog, brown-out, the reset button) does: reboot, lose everything."""
@@ -193,7 +208,14 @@ class DeviceTwin:
         seq, frame_type, _ = key
         encoded = FRAME_START + encode_frame(frame_type | spec.RESPONSE_BIT, seq, response.pack())
         self._cache = (key, encoded)
-        return encoded
+        return self._with_log(encoded)
+
+    def _with_log(self, answer: bytes) -> bytes:
+        """The device's waiting LOG frames, then ``answer`` (a session is open), as
+        device_fw/core/device.c sends them."""
+        if self._session is None or not self.log.lines:
+            return answer
+        return self.log.flush() + answer
 
     def _refuse(self, key: tuple[int, int, int], exc: Exception) -> bytes:
         """The ERROR answer to a refused frame; it replaces the cache like any answer."""
@@ -204,7 +226,7 @@ class DeviceTwin:
         payload = m.ErrorResponse(code=code, request_type=frame_type, message=text)
         encoded = FRAME_START + encode_frame(spec.MessageType.ERROR, seq, payload.pack())
         self._cache = (key, encoded)
-        return encoded
+        return self._with_log(encoded)
 
     # --- commands -----------------------------------------------------------------------
     def _dispatch(self, req: m.Message) -> m.Message:

@@ -103,6 +103,7 @@ __all__ = [
     "LoadDataResponse",
     "LoadModelRequest",
     "LoadModelResponse",
+    "LogFrame",
     "Message",
     "MessageError",
     "MessageType",
@@ -120,6 +121,7 @@ __all__ = [
     "error_response",
     "format_message",
     "int_array",
+    "log_frame",
     "max_data_chunk",
     "max_infer_output",
     "max_model_chunk",
@@ -409,6 +411,38 @@ def error_response(request_type: int, exc: MessageError) -> ErrorResponse:
     """The ERROR a device answers for ``exc`` (its code and message, already cut to 256 bytes
     when it was formatted from a template; cut here otherwise)."""
     return ErrorResponse(exc.code, request_type, format_message("%s", (str(exc),)))
+
+
+# ---- LOG ----------------------------------------------------------------------------------------
+
+
+@message("LOG")
+class LogFrame(Message):
+    """A line the device says on its own (seq 0, never an answer): ``kind`` is a
+    :class:`~hilbench.protocol.spec.LogKind` when known, else the raw int; ``dropped`` the lines
+    its ring lost before this one; ``message`` UTF-8 text of at most MAX_LOG_MSG bytes."""
+
+    kind: int
+    dropped: int
+    message: str = field(default="", metadata={WIRE: "msg"})
+
+    @property
+    def kind_name(self) -> str:
+        known = spec.LogKind._value2member_map_.get(self.kind)
+        return known.name.lower() if known is not None else f"kind {self.kind}"
+
+
+def log_frame(kind: int, text: str, dropped: int = 0) -> LogFrame:
+    """The LOG frame of ``text``, cut at MAX_LOG_MSG bytes on a character boundary."""
+    return LogFrame(kind, dropped, cut_text(text, spec.MAX_LOG_MSG))
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut at ``limit`` bytes of UTF-8 on a character boundary."""
+    b = text.encode("utf-8")
+    if len(b) <= limit:
+        return text
+    return b[:limit].decode("utf-8", "ignore")
 
 
 # ---- RESET --------------------------------------------------------------------------------------

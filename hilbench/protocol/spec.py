@@ -87,6 +87,7 @@ class MessageType(IntEnum):
     DEVICE_INFO = 0x0D
     LOAD_STAGE = 0x0E
     LOAD_COMMIT = 0x0F
+    LOG = 0xFE  # device-initiated, seq 0, never an answer (docs/protocol.md, "Device log")
     ERROR = 0xFF
 
 
@@ -109,6 +110,25 @@ class ErrorCode(IntEnum):
     BAD_MODEL = 9
     INTERNAL = 10
     NO_SESSION = 11
+
+
+class LogKind(IntEnum):
+    """``kind`` of a LOG frame: what the device is talking about (docs/protocol.md, "Device
+    log"); a host shows a kind it does not know by its number."""
+
+    BOOT = 1  # the boot banner: identity and the reset reason the port reports
+    FAULT = 2  # a fault report (the restart that followed it)
+    UART = 3  # the UART's error counters changed
+    NOTE = 4  # anything else the firmware says
+
+
+MAX_LOG_MSG = 120  # LOG msg, bytes of UTF-8 (cut at a character boundary, as ERROR's)
+LOG_RING = 8  # lines a device holds until a session takes them (older ones are dropped)
+# the lines the firmware and the twin both say, as %-templates (``hb_format`` in C)
+LOG_TEXTS: dict[str, str] = {
+    "BANNER": "boot: %s, firmware %s, reset %s",  # device_id, firmware, the port's reason
+    "UART_COUNTERS": "uart errors: overrun %d, framing %d, noise %d, dropped %d",
+}
 
 
 class TimingSource(IntEnum):
@@ -646,6 +666,19 @@ _LAYOUT_LIST = (
         ),
         doc="then i8 inputs[n_items * item_size], u8 labels[n_items] (each < n_classes)",
     ),
+    # ---- what a device says on its own (docs/protocol.md, "Device log")
+    Layout(
+        "LOG",
+        "LOG frame",
+        (
+            S("kind", "u8", doc="a LogKind (any value: a host shows an unknown one as a number)"),
+            S("dropped", "u16", doc="lines the ring dropped before this one (it was full)"),
+            S("msg_len", "u16", 0, "MAX_LOG_MSG"),
+            Array("msg", "u8", "msg_len"),
+        ),
+        MessageType.LOG,
+        doc="device-initiated, seq 0; a host that does not know it skips it",
+    ),
 )
 
 LAYOUTS: dict[str, Layout] = {lay.key: lay for lay in _LAYOUT_LIST}
@@ -710,6 +743,7 @@ LIMITS: dict[str, int] = {
     "MAX_Q": MAX_Q,
     "MAX_STRING": MAX_STRING,
     "MAX_ERROR_MSG": MAX_ERROR_MSG,
+    "MAX_LOG_MSG": MAX_LOG_MSG,
     "MAX_PAYLOAD": MAX_PAYLOAD,
     "MIN_DEVICE_PAYLOAD": MIN_DEVICE_PAYLOAD,
     "MAX_INFER_OUTPUT": MAX_INFER_OUTPUT,

@@ -74,6 +74,10 @@ EVENT_MEANINGS: dict[str, str] = {
     "resume": "a writer took the run over again (hilbench run --resume)",
     "stop": "a time limit or stopping rule ended the run before its budget (detail: which)",
     "note": "free text",
+    "device": "a line the device said on its own, in a LOG frame (detail: [kind] text; kinds "
+    "boot, fault, uart, note)",
+    "console": "bytes the port sent before the device's first frame (detail: how many, as text "
+    "or hex; at most 4 KiB): what a board printed instead of, or before, hilbench",
 }
 EVENT_KINDS = tuple(EVENT_MEANINGS)
 

@@ -22,6 +22,7 @@ class Wire:
         self.decoder = FrameDecoder()
         self.seq = seq
         self.session = session
+        self.said: list = []  # the LOG frames that came with the last answer
 
     def send_raw(
         self,
@@ -39,7 +40,10 @@ class Wire:
         answer = self.twin.handle(frame)
         if not answer:
             return b"", None
-        (reply,) = self.decoder.feed(answer)
+        # the device's own LOG lines (seq 0) may come first: a host takes them aside
+        frames = self.decoder.feed(answer)
+        self.said = [f for f in frames if f.type == m.MessageType.LOG and f.seq == 0]
+        (reply,) = [f for f in frames if f not in self.said]
         assert reply.seq == seq
         return answer, m.decode_response(reply)
 

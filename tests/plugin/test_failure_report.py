@@ -19,6 +19,7 @@ from hilbench.trace import Trace
 LABELS = (
     "device", "run", "accuracy", "steps", "events", "ended by", "trace", "kept", "open it", "no run"
 )  # fmt: skip
+LABELS += ("said",)  # the device's own words (LOG lines), the last rows of a run's block
 
 
 def hilbench_sections(text: str) -> list[list[str]]:

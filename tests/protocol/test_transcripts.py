@@ -67,6 +67,8 @@ def device(config: dict, **kw) -> DeviceTwin:
         firmware=config["firmware"],
         arena_bytes=int(config["arena_bytes"]),
         max_payload=int(config["max_payload"]),
+        boot_reason=None,  # the C test port says no boot banner (device_fw/tests/port_capture.c)
+        restart_reason=None,
         **kw,
     )
 

@@ -61,7 +61,8 @@ def test_icount_durations_are_executed_instructions(an547_elf):
 
 
 def _frames(sock: socket.socket, n: int, timeout: float = 60.0) -> list:
-    """The next ``n`` frames the device sends (fewer if it goes quiet)."""
+    """The next ``n`` answers the device sends (fewer if it goes quiet); its own LOG lines
+    (seq 0, the boot banner before the first HELLO answer) are set aside, as a host does."""
     decoder, frames, deadline = FrameDecoder(), [], time.monotonic() + timeout
     sock.settimeout(1.0)
     while len(frames) < n and time.monotonic() < deadline:
@@ -71,7 +72,9 @@ def _frames(sock: socket.socket, n: int, timeout: float = 60.0) -> list:
             continue
         if not chunk:
             break
-        frames += decoder.feed(chunk)
+        frames += [
+            f for f in decoder.feed(chunk) if not (f.type == m.MessageType.LOG and not f.seq)
+        ]
     return frames
 
 

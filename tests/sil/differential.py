@@ -59,6 +59,8 @@ class DeviceConfig:
     boot_nonce: int = 0xD1FF0001
     arena_bytes: int = spec.DEFAULT_ARENA_BYTES
     max_payload: int = spec.MAX_PAYLOAD
+    # the boot banner's reasons (first boot, after RESET): the SIL's; the an547's differ
+    reasons: tuple[str, str] = ("host", "host")
 
     def twin(self) -> DeviceTwin:
         return DeviceTwin(
@@ -68,6 +70,8 @@ class DeviceConfig:
             max_payload=self.max_payload,
             boot_nonce=self.boot_nonce,
             modeled_timing=False,
+            boot_reason=self.reasons[0],
+            restart_reason=self.reasons[1],
         )
 
     def sil_args(self) -> list[str]:

@@ -44,6 +44,7 @@
 #define HB_TYPE_DEVICE_INFO 13
 #define HB_TYPE_LOAD_STAGE 14
 #define HB_TYPE_LOAD_COMMIT 15
+#define HB_TYPE_LOG 254
 #define HB_TYPE_ERROR 255
 #define HB_FIRST_REQUEST 1
 #define HB_LAST_REQUEST 15
@@ -72,6 +73,15 @@
 #define HB_CAP_DEVICE_INFO 128
 #define HB_CAP_LOAD_STAGE 256
 
+/* LOG kinds (docs/protocol.md, Device log) */
+#define HB_LOG_BOOT 1
+#define HB_LOG_FAULT 2
+#define HB_LOG_UART 3
+#define HB_LOG_NOTE 4
+#define HB_LOG_RING 8  /* lines a device holds until a session takes them */
+#define HB_LOG_BANNER "boot: %s, firmware %s, reset %s"
+#define HB_LOG_UART_COUNTERS "uart errors: overrun %d, framing %d, noise %d, dropped %d"
+
 /* Timing sources */
 #define HB_TIMING_NONE 0
 #define HB_TIMING_DEVICE 1
@@ -88,6 +98,7 @@
 #define HB_MAX_INFER_OUTPUT 4081  /* INFER output elements in MAX_PAYLOAD */
 #define HB_LAST_SLOT 3
 #define HB_STAGE_MODEL 4
+#define HB_MAX_LOG_MSG 120
 #define HB_LAST_TIMING_SOURCE 3
 #define HB_MODEL_CHUNK_OVERHEAD 8  /* LOAD_MODEL bytes before chunk */
 #define HB_DATA_CHUNK_OVERHEAD 9  /* LOAD_DATA bytes before chunk */
@@ -271,8 +282,9 @@ typedef struct {
 #define HB_L_LOAD_COMMIT_R 30  /* LOAD_COMMIT response */
 #define HB_L_ERROR 31  /* ERROR response */
 #define HB_L_DATA_BLOB 32  /* data blob */
+#define HB_L_LOG 33  /* LOG frame */
 #define HB_L_LAST_REQUEST 14  /* the last request's layout (msg.c checks the order) */
-#define HB_N_LAYOUTS 33
+#define HB_N_LAYOUTS 34
 #define HB_MAX_FIELDS 17  /* fields of the longest layout */
 
 /* HELLO request (layout HELLO) */
@@ -623,6 +635,18 @@ typedef struct {
 #define HB_MIN_SIZE_DATA_BLOB 8
 #define HB_SIZE_DATA_BLOB 8
 
+/* LOG frame (layout LOG): device-initiated, seq 0; a host that does not know it skips it */
+#define HB_F_LOG_KIND HB_FIELD(HB_L_LOG, 0)
+#define HB_F_LOG_DROPPED HB_FIELD(HB_L_LOG, 1)
+#define HB_F_LOG_MSG_LEN HB_FIELD(HB_L_LOG, 2)
+#define HB_F_LOG_MSG HB_FIELD(HB_L_LOG, 3)
+#define HB_OFF_LOG_KIND 0
+#define HB_OFF_LOG_DROPPED 1
+#define HB_OFF_LOG_MSG_LEN 3
+#define HB_OFF_LOG_MSG 5
+#define HB_MIN_SIZE_LOG 5
+#define HB_SIZE_LOG(msg_len) (5u + 1u * (uint32_t)(msg_len))
+
 /* The tables (one definition: in msg.c, which defines HB_WIRE_TABLES first) */
 extern const hb_layout_desc hb_layouts[HB_N_LAYOUTS];
 #ifdef HB_WIRE_TABLES
@@ -798,6 +822,12 @@ static const hb_field_desc hb_fields_data_blob[] = {
     {"item_size", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 1, 65535},
     {"n_classes", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 1, 65535},
 };
+static const hb_field_desc hb_fields_log[] = {
+    {"kind", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"dropped", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"msg_len", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 0, HB_MAX_LOG_MSG},
+    {"msg", HB_FK_ARRAY, HB_W_U8, 2, 255, 0, {255, 255, 255}, 0, 0, 0},
+};
 const hb_layout_desc hb_layouts[HB_N_LAYOUTS] = {
     {"HELLO request", hb_fields_hello, 2, 1},
     {"LOAD_MODEL request", hb_fields_load_model, 4, 0},
@@ -832,6 +862,7 @@ const hb_layout_desc hb_layouts[HB_N_LAYOUTS] = {
     {"LOAD_COMMIT response", hb_fields_load_commit_r, 4, 1},
     {"ERROR response", hb_fields_error, 4, 1},
     {"data blob", hb_fields_data_blob, 3, 1},
+    {"LOG frame", hb_fields_log, 4, 1},
 };
 #endif /* HB_WIRE_TABLES */
 

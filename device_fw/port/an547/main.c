@@ -18,6 +18,7 @@
 #include "board.h"
 #include "hb_an547.h"
 #include "hb_device.h"
+#include "hb_log.h"
 #include "hb_port.h"
 #include "hb_status.h"
 #include "hb_wire.h"
@@ -225,6 +226,9 @@ int main(int argc, char **argv) {
     hb_an547_systick_init();
     hb_an547_uart_init();
     hb_device_init(__arena_start, cfg.arena_bytes, cfg.max_payload);
+    /* QEMU keeps no reset flags: the first boot is power-on, a later one followed RESET's
+     * SYSRESETREQ (a fault ends QEMU instead) */
+    hb_log_boot(cfg.boot ? "software" : "power-on");
     cm_irq_enable();
     boot_line();
 

@@ -33,6 +33,7 @@
 
 #include "hb_cli.h"
 #include "hb_device.h"
+#include "hb_log.h"
 #include "hb_port.h"
 #include "hb_wire.h"
 #include "port.h"
@@ -99,6 +100,7 @@ uint32_t hb_port_boot_nonce(void) {
 void hb_port_reset(void) {
     /* a board resets its core here; the SIL starts the core over in place */
     hb_device_init(arena, arena_bytes, max_payload);
+    hb_log_boot("host");
 }
 
 const char *hb_port_device_id(void) { return device_id; }
@@ -351,6 +353,7 @@ int main(int argc, char **argv) {
     }
     arena = mem;
     hb_device_init(arena, arena_bytes, max_payload);
+    hb_log_boot("host"); /* the SIL has no reset cause of its own */
 
     int rc = mode == OPT_PTY ? serve_pty() : mode == OPT_STDIO ? serve_stdio()
                                                                : serve_tcp(listen_spec);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hb_device.h"
+#include "hb_log.h"
 #include "hb_port.h"
 #include "hb_status.h"
 #include "hb_stm32n6.h"
@@ -149,6 +150,12 @@ static void bringup(void) {
 
 /* ---- serving ----------------------------------------------------------------------------- */
 
+/* after each batch of received bytes: a LOG line when the UART's error counters moved */
+static void uart_log(void) {
+    const hb_port_info_t *i = hb_port_info();
+    hb_log_uart(i->uart_overrun, i->uart_framing, i->uart_noise, i->uart_dropped);
+}
+
 int main(void) {
     volatile persist *p = PERSIST;
     hb_n6_cycles_init(); /* first: the bring-up's waits then vary the count the seed mixes */
@@ -170,9 +177,13 @@ int main(void) {
     if (arena_bytes > HB_DEFAULT_ARENA_BYTES) arena_bytes = HB_DEFAULT_ARENA_BYTES;
     info.arena_bytes = arena_bytes;
     hb_device_init(__arena_start, arena_bytes, HB_MAX_PAYLOAD);
+    hb_log_boot(hb_reset_reason(info.reset_cause));
+    if (info.reset_cause & HB_RESET_FAULT)
+        hb_log(HB_LOG_FAULT, "the previous boot ended in a fault (its report went out then)",
+               sizeof "the previous boot ended in a fault (its report went out then)" - 1);
     cm_irq_enable();
 
     static const cm_serve_ring ring = {hb_n6_uart_peek, hb_n6_uart_consume, hb_n6_uart_pending,
-                                       NULL};
+                                       uart_log};
     cm_serve(&ring);
 }
