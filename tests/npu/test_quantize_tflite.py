@@ -77,5 +77,16 @@ def test_the_quantize_command_calibrates_on_a_data_set(tmp_path, capsys):
     calib = datasets.load("digits").x_train[:64]
     want = quantize_tflite.quantize_float_tflite(src.read_bytes(), calib)
     assert export_tflite(g) == export_tflite(want)
-    assert main([str(src), "--calibration", str(tmp_path / "none.npy"), "-o", str(out)]) == 2
+    assert (
+        main(
+            [
+                str(src),
+                "--calibration",
+                str(tmp_path / "none.npy"),
+                "-o",
+                str(tmp_path / "q2.tflite"),
+            ]
+        )
+        == 2
+    )
     assert "cannot read" in capsys.readouterr().err
