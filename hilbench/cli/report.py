@@ -181,12 +181,24 @@ def handle(args: argparse.Namespace) -> int:
         console.print(t)
     said = data["device_log"]
     if said:
+        import shutil
+        import textwrap
+
         from hilbench.trace.device_lines import Said, format_said
 
         shown = said[-DEVICE_LINES:]
         print(f"the device's own words (last {len(shown)} of {len(said)}):")
+        width = max(40, shutil.get_terminal_size().columns)  # long lines wrap, never cut
         for row in shown:
-            print("  " + format_said(Said(**row)))
+            print(
+                textwrap.fill(
+                    format_said(Said(**row)),
+                    width,
+                    initial_indent="  ",
+                    subsequent_indent="      ",
+                    break_long_words=False,
+                )
+            )
     for p in plots:
         print(f"wrote {p}")
     return 0

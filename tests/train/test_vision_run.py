@@ -135,7 +135,7 @@ def test_a_user_stl10_folder_trains_a_vision_model(cache, tmp_path):
     [
         (["--model", "mlp", "--width", "0.5"], "--width / --resolution size a vision model"),
         (["--model", "resnet18", "--resolution", "4"], "resolution 4 is out of range"),
-        (["--model", "resnet18", "--width", "9"], "width 9.0 is out of range"),
+        (["--model", "resnet18", "--width", "9"], "width 9 is out of range"),
         (["--model", "mobilenet_v2", "--dataset", "digits"], "--dataset fashion-mnist-shift"),
         (["--model", "cnn", "--dataset", "fashion-mnist"], "train mobilenet_v2 or resnet18"),
         (["--model", "resnet18", "--dataset", "stl10:/nowhere"], "STL-10: /nowhere"),

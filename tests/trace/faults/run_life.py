@@ -28,7 +28,7 @@ from pathlib import Path
 import h5py
 
 from hilbench import cli
-from hilbench.backend import emulate
+from hilbench.client import device_client
 from hilbench.trace import Trace, TraceWriter
 
 FLUSH_ROWS = 8
@@ -43,18 +43,16 @@ TraceWriter.resume = classmethod(  # type: ignore[method-assign]
 )
 
 
-# The emulator answers in memory, as in the soak tests: over its pty, a loaded host's slow
-# round trip now and then logs a ``late`` event, which moves every later write's number (and
-# an event's text written as the disk fills can damage HDF5's global heap: an open bug of
-# the writer, not what this sweep counts).
-_emulator_init = emulate.EmulatorBackend.__init__
+# A retry waits at least 2 s: a loaded host's slow round trip would otherwise log a ``late``
+# event now and then, which moves every later write's number.
+_client_init = device_client.DeviceClient.__init__
 
 
-def _in_memory(self, twin=None, faults=None, link: str = "memory") -> None:
-    _emulator_init(self, twin, faults, link)
+def _patient(self, port, *, min_rto: float = 0.01, **kw) -> None:
+    _client_init(self, port, min_rto=max(min_rto, 2.0), **kw)
 
 
-emulate.EmulatorBackend.__init__ = _in_memory  # type: ignore[method-assign]
+device_client.DeviceClient.__init__ = _patient  # type: ignore[method-assign]
 
 
 def hilbench(*args: str) -> dict[str, object]:
