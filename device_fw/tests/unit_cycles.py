@@ -91,6 +91,8 @@ def main() -> int:
                     str(CORE),
                     "-I",
                     str(CORE / "gen"),
+                    "-I",
+                    str(CORE.parent / "port"),
                     "-c",
                     str(src),
                     "-o",
