@@ -38,7 +38,11 @@ def _left_open(path: Path) -> TraceError:
 
 
 #: What HDF5 says of a file whose metadata lies past its stored end of allocation.
-_PAST_EOA = ("addr overflow", "len not positive after adjustment for EOA")
+_PAST_EOA = (
+    "addr overflow",
+    "len not positive after adjustment for EOA",
+    "address of object past end of allocation",
+)
 
 
 def past_end_of_allocation(exc: BaseException) -> bool:
