@@ -168,6 +168,8 @@ def normalized(lines: list[str]) -> list[str]:
     for line in lines:
         line = re.sub(r" in \d+\.\d+s( \(\d+:\d\d:\d\d\))?", " in Ns", line)
         line = re.sub(r"^=+ (.* in Ns) =+$", r"= \1 =", line)  # centred: width follows time
+        line = re.sub(r" in Ns =+$", " in Ns =", line)  # ... also where a narrow screen wrapped it
+        line = re.sub(r"^=+ (\d+ (passed|failed))", r"= \1", line)
         line = re.sub(r"^events    .*", "events    ...", line)
         out.append(line)
     return out

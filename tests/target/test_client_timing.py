@@ -193,11 +193,28 @@ def test_a_calls_own_timeout_caps_every_try():
 
 
 # --- polling the port ----------------------------------------------------------------------
+class VirtualTime:
+    """The client's clock, moved on only by the port's waits: a loaded host's late wake-ups
+    cannot change what the test sees (it stands in for the ``time`` module)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    perf_counter = monotonic
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class PollingPort(MemoryPort):
     """An in-process link that records each read timeout set and each read's size, and that
-    sleeps for the timeout when nothing waits (as a serial port would)."""
+    sleeps for the timeout when nothing waits (as a serial port would; on ``clock`` if given)."""
 
-    def __init__(self, answer) -> None:
+    def __init__(self, answer, clock: VirtualTime | None = None) -> None:
+        self.clock = clock
         self.timeouts: list[float | None] = []
         self.reads: list[tuple[int, int]] = []  # (size asked, bytes waiting)
         super().__init__(answer)
@@ -214,12 +231,14 @@ class PollingPort(MemoryPort):
     def read(self, size: int = 1) -> bytes:
         self.reads.append((size, self.in_waiting))
         if not self.in_waiting and self._timeout:
-            time.sleep(self._timeout)
+            (self.clock or time).sleep(self._timeout)
         return super().read(size)
 
 
-def test_polls_shrink_toward_the_deadline_and_reprogram_the_port_only_on_change():
-    port = PollingPort(lambda data: b"")
+def test_polls_shrink_toward_the_deadline_and_reprogram_the_port_only_on_change(monkeypatch):
+    clock = VirtualTime()
+    monkeypatch.setattr(client_module, "time", clock)
+    port = PollingPort(lambda data: b"", clock)
     target = DeviceClient(port, name="quiet")
     with pytest.raises(LinkError):
         target.hello(timeout=0.12, retries=3)
