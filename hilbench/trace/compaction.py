@@ -123,7 +123,7 @@ def _copy_run(g: h5py.Group, dg: h5py.Group) -> None:
         if child == run_state.NAME:
             continue
         if (
-            child in S.DATASETS
+            child in S.CHUNK_ROWS
             and isinstance(ds, h5py.Dataset)
             and ds.compression != "gzip"
             and ds.ndim == 1

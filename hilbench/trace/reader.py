@@ -15,6 +15,7 @@ import h5py
 import numpy as np
 
 from hilbench.errors import TraceError
+from hilbench.trace import event_text
 from hilbench.trace import schema as S
 from hilbench.trace.decoding import decode_rows, plain_value, readable_attrs, str_dtype
 from hilbench.trace.file_errors import FIX_CORRUPT, check_root, open_error
@@ -177,7 +178,7 @@ def _run_ids(f: h5py.File) -> list[str]:
 
 def _read_table(g: h5py.Group, name: str) -> np.ndarray:
     """A dataset as a structured array; fixed strings become str, vlen strings str objects."""
-    want = S.DATASETS[name]
+    want = S.ROW_DTYPES[name]
     ds = g.get(name)
     if ds is None:
         return np.empty(0, str_dtype(want))
@@ -186,8 +187,12 @@ def _read_table(g: h5py.Group, name: str) -> np.ndarray:
 
 
 def events_on_disk(g: h5py.Group) -> np.ndarray:
-    """The events table; if a cut-short write lost the heap of some details, the events up
-    to the first of those (their fixed columns are read on their own)."""
+    """The events table in the in-memory layout (schema.EVENTS_DTYPE). A run of format
+    version 3 or later: the rows whose texts are whole in its byte log (event_text.py). An
+    older run: if a cut-short write lost the heap of some details, the events up to the
+    first of those (their fixed columns are read on their own)."""
+    if "events" in g and event_text.has_byte_log(g["events"]):
+        return event_text.read_rows(g)
     try:
         return _read_table(g, "events")
     except (OSError, RuntimeError, ValueError):
@@ -658,11 +663,13 @@ class Follower:
                 for name in self._n:
                     ds = g[name]
                     n = ds.shape[0]
-                    new[name] = (
-                        decode_rows(ds[self._n[name] : n])
-                        if n > self._n[name]
-                        else np.empty(0, str_dtype(ds.dtype))
-                    )
+                    if name == "events" and event_text.has_byte_log(ds):
+                        new[name] = event_text.read_rows(g, self._n[name], n)
+                        n = self._n[name] + len(new[name])  # a text not on disk yet: later
+                    elif n > self._n[name]:
+                        new[name] = decode_rows(ds[self._n[name] : n])
+                    else:
+                        new[name] = np.empty(0, str_dtype(S.ROW_DTYPES[name]))
                     self._n[name] = max(self._n[name], n)
                 new["steps"] = _current_steps(new["steps"])
             except (OSError, KeyError, ValueError, RuntimeError) as exc:

@@ -36,7 +36,7 @@ def _check_fields() -> None:
         "samples": {*SAMPLE_FIELDS, "step"},
         **{table: set(fields) for table, fields in ROW_FIELDS.items()},
     }
-    for table, dtype in S.DATASETS.items():
+    for table, dtype in S.ROW_DTYPES.items():
         names = ROW_FIELDS.get(table, dtype.names)  # np.array fills these by position
         if given[table] != set(dtype.names) or tuple(names) != dtype.names:
             raise RuntimeError(f"hilbench.trace.row_buffer does not match the {table} schema")
@@ -179,7 +179,7 @@ class RowBuffer:
 
 def _block(rows: list[tuple[Any, ...]], table: str, what: str) -> np.ndarray:
     """Rows (in the table's column order) as a record block; bad rows drop the whole block."""
-    dtype = S.DATASETS[table]
+    dtype = S.ROW_DTYPES[table]
     if not rows:
         return np.empty(0, dtype)
     try:

@@ -13,7 +13,7 @@ import numpy as np
 
 from hilbench import __version__ as _HILBENCH_VERSION
 from hilbench.errors import TraceError
-from hilbench.trace import run_state
+from hilbench.trace import event_text, run_state
 from hilbench.trace import schema as S
 from hilbench.trace.decoding import readable_attrs
 from hilbench.trace.reader import events_on_disk, pick_run
@@ -107,6 +107,17 @@ def new_run(
         made.append(ds)
         ds.attrs["units"] = json.dumps(S.UNITS[name])
         ds.attrs["description"] = S.DESCRIPTIONS[name]
+    text = g.create_dataset(
+        S.EVENT_TEXT,
+        shape=(0,),
+        maxshape=(None,),
+        dtype=np.uint8,
+        chunks=(S.EVENT_TEXT_CHUNK,),
+        **(S.GZIP if mode == "live" else {}),
+    )
+    made.append(text)
+    text.attrs["units"] = json.dumps({"": "byte (UTF-8)"})
+    text.attrs["description"] = S.DESCRIPTIONS[S.EVENT_TEXT]
     made.append(run_state.create(g))
     if model_blob is not None:
         made.append(_write_blob(g, bytes(model_blob)))
@@ -128,6 +139,8 @@ def reopen_run(f: h5py.File, path: Path, run: str | int | None) -> tuple[h5py.Gr
             "start a new run with TraceWriter.create",
         )
     missing = [n for n in S.DATASETS if n not in g]
+    if not missing and event_text.has_byte_log(g["events"]) and S.EVENT_TEXT not in g:
+        missing = [S.EVENT_TEXT]
     if missing:
         raise TraceError(
             f"run {rid} of {path} lacks the tables {missing}",
@@ -160,6 +173,8 @@ def _cut_to_written_rows(g: h5py.Group) -> None:
         n_steps, n_samples = whole_steps(head, samples[()])
     keep = {"steps": n_steps, "samples": n_samples}
     keep["events"] = written_rows("events", events_on_disk(g))
+    if event_text.has_byte_log(g["events"]):  # the texts of the rows kept, no more
+        keep[S.EVENT_TEXT] = event_text.text_end(g["events"][: keep["events"]])
     for name in ("evals", "timing"):
         keep[name] = written_rows(name, g[name][()])
     for name, n in keep.items():

@@ -19,7 +19,7 @@ import numpy as np
 from hilbench.errors import TraceError
 
 FORMAT_NAME = "hilbench-trace"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 #: HDF5 file-format bounds: the 1.10 object formats (the oldest that allows SWMR), never newer,
 #: so h5dump/HDFView built on HDF5 1.10 or later read every trace. (libver="latest" on HDF5 2.x
@@ -162,15 +162,33 @@ EVALS_DTYPE = np.dtype(
 TIMING_DTYPE = np.dtype(
     [("step", "<i8"), ("command", "S16"), ("duration_s", "<f8"), ("source", "S8")]
 )
+#: Events as the reader and the row buffer hold them (and as runs before format version 3
+#: stored them: the text a vlen string in HDF5's global heap).
 EVENTS_DTYPE = np.dtype([("step", "<i8"), ("time", "<f8"), ("kind", "S16"), ("detail", VLEN_STR)])
+#: Events as a run of format version 3 stores them: the text's place in EVENT_TEXT
+#: (event_text.py says why: a torn heap loses every event).
+EVENT_ROWS_DTYPE = np.dtype(
+    [
+        ("step", "<i8"),
+        ("time", "<f8"),
+        ("kind", "S16"),
+        ("text_start", "<i8"),
+        ("text_bytes", "<i4"),
+    ]
+)
+#: The byte log of a run's event texts (UTF-8, one after the other).
+EVENT_TEXT = "event_text"
+EVENT_TEXT_CHUNK = 4096
 
 DATASETS: dict[str, np.dtype] = {
     "steps": STEPS_DTYPE,
     "samples": SAMPLES_DTYPE,
     "evals": EVALS_DTYPE,
     "timing": TIMING_DTYPE,
-    "events": EVENTS_DTYPE,
+    "events": EVENT_ROWS_DTYPE,
 }
+#: Each table's rows as the writer buffers them and the reader returns them.
+ROW_DTYPES: dict[str, np.dtype] = {**DATASETS, "events": EVENTS_DTYPE}
 
 UNITS: dict[str, dict[str, str]] = {
     "steps": {name: column.unit for name, column in STEP_COLUMNS.items()},
@@ -195,7 +213,13 @@ UNITS: dict[str, dict[str, str]] = {
         "duration_s": "s (source instr: executed instructions, a count)",
         "source": "name",
     },
-    "events": {"step": "index", "time": "s since Unix epoch", "kind": "name", "detail": "text"},
+    "events": {
+        "step": "index",
+        "time": "s since Unix epoch",
+        "kind": "name",
+        "text_start": "byte index into event_text",
+        "text_bytes": "bytes (UTF-8)",
+    },
 }
 
 DESCRIPTIONS: dict[str, str] = {
@@ -206,7 +230,9 @@ DESCRIPTIONS: dict[str, str] = {
     "timing": "One row per timed command; source says who measured it: device (cycle counter), "
     "modeled (cost model) or host (wall clock), in seconds; or instr: the instructions QEMU "
     "executed (-icount), a count.",
-    "events": "Retries, resyncs, resets, faults and notes, in order.",
+    "events": "Retries, resyncs, resets, faults and notes, in order; each one's text is "
+    "event_text[text_start:text_start+text_bytes].",
+    EVENT_TEXT: "The events' texts, UTF-8, one after the other.",
     "model_blob": "The exact model bytes sent to the device (for replay).",
 }
 
@@ -225,6 +251,7 @@ GZIP_LEVEL = 1
 GZIP = {"compression": "gzip", "compression_opts": GZIP_LEVEL, "shuffle": True}
 #: Rows per chunk (about 16-32 KiB each): an empty run costs ~70 KiB on disk.
 CHUNK_ROWS = {"steps": 256, "samples": 1024, "evals": 64, "timing": 512, "events": 64}
+CHUNK_ROWS[EVENT_TEXT] = EVENT_TEXT_CHUNK  # bytes
 #: Chunks of the gzip'd tables written at close are up to this many times larger (better ratio).
 COMPACT_CHUNK_FACTOR = 16
 

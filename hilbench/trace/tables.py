@@ -8,18 +8,23 @@ import h5py
 import numpy as np
 from h5py import h5s, h5t
 
+from hilbench.trace import event_text
 from hilbench.trace import schema as S
 from hilbench.trace.file_errors import IO_ERRORS
 
 
 class Tables:
-    """The five tables of one run group, appended to in record blocks."""
+    """The five tables of one run group (and, since format version 3, the byte log of its
+    event texts: event_text.py), appended to in record blocks."""
 
     def __init__(self, group: h5py.Group, steps_dtype: np.dtype) -> None:
         self._file = group.file
         self.datasets = {name: group[name] for name in S.DATASETS}
+        self._byte_log = event_text.has_byte_log(self.datasets["events"])
+        if self._byte_log:
+            self.datasets[S.EVENT_TEXT] = group[S.EVENT_TEXT]
         self.rows = {name: int(ds.shape[0]) for name, ds in self.datasets.items()}
-        layouts = {**S.DATASETS, "steps": steps_dtype}
+        layouts = {**S.DATASETS, "steps": steps_dtype, S.EVENT_TEXT: np.dtype(np.uint8)}
         # Tables whose file type is byte-identical to the numpy record layout are written
         # without HDF5's (slow) compound conversion.
         self._mtypes = {}
@@ -33,19 +38,32 @@ class Tables:
                 self._mtypes[name] = ftype
 
     def append(self, blocks: dict[str, np.ndarray]) -> None:
-        """Write each block at the end of its table, in the order given, then flush the file
-        (HDF5 flush: durable for a reader); the first block is flushed on its own first. The
-        rows count only once all that succeeded."""
-        names = list(blocks)
-        for name in names[:1]:  # the first block (samples) on disk before the steps that own
-            self._write(name, blocks[name])  # it: HDF5 writes cached chunks in any order
-        if len(names) > 1 and len(blocks[names[0]]):
-            self.datasets[names[0]].id.flush()  # that table only: cheaper than the file
-        for name in names[1:]:
-            self._write(name, blocks[name])
+        """Write each block at the end of its table, then flush the file (HDF5 flush: durable
+        for a reader). Every block but the steps is flushed on its own first, in the order
+        given (HDF5 writes cached chunks in any order): a step row on disk means that the
+        rows of its flush (its samples, evals, timing and events) are on disk too. The rows
+        count only once all that succeeded. An events block (in-memory layout) of a run with
+        a byte log goes as its texts, then its rows."""
+        if self._byte_log and "events" in blocks:
+            blocks = self._texts_first(blocks)
+        for name, block in blocks.items():
+            if name != "steps" and len(block):
+                self._write(name, block)
+                self.datasets[name].id.flush()  # that table only: cheaper than the file
+        if "steps" in blocks:
+            self._write("steps", blocks["steps"])
         self._file.flush()
         for name, arr in blocks.items():
             self.rows[name] += len(arr)
+
+    def _texts_first(self, blocks: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``blocks`` with the events' texts as an event_text block just before their rows
+        (a row never points past the texts on disk)."""
+        text, rows = event_text.to_disk(blocks["events"], self.rows[S.EVENT_TEXT])
+        out = {name: block for name, block in blocks.items() if name != "events"}
+        out[S.EVENT_TEXT] = text
+        out["events"] = rows
+        return out
 
     def roll_back(self) -> None:
         """After a failed append: every table's extent back to its counted rows, so the

@@ -295,7 +295,7 @@ def bad_files(runs: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory)
             newer,
             [
                 "trace format version 7 (written by hilbench 3.2.0)",
-                "reads format version 2",
+                "reads format version 3",
                 "upgrade hilbench to 3.2.0 or newer",
             ],
         ),

@@ -88,13 +88,13 @@ def test_newer_format_version(tmp_path: Path, known_trace: Path) -> None:
     newer = tmp_path / "newer.h5"
     shutil.copy(known_trace, newer)
     with h5py.File(newer, "r+") as f:
-        f.attrs["format_version"] = 3
+        f.attrs["format_version"] = 4
     with pytest.raises(TraceError) as ei:
         Trace.open(newer)
     msg = str(ei.value)
-    assert "format version 3" in msg and "reads format version 2" in msg
+    assert "format version 4" in msg and "reads format version 3" in msg
     assert "upgrade hilbench" in msg
-    with pytest.raises(TraceError, match=r"cannot append a run: .*format version 3"):
+    with pytest.raises(TraceError, match=r"cannot append a run: .*format version 4"):
         TraceWriter.create(newer, RUN_ATTRS, CONFIG)
 
 

@@ -21,12 +21,15 @@ from hilbench.errors import TraceError
 from hilbench.trace import Follower, Trace, TraceWriter
 from hilbench.trace.replay import replay
 from tests.cli_helpers import hilbench
+from tests.trace.test_trace_format_v2 import rewrite_as_v2
 
 V2_ONLY = "fresh_numbers"
 
 
 def rewrite_as_v1(path: Path) -> None:
-    """Turn a trace into what hilbench wrote before format version 2."""
+    """Turn a trace into what hilbench wrote before format version 2 (its events too: as
+    version 2 wrote them, test_trace_format_v2.py)."""
+    rewrite_as_v2(path)
     with h5py.File(path, "r+", libver=("v110", "v110")) as f:
         f.attrs["format_version"] = 1
         for g in f["runs"].values():
@@ -127,10 +130,10 @@ def test_a_version_1_run_resumes_in_its_own_layout_and_ends_like_an_uninterrupte
     np.testing.assert_array_equal(tr.samples["coeff"], ref.samples["coeff"])
     assert replay(tr).matches
 
-    # a new run appended to the version 1 file is a version 2 run; the file becomes version 2
+    # a new run appended to the version 1 file is a current run; the file becomes current
     run(cut, budget=40)
     with h5py.File(cut, "r") as f:
-        assert int(f.attrs["format_version"]) == 2
+        assert int(f.attrs["format_version"]) == 3
         assert V2_ONLY in f["runs/0001/steps"].dtype.names
         assert V2_ONLY not in f["runs/0000/steps"].dtype.names
     first, second = Trace.open(cut, run=0), Trace.open(cut, run=1)

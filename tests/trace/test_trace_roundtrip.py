@@ -84,7 +84,7 @@ def test_attrs_config_blob_and_derived_values(known_trace: Path) -> None:
 def test_on_disk_layout_matches_the_documented_contract(known_trace: Path) -> None:
     with h5py.File(known_trace, "r") as f:
         assert f.attrs["format"] == "hilbench-trace"
-        assert int(f.attrs["format_version"]) == FORMAT_VERSION == 2
+        assert int(f.attrs["format_version"]) == FORMAT_VERSION == 3
         g = f["runs/0000"]
         assert g["steps"].dtype.names == (
             "step",
@@ -110,8 +110,9 @@ def test_on_disk_layout_matches_the_documented_contract(known_trace: Path) -> No
         assert g["samples"].dtype["loss_plus"] == np.dtype("<i4")
         assert g["timing"].dtype["command"] == np.dtype("S16")
         assert g["timing"].dtype["source"] == np.dtype("S8")
-        assert h5py.check_string_dtype(g["events"].dtype["detail"]).encoding == "utf-8"
-        for name in ("steps", "samples", "evals", "timing", "events"):
+        assert g["events"].dtype.names == ("step", "time", "kind", "text_start", "text_bytes")
+        assert g["event_text"].dtype == np.dtype("u1")  # the texts: UTF-8 bytes
+        for name in ("steps", "samples", "evals", "timing", "events", "event_text"):
             ds = g[name]
             assert ds.chunks is not None and ds.maxshape == (None,)
             # gzip'd by the rewrite at close (docs/trace-format.md, "Compression")

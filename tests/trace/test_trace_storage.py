@@ -129,7 +129,11 @@ def test_h5dump_reads_a_trace(known_trace: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert '"hilbench-trace"' in out.stdout
     assert 'DATASET "samples"' in out.stdout and "COMPRESSION" in out.stdout
-    assert "timeout after 200 ms" in out.stdout  # vlen UTF-8 event detail
+    assert 'DATASET "event_text"' in out.stdout  # the events' texts: a byte log
+    raw = known_trace.parent / "event_text.bin"
+    dump = [h5dump, "-d", "/runs/0000/event_text", "-b", "-o", str(raw), str(known_trace)]
+    assert subprocess.run(dump, capture_output=True, timeout=60).returncode == 0
+    assert "timeout after 200 ms" in raw.read_bytes().decode()  # UTF-8, as written
     assert "4294967295" in out.stdout  # the u32 seed, unmangled
     attrs = subprocess.run(
         [h5dump, "-a", "/runs/0000/status", str(known_trace)],

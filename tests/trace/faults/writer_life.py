@@ -42,8 +42,15 @@ def append(w: TraceWriter, k: int) -> None:
                   1e-3, 1, 3 * k, 1.0 + k, 8 * (k + 1), 100 + k, k)  # fmt: skip
 
 
+def text(k: int) -> str:
+    """Step k's event text: of many lengths (and not only ASCII), so a flush adds texts of
+    every size and a torn one would show."""
+    return f"step {k} µ " + "x" * (37 * k % 300)
+
+
 def check_rows(tr: Trace) -> int:
-    """Whole steps 0..n-1, each with the values append() gave; returns n."""
+    """Whole steps 0..n-1, each with the values append() gave, and every step's event with
+    its whole text; returns n."""
     n = tr.n_steps
     assert tr.steps["step"].tolist() == list(range(n)), tr.steps["step"].tolist()
     for k in range(n):
@@ -56,6 +63,10 @@ def check_rows(tr: Trace) -> int:
         assert s["coeff"].tolist() == [k % 5 - 2] * q
     kinds = set(tr.events["kind"].tolist())
     assert kinds <= EVENT_KINDS, kinds
+    notes = tr.events[tr.events["kind"] == "note"]
+    said = {int(e["step"]): str(e["detail"]) for e in notes if e["detail"] != "eval"}
+    assert all(said.get(k) == text(k) for k in range(n)), (n, said)  # a step's event with it
+    assert all(t == text(k) for k, t in said.items()), said  # and none torn
     return n
 
 
@@ -63,12 +74,13 @@ def life(path: Path, committed: list[int]) -> None:
     with TraceWriter.create(path, ATTRS, {"budget": 8 * STEPS}, flush_rows=10,
                             flush_interval_s=None) as w:  # fmt: skip
         for k in range(STEPS):
+            w.event("note", text(k), step=k)  # buffered before the step: flushed with it
             append(w, k)
             if not w.pending:
                 committed.append(w.steps_written)
             if k == 14:
                 w.append_eval(k, 8 * (k + 1), 0.5, 1.5)
-                w.event("note", f"step {k}")
+                w.event("note", "eval")
                 w.flush()
                 committed.append(w.steps_written)
 
@@ -115,6 +127,7 @@ def main() -> None:
                 if tr.status != "complete":
                     with TraceWriter.resume(path, flush_interval_s=None) as w:
                         for k in range(w.current_step, STEPS):
+                            w.event("note", text(k), step=k)
                             append(w, k)
                     tr = Trace.open(path)
                     out["resumed"] = check_rows(tr)
