@@ -111,7 +111,7 @@ static uint32_t probe_is_in_place(const char *file, int c, hb_model *m, hb_graph
                slot->item_size);
         ys[i] = slot->labels[item];
     }
-    const hb_slot batch = {xs, ys, B, slot->item_size, slot->n_classes};
+    const hb_slot batch = {xs, ys, B, slot->item_size, slot->n_classes, 0};
     uint32_t hits, saturated = 0;
     int64_t sum;
     hb_model_eval(m, &batch, 0, B, &hits, &sum);
@@ -335,7 +335,7 @@ int main(int argc, char **argv) {
         const hbgv_array *x = hbgv_need(&f, "x"), *y = hbgv_need(&f, "y"),
                          *nc = hbgv_need(&f, "n_classes");
         hb_slot slot = {(const int8_t *)x->data, y->data, x->dims[0], (uint16_t)x->dims[1],
-                        (uint16_t)hbgv_get(nc, 0)};
+                        (uint16_t)hbgv_get(nc, 0), 0};
         for (int c = 0; run_config(&f, files[i], c, &slot); c++) configs++;
         if (i == 0) refusals(&f);
         hbgv_free(&f);
