@@ -734,9 +734,9 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
      * then the perturbed copy, each only if it fits (the same numbers either way) */
     slot_cache cache;
     batch_starts at = {cache_of(m, s, &cache) ? &cache : NULL, NULL};
-    const uint64_t pre =
-        m->cut_op ? (uint64_t)batch_uncached(s, batch_size, batch_seed, at.c) * hb_pad16(m->cut_n)
-                  : 0;
+    const uint64_t pre = m->cut_op ? (uint64_t)batch_uncached(s, batch_size, batch_seed, at.c) *
+                                         hb_pad16(m->cut_n)
+                                   : 0;
     const int use_prefix = m->cut_op && pre <= m->scratch_bytes;
     const int use_copy =
         m->z.n_trained && m->copy_bytes <= m->scratch_bytes - (use_prefix ? pre : 0);
