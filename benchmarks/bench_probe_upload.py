@@ -2,7 +2,7 @@
 through QEMU's GDB stub (staged uploads, docs/protocol.md), and the weights CRC each path leaves.
 
     python benchmarks/bench_probe_upload.py [--model mobilenet_v2] [--paths uart,probe]
-    python benchmarks/bench_probe_upload.py --run [--model mobilenet_v2] [--budget 80]
+    python benchmarks/bench_probe_upload.py --run [--model mobilenet_v2] [--budget 80] [--repeat N]
 
 Prints, per path, the seconds of the model upload and of the two data uploads, and the
 device's initial weights CRC (the same on both paths, or the benchmark fails).
@@ -11,8 +11,10 @@ device's initial weights CRC (the same on both paths, or the benchmark fails).
 (``--upload uart``, then ``--upload probe``), one after the other in this invocation: the
 run's own wall time (its summary's), the process's, the CPU seconds it and QEMU used, the
 device's executed instructions and every EVAL's, and the ratio of the two runs' wall times;
-with the host's CPU and load average before and after each. The runs must end with the same
-final weights CRC and the same EVAL results, or the benchmark fails.
+with the host's CPU and load average before and after each; ``--repeat N`` runs N pairs, the
+order alternating (uart first, then probe first), and prints every pair's ratio and their
+median. The runs must end with the same final weights CRC and the same EVAL results, or the
+benchmark fails.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import platform
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,28 +99,39 @@ def one_run(path: str, model: str, budget: int, work: Path) -> dict:
 
 def whole_runs(args) -> int:
     print(f"host: {cpu_name()}, {os.cpu_count()} CPUs, python {platform.python_version()}")
-    rows = []
+    rows, ratios = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for path in ("uart", "probe"):
-            r = one_run(path, args.model, args.budget, Path(tmp))
-            rows.append(r)
+        for i in range(args.repeat):  # the order alternates, so a load that moves evens out
+            pair = {}
+            for path in ("uart", "probe") if i % 2 == 0 else ("probe", "uart"):
+                r = one_run(path, args.model, args.budget, Path(tmp))
+                rows.append(r)
+                pair[path] = r
+                print(
+                    f"{path:5}: run {r['run_s']:.1f} s (process {r['process_s']:.1f} s, CPU "
+                    f"{r['cpu_s']:.1f} s), {r['instructions']:,} instructions, EVALs "
+                    f"{', '.join(f'{n:,}' for n in r['eval_instructions'])} instructions "
+                    f"({', '.join(str(s) for s in r['eval_host_s'])} s), final weights CRC "
+                    f"{r['crc']:#010x}; {r['load'][0]} before, {r['load'][1]} after",
+                    flush=True,
+                )
+            uart, probe = pair["uart"], pair["probe"]
+            ratios.append(uart["run_s"] / probe["run_s"])
             print(
-                f"{path:5}: run {r['run_s']:.1f} s (process {r['process_s']:.1f} s, CPU "
-                f"{r['cpu_s']:.1f} s), {r['instructions']:,} instructions, EVALs "
-                f"{', '.join(f'{n:,}' for n in r['eval_instructions'])} instructions "
-                f"({', '.join(str(s) for s in r['eval_host_s'])} s), final weights CRC "
-                f"{r['crc']:#010x}; {r['load'][0]} before, {r['load'][1]} after"
+                f"ratio uart/probe: {ratios[-1]:.2f}x run wall time, "
+                f"{uart['process_s'] / probe['process_s']:.2f}x process wall time, "
+                f"{uart['cpu_s'] / probe['cpu_s']:.2f}x CPU time",
+                flush=True,
             )
-    uart, probe = rows
-    print(
-        f"ratio uart/probe: {uart['run_s'] / probe['run_s']:.2f}x run wall time, "
-        f"{uart['process_s'] / probe['process_s']:.2f}x process wall time"
-    )
+    if len(ratios) > 1:
+        print(f"run wall time ratios: {', '.join(f'{x:.2f}x' for x in ratios)}; median "
+              f"{statistics.median(ratios):.2f}x")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
-    if uart["crc"] != probe["crc"] or uart["evals"] != probe["evals"]:
-        print(f"the paths differ: CRC {uart['crc']:#x} / {probe['crc']:#x}, evals "
-              f"{uart['evals']} / {probe['evals']}")  # fmt: skip
+    crcs = {r["crc"] for r in rows}
+    evals = {json.dumps(r["evals"]) for r in rows}
+    if len(crcs) != 1 or len(evals) != 1:
+        print(f"the runs differ: CRCs {sorted(crcs)}, evals {sorted(evals)}")
         return 1
     return 0
 
@@ -128,6 +142,7 @@ def main() -> int:
     ap.add_argument("--paths", default="probe,uart")
     ap.add_argument("--run", action="store_true", help="time the whole hilbench run per path")
     ap.add_argument("--budget", type=int, default=80, help="with --run: forward passes")
+    ap.add_argument("--repeat", type=int, default=1, help="with --run: pairs of runs")
     ap.add_argument("--json", help="with --run: write the figures to this file")
     args = ap.parse_args()
     if args.run:
