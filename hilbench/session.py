@@ -623,7 +623,7 @@ def _upload(
             target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
             initial_crc, _ = target.weights_crc()
             trace.set_attrs(initial_weights_crc=initial_crc)
-            cache = _prefix_cache_line(model.blob, device.arena_bytes, data, x_train, x_test)
+            cache = _prefix_cache_line(model.blob, device.arena_bytes, x_train, x_test)
             view_status(view, "evaluating the initial weights" + cache)
             return
         slots = {  # a fresh device: reload, then replay the updates the trace logged
@@ -637,30 +637,36 @@ def _upload(
         target.restore(model.blob, slots, UpdateLog(steps=list(resumed.updates)))
 
 
-def _prefix_cache_line(blob: bytes, arena_bytes: int, data, x_train, x_test) -> str:
-    """What the firmware's prefix cache keeps in the device's free arena for this run
-    (hilbench.device.plan.prefix_cache: the test slot first read by the first EVAL, then the
-    training slot by the first PROBE), for the status line; "" without a frozen prefix or an
-    arena size."""
+def _cache_parts(blob: bytes, arena_bytes: int, x_train, x_test) -> list:
+    """The parts of the firmware's prefix cache for this run (hilbench.device.plan.
+    prefix_cache on the free bytes the model and both slots leave in ``arena_bytes``; the test
+    slot is read first, by the first EVAL, then the training slot by the first PROBE); [] with
+    no frozen prefix."""
     from hilbench.device import plan as device_plan
     from hilbench.device.store import Arena
     from hilbench.npu.blob import from_blob
     from hilbench.zo import zocf
 
+    graph, sections = from_blob(blob)
+    cfg = zocf.ZoConfig.from_sections(sections)
+    trained = zocf.resolve(cfg, graph)
+    arena = Arena(arena_bytes)
+    arena.start_model(len(blob))
+    arena.finish_model(device_plan.act_bytes(graph), zocf.zo_work_bytes(cfg, trained))
+    for slot, x in ((TRAIN_SLOT, x_train), (TEST_SLOT, x_test)):
+        arena.start_slot(slot, data_blob.HEADER_BYTES + x.nbytes + len(x))  # + labels
+    return device_plan.prefix_cache(
+        graph, trained, arena.free(), [(TEST_SLOT, len(x_test)), (TRAIN_SLOT, len(x_train))]
+    )
+
+
+def _prefix_cache_line(blob: bytes, arena_bytes: int, x_train, x_test) -> str:
+    """What the firmware's prefix cache keeps in the device's free arena (:func:`_cache_parts`),
+    for the status line; "" without a frozen prefix or an arena size."""
     if not arena_bytes:
         return ""
     try:
-        graph, sections = from_blob(blob)
-        cfg = zocf.ZoConfig.from_sections(sections)
-        trained = zocf.resolve(cfg, graph)
-        arena = Arena(arena_bytes)
-        arena.start_model(len(blob))
-        arena.finish_model(device_plan.act_bytes(graph), zocf.zo_work_bytes(cfg, trained))
-        for slot, x in ((TRAIN_SLOT, x_train), (TEST_SLOT, x_test)):
-            arena.start_slot(slot, data_blob.HEADER_BYTES + x.nbytes + len(x))  # + labels
-        parts = device_plan.prefix_cache(
-            graph, trained, arena.free(), [(TEST_SLOT, len(x_test)), (TRAIN_SLOT, len(x_train))]
-        )
+        parts = _cache_parts(blob, arena_bytes, x_train, x_test)
     except (HilbenchError, ValueError):
         return ""
     if not parts:

@@ -100,3 +100,27 @@ def test_the_prefix_cache_answers_as_the_twin_without_one(sil_path):
     # the sequence would notice a stale entry: slot 1's answers move with its content, the
     # head's training and each model
     assert len({e[2:] for e in evals}) >= 5, evals
+
+
+def test_the_run_line_books_the_cache_in_the_arena_the_device_has_free():
+    """hilbench run's line (session._cache_parts): the free bytes it books are the twin's
+    after the same uploads, and the parts are plan.prefix_cache's there; no cut, no line."""
+    from hilbench import session
+    from hilbench.device import plan
+
+    blob, shape, classes = cnn_blob(3, "last:1")
+    (x0, y0), (x1, y1) = data(1, shape, classes), data(2, shape, classes)
+    twin = DeviceTwin()
+    with EmulatorBackend(twin) as client:
+        client.load_model(blob)
+        client.load_data(0, x0, y0, classes)
+        client.load_data(1, x1, y1, classes)
+        free = twin.arena.free()
+    x0, x1 = x0.reshape(N, -1), x1.reshape(N, -1)
+    parts = session._cache_parts(blob, twin.arena_bytes, x0, x1)
+    st = twin.model
+    assert parts == plan.prefix_cache(st.graph, st.trained, free, [(1, N), (0, N)])
+    assert [(p.slot, p.cap) for p in parts] == [(1, N), (0, N)] and parts[0].entry == 256
+    line = session._prefix_cache_line(blob, twin.arena_bytes, x0, x1)
+    assert "256 B each, of 48 of 48 test items, 48 of 48 training items" in line
+    assert session._prefix_cache_line(cnn_blob(3, "all")[0], twin.arena_bytes, x0, x1) == ""
