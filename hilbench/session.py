@@ -464,6 +464,7 @@ class _RunDevice:
         self.connection: Connection | None = None
         self.client: DeviceClient | None = None
         self.target: RecoveringTarget | None = None
+        self.arena_bytes = 0  # the device's arena (DEVICE_INFO), 0: not told
         self._trace: TraceWriter | None = None
         self._early: list[tuple[str, str]] = []
         self._console_noted = False  # the port's bytes before its first frame are recorded
@@ -575,7 +576,7 @@ def _greet(
     assert target is not None
     info = target.info or target.hello()
     trace.set_attrs(device_id=info.device_id, firmware=info.firmware)
-    what_set = _device_info(device.client, trace)
+    what_set = _device_info(device, trace)
     if resumed is not None:  # the attributes of this hilbench and host
         trace.set_attrs(npu_backend=plan.npu_name, npu_isa=plan.npu_isa)
     view_title(view, f"hilbench · {plan.what} · {info.device_id}{plan.npu}")
@@ -586,14 +587,16 @@ def _greet(
     )
 
 
-def _device_info(client: DeviceClient | None, trace: TraceWriter) -> str:
+def _device_info(device: _RunDevice, trace: TraceWriter) -> str:
     """What the firmware set (DEVICE_INFO, when it has the command) into the trace's
     ``device_info_json``; its summary for the status line ("" without one)."""
+    client = device.client
     if client is None or client.info is None:
         return ""
     if not client.info.capabilities & CAP_DEVICE_INFO:
         return ""
     answer = client.device_info()
+    device.arena_bytes = answer.arena_bytes
     trace.set_attrs(device_info_json=device_info.to_json(answer))
     return f"; {device_info.summary(answer)}"
 
@@ -620,7 +623,8 @@ def _upload(
             target.load_data(TEST_SLOT, x_test, data.y_test, data.n_classes)
             initial_crc, _ = target.weights_crc()
             trace.set_attrs(initial_weights_crc=initial_crc)
-            view_status(view, "evaluating the initial weights")
+            cache = _prefix_cache_line(model.blob, device.arena_bytes, x_train, x_test)
+            view_status(view, "evaluating the initial weights" + cache)
             return
         slots = {  # a fresh device: reload, then replay the updates the trace logged
             TRAIN_SLOT: data_blob.encode(x_train, data.y_train, data.n_classes),
@@ -631,6 +635,51 @@ def _upload(
             len(model.blob) + sum(len(b) for b in slots.values()),
         )
         target.restore(model.blob, slots, UpdateLog(steps=list(resumed.updates)))
+
+
+def _cache_parts(blob: bytes, arena_bytes: int, x_train, x_test) -> list:
+    """The parts of the firmware's prefix cache for this run (hilbench.device.plan.
+    prefix_cache on the free bytes the model and both slots leave in ``arena_bytes``; the test
+    slot is read first, by the first EVAL, then the training slot by the first PROBE); [] with
+    no frozen prefix."""
+    from hilbench.device import plan as device_plan
+    from hilbench.device.store import Arena
+    from hilbench.npu.blob import from_blob
+    from hilbench.zo import zocf
+
+    graph, sections = from_blob(blob)
+    cfg = zocf.ZoConfig.from_sections(sections)
+    trained = zocf.resolve(cfg, graph)
+    arena = Arena(arena_bytes)
+    arena.start_model(len(blob))
+    arena.finish_model(device_plan.act_bytes(graph), zocf.zo_work_bytes(cfg, trained))
+    for slot, x in ((TRAIN_SLOT, x_train), (TEST_SLOT, x_test)):
+        arena.start_slot(slot, data_blob.HEADER_BYTES + x.nbytes + len(x))  # + labels
+    return device_plan.prefix_cache(
+        graph, trained, arena.free(), [(TEST_SLOT, len(x_test)), (TRAIN_SLOT, len(x_train))]
+    )
+
+
+def _prefix_cache_line(blob: bytes, arena_bytes: int, x_train, x_test) -> str:
+    """What the firmware's prefix cache keeps in the device's free arena (:func:`_cache_parts`),
+    for the status line; "" without a frozen prefix or an arena size."""
+    if not arena_bytes:
+        return ""
+    try:
+        parts = _cache_parts(blob, arena_bytes, x_train, x_test)
+    except (HilbenchError, ValueError):
+        return ""
+    if not parts:
+        return ""
+    kept = ", ".join(
+        f"{p.cap:,} of {p.n_items:,} {'test' if p.slot == TEST_SLOT else 'training'} items"
+        for p in parts
+    )
+    total = sum(p.bytes for p in parts)
+    return (
+        f" (the device keeps the activations at the frozen prefix's cut, {parts[0].entry:,} B "
+        f"each, of {kept}: {total / 1024:,.1f} KiB of its free arena)"
+    )
 
 
 def _train(

@@ -410,6 +410,30 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
     stats_of(a->runs, 1, &r->apply);
     r->crc_applied = hb_model_weights_crc(m);
 
+    { /* one EVAL of every item: without the prefix cache, making its entries, reading them */
+        hb_slot view = one;
+        view.cache_id = 1; /* a view the cache may keep */
+        uint32_t c[3];
+        int64_t l[3];
+        uint64_t *ticks[3] = {&r->eval_plain, &r->eval_making, &r->eval_cached};
+        const uint64_t used = hb_pad16(r->arena_used);
+        for (int k = 0; k < 3; k++) {
+            if (k == 1) /* the bench's scratch as the arena's free region */
+                hb_model_set_free(m, arena + used,
+                                  a->no_scratch ? 0 : (uint32_t)(arena_bytes - used), 1);
+            uint64_t t0 = hb_port_ticks();
+            hb_model_eval(m, k ? &view : slot, 0, slot->n_items, &c[k], &l[k]);
+            *ticks[k] = since(t0);
+        }
+        uint32_t made;
+        hb_model_cache_slot(m, 0, &r->cache_cap, &made);
+        r->cache_bytes = hb_model_cache_bytes(m);
+        r->eval_correct = c[0];
+        r->n_items = slot->n_items;
+        r->eval_same = c[0] == c[1] && c[1] == c[2] && l[0] == l[1] && l[1] == l[2];
+        hb_model_set_scratch(m, NULL, 0);
+    }
+
     /* the split, from each part's fastest (or median) run */
     const int med = a->split_stat == HB_BENCH_STAT_MEDIAN;
 #define PICK(s) ((int64_t)(med ? (s).median : (s).min))
@@ -553,6 +577,11 @@ void hb_bench_report_zo(const hb_bench_zo_args *a, const hb_bench_zo_result *r) 
     puts_("zo_losses");
     put_list("lp", r->lp, r->saved_q);
     put_list("lm", r->lm, r->saved_q);
+    end_line();
+    PUTF("zo_eval items=%d correct=%d plain=%d making=%d cached=%d cache_cap=%d cache_bytes=%d",
+         HB_I(r->n_items), HB_I(r->eval_correct), HB_I(r->eval_plain), HB_I(r->eval_making),
+         HB_I(r->eval_cached), HB_I(r->cache_cap), HB_I(r->cache_bytes));
+    PUTF(" same=%d", HB_I(r->eval_same));
     end_line();
 }
 

@@ -163,7 +163,7 @@ int hb_bench_main(int argc, char **argv, const hb_bench_main_port *port) {
         hb_cli_usage_error("the inputs are not a whole number of items, one per label",
                            "write n items of the model's input size and n label bytes");
     /* n_classes 0: the model's output size (the file has no data-blob header to say it) */
-    hb_slot slot = {(const int8_t *)inputs, labels, n_labels, (uint16_t)(n / n_labels), 0};
+    hb_slot slot = {(const int8_t *)inputs, labels, n_labels, (uint16_t)(n / n_labels), 0, 0};
     za.runs = runs_given ? runs : za.runs;
     za.item_runs = item_runs;
     hb_bench_zo_result r;

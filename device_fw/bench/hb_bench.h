@@ -121,6 +121,12 @@ typedef struct {
     uint32_t crc_applied;  /* after the APPLYs */
     uint16_t saved_q;      /* losses of the first PROBE: min(q, HB_BENCH_MAX_SAVED_Q) */
     int32_t lp[HB_BENCH_MAX_SAVED_Q], lm[HB_BENCH_MAX_SAVED_Q];
+    /* one EVAL of every item (after the APPLYs): without the prefix cache, making its
+     * entries (the bench's scratch as the free region), reading them; its hits and loss sum
+     * the same all three times (eval_same) */
+    uint64_t eval_plain, eval_making, eval_cached;
+    uint32_t n_items, eval_correct, cache_cap, cache_bytes;
+    uint8_t eval_same;
 } hb_bench_zo_result;
 
 /* Load the blob as a ZO model (hb_blob_load, hb_model_load: it needs a LOSS section, and its
@@ -153,7 +159,9 @@ void hb_bench_report_forward(const hb_bench_forward_result *r);
  * arena= q= batch= eps= n_forward= n_perturbed=`; `zo_time part=<forward|loss|scale|draw_rows|
  * draw_chunks|probe|apply> runs= min= median= max=` per part; `zo_split step=probe total= forward= loss=
  * prng= perturb=`; `zo_split step=apply total= prng= update=`; `zo_check crc_initial=
- * crc_probed= crc_applied= restored=`; `zo_losses lp=a,b,... lm=a,b,...`. */
+ * crc_probed= crc_applied= restored=`; `zo_losses lp=a,b,... lm=a,b,...`; `zo_eval items=
+ * correct= plain= making= cached= cache_cap= cache_bytes= same=` (ticks of one EVAL of every
+ * item without the prefix cache, making its entries, reading them). */
 void hb_bench_report_zo(const hb_bench_zo_args *a, const hb_bench_zo_result *r);
 
 /* `error code=N message="..."`: a refusal in the report's format. */

@@ -239,14 +239,20 @@ static probe_args probe_fields(const uint8_t *p) {
     return a;
 }
 
+/* the arena's free bytes to the model while a command runs: the prefix cache at their top,
+ * kept while the store's books stand, and the PROBE's scratch below it */
+static void lend_free(void) {
+    uint32_t free_bytes;
+    uint8_t *free_at = hb_store_free_region(&free_bytes);
+    hb_model_set_free(hb_model_instance(), free_at, free_bytes, hb_store_generation());
+}
+
 /* run a checked PROBE; its answer (a PROBE response payload) at r. Its seeds become the ones
  * APPLY_PROBED / APPLY_PROBE apply along (fits() bounded q: 4 q <= sizeof probed_seeds). */
 static void run_probe(const probe_args *a, const hb_slot *s, uint8_t *r) {
     hb_msg_put(r, HB_F_PROBE_R_Q, a->q); /* the count first: the arrays' offsets follow from it */
     uint64_t t0 = hb_port_ticks();
-    uint32_t free_bytes; /* the arena's free bytes: the PROBE's scratch while it runs */
-    uint8_t *free_at = hb_store_free_region(&free_bytes);
-    hb_model_set_scratch(hb_model_instance(), free_at, free_bytes);
+    lend_free();
     hb_model_probe(hb_model_instance(), s, a->batch_size, a->batch_seed, a->eps, a->seeds, a->q,
                    hb_msg_wptr(r, HB_F_PROBE_R_LOSS_PLUS), hb_msg_wptr(r, HB_F_PROBE_R_LOSS_MINUS));
     uint64_t ns = duration_ns(t0);
@@ -344,6 +350,7 @@ static int eval(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
     uint32_t correct = 0;
     int64_t loss_sum = 0;
     uint64_t t0 = hb_port_ticks();
+    lend_free();
     hb_model_eval(hb_model_instance(), &s, start, count, &correct, &loss_sum);
     hb_msg_put(r, HB_F_EVAL_R_DURATION_NS, duration_ns(t0));
     hb_msg_put(r, HB_F_EVAL_R_COUNT, count);

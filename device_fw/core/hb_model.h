@@ -17,6 +17,9 @@ typedef struct {
     uint32_t n_items;
     uint16_t item_size;
     uint16_t n_classes;
+    /* the slot's number + 1 for the prefix cache (hb_model_set_free; hb_store_slot sets it),
+     * 0: a view no cache may keep (a test's or the bench's own items) */
+    uint8_t cache_id;
 } hb_slot;
 
 typedef struct hb_model hb_model; /* core/model.c */
@@ -73,6 +76,24 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
  * the next bind (NULL/0: neither, every pass from the input with rows produced on demand).
  * 16-byte aligned. hilbench.device.plan.probe_scratch is the twin's same rule. */
 void hb_model_set_scratch(hb_model *m, uint8_t *scratch, uint32_t bytes);
+/* The prefix cache (docs/firmware.md "The prefix cache"): with a frozen prefix, the
+ * activation at the cut of each data slot's items, made the first time an EVAL or a PROBE
+ * needs an item and read back by every later one (the ops before the cut then not run again):
+ * the same results. It lives at the top of the arena's free region, a slot's part made when a
+ * command first reads the slot: a bitmap of the entries made, pad16(ceil(cap / 8)), then cap
+ * entries of pad16(cut_n) bytes, for items [0, cap), cap = n_items or as many as leave the
+ * PROBE's scratch its copy and HB_MODEL_CACHE_RESERVE_ITEMS prefix entries. The PROBE's
+ * scratch is what the caches leave at the bottom. Every part is forgotten when the free
+ * region's place, size or the store's generation changes (any upload, discard or model load,
+ * which is also the only way the prefix's weights change: APPLY writes trained tensors, all
+ * after the cut), and by the next model load or bind. at NULL: no cache (the bench's and the
+ * tests' own scratch, hb_model_set_scratch). */
+#define HB_MODEL_CACHE_RESERVE_ITEMS 32u
+void hb_model_set_free(hb_model *m, uint8_t *at, uint32_t bytes, uint32_t generation);
+/* the prefix cache's parts made so far: total bytes (0: none), and slot s's items with an
+ * entry (cap) and entries made (computed) */
+uint32_t hb_model_cache_bytes(const hb_model *m);
+void hb_model_cache_slot(const hb_model *m, uint8_t slot, uint32_t *cap, uint32_t *made);
 /* the cut op (0: no frozen prefix) and its activation */
 uint16_t hb_model_cut(const hb_model *m, uint16_t *tensor);
 uint64_t hb_model_prefix_bytes(const hb_model *m, uint16_t batch_size);

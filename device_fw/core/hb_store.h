@@ -62,6 +62,11 @@ uint8_t *hb_store_model_work(void);
  * aligned): memory a command may use while it runs (a PROBE's scratch, hb_model_set_scratch). */
 uint8_t *hb_store_free_region(uint32_t *bytes);
 
+/* A count that changes with every change of the books (an upload begun, continued to its
+ * end, discarded; a model's memory reserved): what the free region holds is kept only while
+ * it stands (hb_model_set_free). */
+uint32_t hb_store_generation(void);
+
 /* A loaded data slot's header, checked at completion (see commands.c). */
 void hb_store_slot_set(int slot, uint32_t n_items, uint16_t item_size, uint16_t n_classes);
 /* The slot as a view for the model code: 0, or -1 if the slot holds no loaded data. The

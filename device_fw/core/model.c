@@ -34,6 +34,12 @@ _Static_assert(_Alignof(hb_zo_tensor) <= 16 && _Alignof(int64_t) <= 16,
 _Static_assert(HB_ZO_SCALE_BYTES == sizeof(uint32_t) && HB_ZO_DELTA_BYTES == sizeof(int32_t),
                "the work area's scales and deltas as booked");
 
+/* a slot's part of the prefix cache: made for a slot of n_items (0: none yet), items [0, cap)
+ * have an entry, `made` of them are computed; it starts `below` bytes under the region's top */
+typedef struct {
+    uint32_t n_items, cap, made, below;
+} cache_part;
+
 struct hb_model {
     hb_graph *g;
     hb_loss_tables loss;
@@ -55,6 +61,12 @@ struct hb_model {
     /* the free arena a PROBE may use (hb_model_set_scratch; NULL/0: none) */
     uint8_t *scratch;
     uint32_t scratch_bytes;
+    /* the prefix cache (hb_model_set_free): the free region it lives in, the store's
+     * generation it was made in, the bytes its parts take at the region's top, and per slot
+     * its part (made: n_items of the slot it was made for, 0: none yet) */
+    uint8_t *free_at;
+    uint32_t free_bytes, free_gen, cache_bytes;
+    cache_part cache[HB_N_SLOTS];
 };
 
 static hb_model the_model;
@@ -234,11 +246,98 @@ void hb_model_bind(hb_model *m, uint8_t *work) {
     m->copy_bytes = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
     m->scratch = NULL;
     m->scratch_bytes = 0;
+    m->free_at = NULL;
+    m->free_bytes = m->cache_bytes = 0;
+    memset(m->cache, 0, sizeof m->cache);
 }
 
 void hb_model_set_scratch(hb_model *m, uint8_t *scratch, uint32_t bytes) {
     m->scratch = bytes ? scratch : NULL;
     m->scratch_bytes = scratch ? bytes : 0;
+    m->free_at = NULL; /* a scratch of the caller's: no cache */
+    m->free_bytes = m->cache_bytes = 0;
+    memset(m->cache, 0, sizeof m->cache);
+}
+
+void hb_model_set_free(hb_model *m, uint8_t *at, uint32_t bytes, uint32_t generation) {
+    if (!at || !bytes) {
+        hb_model_set_scratch(m, NULL, 0);
+        return;
+    }
+    if (at != m->free_at || bytes != m->free_bytes || generation != m->free_gen) {
+        hb_model_set_scratch(m, NULL, 0); /* the books changed: forget every part */
+        m->free_at = at;
+        m->free_bytes = bytes;
+        m->free_gen = generation;
+    }
+    m->scratch = at; /* the PROBE's scratch: what the caches leave at the bottom */
+    m->scratch_bytes = bytes - m->cache_bytes;
+}
+
+uint32_t hb_model_cache_bytes(const hb_model *m) { return m->cache_bytes; }
+
+void hb_model_cache_slot(const hb_model *m, uint8_t slot, uint32_t *cap, uint32_t *made) {
+    *cap = slot < HB_N_SLOTS ? m->cache[slot].cap : 0;
+    *made = slot < HB_N_SLOTS ? m->cache[slot].made : 0;
+}
+
+/* ---- the prefix cache ------------------------------------------------------------------------ */
+/* slot s's part of the prefix cache, made now if the slot has none (NULL: no cache for it: no
+ * cut, no free region, a view with no slot, or no room for one entry) */
+typedef struct {
+    uint8_t *bits;     /* entry i made: bit i % 8 of bits[i / 8] */
+    int8_t *entries;   /* entry i at entries + i pad16(cut_n) */
+    uint32_t cap;      /* items [0, cap) have an entry */
+    uint32_t *made;    /* the count of entries made */
+} slot_cache;
+
+static int cache_of(hb_model *m, const hb_slot *s, slot_cache *c) {
+    if (!m->cut_op || !m->free_at || !s->cache_id || s->cache_id > HB_N_SLOTS) return 0;
+    const uint64_t entry = hb_pad16(m->cut_n);
+    cache_part *p = &m->cache[s->cache_id - 1];
+    if (p->n_items != s->n_items) { /* none yet (a slot's n_items is never 0) */
+        memset(p, 0, sizeof *p);
+        p->n_items = s->n_items;
+        /* what the caches leave, less the PROBE's scratch: its copy and a batch's prefix */
+        const uint64_t left = (uint64_t)m->free_bytes - m->cache_bytes;
+        const uint64_t reserve = m->copy_bytes + HB_MODEL_CACHE_RESERVE_ITEMS * entry;
+        uint64_t cap = 0;
+        if (left > reserve) {
+            cap = (left - reserve) / entry; /* then fewer if the bitmap does not fit */
+            if (cap > s->n_items) cap = s->n_items;
+            while (cap && hb_pad16((cap + 7u) / 8u) + cap * entry > left - reserve) cap--;
+        }
+        p->cap = (uint32_t)cap;
+        const uint64_t bytes = cap ? hb_pad16((cap + 7u) / 8u) + cap * entry : 0;
+        m->cache_bytes += (uint32_t)bytes;
+        p->below = m->cache_bytes;
+        if (cap) memset(m->free_at + m->free_bytes - p->below, 0, hb_pad16((cap + 7u) / 8u));
+        m->scratch_bytes = m->free_bytes - m->cache_bytes;
+    }
+    if (!p->cap) return 0;
+    c->bits = m->free_at + m->free_bytes - p->below;
+    c->entries = (int8_t *)c->bits + hb_pad16((p->cap + 7u) / 8u);
+    c->cap = p->cap;
+    c->made = &p->made;
+    return 1;
+}
+
+/* item's activation at the cut from the cache (item < cap), made first if it is not yet
+ * (the ops before the cut, which leave it in the cut's buffer too: *in_place 1) */
+static const int8_t *cached_prefix(hb_model *m, const slot_cache *c, const hb_slot *s,
+                                   uint32_t item, int *in_place) {
+    int8_t *e = c->entries + (size_t)item * hb_pad16(m->cut_n);
+    const uint8_t bit = (uint8_t)(1u << (item % 8u));
+    *in_place = 0;
+    if (!(c->bits[item / 8u] & bit)) {
+        (void)hb_graph_forward_range(m->g, s->inputs + (size_t)item * s->item_size, 0,
+                                     m->cut_op, NULL);
+        memcpy(e, hb_graph_activation(m->g, m->cut_tensor), m->cut_n);
+        c->bits[item / 8u] |= bit;
+        (*c->made)++;
+        *in_place = 1;
+    }
+    return e;
 }
 
 uint16_t hb_model_cut(const hb_model *m, uint16_t *tensor) {
@@ -520,22 +619,33 @@ static const uint8_t *copy_data(void *ctx, int32_t t) {
     return p->copy + p->copy_off[t];
 }
 
+/* Where a PROBE's items start its passes (docs/firmware.md "The prefix cache"): an item
+ * with an entry in the slot's cache (c, NULL: none) reads it; the others (`prefix` not NULL)
+ * their activation at the cut in the PROBE's scratch, at prefix + j pad16(cut_n) for the j-th
+ * of them in the batch's order; with neither, the whole graph from the input. */
+typedef struct {
+    const slot_cache *c;
+    int8_t *prefix;
+} batch_starts;
+
 /* the mean Q16 loss of the mini-batch of batch_seed (its items drawn again, in order, as the
- * pass reads them); rows NULL: the weights as they are. prefix (not NULL): item i's activation
- * at the cut, at prefix + i pad16(cut_n), the ops before the cut not run again */
+ * pass reads them); rows NULL: the weights as they are; starts: where each item starts */
 static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
-                          const hb_graph_rows *rows, const int8_t *prefix) {
+                          const hb_graph_rows *rows, const batch_starts *at) {
     uint32_t classes = hb_graph_output_size(m->g);
     hb_stream bs;
     hb_philox_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
     int64_t sum = 0;
-    int8_t *cut = prefix ? hb_graph_activation(m->g, m->cut_tensor) : NULL;
+    int8_t *cut = m->cut_op ? hb_graph_activation(m->g, m->cut_tensor) : NULL;
     const size_t stride = hb_pad16(m->cut_n);
+    uint32_t j = 0;
     for (uint16_t i = 0; i < batch_size; i++) {
         uint32_t item = hb_philox_batch_index(&bs, s->n_items, i);
-        const int8_t *out;
-        if (prefix) {
-            memcpy(cut, prefix + i * stride, m->cut_n);
+        const int8_t *from = NULL, *out;
+        if (at->c && item < at->c->cap) from = at->c->entries + (size_t)item * stride;
+        else if (at->prefix) from = at->prefix + (size_t)(j++) * stride;
+        if (from) {
+            memcpy(cut, from, m->cut_n);
             out = hb_graph_forward_range(m->g, NULL, m->cut_op, hb_graph_n_ops(m->g), rows);
         } else {
             out = hb_graph_forward_rows(m->g, s->inputs + (size_t)item * s->item_size, rows);
@@ -545,18 +655,37 @@ static int32_t batch_loss(hb_model *m, const hb_slot *s, uint16_t batch_size, ui
     return hb_loss_mean(sum, batch_size);
 }
 
-/* the mini-batch's activations at the cut into prefix (the ops before it, once per item) */
+/* the batch's items without a cache entry (c NULL: all of them) */
+static uint32_t batch_uncached(const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
+                               const slot_cache *c) {
+    hb_stream bs;
+    hb_philox_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
+    uint32_t n = 0;
+    for (uint16_t i = 0; i < batch_size; i++)
+        n += !(c && hb_philox_batch_index(&bs, s->n_items, i) < c->cap);
+    return n;
+}
+
+/* the mini-batch's activations at the cut (the ops before it, once per item): into the
+ * slot's cache for the items it has entries for (made if not yet), into at->prefix for the
+ * others (if it is not NULL) */
 static void fill_prefix(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t batch_seed,
-                        int8_t *prefix) {
+                        const batch_starts *at) {
     hb_stream bs;
     hb_philox_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
     const int8_t *cut = hb_graph_activation(m->g, m->cut_tensor);
     const size_t stride = hb_pad16(m->cut_n);
+    uint32_t j = 0;
     for (uint16_t i = 0; i < batch_size; i++) {
         uint32_t item = hb_philox_batch_index(&bs, s->n_items, i);
-        (void)hb_graph_forward_range(m->g, s->inputs + (size_t)item * s->item_size, 0,
-                                     m->cut_op, NULL);
-        memcpy(prefix + i * stride, cut, m->cut_n);
+        int in_place;
+        if (at->c && item < at->c->cap) {
+            (void)cached_prefix(m, at->c, s, item, &in_place);
+        } else if (at->prefix) {
+            (void)hb_graph_forward_range(m->g, s->inputs + (size_t)item * s->item_size, 0,
+                                         m->cut_op, NULL);
+            memcpy(at->prefix + (size_t)(j++) * stride, cut, m->cut_n);
+        }
     }
 }
 
@@ -567,7 +696,7 @@ static probe_pass the_pass;
 /* the loss of the mini-batch at w + sign * delta for seed (the work area's scales: its) */
 static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size,
                               uint32_t batch_seed, uint32_t seed, uint32_t eps, int32_t sign,
-                              const int8_t *prefix, uint8_t *copy) {
+                              const batch_starts *prefix, uint8_t *copy) {
     probe_pass *p = &the_pass;
     p->m = m;
     p->src = source(m);
@@ -600,15 +729,21 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
     if (batch_size == 0 || batch_size > HB_MAX_BATCH || q > HB_MAX_Q || s->n_items == 0)
         return; /* outside the request's checked ranges: nothing to compute */
     const int one_sided = m->z.estimator == HB_ESTIMATOR_ONE_SIDED;
-    /* the scratch (the arena's free bytes): the batch's activations at the cut first, then
-     * the perturbed copy, each only if it fits (the same numbers either way) */
-    int use_prefix, use_copy;
-    hb_model_probe_plan(m, batch_size, m->scratch_bytes, &use_prefix, &use_copy);
-    int8_t *prefix = use_prefix ? (int8_t *)m->scratch : NULL;
-    uint8_t *copy =
-        use_copy ? m->scratch + (use_prefix ? hb_model_prefix_bytes(m, batch_size) : 0) : NULL;
-    if (prefix) fill_prefix(m, s, batch_size, batch_seed, prefix);
-    const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, batch_seed, NULL, prefix) : 0;
+    /* the slot's part of the prefix cache (made now if it has none), then the scratch the
+     * caches leave: the activations at the cut of the batch's items without an entry first,
+     * then the perturbed copy, each only if it fits (the same numbers either way) */
+    slot_cache cache;
+    batch_starts at = {cache_of(m, s, &cache) ? &cache : NULL, NULL};
+    const uint64_t pre = m->cut_op ? (uint64_t)batch_uncached(s, batch_size, batch_seed, at.c) *
+                                         hb_pad16(m->cut_n)
+                                   : 0;
+    const int use_prefix = m->cut_op && pre <= m->scratch_bytes;
+    const int use_copy =
+        m->z.n_trained && m->copy_bytes <= m->scratch_bytes - (use_prefix ? pre : 0);
+    if (use_prefix && pre) at.prefix = (int8_t *)m->scratch;
+    uint8_t *copy = use_copy ? m->scratch + (use_prefix ? pre : 0) : NULL;
+    if (at.c || at.prefix) fill_prefix(m, s, batch_size, batch_seed, &at);
+    const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, batch_seed, NULL, &at) : 0;
     const hb_zo_source src = source(m);
     uint32_t *sc = scales(m);
     for (uint16_t k = 0; k < q; k++) {
@@ -617,10 +752,10 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
         for (uint16_t t = 0; t < m->z.n_trained; t++)
             sc[t] = hb_zo_scale(&src, m->z.scaling, &m->z.trained[t], t, seed);
         const int32_t plus =
-            perturbed_loss(m, s, batch_size, batch_seed, seed, eps, 1, prefix, copy);
+            perturbed_loss(m, s, batch_size, batch_seed, seed, eps, 1, &at, copy);
         const int32_t minus = one_sided ? l0
                                         : perturbed_loss(m, s, batch_size, batch_seed, seed, eps,
-                                                         -1, prefix, copy);
+                                                         -1, &at, copy);
         hb_wr32(lp + 4u * k, (uint32_t)plus);
         hb_wr32(lm + 4u * k, (uint32_t)minus);
     }
@@ -683,8 +818,19 @@ void hb_model_eval(hb_model *m, const hb_slot *s, uint32_t start, uint32_t count
     *correct = 0;
     *loss_sum = 0;
     if (start > s->n_items || count > s->n_items - start) return; /* outside the checked range */
+    slot_cache c; /* the slot's part of the prefix cache: items below its cap start at the cut */
+    const int cached = cache_of(m, s, &c);
+    int8_t *cut = cached ? hb_graph_activation(m->g, m->cut_tensor) : NULL;
     for (uint32_t i = start; i < start + count; i++) {
-        const int8_t *out = hb_graph_forward(m->g, s->inputs + (size_t)i * s->item_size);
+        const int8_t *out;
+        if (cached && i < c.cap) {
+            int in_place;
+            const int8_t *e = cached_prefix(m, &c, s, i, &in_place);
+            if (!in_place) memcpy(cut, e, m->cut_n);
+            out = hb_graph_forward_range(m->g, NULL, m->cut_op, hb_graph_n_ops(m->g), NULL);
+        } else {
+            out = hb_graph_forward(m->g, s->inputs + (size_t)i * s->item_size);
+        }
         *correct += hb_loss_argmax(out, classes) == s->labels[i];
         *loss_sum += hb_loss_item(&m->loss, out, classes, s->labels[i]);
     }

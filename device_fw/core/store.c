@@ -26,10 +26,15 @@ static struct {
     target_books slot[HB_N_SLOTS];
     uint8_t order[HB_N_SLOTS]; /* slots holding a region, top of the arena first */
     uint8_t n_order;
+    uint32_t generation; /* hb_store_generation */
 } s;
 
+uint32_t hb_store_generation(void) { return s.generation; }
+
 void hb_store_init(uint8_t *arena, uint32_t arena_bytes) {
+    const uint32_t gen = s.generation + 1u; /* a new boot's books are new books */
     memset(&s, 0, sizeof s);
+    s.generation = gen;
     s.arena = arena;
     s.bytes = arena_bytes;
 }
@@ -63,6 +68,7 @@ static uint32_t slot_offset(int slot) {
 
 void hb_store_discard(int target) {
     target_books *b = books(target);
+    s.generation++;
     if (target == HB_STORE_MODEL) {
         s.act_bytes = s.zo_bytes = 0;
         memset(b, 0, sizeof *b);
@@ -94,6 +100,7 @@ int hb_store_begin(int target, const char *what, uint32_t total_len, hb_status *
     b->region = (uint32_t)need;
     b->uploading = 1;
     if (target != HB_STORE_MODEL) s.order[s.n_order++] = (uint8_t)target;
+    s.generation++;
     return 0;
 }
 
@@ -131,6 +138,7 @@ uint32_t hb_store_stage_done(int target) {
     target_books *b = books(target);
     if (!b->uploading || b->received) return 0;
     b->received = b->total_len;
+    s.generation++;
     return b->total_len;
 }
 
@@ -138,6 +146,7 @@ void hb_store_finish(int target) {
     target_books *b = books(target);
     b->uploading = 0;
     b->loaded = 1;
+    s.generation++;
 }
 
 int hb_store_model_reserve(uint64_t act_bytes, uint64_t zo_bytes, hb_status *st) {
@@ -148,6 +157,7 @@ int hb_store_model_reserve(uint64_t act_bytes, uint64_t zo_bytes, hb_status *st)
                        HB_I(act_bytes), HB_I(zo_bytes), HB_I(free_bytes), HB_I(s.bytes));
     s.act_bytes = (uint32_t)act_bytes; /* both fit: their sum is below the free bytes */
     s.zo_bytes = (uint32_t)zo_bytes;
+    s.generation++;
     return 0;
 }
 
@@ -175,5 +185,6 @@ int hb_store_slot(int slot, hb_slot *out) {
     out->n_items = b->n_items;
     out->item_size = b->item_size;
     out->n_classes = b->n_classes;
+    out->cache_id = (uint8_t)(slot + 1);
     return 0;
 }

@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)sink;
 
     for (uint32_t i = 0; i < ITEMS; i++) labels[i] = (uint8_t)(i % out);
-    hb_slot s = {inputs, labels, ITEMS, (uint16_t)in, (uint16_t)out};
+    hb_slot s = {inputs, labels, ITEMS, (uint16_t)in, (uint16_t)out, 0};
     uint8_t seeds[8], coeffs[8], lp[8], lm[8]; /* little-endian, as on the wire */
     hb_wr32(seeds, (uint32_t)size);
     hb_wr32(seeds + 4, 0xC0FFEEu);

@@ -111,7 +111,7 @@ static uint32_t probe_is_in_place(const char *file, int c, hb_model *m, hb_graph
                slot->item_size);
         ys[i] = slot->labels[item];
     }
-    const hb_slot batch = {xs, ys, B, slot->item_size, slot->n_classes};
+    const hb_slot batch = {xs, ys, B, slot->item_size, slot->n_classes, 0};
     uint32_t hits, saturated = 0;
     int64_t sum;
     hb_model_eval(m, &batch, 0, B, &hits, &sum);
@@ -179,6 +179,19 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
     uint16_t cut_t = 0;
     const uint16_t cut = hb_model_cut(m, &cut_t);
     printf("    frozen prefix: %s ops 0..%d, tensor %d\n", cut ? "" : "none;", cut, cut_t);
+    /* the prefix cache's free regions (hb_model_set_free): room for an entry per item, and
+     * for 3 entries only, each beyond the PROBE's reserve; a view of the slot it may keep */
+    const uint64_t entry = hb_model_prefix_bytes(m, 1);
+    const uint64_t reserve = hb_model_copy_bytes(m) + HB_MODEL_CACHE_RESERVE_ITEMS * entry;
+    const uint32_t frees[2] = {
+        (uint32_t)(hb_pad16((slot->n_items + 7u) / 8u) + slot->n_items * entry + reserve),
+        (uint32_t)(16 + 3 * entry + reserve)};
+    const uint32_t caps[2] = {cut ? slot->n_items : 0,
+                              cut ? (slot->n_items < 3 ? slot->n_items : 3) : 0};
+    uint8_t *region = aligned(frees[0]);
+    hb_slot view = *slot;
+    view.cache_id = 1;
+    uint32_t gen = 1000; /* a fresh generation: every part forgotten */
     probe_is_in_place(file, c, m, g, blob, len, slot, 1);
     CHECK(probe_is_in_place(file, c, m, g, blob, len, slot, 127) > 0,
           "%s c%d: no weight saturates at eps 127", file, c);
@@ -222,6 +235,28 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
             }
             hb_model_set_scratch(m, NULL, 0);
             free(scratch);
+            /* with the prefix cache, partial then whole, each made by a first PROBE and read
+             * by a second: the golden losses; the whole one is kept (generation 1) for the
+             * steps after, APPLYs and EVALs, whose goldens then read its entries */
+            for (int fi = 1; fi >= 0; fi--)
+                for (int again = 0; again < 2; again++) {
+                    hb_model_set_free(m, region, frees[fi], fi ? ++gen : 1);
+                    hb_model_probe(m, &view, B, (uint32_t)hbgv_get(args, 0),
+                                   (uint16_t)hbgv_get(args, 2), s, q, gp, gm);
+                    for (uint16_t k = 0; k < q; k++)
+                        CHECK(hb_rdi32(gp + 4 * k) == hbgv_get(lp, k) &&
+                                  hb_rdi32(gm + 4 * k) == hbgv_get(lm, k),
+                              "%s c%d step %d seed %u, prefix cache %u bytes (pass %d): L+ %d "
+                              "L- %d, expected %lld %lld",
+                              file, c, j, k, frees[fi], again, hb_rdi32(gp + 4 * k),
+                              hb_rdi32(gm + 4 * k), (long long)hbgv_get(lp, k),
+                              (long long)hbgv_get(lm, k));
+                    uint32_t cap, made;
+                    hb_model_cache_slot(m, 0, &cap, &made);
+                    CHECK(cap == caps[fi] && made <= cap && (fi || !cut || made >= 1),
+                          "%s c%d step %d: prefix cache of %u bytes: cap %u made %u, want cap %u",
+                          file, c, j, frees[fi], cap, made, caps[fi]);
+                }
             CHECK(hb_model_weights_crc(m) == before, "%s c%d step %d: PROBE changed the weights",
                   file, c, j);
         } else if (hbgv_get(op, 0) == 2) { /* APPLY */
@@ -276,8 +311,47 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
             CHECK(correct == hbgv_get(res, 0) && loss == hbgv_get(res, 1),
                   "%s c%d step %d: EVAL %u %lld, expected %lld %lld", file, c, j, correct,
                   (long long)loss, (long long)hbgv_get(res, 0), (long long)hbgv_get(res, 1));
+            /* with the prefix cache: partial (made now, then read), then the whole one kept
+             * since the last PROBE (generation 1: entries made before the APPLYs since) */
+            for (int fi = 1; fi >= 0; fi--)
+                for (int again = 0; again < 2; again++) {
+                    hb_model_set_free(m, region, frees[fi], fi ? (again ? gen : ++gen) : 1);
+                    hb_model_eval(m, &view, (uint32_t)hbgv_get(args, 0),
+                                  (uint32_t)hbgv_get(args, 1), &correct, &loss);
+                    CHECK(correct == hbgv_get(res, 0) && loss == hbgv_get(res, 1),
+                          "%s c%d step %d, prefix cache %u bytes (pass %d): EVAL %u %lld, "
+                          "expected %lld %lld",
+                          file, c, j, frees[fi], again, correct, (long long)loss,
+                          (long long)hbgv_get(res, 0), (long long)hbgv_get(res, 1));
+                }
         }
     }
+    if (cut) { /* a slot's new content comes with a new generation: no entry of the old is read */
+        const size_t bytes = (size_t)slot->n_items * slot->item_size;
+        int8_t *flipped = malloc(bytes);
+        for (size_t i = 0; i < bytes; i++) flipped[i] = (int8_t)~slot->inputs[i];
+        hb_slot other = *slot;
+        other.inputs = flipped;
+        uint32_t want_c, got_c, cap, made;
+        int64_t want_l, got_l;
+        hb_model_set_free(m, region, frees[0], ++gen);
+        hb_model_eval(m, &view, 0, slot->n_items, &got_c, &got_l); /* every entry made */
+        hb_model_cache_slot(m, 0, &cap, &made);
+        CHECK(made == slot->n_items, "%s c%d: %u entries made of %u", file, c, made, slot->n_items);
+        hb_model_eval(m, &other, 0, slot->n_items, &want_c, &want_l); /* cache_id 0: none */
+        other.cache_id = 1;
+        hb_model_set_free(m, region, frees[0], ++gen);
+        hb_model_eval(m, &other, 0, slot->n_items, &got_c, &got_l);
+        CHECK(got_c == want_c && got_l == want_l,
+              "%s c%d: EVAL of new content read the old entries: %u %lld, expected %u %lld", file,
+              c, got_c, (long long)got_l, want_c, (long long)want_l);
+        hb_model_set_free(m, region, frees[0] - 16, gen); /* the region moved: forgotten */
+        hb_model_cache_slot(m, 0, &cap, &made);
+        CHECK(made == 0, "%s c%d: a changed free region kept %u entries", file, c, made);
+        free(flipped);
+    }
+    hb_model_set_scratch(m, NULL, 0);
+    free(region);
     free(work);
     free(act);
     free(blob);
@@ -335,7 +409,7 @@ int main(int argc, char **argv) {
         const hbgv_array *x = hbgv_need(&f, "x"), *y = hbgv_need(&f, "y"),
                          *nc = hbgv_need(&f, "n_classes");
         hb_slot slot = {(const int8_t *)x->data, y->data, x->dims[0], (uint16_t)x->dims[1],
-                        (uint16_t)hbgv_get(nc, 0)};
+                        (uint16_t)hbgv_get(nc, 0), 0};
         for (int c = 0; run_config(&f, files[i], c, &slot); c++) configs++;
         if (i == 0) refusals(&f);
         hbgv_free(&f);

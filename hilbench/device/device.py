@@ -95,6 +95,9 @@ class DeviceTwin:
         self.arena_bytes = arena_bytes
         self.max_payload = max_payload
         self.fixed_nonce = boot_nonce
+        #: keep each slot's activations at the frozen prefix's cut, as the firmware does
+        #: (the same answers; False: every EVAL and PROBE from the inputs, the reference)
+        self.prefix_cache = True
         self.modeled_timing = modeled_timing
         #: which cost model the modeled durations come from (hilbench.npu.cost.TIMING_MODELS)
         self.timing_model = cost.timing_model(timing_model)
@@ -481,7 +484,9 @@ class DeviceTwin:
 
     def _run_probe(self, model: ModelState, data: DataSlot, req: m.ProbeRequest):
         idx = batch_indices(req.batch_seed, len(data.labels), req.batch_size)
-        lp, lm = model.probe(self._inputs(model, data, idx), data.labels[idx], req.seeds, req.eps)
+        at_cut = model.at_cut(req.slot, data, idx) if self.prefix_cache else None
+        x = self._inputs(model, data, idx) if at_cut is None else None
+        lp, lm = model.probe(x, data.labels[idx], req.seeds, req.eps, at_cut=at_cut)
         # what the firmware's PROBE keeps in the arena's free bytes (the same numbers either
         # way): counted, for the books (plan.probe_scratch, model.c hb_model_probe_plan)
         used = plan.probe_scratch(model.graph, model.trained, req.batch_size)
@@ -536,7 +541,9 @@ class DeviceTwin:
                 "EVAL_PAST_END", req.NAME, req.start, req.start + req.count - 1, req.slot, n
             )
         idx = np.arange(req.start, req.start + req.count)
-        correct, loss_sum = model.evaluate(self._inputs(model, data, idx), data.labels[idx])
+        at_cut = model.at_cut(req.slot, data, idx) if self.prefix_cache else None
+        x = self._inputs(model, data, idx) if at_cut is None else None
+        correct, loss_sum = model.evaluate(x, data.labels[idx], at_cut=at_cut)
         duration, source = self._timing(req.count)
         return m.EvalResponse(
             count=req.count,

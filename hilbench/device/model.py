@@ -45,6 +45,9 @@ class ModelState:
     blob_crc: int = 0
     _units_cache: tuple[bytes, list[np.ndarray]] | None = None
     _split: tuple[Graph, Graph] | bool | None = False  # False: not computed yet
+    # the prefix cache (the firmware's, core/model.c): per slot number, the DataSlot it was
+    # made for, every item's activation at the cut and which are made
+    _at_cut: dict | None = None
 
     def frozen_prefix(self) -> tuple[Graph, Graph] | None:
         """The graph split at the frozen prefix's cut (GraphIR.cut: ops before the first one
@@ -130,13 +133,47 @@ class ModelState:
         self._units_cache = (key, units)
         return units
 
+    def at_cut(self, slot: int, data: DataSlot, idx: np.ndarray) -> np.ndarray | None:
+        """The activations at the frozen prefix's cut of items ``idx`` of ``data`` (slot
+        ``slot``), each item's made once and kept while the slot holds this ``data`` (the
+        firmware's prefix cache: the same numbers as the ops before the cut run again; the
+        weights before the cut never train). None without a cut."""
+        split = self.frozen_prefix()
+        if split is None:
+            return None
+        head = split[0]
+        if self._at_cut is None:
+            self._at_cut = {}
+        kept = self._at_cut.get(slot)
+        if kept is None or kept[0] is not data:
+            n = len(data.labels)
+            shape = tuple(head.tensors[head.output].shape)
+            kept = (data, np.zeros((n, *shape), np.int8), np.zeros(n, bool))
+            self._at_cut[slot] = kept
+        _, acts, made = kept
+        idx = np.asarray(idx)
+        need = np.unique(idx[~made[idx]])
+        if len(need):
+            x = data.inputs[need].reshape((len(need), *self.graph.tensors[self.graph.input].shape))
+            acts[need] = head.run(x)
+            made[need] = True
+        return acts[idx]
+
     def probe(
-        self, x: np.ndarray, y: np.ndarray, seeds: np.ndarray, eps: int, *, prefix: bool = True
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        seeds: np.ndarray,
+        eps: int,
+        *,
+        prefix: bool = True,
+        at_cut: np.ndarray | None = None,
     ):
         """Mean Q16 losses at ``w + delta_k`` and at ``w - delta_k`` (two-point) or at ``w``
         (one-sided: the unperturbed loss, repeated q times) for each seed. With ``prefix``
         (the default) the frozen prefix runs once for the batch and only the rest per weight
-        set (the same numbers; False: the whole graph per set, the reference)."""
+        set (the same numbers; False: the whole graph per set, the reference); ``at_cut``
+        (:meth:`at_cut`'s) are the batch's activations at the cut already, ``x`` unused."""
         q = len(seeds)
         one_sided = self.zo.one_sided
         overrides = {}
@@ -150,7 +187,7 @@ class ModelState:
         graph, split = self.graph, self.frozen_prefix() if prefix else None
         if split is not None:  # the ops before the cut once, the batch's activations kept
             head, graph = split
-            x = head.run(x)
+            x = head.run(x) if at_cut is None else at_cut
         logits = graph.run(x, overrides)  # (2q or q+1, N, C)
         losses = loss.mean_q16(logits.reshape(logits.shape[0], len(y), -1), y, self.tables)
         if one_sided:
@@ -183,9 +220,13 @@ class ModelState:
                 self.graph.tensors[t.name].data = self.masters[i].copy()
         self.updates_applied += 1
 
-    def evaluate(self, x: np.ndarray, y: np.ndarray) -> tuple[int, int]:
-        """(correct, summed Q16 loss) of the unperturbed model."""
-        logits = self.graph.run(x)
+    def evaluate(
+        self, x: np.ndarray, y: np.ndarray, *, at_cut: np.ndarray | None = None
+    ) -> tuple[int, int]:
+        """(correct, summed Q16 loss) of the unperturbed model (``at_cut``: the items'
+        activations at the frozen prefix's cut, :meth:`at_cut`'s, ``x`` unused)."""
+        split = self.frozen_prefix() if at_cut is not None else None
+        logits = self.graph.run(x) if split is None else split[1].run(at_cut)
         correct = int(np.sum(loss.predictions(logits) == y))
         return correct, int(loss.per_sample_q16(logits, y, self.tables).sum())
 

@@ -120,3 +120,47 @@ def probe_scratch(graph: Graph, trained, batch: int) -> ProbeScratch:
     c, tensor = cut
     n = math.prod(graph.tensors[tensor].shape)
     return ProbeScratch(c, tensor, batch * pad16(n), copy)
+
+
+CACHE_RESERVE_ITEMS = 32  # HB_MODEL_CACHE_RESERVE_ITEMS (core/hb_model.h): a batch's prefix
+
+
+@dataclass(frozen=True)
+class CachePart:
+    """One data slot's part of the firmware's prefix cache (core/model.c cache_of): entries
+    of ``entry`` bytes (pad16 of the cut's elements) for items ``[0, cap)`` of its
+    ``n_items``, after a bitmap of the entries made; ``bytes`` in all (0: none)."""
+
+    slot: int
+    n_items: int
+    cap: int
+    entry: int
+    bytes: int
+
+
+def cache_part(entry: int, copy_bytes: int, left: int, n_items: int) -> tuple[int, int]:
+    """(cap, bytes) of a slot's part made with ``left`` free bytes not yet taken by the
+    cache: as many entries as leave the PROBE its copy and CACHE_RESERVE_ITEMS prefix
+    entries, at most ``n_items``."""
+    room = left - copy_bytes - CACHE_RESERVE_ITEMS * entry
+    if room <= 0:
+        return 0, 0
+    cap = min(room // entry, n_items)
+    while cap and pad16((cap + 7) // 8) + cap * entry > room:
+        cap -= 1
+    return cap, (pad16((cap + 7) // 8) + cap * entry) if cap else 0
+
+
+def prefix_cache(graph: Graph, trained, free: int, slots) -> list[CachePart]:
+    """The parts of the firmware's prefix cache in ``free`` bytes of free arena for the data
+    slots ``slots`` ((slot, n_items), in the order commands first read them); [] without a
+    frozen prefix (docs/firmware.md "The prefix cache")."""
+    sc = probe_scratch(graph, trained, 1)
+    if not sc.cut:
+        return []
+    parts, taken = [], 0
+    for slot, n in slots:
+        cap, size = cache_part(sc.prefix_bytes, sc.copy_bytes, free - taken, n)
+        parts.append(CachePart(slot, n, cap, sc.prefix_bytes, size))
+        taken += size
+    return parts

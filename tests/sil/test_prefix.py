@@ -147,3 +147,50 @@ def test_the_firmware_books_the_twins_scratch(name, kw, layers, batch, tmp_path)
     assert (zo["used_prefix"], zo["used_copy"]) == ("1" if sc.cut else "0", "1")
     assert ref.get("zo")["used_prefix"] == ref.get("zo")["used_copy"] == "0"
     assert fast.get("zo_losses") == ref.get("zo_losses")
+
+
+@pytest.mark.parametrize(
+    ("name", "kw", "layers", "partial"),
+    [
+        ("cnn", {}, "last:1", False),
+        ("mobilenet_v2", MNV2, "last:1", False),
+        ("mobilenet_v2", MNV2, "last:1", True),
+        ("mlp", {}, "all", False),
+    ],
+)
+def test_the_firmwares_prefix_cache_is_the_twins_rule(name, kw, layers, partial, tmp_path):
+    """hilbench-bench zo's EVAL of every item: the same hits and loss without the prefix
+    cache, making its entries and reading them, in fewer ticks; its cap and bytes are
+    plan.prefix_cache's for the bench's free bytes (a small arena: a partial cache)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import bench_firmware as bf
+
+    g = zoo.build(name, seed=0, **kw)
+    tables = LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
+    cfg = zocf.build(g, layers=layers)
+    blob = to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()})
+    r = np.random.default_rng(7)
+    n = 40
+    x = r.integers(-128, 128, (n, int(np.prod(g.input_shape)))).astype(np.int8)
+    y = r.integers(0, int(np.prod(g.output_shape)), n).astype(np.uint8)
+    for f, data in (("m.blob", blob), ("x", x.tobytes()), ("y", y.tobytes())):
+        (tmp_path / f).write_bytes(data)
+    args = ["zo", *(str(tmp_path / f) for f in ("m.blob", "x", "y")), "--q", "1", "--batch",
+            "4", "--runs", "1", "--item-runs", "1"]  # fmt: skip
+    binary = bf.build_bench()
+    rep = bf.run_bench(binary, *args)
+    if partial:  # an arena with room for 10 entries beyond the PROBE's reserve
+        sc = plan.probe_scratch(g, zocf.resolve(cfg, g), 1)
+        room = sc.copy_bytes + (plan.CACHE_RESERVE_ITEMS + 10) * sc.prefix_bytes + 16
+        arena = plan.pad16(int(rep.get("zo")["arena"])) + room
+        rep = bf.run_bench(binary, *args, "--arena-bytes", str(arena))
+    zo, ev = rep.get("zo"), rep.get("zo_eval")
+    free = int(zo["scratch_bytes"])
+    parts = plan.prefix_cache(g, zocf.resolve(cfg, g), free, [(0, n)])
+    cap, size = (parts[0].cap, parts[0].bytes) if parts else (0, 0)
+    assert (int(ev["cache_cap"]), int(ev["cache_bytes"])) == (cap, size)
+    assert ev["same"] == "1" and int(ev["items"]) == n
+    if partial:
+        assert cap == 10
+    if cap == n:  # every item read back: the ops before the cut not run again
+        assert int(ev["cached"]) < int(ev["plain"]) / 2
