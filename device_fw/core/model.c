@@ -284,13 +284,30 @@ typedef struct {
     const uint32_t *copy_off; /* its table: tensor t at copy + copy_off[t] */
 } probe_pass;
 
+/* The claims a PROBE asked last (direct-mapped by the blob tensor's low bits): every item of
+ * every pass asks the same few, twice per op with weights, so a hit replaces the scan of the
+ * trained table. An entry is (t + 1) << 8 | the trained index (0xFF: not trained), 0: empty;
+ * claim_memo_clear empties it whenever the trained table may have changed (a new PROBE). */
+enum { CLAIM_MEMO = 16 };
+static uint32_t claim_memo[CLAIM_MEMO];
+_Static_assert(HB_MAX_TRAINED < 255, "a claim memo entry's low byte");
+
+static void claim_memo_clear(void) { memset(claim_memo, 0, sizeof claim_memo); }
+
 /* the trained index of blob tensor t, -1 if it does not train (the table is short: at most
  * HB_MAX_TRAINED entries, asked twice per op with weights and forward pass) */
 static int32_t pass_claim(void *ctx, uint16_t t) {
+    const uint32_t e = claim_memo[t % CLAIM_MEMO];
+    if (e >> 8 == (uint32_t)t + 1u) return (e & 0xFFu) == 0xFFu ? -1 : (int32_t)(e & 0xFFu);
     const hb_zocf *z = &((const probe_pass *)ctx)->m->z;
+    int32_t c = -1;
     for (uint16_t i = 0; i < z->n_trained; i++)
-        if (z->trained[i].tensor == t) return i;
-    return -1;
+        if (z->trained[i].tensor == t) {
+            c = i;
+            break;
+        }
+    claim_memo[t % CLAIM_MEMO] = (((uint32_t)t + 1u) << 8 | (c < 0 ? 0xFFu : (uint32_t)c));
+    return c;
 }
 
 /* stream (seed, 1, t) of the pass, its cached blocks kept while the tensor stays the same */
@@ -607,6 +624,7 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
     int8_t *prefix = use_prefix ? (int8_t *)m->scratch : NULL;
     uint8_t *copy =
         use_copy ? m->scratch + (use_prefix ? hb_model_prefix_bytes(m, batch_size) : 0) : NULL;
+    claim_memo_clear();
     if (prefix) fill_prefix(m, s, batch_size, batch_seed, prefix);
     const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, batch_seed, NULL, prefix) : 0;
     const hb_zo_source src = source(m);

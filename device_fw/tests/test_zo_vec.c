@@ -52,8 +52,10 @@ static int8_t weight(void) {
     return k == 0 ? -128 : k == 1 ? 127 : (int8_t)(rnd() & 0xFF);
 }
 
+/* at every magnitude: small ones give deltas within +-127 (the int8 lanes), large ones not */
 static int32_t random_em(void) {
-    const int32_t em = (int32_t)(rnd() % (127u * 255u)) + 1;
+    static const uint32_t LIMIT[4] = {64u, 1024u, 16384u, 127u * 255u};
+    const int32_t em = (int32_t)(rnd() % LIMIT[rnd() % 4]) + 1;
     return rnd() % 2 ? em : -em;
 }
 

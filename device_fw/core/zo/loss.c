@@ -26,8 +26,7 @@ int hb_loss_load(const uint8_t *sec, uint32_t len, hb_loss_tables *t, hb_status 
 }
 
 int64_t hb_loss_ln_q16(const hb_loss_tables *t, uint32_t s) {
-    uint32_t b = 31;
-    while (!(s >> b)) b--; /* floor(log2 S), 16..31 */
+    const uint32_t b = 31u - (uint32_t)__builtin_clz(s); /* floor(log2 S), 16..31 (S > 0) */
     uint32_t norm = s << (31 - b);               /* in [2^31, 2^32) */
     uint32_t frac = norm - (1u << 31);
     uint32_t idx = frac >> (31 - HB_LN_BITS);

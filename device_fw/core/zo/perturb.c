@@ -160,6 +160,12 @@ void hb_zo_row_samples(const hb_zo_source *src, const hb_zo_tensor *t, hb_zo_row
 static int16_t narrow[HB_ZO_VALUES_UNIFORM];
 static const int32_t *narrow_of;
 static uint32_t narrow_n;
+/* and, when every delta of that table lies in +-127 (small perturbations: the usual case),
+ * the same deltas as int8 (narrow8_ok): clamp(w + d, +-L) is then max(sat8(w + d), -L) on
+ * sixteen int8 lanes (w + d lies in -255..254, sat8 clamps it to -128..127) */
+static int8_t narrow8[HB_ZO_VALUES_UNIFORM];
+static int narrow8_ok;
+_Static_assert(HB_WEIGHT_LIMIT == 127, "the int8 lanes' clamp: sat8, then max with -127");
 
 _Static_assert(HB_WEIGHT_LIMIT < 255, "clamp(w + d) = clamp(w + clamp(d, +-255)) for |w| <= 128");
 static int16_t narrow_delta(int32_t d) { return (int16_t)(d > 255 ? 255 : d < -255 ? -255 : d); }
@@ -231,6 +237,35 @@ static inline __attribute__((always_inline)) void perturb_piece_mve(
     }
 }
 
+/* The same piece on sixteen int8 lanes (Rademacher and uniform, every delta in +-127: d8 the
+ * table, d8[0] and d8[1] for Rademacher): a Rademacher lane's bit is selected from the two
+ * bytes of its sixteen bits (a gather of byte c / 8, lane & 7's mask), a uniform lane's
+ * delta gathered from the int8 table by its low 7 bits. */
+static inline __attribute__((always_inline)) void perturb_piece8_mve(
+    uint8_t dist, const uint32_t *wb, uint32_t lane0, uint32_t n, const int8_t *w, int8_t *out,
+    const int8_t *d8) {
+    const int8x16_t lo = vdupq_n_s8(-HB_WEIGHT_LIMIT);
+    const uint8x16_t lane = vidupq_n_u8(0, 1);
+    const uint8x16_t byte_of = vshrq_n_u8(lane, 3);                    /* 0 x 8, 1 x 8 */
+    const uint8x16_t mask = vshlq_u8(vdupq_n_u8(1), vreinterpretq_s8_u8(vandq_u8(lane, vdupq_n_u8(7))));
+    const int8x16_t dv0 = vdupq_n_s8(d8[0]), dv1 = vdupq_n_s8(d8[1]);
+    const uint8_t *bits = (const uint8_t *)wb;
+    const uint8_t *bytes = (const uint8_t *)wb + lane0;
+    for (uint32_t c = 0; c < n; c += 16) {
+        const mve_pred16_t live = vctp8q(n - c);
+        int8x16_t d;
+        if (dist == HB_DIST_RADEMACHER) {
+            const uint8x16_t b = vldrbq_gather_offset_z_u8(bits + (c >> 3), byte_of, live);
+            d = vpselq_s8(dv1, dv0, vcmpneq_n_u8(vandq_u8(b, mask), 0));
+        } else {
+            const uint8x16_t idx = vandq_u8(vldrbq_z_u8(bytes + c, live), vdupq_n_u8(0x7F));
+            d = vldrbq_gather_offset_z_s8(d8, idx, live);
+        }
+        const int8x16_t v = vqaddq_s8(vldrbq_z_s8(w + c, live), d);
+        vstrbq_p_s8(out + c, vmaxq_s8(v, lo), live);
+    }
+}
+
 /* Helium: the run in pieces of up to RUN_WORDS stream words, each copied from the stream's
  * blocks (the four-lane Philox fills four at a time) and read by vector lanes. */
 static void perturb_run_mve(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count,
@@ -241,6 +276,12 @@ static void perturb_run_mve(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t co
     const int16_t n0 = narrow_delta(tab[0]), n1 = narrow_delta(tab[1]);
     const int16x8_t d0 = vdupq_n_s16(n0);
     const int16_t diff = (int16_t)(n1 - n0);
+    /* int8 lanes: Rademacher when both deltas fit, uniform when its table's do */
+    int8_t r8[2] = {(int8_t)n0, (int8_t)n1};
+    const int8_t *d8 = dist == HB_DIST_RADEMACHER
+                           ? (n0 >= -127 && n0 <= 127 && n1 >= -127 && n1 <= 127 ? r8 : NULL)
+                       : dist == HB_DIST_UNIFORM && narrow8_ok ? narrow8
+                                                               : NULL;
     uint32_t wb[RUN_WORDS + 1];
     while (count) {
         const uint32_t wi0 = e0 / per, lane0 = e0 % per;
@@ -255,7 +296,11 @@ static void perturb_run_mve(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t co
             first = 0;
         }
         /* one loop per distribution (the lane's decoding a constant in each) */
-        if (dist == HB_DIST_RADEMACHER)
+        if (d8 && dist == HB_DIST_RADEMACHER)
+            perturb_piece8_mve(HB_DIST_RADEMACHER, wb, first, n, w, out, d8);
+        else if (d8)
+            perturb_piece8_mve(HB_DIST_UNIFORM, wb, first, n, w, out, d8);
+        else if (dist == HB_DIST_RADEMACHER)
             perturb_piece_mve(HB_DIST_RADEMACHER, wb, first, n, w, out, d0, diff);
         else if (dist == HB_DIST_GAUSSIAN)
             perturb_piece_mve(HB_DIST_GAUSSIAN, wb, first, n, w, out, d0, diff);
@@ -308,6 +353,21 @@ void hb_zo_perturb_samples(uint8_t dist, const int8_t *b, uint32_t step, uint32_
 #if HB_NN_MVE
     /* eight lanes: the samples widened, their table indices, the narrow deltas gathered, the
      * weights loaded (strided: gathered at lane * step from the group's first) */
+    if (tab == narrow_of && narrow_n == hb_zo_n_values(dist) && narrow8_ok && step == 1) {
+        /* sixteen int8 lanes: index (r + voff) >> vshift in 0..127, the int8 delta gathered */
+        const int8x16_t lo = vdupq_n_s8(-HB_WEIGHT_LIMIT);
+        const int8x16_t neg_shift = vdupq_n_s8(-(int8_t)vshift);
+        for (; c < n; c += 16) {
+            const mve_pred16_t live = vctp8q(n - c);
+            const uint8x16_t r = vaddq_n_u8(vreinterpretq_u8_s8(vldrbq_z_s8(o + c, live)),
+                                            (uint8_t)voff);
+            const uint8x16_t idx = vshlq_u8(r, neg_shift);
+            const int8x16_t d = vldrbq_gather_offset_z_s8(narrow8, idx, live);
+            const int8x16_t v = vqaddq_s8(vldrbq_z_s8(b + c, live), d);
+            vstrbq_p_s8(o + c, vmaxq_s8(v, lo), live);
+        }
+        return;
+    }
     if (tab == narrow_of && narrow_n == hb_zo_n_values(dist) && step < 65536u / 8u) {
         const int16x8_t lo = vdupq_n_s16(-HB_WEIGHT_LIMIT), hi = vdupq_n_s16(HB_WEIGHT_LIMIT);
         const uint16x8_t lanes = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)step);
@@ -347,6 +407,7 @@ void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab) {
      * (x + 2^(s-1) - (x < 0)) >> s, the sign bit as the (x < 0)), and the narrow copy */
     const uint32_t n = hb_zo_n_values(dist);
     const int sh = HB_SCALE_FRAC - HB_UNIT_FRAC;
+    int big = 0;
     for (uint32_t i = 0; i < n; i += 4) {
         const mve_pred16_t live = vctp32q(n - i);
         const int32x4_t r = vaddq_n_s32(vmulq_n_s32(vreinterpretq_s32_u32(vidupq_n_u32(i, 1)),
@@ -364,9 +425,13 @@ void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab) {
         vstrwq_p_s32(tab + i, d, live);
         vstrhq_p_s32(narrow + i, vminq_s32(vmaxq_s32(d, vdupq_n_s32(-255)), vdupq_n_s32(255)),
                      live);
+        vstrbq_p_s32(narrow8 + i, d, live); /* meaningful only if narrow8_ok */
+        const int32x4_t mag = vabsq_s32(d);
+        big |= vmaxvq_s32(0, vpselq_s32(mag, vdupq_n_s32(0), live)) > 127;
     }
     narrow_n = n;
     narrow_of = tab;
+    narrow8_ok = !big;
 #else
     for (int32_t r = lo; r <= -lo; r += stride)
         tab[hb_zo_value_index(dist, (int8_t)r)] = hb_zo_signed_delta((int8_t)r, scale, em);
