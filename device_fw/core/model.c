@@ -398,12 +398,12 @@ static const int8_t *dw_row(probe_pass *p, int32_t t, uint32_t j, uint32_t G, co
     return group + g;
 }
 
-static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
-    probe_pass *p = ctx;
+/* row j of trained filter t into out (a leading filter's row: out; a depthwise group's row:
+ * where the group holds it) */
+static const int8_t *weight_row_to(probe_pass *p, int32_t t, uint32_t j, int8_t *out) {
     const hb_model *m = p->m;
     const hb_zo_tensor *tt = &m->z.trained[t];
     const int8_t *w = (const int8_t *)tensor_data(m, (uint16_t)t);
-    int8_t *out = work_at(m, m->row_off);
     hb_zo_rowstream *s = pass_stream(p, t, 0);
     /* locals: out is a char pointer, which may alias anything the loop would reload */
     const uint32_t scale = scales(m)[t], len = tt->len, rows = tt->rows;
@@ -444,6 +444,11 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
     return out;
 }
 
+static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
+    probe_pass *p = ctx;
+    return weight_row_to(p, t, j, work_at(p->m, p->m->row_off));
+}
+
 /* element j of trained bias t: sat32(b + sign * delta), which never saturates (|b| <= 2^30,
  * |delta| < 2^30: docs/zo-math.md section 4) */
 static int32_t pass_bias(void *ctx, int32_t t, uint32_t j) {
@@ -479,6 +484,32 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
         for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
             const uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
             hb_zo_samples(&p->src, tt, (uint32_t)t, p->seed, e0, cnt, r, mult);
+#if HB_NN_MVE
+            /* four lanes: pass_bias's operations lane by lane (b + sign * delta never leaves
+             * int32: |b| <= 2^30, |delta| < 2^30; the saturating add is sat32 regardless) */
+            const int32x4_t sv = vdupq_n_s32(p->sign), ev = vdupq_n_s32((int32_t)p->eps);
+            const int sh = HB_SCALE_FRAC - HB_UNIT_FRAC;
+            for (uint32_t c = 0; c < cnt; c += 4) {
+                const mve_pred16_t live = vctp32q(cnt - c);
+                const int32x4_t x = vmulq_n_s32(vldrbq_z_s32(r + c, live), (int32_t)scale);
+                const int32x4_t u = vshrq_n_s32(
+                    vsubq_s32(vaddq_n_s32(x, 1 << (sh - 1)),
+                              vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(x), 31))),
+                    sh);
+                const int32x4_t y =
+                    vmulq_s32(vmulq_s32(ev, vreinterpretq_s32_u32(vldrbq_z_u32(mult + c, live))), u);
+                const int32x4_t d = vshlq_s32(
+                    vshrq_n_s32(vsubq_s32(vaddq_n_s32(y, 1 << (HB_DELTA_SHIFT - 1)),
+                                          vreinterpretq_s32_u32(
+                                              vshrq_n_u32(vreinterpretq_u32_s32(y), 31))),
+                                HB_DELTA_SHIFT),
+                    vdupq_n_s32((int32_t)tt->unit_shift));
+                const int32x4_t bv = vldrwq_z_s32((const int32_t *)(const void *)(b + 4u * (e0 + c)), live);
+                vstrwq_p_s32((int32_t *)(void *)(dst + 4u * (e0 + c)), vqaddq_s32(bv, vmulq_s32(sv, d)),
+                             live);
+            }
+            continue;
+#endif
             for (uint32_t c = 0; c < cnt; c++) { /* pass_bias's sat32(b + sign * delta) */
                 const int32_t d = hb_zo_delta(hb_zo_unit(r[c], scale), p->eps, mult[c],
                                               tt->unit_shift);
@@ -505,6 +536,10 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
         return;
     }
     const int trailing = tt->layout == HB_ROWS_TRAILING;
+    if (!trailing) { /* a leading row is contiguous in the copy too: produced in place */
+        for (uint32_t j = 0; j < tt->rows; j++) (void)weight_row_to(p, t, j, out + (size_t)j * tt->len);
+        return;
+    }
     for (uint32_t j = 0; j < tt->rows; j++) {
         const int8_t *r = pass_weight_row(p, t, j);
         const uint32_t step = pass_row_step(p, t);

@@ -182,6 +182,11 @@ static inline uint16x8_t popcount16_mve(uint16x8_t x) {
 /* Words wi0 .. wi0 + nw - 1 of a stream into wb (the stream's cached blocks copied four words
  * per vector, a fill of HB_STREAM_BLOCKS blocks at a time). */
 static void stream_words(hb_stream *s, uint32_t wi0, uint32_t nw, uint32_t *wb) {
+    if (wi0 % 16u == 0) { /* four whole blocks at a time, straight into wb (wb holds
+                             nw rounded up to 16 words: RUN_WORDS is a multiple of 16) */
+        for (uint32_t i = 0; i < nw; i += 16) hb_philox_blocks4(s, (wi0 + i) / 4u, wb + i);
+        return;
+    }
     for (uint32_t i = 0; i < nw;) {
         const uint32_t wi = wi0 + i;
         (void)hb_stream_word(s, wi); /* the block of word wi cached */
@@ -196,6 +201,7 @@ static void stream_words(hb_stream *s, uint32_t wi0, uint32_t nw, uint32_t *wb) 
 }
 
 enum { RUN_WORDS = 64 }; /* words per piece: 2048 Rademacher, 128 Gaussian, 256 uniform */
+_Static_assert(RUN_WORDS % 16 == 0, "stream_words fills whole groups of four blocks");
 
 /* One piece's n elements from its samples (lane c of element c: bit c of bits / half c of
  * halves / the low 7 bits of byte c of bytes): eight per int16 vector, the last group
@@ -311,6 +317,52 @@ static void perturb_run_mve(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t co
         w += n;
         out += n;
     }
+}
+
+/* sum of r^2 over fresh samples 0 .. n - 1 of a stream (uniform or Gaussian: the adaptive
+ * scale's Q), a piece of RUN_WORDS words at a time, sixteen (eight) lanes per vector; a
+ * piece's int32 sum is at most 256 x 127^2 */
+static uint64_t sumsq_fresh_mve(uint8_t dist, hb_stream *s, uint32_t n) {
+    const uint32_t per = dist == HB_DIST_GAUSSIAN ? HB_PER_WORD_GAUSSIAN : HB_PER_WORD_UNIFORM;
+    uint32_t wb[RUN_WORDS];
+    uint64_t q = 0;
+    for (uint32_t e0 = 0; e0 < n; e0 += RUN_WORDS * per) {
+        const uint32_t k = n - e0 < RUN_WORDS * per ? n - e0 : RUN_WORDS * per;
+        stream_words(s, e0 / per, (k + per - 1) / per, wb);
+        int32_t acc = 0;
+        if (dist == HB_DIST_GAUSSIAN) {
+            const uint16_t *halves = (const uint16_t *)(const void *)wb;
+            for (uint32_t c = 0; c < k; c += 8) {
+                const mve_pred16_t live = vctp16q(k - c);
+                const int16x8_t r = vsubq_s16(
+                    vreinterpretq_s16_u16(popcount16_mve(vldrhq_z_u16(halves + c, live))),
+                    vdupq_n_s16(8));
+                acc = vmladavaq_p_s16(acc, r, r, live);
+            }
+        } else {
+            const uint8_t *bytes = (const uint8_t *)wb;
+            for (uint32_t c = 0; c < k; c += 16) {
+                const mve_pred16_t live = vctp8q(k - c);
+                const uint8x16_t u = vandq_u8(vldrbq_z_u8(bytes + c, live), vdupq_n_u8(0x7F));
+                const int8x16_t r =
+                    vreinterpretq_s8_u8(vsubq_u8(vshlq_n_u8(u, 1), vdupq_n_u8(127)));
+                acc = vmladavaq_p_s8(acc, r, r, live);
+            }
+        }
+        q += (uint32_t)acc;
+    }
+    return q;
+}
+
+/* sum of r^2 over a chunk of raw samples */
+static uint32_t sumsq_chunk_mve(const int8_t *r, uint32_t cnt) {
+    int32_t acc = 0; /* <= 256 x 128^2 */
+    for (uint32_t c = 0; c < cnt; c += 16) {
+        const mve_pred16_t live = vctp8q(cnt - c);
+        const int8x16_t v = vldrbq_z_s8(r + c, live);
+        acc = vmladavaq_p_s8(acc, v, v, live);
+    }
+    return (uint32_t)acc;
 }
 #endif
 
@@ -463,11 +515,24 @@ uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tenso
     }
     int8_t r[HB_ZO_CHUNK];
     uint64_t q = 0; /* <= 127^2 n < 2^40 */
+#if HB_NN_MVE
+    if (!src->pool_size) { /* fresh samples: their squares straight from the stream's words */
+        hb_stream s;
+        hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
+        q = sumsq_fresh_mve(src->dist, &s, t->n);
+    } else
+        for (uint32_t e0 = 0; e0 < t->n; e0 += HB_ZO_CHUNK) {
+            uint32_t cnt = t->n - e0 < HB_ZO_CHUNK ? t->n - e0 : HB_ZO_CHUNK;
+            hb_zo_samples(src, t, ti, seed, e0, cnt, r, NULL);
+            q += sumsq_chunk_mve(r, cnt);
+        }
+#else
     for (uint32_t e0 = 0; e0 < t->n; e0 += HB_ZO_CHUNK) {
         uint32_t cnt = t->n - e0 < HB_ZO_CHUNK ? t->n - e0 : HB_ZO_CHUNK;
         hb_zo_samples(src, t, ti, seed, e0, cnt, r, NULL);
         for (uint32_t c = 0; c < cnt; c++) q += (uint64_t)((int32_t)r[c] * r[c]);
     }
+#endif
     if (q == 0) return HB_SCALE_MAX;
     uint32_t s = hb_zo_isqrt_u64(((uint64_t)t->n << 32) / q); /* n < 2^26: no wrap */
     return s < HB_SCALE_MAX ? s : HB_SCALE_MAX;

@@ -29,6 +29,11 @@ void hb_philox_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_
  * block `block`). */
 void hb_philox_stream_fill(hb_stream *s, uint32_t block);
 
+#if HB_NN_MVE
+/* Blocks block .. block + 3 of the stream into out[0..15] (block-major), the cache untouched. */
+void hb_philox_blocks4(const hb_stream *s, uint32_t block, uint32_t *out);
+#endif
+
 /* Word `word` of the stream (inline: the common case is a hit in the cached blocks). */
 static inline uint32_t hb_stream_word(hb_stream *s, uint32_t word) {
     uint32_t block = word >> 2;
