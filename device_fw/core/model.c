@@ -52,6 +52,9 @@ struct hb_model {
     /* the perturbed copy's bytes: its table of T offsets (pad16(4 T)), then each trained
      * tensor (pad16 parts, ZOCF order) */
     uint32_t copy_bytes;
+    /* the buffered stream words of a seed (hb_zo_words_bytes of each trained weight tensor,
+     * ZOCF order; 0 with a pool, whose samples are not the stream's) */
+    uint32_t words_bytes;
     /* the free arena a PROBE may use (hb_model_set_scratch; NULL/0: none) */
     uint8_t *scratch;
     uint32_t scratch_bytes;
@@ -232,6 +235,11 @@ void hb_model_bind(hb_model *m, uint8_t *work) {
     for (uint16_t t = 0; t < m->z.n_trained; t++)
         c += hb_pad16(copy_part(&m->z.trained[t]));
     m->copy_bytes = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+    uint64_t wb = 0;
+    for (uint16_t t = 0; t < m->z.n_trained && !m->z.pool_size; t++)
+        if (m->z.trained[t].kind != HB_ZO_BIAS)
+            wb += hb_zo_words_bytes(m->z.dist, m->z.trained[t].n);
+    m->words_bytes = wb > UINT32_MAX ? UINT32_MAX : (uint32_t)wb;
     m->scratch = NULL;
     m->scratch_bytes = 0;
 }
@@ -260,6 +268,15 @@ void hb_model_probe_plan(const hb_model *m, uint16_t batch_size, uint32_t scratc
     *copy = m->z.n_trained && m->copy_bytes <= left;
 }
 
+uint32_t hb_model_words_bytes(const hb_model *m) { return m->words_bytes; }
+
+int hb_model_probe_words(const hb_model *m, uint16_t batch_size, uint32_t scratch_bytes) {
+    int prefix, copy;
+    hb_model_probe_plan(m, batch_size, scratch_bytes, &prefix, &copy);
+    const uint64_t used = (prefix ? hb_model_prefix_bytes(m, batch_size) : 0) + m->copy_bytes;
+    return copy && m->words_bytes && used + m->words_bytes <= scratch_bytes;
+}
+
 static hb_zo_source source(const hb_model *m) {
     hb_zo_source src = {m->z.dist,
                         m->z.pool_size ? (const int8_t *)work_at(m, m->pool_off) : NULL,
@@ -281,6 +298,7 @@ typedef struct {
     hb_zo_rowstream w_stream, b_stream;
     int32_t tab_tensor, tab_em; /* the delta table holds this tensor's and em's, -1: none */
     uint8_t *copy; /* the pass's perturbed copy of the trained tensors (NULL: rows on demand) */
+    const uint32_t *words; /* the seed's buffered stream words (NULL: none) */
     const uint32_t *copy_off; /* its table: tensor t at copy + copy_off[t] */
 } probe_pass;
 
@@ -473,7 +491,7 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j);
 static int32_t pass_bias(void *ctx, int32_t t, uint32_t j);
 static uint32_t pass_row_step(void *ctx, int32_t t);
 
-static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
+static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *words) {
     const hb_model *m = p->m;
     const hb_zo_tensor *tt = &m->z.trained[t];
     if (tt->kind == HB_ZO_BIAS) { /* a chunk of raw samples at a time (hb_zo_samples) */
@@ -530,6 +548,10 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
         hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
         p->tab_tensor = t;
         p->tab_em = em;
+        if (words) { /* the seed's words, drawn once for its scale and both passes */
+            hb_zo_perturb_words(p->src.dist, words, tt->n, w, dtab, out);
+            return;
+        }
         hb_stream st;
         hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
         hb_zo_perturb_run(p->src.dist, &st, 0, tt->n, w, dtab, out);
@@ -619,7 +641,7 @@ static probe_pass the_pass;
 /* the loss of the mini-batch at w + sign * delta for seed (the work area's scales: its) */
 static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size,
                               uint32_t batch_seed, uint32_t seed, uint32_t eps, int32_t sign,
-                              const int8_t *prefix, uint8_t *copy) {
+                              const int8_t *prefix, uint8_t *copy, const uint32_t *words) {
     probe_pass *p = &the_pass;
     p->m = m;
     p->src = source(m);
@@ -632,10 +654,13 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
     dw_key.pass = NULL; /* a new pass: no depthwise group */
     if (copy) { /* the pass's tensors once, then every item reads them as it reads the blob */
         uint32_t *off = (uint32_t *)(void *)copy, at = (uint32_t)hb_pad16(4u * m->z.n_trained);
+        const uint32_t *wt = words; /* tensor t's words (weights only, ZOCF order) */
         for (uint16_t t = 0; t < m->z.n_trained; t++) {
+            const hb_zo_tensor *tt = &m->z.trained[t];
             off[t] = at;
-            copy_tensor(p, t, copy + at);
-            at += (uint32_t)hb_pad16(copy_part(&m->z.trained[t]));
+            copy_tensor(p, t, copy + at, tt->kind == HB_ZO_BIAS ? NULL : wt);
+            at += (uint32_t)hb_pad16(copy_part(tt));
+            if (wt && tt->kind != HB_ZO_BIAS) wt += hb_zo_words_bytes(m->z.dist, tt->n) / 4u;
         }
         p->copy = copy;
         p->copy_off = off;
@@ -660,6 +685,10 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
     uint8_t *copy =
         use_copy ? m->scratch + (use_prefix ? hb_model_prefix_bytes(m, batch_size) : 0) : NULL;
     claim_memo_clear();
+    /* the seed's stream words, after the copy, if they fit too */
+    uint32_t *words = copy && hb_model_probe_words(m, batch_size, m->scratch_bytes)
+                          ? (uint32_t *)(void *)(copy + m->copy_bytes)
+                          : NULL;
     if (prefix) fill_prefix(m, s, batch_size, batch_seed, prefix);
     const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, batch_seed, NULL, prefix) : 0;
     const hb_zo_source src = source(m);
@@ -667,13 +696,25 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
     for (uint16_t k = 0; k < q; k++) {
         const uint32_t seed = hb_rd32(seeds + 4u * k);
         /* the scales of this perturbation, once, before its forward passes */
-        for (uint16_t t = 0; t < m->z.n_trained; t++)
-            sc[t] = hb_zo_scale(&src, m->z.scaling, &m->z.trained[t], t, seed);
+        uint32_t *wt = words;
+        for (uint16_t t = 0; t < m->z.n_trained; t++) {
+            const hb_zo_tensor *tt = &m->z.trained[t];
+            if (!wt || tt->kind == HB_ZO_BIAS) {
+                sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
+                continue;
+            }
+            const uint32_t wbytes = hb_zo_words_bytes(m->z.dist, tt->n);
+            hb_zo_fill_words(seed, t, wbytes, wt);
+            const int adaptive = m->z.scaling != HB_SCALING_FIXED && m->z.dist != HB_DIST_RADEMACHER;
+            sc[t] = adaptive ? hb_zo_scale_of_sumsq(hb_zo_sumsq_words(m->z.dist, wt, tt->n), tt->n)
+                             : hb_zo_scale(&src, m->z.scaling, tt, t, seed);
+            wt += wbytes / 4u;
+        }
         const int32_t plus =
-            perturbed_loss(m, s, batch_size, batch_seed, seed, eps, 1, prefix, copy);
+            perturbed_loss(m, s, batch_size, batch_seed, seed, eps, 1, prefix, copy, words);
         const int32_t minus = one_sided ? l0
                                         : perturbed_loss(m, s, batch_size, batch_seed, seed, eps,
-                                                         -1, prefix, copy);
+                                                         -1, prefix, copy, words);
         hb_wr32(lp + 4u * k, (uint32_t)plus);
         hb_wr32(lm + 4u * k, (uint32_t)minus);
     }

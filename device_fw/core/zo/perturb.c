@@ -319,9 +319,33 @@ static void perturb_run_mve(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t co
     }
 }
 
+/* sum of r^2 over the first k <= 256 samples of words wb (uniform or Gaussian), sixteen
+ * (eight) lanes per vector: at most 256 x 127^2, an int32 */
+static uint32_t sumsq_piece_mve(uint8_t dist, const uint32_t *wb, uint32_t k) {
+    int32_t acc = 0;
+    if (dist == HB_DIST_GAUSSIAN) {
+        const uint16_t *halves = (const uint16_t *)(const void *)wb;
+        for (uint32_t c = 0; c < k; c += 8) {
+            const mve_pred16_t live = vctp16q(k - c);
+            const int16x8_t r = vsubq_s16(
+                vreinterpretq_s16_u16(popcount16_mve(vldrhq_z_u16(halves + c, live))),
+                vdupq_n_s16(8));
+            acc = vmladavaq_p_s16(acc, r, r, live);
+        }
+    } else {
+        const uint8_t *bytes = (const uint8_t *)wb;
+        for (uint32_t c = 0; c < k; c += 16) {
+            const mve_pred16_t live = vctp8q(k - c);
+            const uint8x16_t u = vandq_u8(vldrbq_z_u8(bytes + c, live), vdupq_n_u8(0x7F));
+            const int8x16_t r = vreinterpretq_s8_u8(vsubq_u8(vshlq_n_u8(u, 1), vdupq_n_u8(127)));
+            acc = vmladavaq_p_s8(acc, r, r, live);
+        }
+    }
+    return (uint32_t)acc;
+}
+
 /* sum of r^2 over fresh samples 0 .. n - 1 of a stream (uniform or Gaussian: the adaptive
- * scale's Q), a piece of RUN_WORDS words at a time, sixteen (eight) lanes per vector; a
- * piece's int32 sum is at most 256 x 127^2 */
+ * scale's Q), a piece of RUN_WORDS words at a time */
 static uint64_t sumsq_fresh_mve(uint8_t dist, hb_stream *s, uint32_t n) {
     const uint32_t per = dist == HB_DIST_GAUSSIAN ? HB_PER_WORD_GAUSSIAN : HB_PER_WORD_UNIFORM;
     uint32_t wb[RUN_WORDS];
@@ -329,27 +353,7 @@ static uint64_t sumsq_fresh_mve(uint8_t dist, hb_stream *s, uint32_t n) {
     for (uint32_t e0 = 0; e0 < n; e0 += RUN_WORDS * per) {
         const uint32_t k = n - e0 < RUN_WORDS * per ? n - e0 : RUN_WORDS * per;
         stream_words(s, e0 / per, (k + per - 1) / per, wb);
-        int32_t acc = 0;
-        if (dist == HB_DIST_GAUSSIAN) {
-            const uint16_t *halves = (const uint16_t *)(const void *)wb;
-            for (uint32_t c = 0; c < k; c += 8) {
-                const mve_pred16_t live = vctp16q(k - c);
-                const int16x8_t r = vsubq_s16(
-                    vreinterpretq_s16_u16(popcount16_mve(vldrhq_z_u16(halves + c, live))),
-                    vdupq_n_s16(8));
-                acc = vmladavaq_p_s16(acc, r, r, live);
-            }
-        } else {
-            const uint8_t *bytes = (const uint8_t *)wb;
-            for (uint32_t c = 0; c < k; c += 16) {
-                const mve_pred16_t live = vctp8q(k - c);
-                const uint8x16_t u = vandq_u8(vldrbq_z_u8(bytes + c, live), vdupq_n_u8(0x7F));
-                const int8x16_t r =
-                    vreinterpretq_s8_u8(vsubq_u8(vshlq_n_u8(u, 1), vdupq_n_u8(127)));
-                acc = vmladavaq_p_s8(acc, r, r, live);
-            }
-        }
-        q += (uint32_t)acc;
+        q += sumsq_piece_mve(dist, wb, k);
     }
     return q;
 }
@@ -444,6 +448,87 @@ void hb_zo_perturb_samples(uint8_t dist, const int8_t *b, uint32_t step, uint32_
     }
 }
 
+static uint32_t per_word(uint8_t dist) {
+    return dist == HB_DIST_RADEMACHER ? HB_PER_WORD_RADEMACHER
+           : dist == HB_DIST_GAUSSIAN ? HB_PER_WORD_GAUSSIAN
+                                      : HB_PER_WORD_UNIFORM;
+}
+
+uint32_t hb_zo_words_bytes(uint8_t dist, uint32_t n) {
+    const uint32_t per16 = 16u * per_word(dist); /* elements per 16 words (64 bytes) */
+    return 64u * ((n + per16 - 1u) / per16);
+}
+
+void hb_zo_fill_words(uint32_t seed, uint32_t ti, uint32_t bytes, uint32_t *out) {
+    hb_stream s;
+    hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
+    for (uint32_t i = 0; i < bytes / 4u; i += 16) {
+#if HB_NN_MVE
+        hb_philox_blocks4(&s, i / 4u, out + i);
+#else
+        for (uint32_t b = 0; b < 4; b++) {
+            hb_philox_stream_fill(&s, i / 4u + b);
+            memcpy(out + i + 4u * b, s.w, sizeof s.w[0] * 4u);
+        }
+#endif
+    }
+}
+
+static int8_t word_sample(uint8_t dist, const uint32_t *words, uint32_t e) {
+    const uint32_t w = words[e / per_word(dist)];
+    if (dist == HB_DIST_RADEMACHER) return (int8_t)((int32_t)((w >> (e % 32u)) & 1u) * 2 - 1);
+    if (dist == HB_DIST_GAUSSIAN)
+        return (int8_t)((int32_t)popcount16((w >> (16u * (e % 2u))) & 0xFFFFu) - 8);
+    return (int8_t)(2 * (int32_t)((w >> (8u * (e % 4u))) & 0x7Fu) - 127);
+}
+
+uint64_t hb_zo_sumsq_words(uint8_t dist, const uint32_t *words, uint32_t n) {
+    uint64_t q = 0;
+#if HB_NN_MVE
+    if (dist != HB_DIST_RADEMACHER) {
+        const uint32_t per = per_word(dist);
+        for (uint32_t e0 = 0; e0 < n; e0 += RUN_WORDS * per)
+            q += sumsq_piece_mve(dist, words + e0 / per,
+                                 n - e0 < RUN_WORDS * per ? n - e0 : RUN_WORDS * per);
+        return q;
+    }
+#endif
+    for (uint32_t e = 0; e < n; e++) {
+        const int32_t r = word_sample(dist, words, e);
+        q += (uint64_t)(r * r);
+    }
+    return q;
+}
+
+void hb_zo_perturb_words(uint8_t dist, const uint32_t *words, uint32_t n, const int8_t *w,
+                         const int32_t *tab, int8_t *out) {
+#if HB_NN_MVE
+    if (dist == HB_DIST_RADEMACHER || (tab == narrow_of && narrow_n == hb_zo_n_values(dist))) {
+        const int16_t n0 = narrow_delta(tab[0]), n1 = narrow_delta(tab[1]);
+        const int8_t r8[2] = {(int8_t)n0, (int8_t)n1};
+        const int8_t *d8 = dist == HB_DIST_RADEMACHER
+                               ? (n0 >= -127 && n0 <= 127 && n1 >= -127 && n1 <= 127 ? r8 : NULL)
+                           : dist == HB_DIST_UNIFORM && narrow8_ok ? narrow8
+                                                                   : NULL;
+        const int16x8_t d0 = vdupq_n_s16(n0);
+        const int16_t diff = (int16_t)(n1 - n0);
+        if (d8 && dist == HB_DIST_RADEMACHER)
+            perturb_piece8_mve(HB_DIST_RADEMACHER, words, 0, n, w, out, d8);
+        else if (d8)
+            perturb_piece8_mve(HB_DIST_UNIFORM, words, 0, n, w, out, d8);
+        else if (dist == HB_DIST_RADEMACHER)
+            perturb_piece_mve(HB_DIST_RADEMACHER, words, 0, n, w, out, d0, diff);
+        else if (dist == HB_DIST_GAUSSIAN)
+            perturb_piece_mve(HB_DIST_GAUSSIAN, words, 0, n, w, out, d0, diff);
+        else
+            perturb_piece_mve(HB_DIST_UNIFORM, words, 0, n, w, out, d0, diff);
+        return;
+    }
+#endif
+    for (uint32_t e = 0; e < n; e++)
+        out[e] = hb_zo_clamp_weight(w[e] + tab[hb_zo_value_index(dist, word_sample(dist, words, e))]);
+}
+
 uint32_t hb_zo_n_values(uint8_t dist) {
     return dist == HB_DIST_RADEMACHER ? HB_ZO_VALUES_RADEMACHER
            : dist == HB_DIST_GAUSSIAN ? HB_ZO_VALUES_GAUSSIAN
@@ -533,7 +618,11 @@ uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tenso
         for (uint32_t c = 0; c < cnt; c++) q += (uint64_t)((int32_t)r[c] * r[c]);
     }
 #endif
+    return hb_zo_scale_of_sumsq(q, t->n);
+}
+
+uint32_t hb_zo_scale_of_sumsq(uint64_t q, uint32_t n) {
     if (q == 0) return HB_SCALE_MAX;
-    uint32_t s = hb_zo_isqrt_u64(((uint64_t)t->n << 32) / q); /* n < 2^26: no wrap */
+    uint32_t s = hb_zo_isqrt_u64(((uint64_t)n << 32) / q); /* n < 2^26: no wrap */
     return s < HB_SCALE_MAX ? s : HB_SCALE_MAX;
 }

@@ -108,6 +108,21 @@ static inline int32_t hb_zo_signed_delta(int8_t r, uint32_t scale, int32_t em);
 /* floor(sqrt(x)), bitwise. */
 uint32_t hb_zo_isqrt_u64(uint64_t x);
 
+/* A PROBE's buffered stream words (docs/firmware.md, the PROBE's scratch): the words of a
+ * tensor of n fresh samples, in stream order, drawn once per seed and read by the scale and
+ * both perturbed passes. hb_zo_words_bytes: their bytes, 64 per 16 words (whole groups of
+ * four Philox blocks); hb_zo_fill_words: words 0 .. bytes / 4 - 1 of stream (seed, PERTURB,
+ * ti) into out (4-byte aligned); hb_zo_sumsq_words: the sum of r^2 over samples 0 .. n - 1
+ * (hb_zo_scale's Q for fresh samples); hb_zo_perturb_words: hb_zo_perturb_run over samples
+ * 0 .. n - 1 read from the words. */
+uint32_t hb_zo_words_bytes(uint8_t dist, uint32_t n);
+void hb_zo_fill_words(uint32_t seed, uint32_t ti, uint32_t bytes, uint32_t *out);
+uint64_t hb_zo_sumsq_words(uint8_t dist, const uint32_t *words, uint32_t n);
+void hb_zo_perturb_words(uint8_t dist, const uint32_t *words, uint32_t n, const int8_t *w,
+                         const int32_t *tab, int8_t *out);
+/* the adaptive scale of n samples whose squares sum to q (the end of hb_zo_scale) */
+uint32_t hb_zo_scale_of_sumsq(uint64_t q, uint32_t n);
+
 /* The scale S (Q16) of trained tensor t for seed: fixed per distribution, or adaptive
  * min(2^16, isqrt(floor(2^32 n / Q))), Q = sum r^2 (2^16 if Q = 0). */
 uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tensor *t,
