@@ -1,7 +1,10 @@
 /* Q16 cross-entropy of int8 logits from the LOSS tables (hilbench/zo/loss.py). */
 #include "zo/loss.h"
 
+#include <stddef.h>
+
 #include "hb_bytes.h"
+#include "hb_mve.h"
 #include "hb_wire.h"
 #include "hb_zo.h"
 
@@ -40,6 +43,26 @@ int64_t hb_loss_ln_q16(const hb_loss_tables *t, uint32_t s) {
 
 int64_t hb_loss_item(const hb_loss_tables *t, const int8_t *logits, uint32_t n, uint32_t y) {
     if (y >= n) return 0;
+#if HB_NN_MVE
+    /* sixteen logits per max, four EXP entries per gather (the table in place, if aligned):
+     * the same max and the same u32 sum */
+    if (((uintptr_t)t->exp & 3u) == 0) {
+        int8_t vmax = INT8_MIN;
+        for (uint32_t j = 0; j < n; j += 16)
+            vmax = vmaxvq_p_s8(vmax, vldrbq_z_s8(logits + j, vctp8q(n - j)), vctp8q(n - j));
+        const int32x4_t top = vdupq_n_s32(vmax);
+        const uint32_t *exp = (const uint32_t *)(const void *)t->exp;
+        uint32_t sv = 0;
+        for (uint32_t j = 0; j < n; j += 4) {
+            const mve_pred16_t live = vctp32q(n - j);
+            const uint32x4_t idx =
+                vreinterpretq_u32_s32(vsubq_s32(top, vldrbq_z_s32(logits + j, live)));
+            sv = vaddvaq_p_u32(sv, vldrwq_gather_shifted_offset_z_u32(exp, idx, live), live);
+        }
+        const int64_t lin = hb_rdi32(t->lin + 4u * (uint32_t)(vmax - logits[y]));
+        return lin + hb_loss_ln_q16(t, sv);
+    }
+#endif
     int32_t lmax = logits[0];
     for (uint32_t j = 1; j < n; j++)
         if (logits[j] > lmax) lmax = logits[j];

@@ -257,7 +257,18 @@ static inline __attribute__((always_inline)) void perturb_piece8_mve(
     const int8x16_t dv0 = vdupq_n_s8(d8[0]), dv1 = vdupq_n_s8(d8[1]);
     const uint8_t *bits = (const uint8_t *)wb;
     const uint8_t *bytes = (const uint8_t *)wb + lane0;
-    for (uint32_t c = 0; c < n; c += 16) {
+    uint32_t c = 0;
+    for (; c + 16 <= n; c += 16) { /* whole vectors, unpredicated */
+        int8x16_t d;
+        if (dist == HB_DIST_RADEMACHER) {
+            const uint8x16_t b = vldrbq_gather_offset_u8(bits + (c >> 3), byte_of);
+            d = vpselq_s8(dv1, dv0, vcmpneq_n_u8(vandq_u8(b, mask), 0));
+        } else {
+            d = vldrbq_gather_offset_s8(d8, vandq_u8(vldrbq_u8(bytes + c), vdupq_n_u8(0x7F)));
+        }
+        vst1q_s8(out + c, vmaxq_s8(vqaddq_s8(vld1q_s8(w + c), d), lo));
+    }
+    if (c < n) { /* the tail: no byte past the run read or written */
         const mve_pred16_t live = vctp8q(n - c);
         int8x16_t d;
         if (dist == HB_DIST_RADEMACHER) {
@@ -544,11 +555,11 @@ void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab) {
      * (x + 2^(s-1) - (x < 0)) >> s, the sign bit as the (x < 0)), and the narrow copy */
     const uint32_t n = hb_zo_n_values(dist);
     const int sh = HB_SCALE_FRAC - HB_UNIT_FRAC;
-    int big = 0;
-    for (uint32_t i = 0; i < n; i += 4) {
-        const mve_pred16_t live = vctp32q(n - i);
-        const int32x4_t r = vaddq_n_s32(vmulq_n_s32(vreinterpretq_s32_u32(vidupq_n_u32(i, 1)),
-                                                    stride), lo);
+    int32x4_t r = vaddq_n_s32(vmulq_n_s32(vreinterpretq_s32_u32(vidupq_n_u32(0, 1)), stride), lo);
+    const int32x4_t r_step = vdupq_n_s32(4 * stride);
+    int32x4_t mag = vdupq_n_s32(0); /* the largest |delta| of any lane (tail lanes too: a
+                                       conservative narrow8_ok) */
+    for (uint32_t i = 0; i < n; i += 4, r = vaddq_s32(r, r_step)) {
         const int32x4_t x = vmulq_n_s32(r, (int32_t)scale);
         const int32x4_t u = vshrq_n_s32(
             vsubq_s32(vaddq_n_s32(x, 1 << (sh - 1)), vreinterpretq_s32_u32(vshrq_n_u32(
@@ -559,13 +570,20 @@ void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab) {
             vsubq_s32(vaddq_n_s32(y, 1 << (HB_DELTA_SHIFT - 1)),
                       vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(y), 31))),
             HB_DELTA_SHIFT);
-        vstrwq_p_s32(tab + i, d, live);
-        vstrhq_p_s32(narrow + i, vminq_s32(vmaxq_s32(d, vdupq_n_s32(-255)), vdupq_n_s32(255)),
-                     live);
-        vstrbq_p_s32(narrow8 + i, d, live); /* meaningful only if narrow8_ok */
-        const int32x4_t mag = vabsq_s32(d);
-        big |= vmaxvq_s32(0, vpselq_s32(mag, vdupq_n_s32(0), live)) > 127;
+        const int32x4_t d16 = vminq_s32(vmaxq_s32(d, vdupq_n_s32(-255)), vdupq_n_s32(255));
+        mag = vmaxq_s32(mag, vabsq_s32(d));
+        if (i + 4 <= n) { /* whole vectors unpredicated */
+            vst1q_s32(tab + i, d);
+            vstrhq_s32(narrow + i, d16);
+            vstrbq_s32(narrow8 + i, d); /* meaningful only if narrow8_ok */
+        } else {
+            const mve_pred16_t live = vctp32q(n - i);
+            vstrwq_p_s32(tab + i, d, live);
+            vstrhq_p_s32(narrow + i, d16, live);
+            vstrbq_p_s32(narrow8 + i, d, live);
+        }
     }
+    const int big = vmaxvq_s32(0, mag) > 127;
     narrow_n = n;
     narrow_of = tab;
     narrow8_ok = !big;
