@@ -52,8 +52,8 @@ struct hb_model {
     /* the perturbed copy's bytes: its table of T offsets (pad16(4 T)), then each trained
      * tensor (pad16 parts, ZOCF order) */
     uint32_t copy_bytes;
-    /* the buffered stream words of a seed (hb_zo_words_bytes of each trained weight tensor,
-     * ZOCF order; 0 with a pool, whose samples are not the stream's) */
+    /* the buffered stream words of a seed (hb_zo_words_bytes of each trained tensor, ZOCF
+     * order; 0 with a pool, whose samples are not the stream's) */
     uint32_t words_bytes;
     /* the free arena a PROBE may use (hb_model_set_scratch; NULL/0: none) */
     uint8_t *scratch;
@@ -237,8 +237,7 @@ void hb_model_bind(hb_model *m, uint8_t *work) {
     m->copy_bytes = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
     uint64_t wb = 0;
     for (uint16_t t = 0; t < m->z.n_trained && !m->z.pool_size; t++)
-        if (m->z.trained[t].kind != HB_ZO_BIAS)
-            wb += hb_zo_words_bytes(m->z.dist, m->z.trained[t].n);
+        wb += hb_zo_words_bytes(m->z.dist, m->z.trained[t].n);
     m->words_bytes = wb > UINT32_MAX ? UINT32_MAX : (uint32_t)wb;
     m->scratch = NULL;
     m->scratch_bytes = 0;
@@ -501,7 +500,12 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
         const uint8_t *b = tensor_data(m, (uint16_t)t);
         for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
             const uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
-            hb_zo_samples(&p->src, tt, (uint32_t)t, p->seed, e0, cnt, r, mult);
+            if (words && !tt->cm) { /* the seed's words: no stream drawn again */
+                hb_zo_words_samples(p->src.dist, words, e0, cnt, r);
+                memset(mult, tt->eps_mult, cnt);
+            } else {
+                hb_zo_samples(&p->src, tt, (uint32_t)t, p->seed, e0, cnt, r, mult);
+            }
 #if HB_NN_MVE
             /* four lanes: pass_bias's operations lane by lane (b + sign * delta never leaves
              * int32: |b| <= 2^30, |delta| < 2^30; the saturating add is sat32 regardless) */
@@ -594,6 +598,11 @@ static const uint8_t *copy_data(void *ctx, int32_t t) {
     return p->copy + p->copy_off[t];
 }
 
+static const uint8_t *copy_data_of(void *ctx, uint16_t t) {
+    const int32_t c = pass_claim(ctx, t);
+    return c < 0 ? NULL : copy_data(ctx, c);
+}
+
 /* the mean Q16 loss of the mini-batch of batch_seed (its items drawn again, in order, as the
  * pass reads them); rows NULL: the weights as they are. prefix (not NULL): item i's activation
  * at the cut, at prefix + i pad16(cut_n), the ops before the cut not run again */
@@ -658,17 +667,18 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
         for (uint16_t t = 0; t < m->z.n_trained; t++) {
             const hb_zo_tensor *tt = &m->z.trained[t];
             off[t] = at;
-            copy_tensor(p, t, copy + at, tt->kind == HB_ZO_BIAS ? NULL : wt);
+            copy_tensor(p, t, copy + at, wt);
             at += (uint32_t)hb_pad16(copy_part(tt));
-            if (wt && tt->kind != HB_ZO_BIAS) wt += hb_zo_words_bytes(m->z.dist, tt->n) / 4u;
+            if (wt) wt += hb_zo_words_bytes(m->z.dist, tt->n) / 4u;
         }
         p->copy = copy;
         p->copy_off = off;
-        const hb_graph_rows rows = {pass_claim, copy_weight_row, copy_bias, p, copy_row_step,
-                                    copy_data};
+        const hb_graph_rows rows = {pass_claim,    copy_weight_row, copy_bias, p,
+                                    copy_row_step, copy_data,       copy_data_of};
         return batch_loss(m, s, batch_size, batch_seed, &rows, prefix);
     }
-    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step, NULL};
+    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step, NULL,
+                                NULL};
     return batch_loss(m, s, batch_size, batch_seed, &rows, prefix);
 }
 
@@ -699,7 +709,7 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
         uint32_t *wt = words;
         for (uint16_t t = 0; t < m->z.n_trained; t++) {
             const hb_zo_tensor *tt = &m->z.trained[t];
-            if (!wt || tt->kind == HB_ZO_BIAS) {
+            if (!wt) {
                 sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
                 continue;
             }

@@ -182,6 +182,13 @@ static void test_words(void) {
         uint64_t q = 0;
         for (uint32_t e = 0; e < n; e++) q += (uint64_t)((int32_t)r[e] * r[e]);
         CHECK(hb_zo_sumsq_words(dist, words, n) == q, "dist %u n %u: sum of squares", dist, n);
+        /* raw samples from the words, from element 0, a multiple of 16 and any element */
+        const uint32_t e0 = c % 3 == 0 ? 0 : c % 3 == 1 ? 16u * (rnd() % (n / 16u + 1u)) : rnd() % n;
+        const uint32_t cnt = e0 < n ? rnd() % (n - e0) + 1u : 0;
+        memset(a, 0x55, sizeof a);
+        hb_zo_words_samples(dist, words, e0, cnt, a);
+        CHECK(memcmp(a, r + e0, cnt) == 0 && a[cnt] == 0x55, "dist %u e0 %u cnt %u: samples",
+              dist, e0, cnt);
         hb_zo_delta_table(dist, random_scale(dist), random_em(), tab);
         for (uint32_t e = 0; e < n; e++) w[e] = weight();
         hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);

@@ -98,7 +98,7 @@ class ProbeScratch:
     tensor: str | None
     prefix_bytes: int
     copy_bytes: int
-    #: a third part, only with the copy: the stream words of each trained weight tensor for
+    #: a third part, only with the copy: the stream words of each trained tensor for
     #: the seed being probed (64 bytes per 16 words; 0 with a pool), drawn once per seed for
     #: its scale and both passes (model.c hb_model_probe_words)
     words_bytes: int = 0
@@ -119,11 +119,11 @@ class ProbeScratch:
 
 def words_bytes(trained, distribution: str, pool_size: int) -> int:
     """The PROBE's buffered stream words (hb_model_words_bytes): 64 bytes per 16 words of
-    each trained weight tensor's fresh samples; 0 with a pool."""
+    each trained tensor's fresh samples; 0 with a pool."""
     if pool_size:
         return 0
     per16 = 16 * ELEMENTS_PER_WORD[DISTRIBUTIONS[distribution]]
-    return sum(64 * -(-t.size // per16) for t in trained if t.kind != "bias")
+    return sum(64 * -(-t.size // per16) for t in trained)
 
 
 def probe_scratch(

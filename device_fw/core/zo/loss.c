@@ -28,7 +28,7 @@ int hb_loss_load(const uint8_t *sec, uint32_t len, hb_loss_tables *t, hb_status 
     return 0;
 }
 
-int64_t hb_loss_ln_q16(const hb_loss_tables *t, uint32_t s) {
+static inline int64_t ln_q16(const hb_loss_tables *t, uint32_t s) {
     const uint32_t b = 31u - (uint32_t)__builtin_clz(s); /* floor(log2 S), 16..31 (S > 0) */
     uint32_t norm = s << (31 - b);               /* in [2^31, 2^32) */
     uint32_t frac = norm - (1u << 31);
@@ -60,7 +60,7 @@ int64_t hb_loss_item(const hb_loss_tables *t, const int8_t *logits, uint32_t n, 
             sv = vaddvaq_p_u32(sv, vldrwq_gather_shifted_offset_z_u32(exp, idx, live), live);
         }
         const int64_t lin = hb_rdi32(t->lin + 4u * (uint32_t)(vmax - logits[y]));
-        return lin + hb_loss_ln_q16(t, sv);
+        return lin + ln_q16(t, sv);
     }
 #endif
     int32_t lmax = logits[0];
@@ -69,8 +69,10 @@ int64_t hb_loss_item(const hb_loss_tables *t, const int8_t *logits, uint32_t n, 
     uint32_t s = 0; /* each EXP <= EXP[0] = 2^16, n <= 65535: S < 2^32 */
     for (uint32_t j = 0; j < n; j++) s += hb_rd32(t->exp + 4u * (uint32_t)(lmax - logits[j]));
     int64_t lin = hb_rdi32(t->lin + 4u * (uint32_t)(lmax - logits[y]));
-    return lin + hb_loss_ln_q16(t, s);
+    return lin + ln_q16(t, s);
 }
+
+int64_t hb_loss_ln_q16(const hb_loss_tables *t, uint32_t s) { return ln_q16(t, s); }
 
 /* floor(a / b) for b > 0 (C's / truncates toward zero) */
 static int64_t floor_div(int64_t a, int64_t b) {

@@ -345,7 +345,13 @@ static uint32_t sumsq_piece_mve(uint8_t dist, const uint32_t *wb, uint32_t k) {
         }
     } else {
         const uint8_t *bytes = (const uint8_t *)wb;
-        for (uint32_t c = 0; c < k; c += 16) {
+        uint32_t c = 0;
+        for (; c + 16 <= k; c += 16) { /* whole vectors unpredicated */
+            const uint8x16_t u = vandq_u8(vldrbq_u8(bytes + c), vdupq_n_u8(0x7F));
+            const int8x16_t r = vreinterpretq_s8_u8(vsubq_u8(vshlq_n_u8(u, 1), vdupq_n_u8(127)));
+            acc = vmladavaq_s8(acc, r, r);
+        }
+        if (c < k) {
             const mve_pred16_t live = vctp8q(k - c);
             const uint8x16_t u = vandq_u8(vldrbq_z_u8(bytes + c, live), vdupq_n_u8(0x7F));
             const int8x16_t r = vreinterpretq_s8_u8(vsubq_u8(vshlq_n_u8(u, 1), vdupq_n_u8(127)));
@@ -491,6 +497,43 @@ static int8_t word_sample(uint8_t dist, const uint32_t *words, uint32_t e) {
     if (dist == HB_DIST_GAUSSIAN)
         return (int8_t)((int32_t)popcount16((w >> (16u * (e % 2u))) & 0xFFFFu) - 8);
     return (int8_t)(2 * (int32_t)((w >> (8u * (e % 4u))) & 0x7Fu) - 127);
+}
+
+void hb_zo_words_samples(uint8_t dist, const uint32_t *words, uint32_t e0, uint32_t cnt,
+                         int8_t *r) {
+#if HB_NN_MVE
+    if (e0 % 16u == 0) { /* sixteen (Gaussian: eight) samples per vector */
+        const uint8_t *bytes = (const uint8_t *)words;
+        const uint16_t *halves = (const uint16_t *)(const void *)words;
+        const uint8x16_t lane = vidupq_n_u8(0, 1);
+        const uint8x16_t byte_of = vshrq_n_u8(lane, 3);
+        const uint8x16_t mask =
+            vshlq_u8(vdupq_n_u8(1), vreinterpretq_s8_u8(vandq_u8(lane, vdupq_n_u8(7))));
+        for (uint32_t c = 0; c < cnt; c += dist == HB_DIST_GAUSSIAN ? 8u : 16u) {
+            const uint32_t e = e0 + c;
+            if (dist == HB_DIST_GAUSSIAN) {
+                const mve_pred16_t live = vctp16q(cnt - c);
+                const int16x8_t v = vsubq_s16(
+                    vreinterpretq_s16_u16(popcount16_mve(vldrhq_z_u16(halves + e, live))),
+                    vdupq_n_s16(8));
+                vstrbq_p_s16(r + c, v, live);
+                continue;
+            }
+            const mve_pred16_t live = vctp8q(cnt - c);
+            int8x16_t v;
+            if (dist == HB_DIST_RADEMACHER) {
+                const uint8x16_t b = vldrbq_gather_offset_z_u8(bytes + e / 8u, byte_of, live);
+                v = vpselq_s8(vdupq_n_s8(1), vdupq_n_s8(-1), vcmpneq_n_u8(vandq_u8(b, mask), 0));
+            } else {
+                const uint8x16_t u = vandq_u8(vldrbq_z_u8(bytes + e, live), vdupq_n_u8(0x7F));
+                v = vreinterpretq_s8_u8(vsubq_u8(vshlq_n_u8(u, 1), vdupq_n_u8(127)));
+            }
+            vstrbq_p_s8(r + c, v, live);
+        }
+        return;
+    }
+#endif
+    for (uint32_t c = 0; c < cnt; c++) r[c] = word_sample(dist, words, e0 + c);
 }
 
 uint64_t hb_zo_sumsq_words(uint8_t dist, const uint32_t *words, uint32_t n) {

@@ -118,6 +118,9 @@ uint32_t hb_zo_isqrt_u64(uint64_t x);
 uint32_t hb_zo_words_bytes(uint8_t dist, uint32_t n);
 void hb_zo_fill_words(uint32_t seed, uint32_t ti, uint32_t bytes, uint32_t *out);
 uint64_t hb_zo_sumsq_words(uint8_t dist, const uint32_t *words, uint32_t n);
+/* raw samples e0 .. e0 + cnt - 1 from the words (hb_zo_samples' fresh samples) */
+void hb_zo_words_samples(uint8_t dist, const uint32_t *words, uint32_t e0, uint32_t cnt,
+                         int8_t *r);
 void hb_zo_perturb_words(uint8_t dist, const uint32_t *words, uint32_t n, const int8_t *w,
                          const int32_t *tab, int8_t *out);
 /* the adaptive scale of n samples whose squares sum to q (the end of hb_zo_scale) */

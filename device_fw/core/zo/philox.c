@@ -94,6 +94,3 @@ void hb_philox_blocks4(const hb_stream *s, uint32_t block, uint32_t *out) {
 }
 #endif
 
-uint32_t hb_philox_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i) {
-    return (uint32_t)(((uint64_t)hb_stream_word(batch, i) * n_items) >> 32);
-}

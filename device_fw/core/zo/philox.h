@@ -46,6 +46,8 @@ static inline uint32_t hb_stream_half(hb_stream *s, uint32_t i) {
 }
 
 /* Item i of PROBE's mini-batch: (u64) word_i * n_items >> 32, stream (batch_seed, 2), tensor 0. */
-uint32_t hb_philox_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i);
+static inline uint32_t hb_philox_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i) {
+    return (uint32_t)(((uint64_t)hb_stream_word(batch, i) * n_items) >> 32);
+}
 
 #endif /* HB_ZO_PHILOX_H */
