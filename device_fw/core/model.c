@@ -498,10 +498,17 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
         uint8_t mult[HB_ZO_CHUNK];
         const uint32_t scale = scales(m)[t];
         const uint8_t *b = tensor_data(m, (uint16_t)t);
+        hb_stream st;
+        hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
+        const uint32_t P = p->src.pool_size;
         for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
             const uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
             if (words && !tt->cm) { /* the seed's words: no stream drawn again */
                 hb_zo_words_samples(p->src.dist, words, e0, cnt, r);
+                memset(mult, tt->eps_mult, cnt);
+            } else if (P && !tt->cm && tt->len == 1) { /* a pool: element e is row e's o_e */
+                for (uint32_t c = 0; c < cnt; c++)
+                    r[c] = p->src.pool[(hb_stream_half(&st, e0 + c) * P) >> 16];
                 memset(mult, tt->eps_mult, cnt);
             } else {
                 hb_zo_samples(&p->src, tt, (uint32_t)t, p->seed, e0, cnt, r, mult);
@@ -562,6 +569,26 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
         return;
     }
     const int trailing = tt->layout == HB_ROWS_TRAILING;
+    if (!trailing && p->src.pool && !tt->cm && tt->n >= hb_zo_n_values(p->src.dist)) {
+        /* a pool's leading rows with one delta table: row j is the pool's run from o_j
+         * (wrapping once), perturbed straight from the pool into the copy */
+        const int32_t em = p->sign * (int32_t)(p->eps * tt->eps_mult);
+        int32_t *dtab = work_at(m, m->delta_off);
+        hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
+        p->tab_tensor = t;
+        p->tab_em = em;
+        hb_stream st;
+        hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
+        const uint32_t P = p->src.pool_size, L = tt->len;
+        for (uint32_t j = 0; j < tt->rows; j++) {
+            const uint32_t k = (hb_stream_half(&st, j) * P) >> 16, first = P - k < L ? P - k : L;
+            const int8_t *wj = w + (size_t)j * L;
+            int8_t *oj = out + (size_t)j * L;
+            hb_zo_perturb_from(p->src.dist, p->src.pool + k, first, wj, dtab, oj);
+            hb_zo_perturb_from(p->src.dist, p->src.pool, L - first, wj + first, dtab, oj + first);
+        }
+        return;
+    }
     if (!trailing) { /* a leading row is contiguous in the copy too: produced in place */
         for (uint32_t j = 0; j < tt->rows; j++) (void)weight_row_to(p, t, j, out + (size_t)j * tt->len);
         return;

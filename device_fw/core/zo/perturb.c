@@ -378,7 +378,12 @@ static uint64_t sumsq_fresh_mve(uint8_t dist, hb_stream *s, uint32_t n) {
 /* sum of r^2 over a chunk of raw samples */
 static uint32_t sumsq_chunk_mve(const int8_t *r, uint32_t cnt) {
     int32_t acc = 0; /* <= 256 x 128^2 */
-    for (uint32_t c = 0; c < cnt; c += 16) {
+    uint32_t c = 0;
+    for (; c + 16 <= cnt; c += 16) {
+        const int8x16_t v = vld1q_s8(r + c);
+        acc = vmladavaq_s8(acc, v, v);
+    }
+    if (c < cnt) {
         const mve_pred16_t live = vctp8q(cnt - c);
         const int8x16_t v = vldrbq_z_s8(r + c, live);
         acc = vmladavaq_p_s8(acc, v, v, live);
@@ -583,6 +588,51 @@ void hb_zo_perturb_words(uint8_t dist, const uint32_t *words, uint32_t n, const 
         out[e] = hb_zo_clamp_weight(w[e] + tab[hb_zo_value_index(dist, word_sample(dist, words, e))]);
 }
 
+void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_t *w,
+                        const int32_t *tab, int8_t *out) {
+    const int32_t voff = hb_zo_value_offset(dist);
+    const uint32_t vshift = hb_zo_value_shift(dist);
+    uint32_t c = 0;
+#if HB_NN_MVE
+    if (tab == narrow_of && narrow_n == hb_zo_n_values(dist) && narrow8_ok) {
+        /* sixteen int8 lanes: index (r + voff) >> vshift, the int8 delta gathered */
+        const int8x16_t lo = vdupq_n_s8(-HB_WEIGHT_LIMIT);
+        const int8x16_t neg_shift = vdupq_n_s8(-(int8_t)vshift);
+        for (; c + 16 <= n; c += 16) {
+            const uint8x16_t idx = vshlq_u8(
+                vaddq_n_u8(vreinterpretq_u8_s8(vld1q_s8(raw + c)), (uint8_t)voff), neg_shift);
+            const int8x16_t d = vldrbq_gather_offset_s8(narrow8, idx);
+            vst1q_s8(out + c, vmaxq_s8(vqaddq_s8(vld1q_s8(w + c), d), lo));
+        }
+        if (c < n) {
+            const mve_pred16_t live = vctp8q(n - c);
+            const uint8x16_t idx = vshlq_u8(
+                vaddq_n_u8(vreinterpretq_u8_s8(vldrbq_z_s8(raw + c, live)), (uint8_t)voff),
+                neg_shift);
+            const int8x16_t d = vldrbq_gather_offset_z_s8(narrow8, idx, live);
+            const int8x16_t v = vqaddq_s8(vldrbq_z_s8(w + c, live), d);
+            vstrbq_p_s8(out + c, vmaxq_s8(v, lo), live);
+        }
+        return;
+    }
+#endif
+    for (; c < n; c++) out[c] = hb_zo_clamp_weight(w[c] + tab[(uint32_t)(raw[c] + voff) >> vshift]);
+}
+
+uint64_t hb_zo_sumsq_raw(const int8_t *r, uint32_t n) {
+    uint64_t q = 0;
+#if HB_NN_MVE
+    for (uint32_t c0 = 0; c0 < n; c0 += 256) { /* an int32 per 256 samples */
+        const uint32_t k = n - c0 < 256 ? n - c0 : 256;
+        q += sumsq_chunk_mve(r + c0, k);
+    }
+    return q;
+#else
+    for (uint32_t c = 0; c < n; c++) q += (uint64_t)((int32_t)r[c] * r[c]);
+    return q;
+#endif
+}
+
 uint32_t hb_zo_n_values(uint8_t dist) {
     return dist == HB_DIST_RADEMACHER ? HB_ZO_VALUES_RADEMACHER
            : dist == HB_DIST_GAUSSIAN ? HB_ZO_VALUES_GAUSSIAN
@@ -666,6 +716,14 @@ uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tenso
         hb_stream s;
         hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
         q = sumsq_fresh_mve(src->dist, &s, t->n);
+    } else if (t->layout != HB_ROWS_TRAILING) { /* row j: the pool from o_j, wrapping once */
+        hb_stream s;
+        hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
+        const uint32_t P = src->pool_size, L = t->len;
+        for (uint32_t j = 0; j < t->rows; j++) {
+            const uint32_t k = (hb_stream_half(&s, j) * P) >> 16, first = P - k < L ? P - k : L;
+            q += hb_zo_sumsq_raw(src->pool + k, first) + hb_zo_sumsq_raw(src->pool, L - first);
+        }
     } else
         for (uint32_t e0 = 0; e0 < t->n; e0 += HB_ZO_CHUNK) {
             uint32_t cnt = t->n - e0 < HB_ZO_CHUNK ? t->n - e0 : HB_ZO_CHUNK;

@@ -123,6 +123,12 @@ void hb_zo_words_samples(uint8_t dist, const uint32_t *words, uint32_t e0, uint3
                          int8_t *r);
 void hb_zo_perturb_words(uint8_t dist, const uint32_t *words, uint32_t n, const int8_t *w,
                          const int32_t *tab, int8_t *out);
+/* out[c] = clamp(w[c] + tab[hb_zo_value_index(dist, raw[c])], +-HB_WEIGHT_LIMIT) for c < n
+ * (hb_zo_perturb_samples with the raw samples read from raw, e.g. a pool's run) */
+void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_t *w,
+                        const int32_t *tab, int8_t *out);
+/* sum of r^2 over n raw samples */
+uint64_t hb_zo_sumsq_raw(const int8_t *r, uint32_t n);
 /* the adaptive scale of n samples whose squares sum to q (the end of hb_zo_scale) */
 uint32_t hb_zo_scale_of_sumsq(uint64_t q, uint32_t n);
 
