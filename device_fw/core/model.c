@@ -580,13 +580,9 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
         hb_stream st;
         hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
         const uint32_t P = p->src.pool_size, L = tt->len;
-        for (uint32_t j = 0; j < tt->rows; j++) {
-            const uint32_t k = (hb_stream_half(&st, j) * P) >> 16, first = P - k < L ? P - k : L;
-            const int8_t *wj = w + (size_t)j * L;
-            int8_t *oj = out + (size_t)j * L;
-            hb_zo_perturb_from(p->src.dist, p->src.pool + k, first, wj, dtab, oj);
-            hb_zo_perturb_from(p->src.dist, p->src.pool, L - first, wj + first, dtab, oj + first);
-        }
+        for (uint32_t j = 0; j < tt->rows; j++)
+            hb_zo_perturb_pool_row(p->src.dist, p->src.pool, P, (hb_stream_half(&st, j) * P) >> 16,
+                                   L, w + (size_t)j * L, dtab, out + (size_t)j * L);
         return;
     }
     if (!trailing) { /* a leading row is contiguous in the copy too: produced in place */

@@ -588,6 +588,13 @@ void hb_zo_perturb_words(uint8_t dist, const uint32_t *words, uint32_t n, const 
         out[e] = hb_zo_clamp_weight(w[e] + tab[hb_zo_value_index(dist, word_sample(dist, words, e))]);
 }
 
+void hb_zo_perturb_pool_row(uint8_t dist, const int8_t *pool, uint32_t P, uint32_t k,
+                            uint32_t L, const int8_t *w, const int32_t *tab, int8_t *out) {
+    const uint32_t first = P - k < L ? P - k : L; /* k < P, L <= P: one wrap at most */
+    hb_zo_perturb_from(dist, pool + k, first, w, tab, out);
+    if (first < L) hb_zo_perturb_from(dist, pool, L - first, w + first, tab, out + first);
+}
+
 void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_t *w,
                         const int32_t *tab, int8_t *out) {
     const int32_t voff = hb_zo_value_offset(dist);
@@ -620,14 +627,25 @@ void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_
 }
 
 uint64_t hb_zo_sumsq_raw(const int8_t *r, uint32_t n) {
-    uint64_t q = 0;
 #if HB_NN_MVE
-    for (uint32_t c0 = 0; c0 < n; c0 += 256) { /* an int32 per 256 samples */
-        const uint32_t k = n - c0 < 256 ? n - c0 : 256;
-        q += sumsq_chunk_mve(r + c0, k);
+    /* sixteen squares per VMLADAV into an int32, moved to the u64 every 4096 vectors (at
+     * most 65536 x 128^2 = 2^30) */
+    uint64_t q = 0;
+    uint32_t c = 0;
+    while (c + 16 <= n) {
+        int32_t acc = 0;
+        for (uint32_t v = 0; v < 4096 && c + 16 <= n; v++, c += 16)
+            acc = vmladavaq_s8(acc, vld1q_s8(r + c), vld1q_s8(r + c));
+        q += (uint32_t)acc;
     }
-    return q;
+    if (c < n) {
+        const int8x16_t v = vldrbq_z_s8(r + c, vctp8q(n - c)); /* zeros past the end */
+        q += (uint32_t)vmladavq_s8(v, v);
+    }
+    const uint64_t acc = q;
+    return (uint64_t)acc;
 #else
+    uint64_t q = 0;
     for (uint32_t c = 0; c < n; c++) q += (uint64_t)((int32_t)r[c] * r[c]);
     return q;
 #endif
@@ -722,7 +740,8 @@ uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tenso
         const uint32_t P = src->pool_size, L = t->len;
         for (uint32_t j = 0; j < t->rows; j++) {
             const uint32_t k = (hb_stream_half(&s, j) * P) >> 16, first = P - k < L ? P - k : L;
-            q += hb_zo_sumsq_raw(src->pool + k, first) + hb_zo_sumsq_raw(src->pool, L - first);
+            q += hb_zo_sumsq_raw(src->pool + k, first);
+            if (first < L) q += hb_zo_sumsq_raw(src->pool, L - first);
         }
     } else
         for (uint32_t e0 = 0; e0 < t->n; e0 += HB_ZO_CHUNK) {

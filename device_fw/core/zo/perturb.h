@@ -127,6 +127,9 @@ void hb_zo_perturb_words(uint8_t dist, const uint32_t *words, uint32_t n, const 
  * (hb_zo_perturb_samples with the raw samples read from raw, e.g. a pool's run) */
 void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_t *w,
                         const int32_t *tab, int8_t *out);
+/* a pool row: hb_zo_perturb_from over the L samples pool[(k + i) mod P] (k < P, L <= P) */
+void hb_zo_perturb_pool_row(uint8_t dist, const int8_t *pool, uint32_t P, uint32_t k,
+                            uint32_t L, const int8_t *w, const int32_t *tab, int8_t *out);
 /* sum of r^2 over n raw samples */
 uint64_t hb_zo_sumsq_raw(const int8_t *r, uint32_t n);
 /* the adaptive scale of n samples whose squares sum to q (the end of hb_zo_scale) */
