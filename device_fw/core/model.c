@@ -621,9 +621,21 @@ static const uint8_t *copy_data(void *ctx, int32_t t) {
     return p->copy + p->copy_off[t];
 }
 
+/* claimed tensor t's data in the copy (NULL: not claimed), memoised like the claims: the copy
+ * and its table stay in place for the whole PROBE */
+static struct {
+    uint32_t tag[CLAIM_MEMO]; /* t + 1, 0: empty */
+    const uint8_t *data[CLAIM_MEMO];
+} data_memo;
+
 static const uint8_t *copy_data_of(void *ctx, uint16_t t) {
+    const uint32_t slot = t % CLAIM_MEMO;
+    if (data_memo.tag[slot] == (uint32_t)t + 1u) return data_memo.data[slot];
     const int32_t c = pass_claim(ctx, t);
-    return c < 0 ? NULL : copy_data(ctx, c);
+    const uint8_t *d = c < 0 ? NULL : copy_data(ctx, c);
+    data_memo.tag[slot] = (uint32_t)t + 1u;
+    data_memo.data[slot] = d;
+    return d;
 }
 
 /* the mean Q16 loss of the mini-batch of batch_seed (its items drawn again, in order, as the
@@ -718,6 +730,7 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
     uint8_t *copy =
         use_copy ? m->scratch + (use_prefix ? hb_model_prefix_bytes(m, batch_size) : 0) : NULL;
     claim_memo_clear();
+    memset(&data_memo, 0, sizeof data_memo); /* the copy's place is this PROBE's */
     /* the seed's stream words, after the copy, if they fit too */
     uint32_t *words = copy && hb_model_probe_words(m, batch_size, m->scratch_bytes)
                           ? (uint32_t *)(void *)(copy + m->copy_bytes)

@@ -668,6 +668,40 @@ void hb_zo_delta_table(uint8_t dist, uint32_t scale, int32_t em, int32_t *tab) {
     const int sh = HB_SCALE_FRAC - HB_UNIT_FRAC;
     int32x4_t r = vaddq_n_s32(vmulq_n_s32(vreinterpretq_s32_u32(vidupq_n_u32(0, 1)), stride), lo);
     const int32x4_t r_step = vdupq_n_s32(4 * stride);
+    if (dist == HB_DIST_UNIFORM) {
+        /* entries i and n - 1 - i are r and -r, and every step of delta is odd-symmetric
+         * (rsym(-x) = -rsym(x)): the first half computed, the second stored negated and
+         * reversed (scatter offsets 3, 2, 1, 0) */
+        _Static_assert(HB_ZO_VALUES_UNIFORM % 8 == 0, "the uniform table in halves of vectors");
+        const uint32x4_t rev = vddupq_n_u32(3, 1);
+        int32x4_t mag = vdupq_n_s32(0);
+        for (uint32_t i = 0; i < n / 2; i += 4, r = vaddq_s32(r, r_step)) {
+            const int32x4_t x = vmulq_n_s32(r, (int32_t)scale);
+            const int32x4_t u = vshrq_n_s32(
+                vsubq_s32(vaddq_n_s32(x, 1 << (sh - 1)), vreinterpretq_s32_u32(vshrq_n_u32(
+                                                              vreinterpretq_u32_s32(x), 31))),
+                sh);
+            const int32x4_t y = vmulq_n_s32(u, em);
+            const int32x4_t d = vshrq_n_s32(
+                vsubq_s32(vaddq_n_s32(y, 1 << (HB_DELTA_SHIFT - 1)),
+                          vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(y), 31))),
+                HB_DELTA_SHIFT);
+            const int32x4_t d16 = vminq_s32(vmaxq_s32(d, vdupq_n_s32(-255)), vdupq_n_s32(255));
+            const int32x4_t nd = vnegq_s32(d), nd16 = vnegq_s32(d16);
+            mag = vmaxq_s32(mag, vabsq_s32(d));
+            const uint32_t j = n - 4 - i; /* the mirrored vector's first entry */
+            vst1q_s32(tab + i, d);
+            vstrwq_scatter_shifted_offset_s32(tab + j, rev, nd);
+            vstrhq_s32(narrow + i, d16);
+            vstrhq_scatter_shifted_offset_s32(narrow + j, rev, nd16);
+            vstrbq_s32(narrow8 + i, d);
+            vstrbq_scatter_offset_s32(narrow8 + j, rev, nd);
+        }
+        narrow_n = n;
+        narrow_of = tab;
+        narrow8_ok = vmaxvq_s32(0, mag) <= 127;
+        return;
+    }
     int32x4_t mag = vdupq_n_s32(0); /* the largest |delta| of any lane (tail lanes too: a
                                        conservative narrow8_ok) */
     for (uint32_t i = 0; i < n; i += 4, r = vaddq_s32(r, r_step)) {
