@@ -62,27 +62,6 @@ int64_t hb_loss_item(const hb_loss_tables *t, const int8_t *logits, uint32_t n, 
         const int64_t lin = hb_rdi32(t->lin + 4u * (uint32_t)(vmax - logits[y]));
         return lin + ln_q16(t, sv);
     }
-    { /* a table at any address: each entry's four bytes gathered, little-endian */
-        int8_t vmax = INT8_MIN;
-        for (uint32_t j = 0; j < n; j += 16)
-            vmax = vmaxvq_p_s8(vmax, vldrbq_z_s8(logits + j, vctp8q(n - j)), vctp8q(n - j));
-        const int32x4_t top = vdupq_n_s32(vmax);
-        uint32_t sv = 0;
-        for (uint32_t j = 0; j < n; j += 4) {
-            const mve_pred16_t live = vctp32q(n - j);
-            const uint32x4_t at = vshlq_n_u32(
-                vreinterpretq_u32_s32(vsubq_s32(top, vldrbq_z_s32(logits + j, live))), 2);
-            const uint32x4_t b0 = vldrbq_gather_offset_z_u32(t->exp, at, live);
-            const uint32x4_t b1 = vldrbq_gather_offset_z_u32(t->exp + 1, at, live);
-            const uint32x4_t b2 = vldrbq_gather_offset_z_u32(t->exp + 2, at, live);
-            const uint32x4_t b3 = vldrbq_gather_offset_z_u32(t->exp + 3, at, live);
-            const uint32x4_t e = vorrq_u32(vorrq_u32(b0, vshlq_n_u32(b1, 8)),
-                                           vorrq_u32(vshlq_n_u32(b2, 16), vshlq_n_u32(b3, 24)));
-            sv = vaddvaq_p_u32(sv, e, live);
-        }
-        const int64_t lin = hb_rdi32(t->lin + 4u * (uint32_t)(vmax - logits[y]));
-        return lin + ln_q16(t, sv);
-    }
 #endif
     int32_t lmax = logits[0];
     for (uint32_t j = 1; j < n; j++)

@@ -588,15 +588,9 @@ void hb_zo_perturb_words(uint8_t dist, const uint32_t *words, uint32_t n, const 
         out[e] = hb_zo_clamp_weight(w[e] + tab[hb_zo_value_index(dist, word_sample(dist, words, e))]);
 }
 
-void hb_zo_perturb_pool_row(uint8_t dist, const int8_t *pool, uint32_t P, uint32_t k,
-                            uint32_t L, const int8_t *w, const int32_t *tab, int8_t *out) {
-    const uint32_t first = P - k < L ? P - k : L; /* k < P, L <= P: one wrap at most */
-    hb_zo_perturb_from(dist, pool + k, first, w, tab, out);
-    if (first < L) hb_zo_perturb_from(dist, pool, L - first, w + first, tab, out + first);
-}
-
-void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_t *w,
-                        const int32_t *tab, int8_t *out) {
+static inline __attribute__((always_inline)) void perturb_from(uint8_t dist, const int8_t *raw,
+                                                               uint32_t n, const int8_t *w,
+                                                               const int32_t *tab, int8_t *out) {
     const int32_t voff = hb_zo_value_offset(dist);
     const uint32_t vshift = hb_zo_value_shift(dist);
     uint32_t c = 0;
@@ -624,6 +618,18 @@ void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_
     }
 #endif
     for (; c < n; c++) out[c] = hb_zo_clamp_weight(w[c] + tab[(uint32_t)(raw[c] + voff) >> vshift]);
+}
+
+void hb_zo_perturb_pool_row(uint8_t dist, const int8_t *pool, uint32_t P, uint32_t k,
+                            uint32_t L, const int8_t *w, const int32_t *tab, int8_t *out) {
+    const uint32_t first = P - k < L ? P - k : L; /* k < P, L <= P: one wrap at most */
+    perturb_from(dist, pool + k, first, w, tab, out);
+    if (first < L) perturb_from(dist, pool, L - first, w + first, tab, out + first);
+}
+
+void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_t *w,
+                        const int32_t *tab, int8_t *out) {
+    perturb_from(dist, raw, n, w, tab, out);
 }
 
 uint64_t hb_zo_sumsq_raw(const int8_t *r, uint32_t n) {
@@ -774,6 +780,10 @@ uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tenso
         const uint32_t P = src->pool_size, L = t->len;
         for (uint32_t j = 0; j < t->rows; j++) {
             const uint32_t k = (hb_stream_half(&s, j) * P) >> 16, first = P - k < L ? P - k : L;
+            if (L == 1) { /* a bias: one sample per row */
+                q += (uint32_t)((int32_t)src->pool[k] * src->pool[k]);
+                continue;
+            }
             q += hb_zo_sumsq_raw(src->pool + k, first);
             if (first < L) q += hb_zo_sumsq_raw(src->pool, L - first);
         }
