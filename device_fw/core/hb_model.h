@@ -81,8 +81,8 @@ uint32_t hb_model_copy_bytes(const hb_model *m);
 void hb_model_probe_plan(const hb_model *m, uint16_t batch_size, uint32_t scratch_bytes,
                          int *prefix, int *copy);
 /* A third part, used only with the copy and where it fits after it: the stream words of each
- * trained tensor for the seed being probed (hb_zo_words_bytes each, ZOCF order: 0 with
- * a pool), drawn once per seed and read by its scale and both perturbed passes instead of
+ * trained tensor for the seed being probed (hb_zo_words_bytes each, ZOCF order; with
+ * a pool its rows' offsets), drawn once per seed and read by its scale and both passes instead of
  * drawing the stream three times (the same losses). hb_model_probe_words: whether a PROBE of
  * batch_size uses them with scratch_bytes of scratch. */
 uint32_t hb_model_words_bytes(const hb_model *m);

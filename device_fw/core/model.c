@@ -53,7 +53,7 @@ struct hb_model {
      * tensor (pad16 parts, ZOCF order) */
     uint32_t copy_bytes;
     /* the buffered stream words of a seed (hb_zo_words_bytes of each trained tensor, ZOCF
-     * order; 0 with a pool, whose samples are not the stream's) */
+     * order; with a pool: its rows' offsets, a half per row) */
     uint32_t words_bytes;
     /* the free arena a PROBE may use (hb_model_set_scratch; NULL/0: none) */
     uint8_t *scratch;
@@ -184,6 +184,11 @@ static void *work_at(const hb_model *m, uint32_t off) { return m->work + off; }
 static uint32_t *scales(const hb_model *m) { return work_at(m, m->scale_off); }
 
 /* a trained tensor's bytes in the perturbed copy (int8 weights, int32 biases) */
+/* a trained tensor's part of the seed's buffered words (hb_model_words_bytes) */
+static uint32_t words_of(const hb_model *m, const hb_zo_tensor *tt) {
+    return m->z.pool_size ? 64u * ((tt->rows + 31u) / 32u) : hb_zo_words_bytes(m->z.dist, tt->n);
+}
+
 static uint64_t copy_part(const hb_zo_tensor *tt) {
     return (uint64_t)tt->n * (tt->kind == HB_ZO_BIAS ? 4u : 1u);
 }
@@ -236,8 +241,9 @@ void hb_model_bind(hb_model *m, uint8_t *work) {
         c += hb_pad16(copy_part(&m->z.trained[t]));
     m->copy_bytes = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
     uint64_t wb = 0;
-    for (uint16_t t = 0; t < m->z.n_trained && !m->z.pool_size; t++)
-        wb += hb_zo_words_bytes(m->z.dist, m->z.trained[t].n);
+    for (uint16_t t = 0; t < m->z.n_trained; t++) /* a pool's: the rows' offsets (halves) */
+        wb += m->z.pool_size ? 64u * ((m->z.trained[t].rows + 31u) / 32u)
+                             : hb_zo_words_bytes(m->z.dist, m->z.trained[t].n);
     m->words_bytes = wb > UINT32_MAX ? UINT32_MAX : (uint32_t)wb;
     m->scratch = NULL;
     m->scratch_bytes = 0;
@@ -503,12 +509,14 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
         const uint32_t P = p->src.pool_size;
         for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
             const uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
-            if (words && !tt->cm) { /* the seed's words: no stream drawn again */
+            if (words && !tt->cm && !P) { /* the seed's words: no stream drawn again */
                 hb_zo_words_samples(p->src.dist, words, e0, cnt, r);
                 memset(mult, tt->eps_mult, cnt);
             } else if (P && !tt->cm && tt->len == 1) { /* a pool: element e is row e's o_e */
+                const uint16_t *halves = (const uint16_t *)(const void *)words;
                 for (uint32_t c = 0; c < cnt; c++)
-                    r[c] = p->src.pool[(hb_stream_half(&st, e0 + c) * P) >> 16];
+                    r[c] = p->src.pool[((words ? halves[e0 + c] : hb_stream_half(&st, e0 + c)) *
+                                        P) >> 16];
                 memset(mult, tt->eps_mult, cnt);
             } else {
                 hb_zo_samples(&p->src, tt, (uint32_t)t, p->seed, e0, cnt, r, mult);
@@ -580,9 +588,15 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
         hb_stream st;
         hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
         const uint32_t P = p->src.pool_size, L = tt->len;
-        for (uint32_t j = 0; j < tt->rows; j++)
-            hb_zo_perturb_pool_row(p->src.dist, p->src.pool, P, (hb_stream_half(&st, j) * P) >> 16,
-                                   L, w + (size_t)j * L, dtab, out + (size_t)j * L);
+        const uint16_t *halves = (const uint16_t *)(const void *)words; /* words: row offsets */
+        if (halves)
+            for (uint32_t j = 0; j < tt->rows; j++, w += L, out += L)
+                hb_zo_perturb_pool_row(p->src.dist, p->src.pool, P, (halves[j] * P) >> 16, L, w,
+                                       dtab, out);
+        else
+            for (uint32_t j = 0; j < tt->rows; j++, w += L, out += L)
+                hb_zo_perturb_pool_row(p->src.dist, p->src.pool, P,
+                                       (hb_stream_half(&st, j) * P) >> 16, L, w, dtab, out);
         return;
     }
     if (!trailing) { /* a leading row is contiguous in the copy too: produced in place */
@@ -704,7 +718,7 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
             off[t] = at;
             copy_tensor(p, t, copy + at, wt);
             at += (uint32_t)hb_pad16(copy_part(tt));
-            if (wt) wt += hb_zo_words_bytes(m->z.dist, tt->n) / 4u;
+            if (wt) wt += words_of(m, tt) / 4u;
         }
         p->copy = copy;
         p->copy_off = off;
@@ -749,11 +763,17 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
                 sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
                 continue;
             }
-            const uint32_t wbytes = hb_zo_words_bytes(m->z.dist, tt->n);
+            const uint32_t wbytes = words_of(m, tt);
             hb_zo_fill_words(seed, t, wbytes, wt);
             const int adaptive = m->z.scaling != HB_SCALING_FIXED && m->z.dist != HB_DIST_RADEMACHER;
-            sc[t] = adaptive ? hb_zo_scale_of_sumsq(hb_zo_sumsq_words(m->z.dist, wt, tt->n), tt->n)
-                             : hb_zo_scale(&src, m->z.scaling, tt, t, seed);
+            if (!adaptive)
+                sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
+            else if (!src.pool_size)
+                sc[t] = hb_zo_scale_of_sumsq(hb_zo_sumsq_words(m->z.dist, wt, tt->n), tt->n);
+            else if (tt->layout != HB_ROWS_TRAILING) /* the rows' offsets from the words */
+                sc[t] = hb_zo_scale_of_sumsq(hb_zo_sumsq_pool_rows(&src, tt, wt), tt->n);
+            else
+                sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
             wt += wbytes / 4u;
         }
         const int32_t plus =

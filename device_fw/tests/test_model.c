@@ -211,7 +211,7 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
                                         hb_model_n_trained(m) > 0),
                       "%s c%d step %d: scratch %u: prefix %d copy %d", file, c, j, sizes[mode],
                       used_pre, used_copy);
-                /* the seed's buffered words: only in the last mode, and only without a pool */
+                /* the seed's buffered words: only in the last mode */
                 CHECK(hb_model_probe_words(m, B, sizes[mode]) ==
                           (mode == 3 && used_copy && hb_model_words_bytes(m) > 0),
                       "%s c%d step %d: scratch %u: words %d", file, c, j, sizes[mode],

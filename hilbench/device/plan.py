@@ -99,8 +99,8 @@ class ProbeScratch:
     prefix_bytes: int
     copy_bytes: int
     #: a third part, only with the copy: the stream words of each trained tensor for
-    #: the seed being probed (64 bytes per 16 words; 0 with a pool), drawn once per seed for
-    #: its scale and both passes (model.c hb_model_probe_words)
+    #: the seed being probed (64 bytes per 16 words; with a pool, of the rows' offsets), drawn
+    #: once per seed for its scale and both passes (model.c hb_model_probe_words)
     words_bytes: int = 0
 
     def plan(self, free: int) -> tuple[bool, bool]:
@@ -119,9 +119,10 @@ class ProbeScratch:
 
 def words_bytes(trained, distribution: str, pool_size: int) -> int:
     """The PROBE's buffered stream words (hb_model_words_bytes): 64 bytes per 16 words of
-    each trained tensor's fresh samples; 0 with a pool."""
+    each trained tensor's fresh samples, or with a pool of its rows' offsets (a 16-bit half
+    per row: 32 rows per 64 bytes)."""
     if pool_size:
-        return 0
+        return sum(64 * -(-t.rows[0] // 32) for t in trained)
     per16 = 16 * ELEMENTS_PER_WORD[DISTRIBUTIONS[distribution]]
     return sum(64 * -(-t.size // per16) for t in trained)
 

@@ -803,6 +803,26 @@ uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tenso
     return hb_zo_scale_of_sumsq(q, t->n);
 }
 
+uint64_t hb_zo_sumsq_pool_rows(const hb_zo_source *src, const hb_zo_tensor *t,
+                               const uint32_t *words) {
+    const uint16_t *halves = (const uint16_t *)(const void *)words; /* half j: row j's */
+    const uint32_t P = src->pool_size, L = t->len;
+    uint64_t q = 0;
+    if (L == 1) { /* a bias: one sample per row */
+        for (uint32_t j = 0; j < t->rows; j++) {
+            const int32_t r = src->pool[(halves[j] * P) >> 16];
+            q += (uint32_t)(r * r);
+        }
+        return q;
+    }
+    for (uint32_t j = 0; j < t->rows; j++) {
+        const uint32_t k = (halves[j] * P) >> 16, first = P - k < L ? P - k : L;
+        q += hb_zo_sumsq_raw(src->pool + k, first);
+        if (first < L) q += hb_zo_sumsq_raw(src->pool, L - first);
+    }
+    return q;
+}
+
 uint32_t hb_zo_scale_of_sumsq(uint64_t q, uint32_t n) {
     if (q == 0) return HB_SCALE_MAX;
     uint32_t s = hb_zo_isqrt_u64(((uint64_t)n << 32) / q); /* n < 2^26: no wrap */

@@ -132,6 +132,10 @@ void hb_zo_perturb_pool_row(uint8_t dist, const int8_t *pool, uint32_t P, uint32
                             uint32_t L, const int8_t *w, const int32_t *tab, int8_t *out);
 /* sum of r^2 over n raw samples */
 uint64_t hb_zo_sumsq_raw(const int8_t *r, uint32_t n);
+/* with a pool, a leading tensor's sum of r^2 with its rows' offsets o_j from the seed's
+ * words (half j: word j / 2's half j mod 2, the stream's halves as hb_stream_half reads them) */
+uint64_t hb_zo_sumsq_pool_rows(const hb_zo_source *src, const hb_zo_tensor *t,
+                               const uint32_t *words);
 /* the adaptive scale of n samples whose squares sum to q (the end of hb_zo_scale) */
 uint32_t hb_zo_scale_of_sumsq(uint64_t q, uint32_t n);
 
