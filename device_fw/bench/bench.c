@@ -298,6 +298,8 @@ int hb_bench_zo(uint8_t *blob, uint32_t len, uint8_t *arena, uint32_t arena_byte
         r->scratch_bytes = rest;
         r->used_prefix = (uint8_t)pre;
         r->used_copy = (uint8_t)cp;
+        r->words_bytes = hb_model_words_bytes(m);
+        r->used_words = (uint8_t)hb_model_probe_words(m, a->batch, rest);
     }
     int8_t *pool = zocf.pool_size ? (int8_t *)(arena + act + work) : NULL;
     if (pool) hb_zo_pool_draw(zocf.dist, zocf.pool_seed, pool, zocf.pool_size);
@@ -552,6 +554,7 @@ void hb_bench_report_zo(const hb_bench_zo_args *a, const hb_bench_zo_result *r) 
     PUTF(" cut_op=%d prefix_bytes=%d copy_bytes=%d scratch_bytes=%d used_prefix=%d used_copy=%d",
          HB_I(r->cut_op), HB_I(r->prefix_bytes), HB_I(r->copy_bytes), HB_I(r->scratch_bytes),
          HB_I(r->used_prefix), HB_I(r->used_copy));
+    PUTF(" words_bytes=%d used_words=%d", HB_I(r->words_bytes), HB_I(r->used_words));
     end_line();
     put_time("forward", &r->forward);
     put_time("prefix", &r->prefix);

@@ -93,7 +93,8 @@ typedef struct {
     hb_bench_stats prefix;      /* its ops before the frozen prefix's cut (0: no cut) */
     uint32_t cut_op;            /* hb_model_cut: the frozen prefix's end, 0: none */
     uint64_t prefix_bytes, copy_bytes, scratch_bytes; /* the PROBE's scratch: its two parts */
-    uint8_t used_prefix, used_copy;                   /* which the PROBE used */
+    uint64_t words_bytes;                             /* and its third (hb_model_words_bytes) */
+    uint8_t used_prefix, used_copy, used_words;       /* which the PROBE used */
     hb_bench_stats loss;        /* hb_loss_item of one item (a batch of B timed, divided by B) */
     hb_bench_stats scale;       /* hb_zo_scale of every trained tensor, one seed */
     hb_bench_stats draw_rows;   /* every trained element's sample, one seed, row by row as a

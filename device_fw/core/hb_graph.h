@@ -97,6 +97,9 @@ typedef struct {
      * copy, 4-byte aligned): the kernels then read it as they read the blob, row by row in
      * place, and weight_row, bias and row_step are not asked */
     const uint8_t *(*tensor)(void *ctx, int32_t c);
+    /* NULL, or claim and tensor in one call: blob tensor t's whole data if the source claims
+     * it, else NULL (the blob's); then neither claim nor tensor is asked */
+    const uint8_t *(*data_of)(void *ctx, uint16_t t);
 } hb_graph_rows;
 
 /* hb_graph_forward with the claimed tensors' rows from rows (NULL: none claimed). */

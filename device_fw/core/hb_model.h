@@ -101,6 +101,13 @@ uint32_t hb_model_copy_bytes(const hb_model *m);
 /* which of the two a PROBE of batch_size uses with scratch_bytes of scratch */
 void hb_model_probe_plan(const hb_model *m, uint16_t batch_size, uint32_t scratch_bytes,
                          int *prefix, int *copy);
+/* A third part, used only with the copy and where it fits after it: the stream words of each
+ * trained tensor for the seed being probed (hb_zo_words_bytes each, ZOCF order; with
+ * a pool its rows' offsets), drawn once per seed and read by its scale and both passes instead of
+ * drawing the stream three times (the same losses). hb_model_probe_words: whether a PROBE of
+ * batch_size uses them with scratch_bytes of scratch. */
+uint32_t hb_model_words_bytes(const hb_model *m);
+int hb_model_probe_words(const hb_model *m, uint16_t batch_size, uint32_t scratch_bytes);
 
 /* Scratch bytes hb_model_apply needs for q samples, `chunk` elements at a time (at least 1;
  * any alignment): the chunk's int64 sums, the q scales S, the chunk's raw samples and

@@ -58,6 +58,9 @@ struct hb_model {
     /* the perturbed copy's bytes: its table of T offsets (pad16(4 T)), then each trained
      * tensor (pad16 parts, ZOCF order) */
     uint32_t copy_bytes;
+    /* the buffered stream words of a seed (hb_zo_words_bytes of each trained tensor, ZOCF
+     * order; with a pool: its rows' offsets, a half per row) */
+    uint32_t words_bytes;
     /* the free arena a PROBE may use (hb_model_set_scratch; NULL/0: none) */
     uint8_t *scratch;
     uint32_t scratch_bytes;
@@ -193,6 +196,11 @@ static void *work_at(const hb_model *m, uint32_t off) { return m->work + off; }
 static uint32_t *scales(const hb_model *m) { return work_at(m, m->scale_off); }
 
 /* a trained tensor's bytes in the perturbed copy (int8 weights, int32 biases) */
+/* a trained tensor's part of the seed's buffered words (hb_model_words_bytes) */
+static uint32_t words_of(const hb_model *m, const hb_zo_tensor *tt) {
+    return m->z.pool_size ? 64u * ((tt->rows + 31u) / 32u) : hb_zo_words_bytes(m->z.dist, tt->n);
+}
+
 static uint64_t copy_part(const hb_zo_tensor *tt) {
     return (uint64_t)tt->n * (tt->kind == HB_ZO_BIAS ? 4u : 1u);
 }
@@ -244,6 +252,11 @@ void hb_model_bind(hb_model *m, uint8_t *work) {
     for (uint16_t t = 0; t < m->z.n_trained; t++)
         c += hb_pad16(copy_part(&m->z.trained[t]));
     m->copy_bytes = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+    uint64_t wb = 0;
+    for (uint16_t t = 0; t < m->z.n_trained; t++) /* a pool's: the rows' offsets (halves) */
+        wb += m->z.pool_size ? 64u * ((m->z.trained[t].rows + 31u) / 32u)
+                             : hb_zo_words_bytes(m->z.dist, m->z.trained[t].n);
+    m->words_bytes = wb > UINT32_MAX ? UINT32_MAX : (uint32_t)wb;
     m->scratch = NULL;
     m->scratch_bytes = 0;
     m->free_at = NULL;
@@ -359,6 +372,15 @@ void hb_model_probe_plan(const hb_model *m, uint16_t batch_size, uint32_t scratc
     *copy = m->z.n_trained && m->copy_bytes <= left;
 }
 
+uint32_t hb_model_words_bytes(const hb_model *m) { return m->words_bytes; }
+
+int hb_model_probe_words(const hb_model *m, uint16_t batch_size, uint32_t scratch_bytes) {
+    int prefix, copy;
+    hb_model_probe_plan(m, batch_size, scratch_bytes, &prefix, &copy);
+    const uint64_t used = (prefix ? hb_model_prefix_bytes(m, batch_size) : 0) + m->copy_bytes;
+    return copy && m->words_bytes && used + m->words_bytes <= scratch_bytes;
+}
+
 static hb_zo_source source(const hb_model *m) {
     hb_zo_source src = {m->z.dist,
                         m->z.pool_size ? (const int8_t *)work_at(m, m->pool_off) : NULL,
@@ -380,16 +402,34 @@ typedef struct {
     hb_zo_rowstream w_stream, b_stream;
     int32_t tab_tensor, tab_em; /* the delta table holds this tensor's and em's, -1: none */
     uint8_t *copy; /* the pass's perturbed copy of the trained tensors (NULL: rows on demand) */
+    const uint32_t *words; /* the seed's buffered stream words (NULL: none) */
     const uint32_t *copy_off; /* its table: tensor t at copy + copy_off[t] */
 } probe_pass;
+
+/* The claims a PROBE asked last (direct-mapped by the blob tensor's low bits): every item of
+ * every pass asks the same few, twice per op with weights, so a hit replaces the scan of the
+ * trained table. An entry is (t + 1) << 8 | the trained index (0xFF: not trained), 0: empty;
+ * claim_memo_clear empties it whenever the trained table may have changed (a new PROBE). */
+enum { CLAIM_MEMO = 16 };
+static uint32_t claim_memo[CLAIM_MEMO];
+_Static_assert(HB_MAX_TRAINED < 255, "a claim memo entry's low byte");
+
+static void claim_memo_clear(void) { memset(claim_memo, 0, sizeof claim_memo); }
 
 /* the trained index of blob tensor t, -1 if it does not train (the table is short: at most
  * HB_MAX_TRAINED entries, asked twice per op with weights and forward pass) */
 static int32_t pass_claim(void *ctx, uint16_t t) {
+    const uint32_t e = claim_memo[t % CLAIM_MEMO];
+    if (e >> 8 == (uint32_t)t + 1u) return (e & 0xFFu) == 0xFFu ? -1 : (int32_t)(e & 0xFFu);
     const hb_zocf *z = &((const probe_pass *)ctx)->m->z;
+    int32_t c = -1;
     for (uint16_t i = 0; i < z->n_trained; i++)
-        if (z->trained[i].tensor == t) return i;
-    return -1;
+        if (z->trained[i].tensor == t) {
+            c = i;
+            break;
+        }
+    claim_memo[t % CLAIM_MEMO] = (((uint32_t)t + 1u) << 8 | (c < 0 ? 0xFFu : (uint32_t)c));
+    return c;
 }
 
 /* stream (seed, 1, t) of the pass, its cached blocks kept while the tensor stays the same */
@@ -480,12 +520,12 @@ static const int8_t *dw_row(probe_pass *p, int32_t t, uint32_t j, uint32_t G, co
     return group + g;
 }
 
-static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
-    probe_pass *p = ctx;
+/* row j of trained filter t into out (a leading filter's row: out; a depthwise group's row:
+ * where the group holds it) */
+static const int8_t *weight_row_to(probe_pass *p, int32_t t, uint32_t j, int8_t *out) {
     const hb_model *m = p->m;
     const hb_zo_tensor *tt = &m->z.trained[t];
     const int8_t *w = (const int8_t *)tensor_data(m, (uint16_t)t);
-    int8_t *out = work_at(m, m->row_off);
     hb_zo_rowstream *s = pass_stream(p, t, 0);
     /* locals: out is a char pointer, which may alias anything the loop would reload */
     const uint32_t scale = scales(m)[t], len = tt->len, rows = tt->rows;
@@ -526,6 +566,11 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
     return out;
 }
 
+static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j) {
+    probe_pass *p = ctx;
+    return weight_row_to(p, t, j, work_at(p->m, p->m->row_off));
+}
+
 /* element j of trained bias t: sat32(b + sign * delta), which never saturates (|b| <= 2^30,
  * |delta| < 2^30: docs/zo-math.md section 4) */
 static int32_t pass_bias(void *ctx, int32_t t, uint32_t j) {
@@ -550,7 +595,7 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j);
 static int32_t pass_bias(void *ctx, int32_t t, uint32_t j);
 static uint32_t pass_row_step(void *ctx, int32_t t);
 
-static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
+static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *words) {
     const hb_model *m = p->m;
     const hb_zo_tensor *tt = &m->z.trained[t];
     if (tt->kind == HB_ZO_BIAS) { /* a chunk of raw samples at a time (hb_zo_samples) */
@@ -558,9 +603,49 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
         uint8_t mult[HB_ZO_CHUNK];
         const uint32_t scale = scales(m)[t];
         const uint8_t *b = tensor_data(m, (uint16_t)t);
+        hb_stream st;
+        hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
+        const uint32_t P = p->src.pool_size;
         for (uint32_t e0 = 0; e0 < tt->n; e0 += HB_ZO_CHUNK) {
             const uint32_t cnt = tt->n - e0 < HB_ZO_CHUNK ? tt->n - e0 : HB_ZO_CHUNK;
-            hb_zo_samples(&p->src, tt, (uint32_t)t, p->seed, e0, cnt, r, mult);
+            if (words && !tt->cm && !P) { /* the seed's words: no stream drawn again */
+                hb_zo_words_samples(p->src.dist, words, e0, cnt, r);
+                memset(mult, tt->eps_mult, cnt);
+            } else if (P && !tt->cm && tt->len == 1) { /* a pool: element e is row e's o_e */
+                const uint16_t *halves = (const uint16_t *)(const void *)words;
+                for (uint32_t c = 0; c < cnt; c++)
+                    r[c] = p->src.pool[((words ? halves[e0 + c] : hb_stream_half(&st, e0 + c)) *
+                                        P) >> 16];
+                memset(mult, tt->eps_mult, cnt);
+            } else {
+                hb_zo_samples(&p->src, tt, (uint32_t)t, p->seed, e0, cnt, r, mult);
+            }
+#if HB_NN_MVE
+            /* four lanes: pass_bias's operations lane by lane (b + sign * delta never leaves
+             * int32: |b| <= 2^30, |delta| < 2^30; the saturating add is sat32 regardless) */
+            const int32x4_t sv = vdupq_n_s32(p->sign), ev = vdupq_n_s32((int32_t)p->eps);
+            const int sh = HB_SCALE_FRAC - HB_UNIT_FRAC;
+            for (uint32_t c = 0; c < cnt; c += 4) {
+                const mve_pred16_t live = vctp32q(cnt - c);
+                const int32x4_t x = vmulq_n_s32(vldrbq_z_s32(r + c, live), (int32_t)scale);
+                const int32x4_t u = vshrq_n_s32(
+                    vsubq_s32(vaddq_n_s32(x, 1 << (sh - 1)),
+                              vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(x), 31))),
+                    sh);
+                const int32x4_t y =
+                    vmulq_s32(vmulq_s32(ev, vreinterpretq_s32_u32(vldrbq_z_u32(mult + c, live))), u);
+                const int32x4_t d = vshlq_s32(
+                    vshrq_n_s32(vsubq_s32(vaddq_n_s32(y, 1 << (HB_DELTA_SHIFT - 1)),
+                                          vreinterpretq_s32_u32(
+                                              vshrq_n_u32(vreinterpretq_u32_s32(y), 31))),
+                                HB_DELTA_SHIFT),
+                    vdupq_n_s32((int32_t)tt->unit_shift));
+                const int32x4_t bv = vldrwq_z_s32((const int32_t *)(const void *)(b + 4u * (e0 + c)), live);
+                vstrwq_p_s32((int32_t *)(void *)(dst + 4u * (e0 + c)), vqaddq_s32(bv, vmulq_s32(sv, d)),
+                             live);
+            }
+            continue;
+#endif
             for (uint32_t c = 0; c < cnt; c++) { /* pass_bias's sat32(b + sign * delta) */
                 const int32_t d = hb_zo_delta(hb_zo_unit(r[c], scale), p->eps, mult[c],
                                               tt->unit_shift);
@@ -581,12 +666,42 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst) {
         hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
         p->tab_tensor = t;
         p->tab_em = em;
+        if (words) { /* the seed's words, drawn once for its scale and both passes */
+            hb_zo_perturb_words(p->src.dist, words, tt->n, w, dtab, out);
+            return;
+        }
         hb_stream st;
         hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
         hb_zo_perturb_run(p->src.dist, &st, 0, tt->n, w, dtab, out);
         return;
     }
     const int trailing = tt->layout == HB_ROWS_TRAILING;
+    if (!trailing && p->src.pool && !tt->cm && tt->n >= hb_zo_n_values(p->src.dist)) {
+        /* a pool's leading rows with one delta table: row j is the pool's run from o_j
+         * (wrapping once), perturbed straight from the pool into the copy */
+        const int32_t em = p->sign * (int32_t)(p->eps * tt->eps_mult);
+        int32_t *dtab = work_at(m, m->delta_off);
+        hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
+        p->tab_tensor = t;
+        p->tab_em = em;
+        hb_stream st;
+        hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
+        const uint32_t P = p->src.pool_size, L = tt->len;
+        const uint16_t *halves = (const uint16_t *)(const void *)words; /* words: row offsets */
+        if (halves)
+            for (uint32_t j = 0; j < tt->rows; j++, w += L, out += L)
+                hb_zo_perturb_pool_row(p->src.dist, p->src.pool, P, (halves[j] * P) >> 16, L, w,
+                                       dtab, out);
+        else
+            for (uint32_t j = 0; j < tt->rows; j++, w += L, out += L)
+                hb_zo_perturb_pool_row(p->src.dist, p->src.pool, P,
+                                       (hb_stream_half(&st, j) * P) >> 16, L, w, dtab, out);
+        return;
+    }
+    if (!trailing) { /* a leading row is contiguous in the copy too: produced in place */
+        for (uint32_t j = 0; j < tt->rows; j++) (void)weight_row_to(p, t, j, out + (size_t)j * tt->len);
+        return;
+    }
     for (uint32_t j = 0; j < tt->rows; j++) {
         const int8_t *r = pass_weight_row(p, t, j);
         const uint32_t step = pass_row_step(p, t);
@@ -627,6 +742,23 @@ typedef struct {
     const slot_cache *c;
     int8_t *prefix;
 } batch_starts;
+
+/* claimed tensor t's data in the copy (NULL: not claimed), memoised like the claims: the copy
+ * and its table stay in place for the whole PROBE */
+static struct {
+    uint32_t tag[CLAIM_MEMO]; /* t + 1, 0: empty */
+    const uint8_t *data[CLAIM_MEMO];
+} data_memo;
+
+static const uint8_t *copy_data_of(void *ctx, uint16_t t) {
+    const uint32_t slot = t % CLAIM_MEMO;
+    if (data_memo.tag[slot] == (uint32_t)t + 1u) return data_memo.data[slot];
+    const int32_t c = pass_claim(ctx, t);
+    const uint8_t *d = c < 0 ? NULL : copy_data(ctx, c);
+    data_memo.tag[slot] = (uint32_t)t + 1u;
+    data_memo.data[slot] = d;
+    return d;
+}
 
 /* the mean Q16 loss of the mini-batch of batch_seed (its items drawn again, in order, as the
  * pass reads them); rows NULL: the weights as they are; starts: where each item starts */
@@ -696,7 +828,7 @@ static probe_pass the_pass;
 /* the loss of the mini-batch at w + sign * delta for seed (the work area's scales: its) */
 static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size,
                               uint32_t batch_seed, uint32_t seed, uint32_t eps, int32_t sign,
-                              const batch_starts *prefix, uint8_t *copy) {
+                              const batch_starts *prefix, uint8_t *copy, const uint32_t *words) {
     probe_pass *p = &the_pass;
     p->m = m;
     p->src = source(m);
@@ -709,18 +841,22 @@ static int32_t perturbed_loss(hb_model *m, const hb_slot *s, uint16_t batch_size
     dw_key.pass = NULL; /* a new pass: no depthwise group */
     if (copy) { /* the pass's tensors once, then every item reads them as it reads the blob */
         uint32_t *off = (uint32_t *)(void *)copy, at = (uint32_t)hb_pad16(4u * m->z.n_trained);
+        const uint32_t *wt = words; /* tensor t's words (weights only, ZOCF order) */
         for (uint16_t t = 0; t < m->z.n_trained; t++) {
+            const hb_zo_tensor *tt = &m->z.trained[t];
             off[t] = at;
-            copy_tensor(p, t, copy + at);
-            at += (uint32_t)hb_pad16(copy_part(&m->z.trained[t]));
+            copy_tensor(p, t, copy + at, wt);
+            at += (uint32_t)hb_pad16(copy_part(tt));
+            if (wt) wt += words_of(m, tt) / 4u;
         }
         p->copy = copy;
         p->copy_off = off;
-        const hb_graph_rows rows = {pass_claim, copy_weight_row, copy_bias, p, copy_row_step,
-                                    copy_data};
+        const hb_graph_rows rows = {pass_claim,    copy_weight_row, copy_bias, p,
+                                    copy_row_step, copy_data,       copy_data_of};
         return batch_loss(m, s, batch_size, batch_seed, &rows, prefix);
     }
-    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step, NULL};
+    const hb_graph_rows rows = {pass_claim, pass_weight_row, pass_bias, p, pass_row_step, NULL,
+                                NULL};
     return batch_loss(m, s, batch_size, batch_seed, &rows, prefix);
 }
 
@@ -730,18 +866,25 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
         return; /* outside the request's checked ranges: nothing to compute */
     const int one_sided = m->z.estimator == HB_ESTIMATOR_ONE_SIDED;
     /* the slot's part of the prefix cache (made now if it has none), then the scratch the
-     * caches leave: the activations at the cut of the batch's items without an entry first,
-     * then the perturbed copy, each only if it fits (the same numbers either way) */
+     * cache leaves: the activations at the cut of the batch's items without an entry first,
+     * then the perturbed copy, then the seed's stream words, each only if it fits (the same
+     * numbers either way; without a cache entry this is hb_model_probe_plan's and
+     * hb_model_probe_words' choice) */
     slot_cache cache;
     batch_starts at = {cache_of(m, s, &cache) ? &cache : NULL, NULL};
     const uint64_t pre = m->cut_op ? (uint64_t)batch_uncached(s, batch_size, batch_seed, at.c) *
                                          hb_pad16(m->cut_n)
                                    : 0;
     const int use_prefix = m->cut_op && pre <= m->scratch_bytes;
-    const int use_copy =
-        m->z.n_trained && m->copy_bytes <= m->scratch_bytes - (use_prefix ? pre : 0);
+    const uint64_t left = m->scratch_bytes - (use_prefix ? pre : 0);
+    const int use_copy = m->z.n_trained && m->copy_bytes <= left;
     if (use_prefix && pre) at.prefix = (int8_t *)m->scratch;
     uint8_t *copy = use_copy ? m->scratch + (use_prefix ? pre : 0) : NULL;
+    claim_memo_clear();
+    memset(&data_memo, 0, sizeof data_memo); /* the copy's place is this PROBE's */
+    uint32_t *words = copy && m->words_bytes && (uint64_t)m->copy_bytes + m->words_bytes <= left
+                          ? (uint32_t *)(void *)(copy + m->copy_bytes)
+                          : NULL;
     if (at.c || at.prefix) fill_prefix(m, s, batch_size, batch_seed, &at);
     const int32_t l0 = one_sided ? batch_loss(m, s, batch_size, batch_seed, NULL, &at) : 0;
     const hb_zo_source src = source(m);
@@ -749,13 +892,31 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
     for (uint16_t k = 0; k < q; k++) {
         const uint32_t seed = hb_rd32(seeds + 4u * k);
         /* the scales of this perturbation, once, before its forward passes */
-        for (uint16_t t = 0; t < m->z.n_trained; t++)
-            sc[t] = hb_zo_scale(&src, m->z.scaling, &m->z.trained[t], t, seed);
+        uint32_t *wt = words;
+        for (uint16_t t = 0; t < m->z.n_trained; t++) {
+            const hb_zo_tensor *tt = &m->z.trained[t];
+            if (!wt) {
+                sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
+                continue;
+            }
+            const uint32_t wbytes = words_of(m, tt);
+            hb_zo_fill_words(seed, t, wbytes, wt);
+            const int adaptive = m->z.scaling != HB_SCALING_FIXED && m->z.dist != HB_DIST_RADEMACHER;
+            if (!adaptive)
+                sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
+            else if (!src.pool_size)
+                sc[t] = hb_zo_scale_of_sumsq(hb_zo_sumsq_words(m->z.dist, wt, tt->n), tt->n);
+            else if (tt->layout != HB_ROWS_TRAILING) /* the rows' offsets from the words */
+                sc[t] = hb_zo_scale_of_sumsq(hb_zo_sumsq_pool_rows(&src, tt, wt), tt->n);
+            else
+                sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
+            wt += wbytes / 4u;
+        }
         const int32_t plus =
-            perturbed_loss(m, s, batch_size, batch_seed, seed, eps, 1, &at, copy);
+            perturbed_loss(m, s, batch_size, batch_seed, seed, eps, 1, &at, copy, words);
         const int32_t minus = one_sided ? l0
                                         : perturbed_loss(m, s, batch_size, batch_seed, seed, eps,
-                                                         -1, &at, copy);
+                                                         -1, &at, copy, words);
         hb_wr32(lp + 4u * k, (uint32_t)plus);
         hb_wr32(lm + 4u * k, (uint32_t)minus);
     }

@@ -212,9 +212,10 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
              * a cut): the golden losses every time */
             const uint16_t B = (uint16_t)hbgv_get(args, 1);
             const uint32_t pre = (uint32_t)hb_model_prefix_bytes(m, B);
-            const uint32_t sizes[3] = {0, pre, pre + hb_model_copy_bytes(m)};
-            uint8_t *scratch = aligned(sizes[2] + 16);
-            for (int mode = 0; mode < 3; mode++) {
+            const uint32_t sizes[4] = {0, pre, pre + hb_model_copy_bytes(m),
+                                       pre + hb_model_copy_bytes(m) + hb_model_words_bytes(m)};
+            uint8_t *scratch = aligned(sizes[3] + 16);
+            for (int mode = 0; mode < 4; mode++) {
                 hb_model_set_scratch(m, scratch, sizes[mode]);
                 int used_pre, used_copy;
                 hb_model_probe_plan(m, B, sizes[mode], &used_pre, &used_copy);
@@ -223,6 +224,11 @@ static int run_config(const hbgv_file *f, const char *file, int c, const hb_slot
                                         hb_model_n_trained(m) > 0),
                       "%s c%d step %d: scratch %u: prefix %d copy %d", file, c, j, sizes[mode],
                       used_pre, used_copy);
+                /* the seed's buffered words: only in the last mode */
+                CHECK(hb_model_probe_words(m, B, sizes[mode]) ==
+                          (mode == 3 && used_copy && hb_model_words_bytes(m) > 0),
+                      "%s c%d step %d: scratch %u: words %d", file, c, j, sizes[mode],
+                      hb_model_probe_words(m, B, sizes[mode]));
                 hb_model_probe(m, slot, B, (uint32_t)hbgv_get(args, 0),
                                (uint16_t)hbgv_get(args, 2), s, q, gp, gm);
                 for (uint16_t k = 0; k < q; k++) {

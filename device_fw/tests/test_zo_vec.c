@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "hb_bytes.h"
+#include "zo/loss.h"
 #include "zo/perturb.h"
 #include "zo/philox.h"
 
@@ -52,8 +54,10 @@ static int8_t weight(void) {
     return k == 0 ? -128 : k == 1 ? 127 : (int8_t)(rnd() & 0xFF);
 }
 
+/* at every magnitude: small ones give deltas within +-127 (the int8 lanes), large ones not */
 static int32_t random_em(void) {
-    const int32_t em = (int32_t)(rnd() % (127u * 255u)) + 1;
+    static const uint32_t LIMIT[4] = {64u, 1024u, 16384u, 127u * 255u};
+    const int32_t em = (int32_t)(rnd() % LIMIT[rnd() % 4]) + 1;
     return rnd() % 2 ? em : -em;
 }
 
@@ -124,6 +128,76 @@ static void test_perturb_samples(void) {
     }
 }
 
+/* hb_loss_item against its definition (the max logit, the u32 sum of EXP[max - l], LIN of
+ * the label's, ln of the sum), tables in place at an aligned and a misaligned address (the
+ * vector path and the scalar one), n of every size 1..300 */
+static void test_loss_item(void) {
+    static _Alignas(4) uint8_t sec[4 + 4 * (2 * HB_EXP_SIZE + (1u << HB_LN_BITS) + 1)];
+    int8_t logits[300];
+    for (int al = 0; al < 2; al++) {
+        uint8_t *base = sec + al;
+        hb_loss_tables t = {base, base + 4u * HB_EXP_SIZE, base + 8u * HB_EXP_SIZE};
+        for (uint32_t k = 0; k < HB_EXP_SIZE; k++) {
+            hb_wr32(base + 4u * k, (65536u >> (k / 16u)) - (k % 16u) * 3u); /* falling */
+            hb_wr32(base + 4u * (HB_EXP_SIZE + k), rnd());
+        }
+        for (uint32_t k = 0; k <= (1u << HB_LN_BITS); k++)
+            hb_wr32(base + 8u * HB_EXP_SIZE + 4u * k, rnd() % 50000u);
+        for (int c = 0; c < 400; c++) {
+            const uint32_t n = 1 + (c < 300 ? (uint32_t)c : rnd() % 300), y = rnd() % n;
+            for (uint32_t j = 0; j < n; j++) logits[j] = (int8_t)(rnd() & 0xFF);
+            int32_t mx = logits[0];
+            for (uint32_t j = 1; j < n; j++) mx = logits[j] > mx ? logits[j] : mx;
+            uint32_t sum = 0;
+            for (uint32_t j = 0; j < n; j++) sum += hb_rd32(t.exp + 4u * (uint32_t)(mx - logits[j]));
+            const int64_t want =
+                hb_rdi32(t.lin + 4u * (uint32_t)(mx - logits[y])) + hb_loss_ln_q16(&t, sum);
+            const int64_t got = hb_loss_item(&t, logits, n, y);
+            CHECK(got == want, "aligned %d n %u y %u: %lld, expected %lld", !al, n, y,
+                  (long long)got, (long long)want);
+        }
+    }
+}
+
+/* the buffered words: the stream's words, and the scale's sum and the perturbation from them
+ * equal the stream's (hb_zo_samples, hb_zo_perturb_run) */
+static void test_words(void) {
+    static uint32_t words[1024];
+    static int8_t w[3000], a[3000], b[3000], r[3000];
+    int32_t tab[HB_ZO_VALUES_UNIFORM];
+    for (int c = 0; c < 120; c++) {
+        const uint8_t dist = DISTS[c % 3];
+        const uint32_t seed = rnd(), ti = rnd() % 8, n = 1 + rnd() % 2000;
+        const uint32_t bytes = hb_zo_words_bytes(dist, n);
+        CHECK(bytes % 64 == 0 && bytes <= sizeof words && bytes * 8u >= n * (32u / (dist == HB_DIST_RADEMACHER ? 32u : dist == HB_DIST_GAUSSIAN ? 2u : 4u)),
+              "dist %u n %u: %u bytes", dist, n, bytes);
+        hb_zo_fill_words(seed, ti, bytes, words);
+        hb_stream s;
+        hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
+        for (uint32_t i = 0; i < bytes / 4u; i++)
+            CHECK(words[i] == hb_stream_word(&s, i), "dist %u word %u", dist, i);
+        const hb_zo_source src = {dist, NULL, 0};
+        const hb_zo_tensor tt = {0};
+        hb_zo_samples(&src, &tt, ti, seed, 0, n, r, NULL);
+        uint64_t q = 0;
+        for (uint32_t e = 0; e < n; e++) q += (uint64_t)((int32_t)r[e] * r[e]);
+        CHECK(hb_zo_sumsq_words(dist, words, n) == q, "dist %u n %u: sum of squares", dist, n);
+        /* raw samples from the words, from element 0, a multiple of 16 and any element */
+        const uint32_t e0 = c % 3 == 0 ? 0 : c % 3 == 1 ? 16u * (rnd() % (n / 16u + 1u)) : rnd() % n;
+        const uint32_t cnt = e0 < n ? rnd() % (n - e0) + 1u : 0;
+        memset(a, 0x55, sizeof a);
+        hb_zo_words_samples(dist, words, e0, cnt, a);
+        CHECK(memcmp(a, r + e0, cnt) == 0 && a[cnt] == 0x55, "dist %u e0 %u cnt %u: samples",
+              dist, e0, cnt);
+        hb_zo_delta_table(dist, random_scale(dist), random_em(), tab);
+        for (uint32_t e = 0; e < n; e++) w[e] = weight();
+        hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
+        hb_zo_perturb_run(dist, &s, 0, n, w, tab, a);
+        hb_zo_perturb_words(dist, words, n, w, tab, b);
+        CHECK(memcmp(a, b, n) == 0, "dist %u n %u: perturbation from the words", dist, n);
+    }
+}
+
 /* the table is hb_zo_signed_delta of each raw sample, at random and extreme S and em */
 static void test_delta_table(void) {
     int32_t tab[HB_ZO_VALUES_UNIFORM + 4];
@@ -148,5 +222,7 @@ int main(void) {
     test_perturb_run();
     test_perturb_samples();
     test_delta_table();
+    test_loss_item();
+    test_words();
     TEST_MAIN_END("test_zo_vec");
 }

@@ -489,10 +489,14 @@ class DeviceTwin:
         lp, lm = model.probe(x, data.labels[idx], req.seeds, req.eps, at_cut=at_cut)
         # what the firmware's PROBE keeps in the arena's free bytes (the same numbers either
         # way): counted, for the books (plan.probe_scratch, model.c hb_model_probe_plan)
-        used = plan.probe_scratch(model.graph, model.trained, req.batch_size)
-        pre, copy = used.plan(self.arena.free())
+        used = plan.probe_scratch(
+            model.graph, model.trained, req.batch_size, model.zo.distribution, model.zo.pool_size
+        )
+        free = self.arena.free()
+        pre, copy = used.plan(free)
         self.stats["probe_prefix"] += pre
         self.stats["probe_copy"] += copy
+        self.stats["probe_words"] += used.words(free)
         self._probed = np.array(req.seeds, dtype=np.uint32)
         q = len(req.seeds)
         passes = q + 1 if model.zo.one_sided else 2 * q

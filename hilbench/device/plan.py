@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 from hilbench.npu.graph import Graph
+from hilbench.zo.perturb import DISTRIBUTIONS, ELEMENTS_PER_WORD
 
 ALIGN = 16  # every buffer starts at a multiple of 16 bytes of the activation region
 
@@ -97,6 +98,10 @@ class ProbeScratch:
     tensor: str | None
     prefix_bytes: int
     copy_bytes: int
+    #: a third part, only with the copy: the stream words of each trained tensor for
+    #: the seed being probed (64 bytes per 16 words; with a pool, of the rows' offsets), drawn
+    #: once per seed for its scale and both passes (model.c hb_model_probe_words)
+    words_bytes: int = 0
 
     def plan(self, free: int) -> tuple[bool, bool]:
         """(use the prefix, use the copy) with ``free`` bytes of scratch."""
@@ -105,10 +110,30 @@ class ProbeScratch:
         copy = self.copy_bytes > 0 and self.copy_bytes <= left
         return prefix, copy
 
+    def words(self, free: int) -> bool:
+        """Whether the PROBE also buffers its seeds' stream words in ``free`` bytes."""
+        prefix, copy = self.plan(free)
+        used = (self.prefix_bytes if prefix else 0) + self.copy_bytes
+        return copy and self.words_bytes > 0 and used + self.words_bytes <= free
 
-def probe_scratch(graph: Graph, trained, batch: int) -> ProbeScratch:
+
+def words_bytes(trained, distribution: str, pool_size: int) -> int:
+    """The PROBE's buffered stream words (hb_model_words_bytes): 64 bytes per 16 words of
+    each trained tensor's fresh samples, or with a pool of its rows' offsets (a 16-bit half
+    per row: 32 rows per 64 bytes)."""
+    if pool_size:
+        return sum(64 * -(-t.rows[0] // 32) for t in trained)
+    per16 = 16 * ELEMENTS_PER_WORD[DISTRIBUTIONS[distribution]]
+    return sum(64 * -(-t.size // per16) for t in trained)
+
+
+def probe_scratch(
+    graph: Graph, trained, batch: int, distribution: str | None = None, pool_size: int = 0
+) -> ProbeScratch:
     """The PROBE's scratch figures for a mini-batch of ``batch`` (``trained``: the ZOCF's
-    trained tensors, hilbench.zo.zocf.Trainable, in its order)."""
+    trained tensors, hilbench.zo.zocf.Trainable, in its order; ``distribution`` and
+    ``pool_size``: the ZOCF's, for the buffered words, none if not given)."""
+    words = 0 if distribution is None else words_bytes(trained, distribution, pool_size)
     names = frozenset(t.name for t in trained)
     cut = graph.cut(graph.first_reader(names)) if names else None
     # the copy: its table of offsets (4 bytes per tensor), then every trained tensor
@@ -116,10 +141,10 @@ def probe_scratch(graph: Graph, trained, batch: int) -> ProbeScratch:
         pad16(t.size * (4 if t.kind == "bias" else 1)) for t in trained
     )
     if cut is None:
-        return ProbeScratch(0, None, 0, copy)
+        return ProbeScratch(0, None, 0, copy, words)
     c, tensor = cut
     n = math.prod(graph.tensors[tensor].shape)
-    return ProbeScratch(c, tensor, batch * pad16(n), copy)
+    return ProbeScratch(c, tensor, batch * pad16(n), copy, words)
 
 
 CACHE_RESERVE_ITEMS = 32  # HB_MODEL_CACHE_RESERVE_ITEMS (core/hb_model.h): a batch's prefix

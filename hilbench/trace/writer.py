@@ -266,6 +266,19 @@ class TraceWriter:
         self, step: int, command: str, host_s: float, device_s: float, source: str
     ) -> None:
         """A command's two durations at once: the host's round trip and the device's own."""
+        ok = self._names_ok
+        if (  # the per-step case, checked inline: known names, finite non-negative floats
+            type(host_s) is float
+            and type(device_s) is float
+            and 0.0 <= host_s < math.inf
+            and 0.0 <= device_s < math.inf
+            and (command, "host") in ok
+            and (command, source) in ok
+        ):
+            self._append_timings(
+                ((step, command, host_s, "host"), (step, command, device_s, source))
+            )
+            return
         self._append_timings(
             (
                 (step, command, self._duration(step, command, host_s, "host"), "host"),

@@ -46,6 +46,8 @@ class Stopper:
                     f"time limit {format_duration(self.time_limit_s)} reached after "
                     f"{elapsed:.1f} s ({steps:,} steps, {forward_passes:,} forward passes)"
                 )
+        if not self.rules:  # the common case: nothing to build per step
+            return ""
         seen = {"steps": steps, "forward_passes": forward_passes, "train_loss": train_loss}
         return self._rules(seen, f"at step {steps:,}, {forward_passes:,} forward passes")
 

@@ -84,7 +84,8 @@ def test_the_benchmark_runs_on_the_mlp_and_its_figures_hold_together():
     assert len(splits) == 4, out
     for _, plugin, ticks in splits:
         assert abs(_n(plugin) - _n(ticks)) <= 16, (plugin, ticks)
-    assert re.search(r"^    hb_zo_perturb_run\s+[\d,]+\s+[\d.]+%", out, re.M)
+    # (from the stream, or from the seed's buffered words when the scratch holds them)
+    assert re.search(r"^    hb_zo_perturb_(run|words)\s+[\d,]+\s+[\d.]+%", out, re.M)
     assert "losses and weights CRCs equal in both images" in out
 
 

@@ -118,10 +118,17 @@ def test_layers_run_gives_main_weights_on_twin_and_sil(model, tmp_path, sil_path
 
 
 @pytest.mark.parametrize(
-    ("name", "kw", "layers", "batch"),
-    [("cnn", {}, "last:1", 32), ("mobilenet_v2", MNV2, "last:1", 4), ("mlp", {}, "all", 8)],
+    ("name", "kw", "layers", "batch", "method"),
+    [
+        ("cnn", {}, "last:1", 32, {}),
+        ("mobilenet_v2", MNV2, "last:1", 4, {}),
+        ("mlp", {}, "all", 8, {}),
+        ("mlp", {}, "all", 8, {"distribution": "uniform"}),
+        ("mlp", {}, "all", 8, {"distribution": "gaussian"}),
+        ("mlp", {}, "all", 8, {"distribution": "uniform", "pool_size": 512, "pool_seed": 1}),
+    ],
 )
-def test_the_firmware_books_the_twins_scratch(name, kw, layers, batch, tmp_path):
+def test_the_firmware_books_the_twins_scratch(name, kw, layers, batch, method, tmp_path):
     """hilbench-bench zo (the core's hb_model_cut / prefix / copy figures) against
     plan.probe_scratch; its PROBE losses with the scratch and without (--no-scratch) equal."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -129,7 +136,7 @@ def test_the_firmware_books_the_twins_scratch(name, kw, layers, batch, tmp_path)
 
     g = zoo.build(name, seed=0, **kw)
     tables = LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
-    cfg = zocf.build(g, layers=layers)
+    cfg = zocf.build(g, layers=layers, **method)
     blob = to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()})
     r = np.random.default_rng(7)
     x = r.integers(-128, 128, (8, int(np.prod(g.input_shape)))).astype(np.int8)
@@ -140,12 +147,16 @@ def test_the_firmware_books_the_twins_scratch(name, kw, layers, batch, tmp_path)
     args = ["zo", *(str(tmp_path / f) for f in ("m.blob", "x", "y")), "--q", "2", "--batch",
             str(batch), "--runs", "1", "--item-runs", "1"]  # fmt: skip
     fast, ref = bf.run_bench(binary, *args), bf.run_bench(binary, *args, "--no-scratch")
-    sc = plan.probe_scratch(g, zocf.resolve(cfg, g), batch)
+    sc = plan.probe_scratch(g, zocf.resolve(cfg, g), batch, cfg.distribution, cfg.pool_size)
     zo = fast.get("zo")
     assert (int(zo["cut_op"]), int(zo["prefix_bytes"]), int(zo["copy_bytes"])) == (
         sc.cut, sc.prefix_bytes, sc.copy_bytes)  # fmt: skip
     assert (zo["used_prefix"], zo["used_copy"]) == ("1" if sc.cut else "0", "1")
     assert ref.get("zo")["used_prefix"] == ref.get("zo")["used_copy"] == "0"
+    # the seed's buffered words: the same books, used where there is no pool
+    assert int(zo["words_bytes"]) == sc.words_bytes
+    assert zo["used_words"] == ("1" if sc.words(int(zo["scratch_bytes"])) else "0")
+    assert sc.words_bytes > 0 and zo["used_words"] == "1" and ref.get("zo")["used_words"] == "0"
     assert fast.get("zo_losses") == ref.get("zo_losses")
 
 

@@ -44,6 +44,17 @@ void hb_op_rows_of(const hb_graph *g, const hb_op *o, const hb_graph_rows *src, 
     out->len = o->prep.row_len;
     out->b = o->n_in > 2 ? g->blob + g->tensors[o->idx[2]].offset : NULL;
     out->src = src;
+    if (src && src->data_of) { /* claimed tensors as whole data, one call each */
+        const uint8_t *w = src->data_of(src->ctx, o->idx[1]);
+        const uint8_t *b = out->b ? src->data_of(src->ctx, o->idx[2]) : NULL;
+        if (w) out->w = (const int8_t *)w;
+        if (b) out->b = b;
+        out->wc = out->bc = -1;
+        out->r.row = trailing ? row_trailing : row_leading;
+        out->r.step = o->prep.row_step;
+        out->r.bias = out->b ? bias_blob : bias_none;
+        return;
+    }
     out->wc = src ? src->claim(src->ctx, o->idx[1]) : -1;
     out->bc = src && out->b ? src->claim(src->ctx, o->idx[2]) : -1;
     if (src && src->tensor) { /* claimed tensors as whole data: read like the blob's */

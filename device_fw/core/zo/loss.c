@@ -1,7 +1,10 @@
 /* Q16 cross-entropy of int8 logits from the LOSS tables (hilbench/zo/loss.py). */
 #include "zo/loss.h"
 
+#include <stddef.h>
+
 #include "hb_bytes.h"
+#include "hb_mve.h"
 #include "hb_wire.h"
 #include "hb_zo.h"
 
@@ -25,9 +28,8 @@ int hb_loss_load(const uint8_t *sec, uint32_t len, hb_loss_tables *t, hb_status 
     return 0;
 }
 
-int64_t hb_loss_ln_q16(const hb_loss_tables *t, uint32_t s) {
-    uint32_t b = 31;
-    while (!(s >> b)) b--; /* floor(log2 S), 16..31 */
+static inline int64_t ln_q16(const hb_loss_tables *t, uint32_t s) {
+    const uint32_t b = 31u - (uint32_t)__builtin_clz(s); /* floor(log2 S), 16..31 (S > 0) */
     uint32_t norm = s << (31 - b);               /* in [2^31, 2^32) */
     uint32_t frac = norm - (1u << 31);
     uint32_t idx = frac >> (31 - HB_LN_BITS);
@@ -41,14 +43,36 @@ int64_t hb_loss_ln_q16(const hb_loss_tables *t, uint32_t s) {
 
 int64_t hb_loss_item(const hb_loss_tables *t, const int8_t *logits, uint32_t n, uint32_t y) {
     if (y >= n) return 0;
+#if HB_NN_MVE
+    /* sixteen logits per max, four EXP entries per gather (the table in place, if aligned):
+     * the same max and the same u32 sum */
+    if (((uintptr_t)t->exp & 3u) == 0) {
+        int8_t vmax = INT8_MIN;
+        for (uint32_t j = 0; j < n; j += 16)
+            vmax = vmaxvq_p_s8(vmax, vldrbq_z_s8(logits + j, vctp8q(n - j)), vctp8q(n - j));
+        const int32x4_t top = vdupq_n_s32(vmax);
+        const uint32_t *exp = (const uint32_t *)(const void *)t->exp;
+        uint32_t sv = 0;
+        for (uint32_t j = 0; j < n; j += 4) {
+            const mve_pred16_t live = vctp32q(n - j);
+            const uint32x4_t idx =
+                vreinterpretq_u32_s32(vsubq_s32(top, vldrbq_z_s32(logits + j, live)));
+            sv = vaddvaq_p_u32(sv, vldrwq_gather_shifted_offset_z_u32(exp, idx, live), live);
+        }
+        const int64_t lin = hb_rdi32(t->lin + 4u * (uint32_t)(vmax - logits[y]));
+        return lin + ln_q16(t, sv);
+    }
+#endif
     int32_t lmax = logits[0];
     for (uint32_t j = 1; j < n; j++)
         if (logits[j] > lmax) lmax = logits[j];
     uint32_t s = 0; /* each EXP <= EXP[0] = 2^16, n <= 65535: S < 2^32 */
     for (uint32_t j = 0; j < n; j++) s += hb_rd32(t->exp + 4u * (uint32_t)(lmax - logits[j]));
     int64_t lin = hb_rdi32(t->lin + 4u * (uint32_t)(lmax - logits[y]));
-    return lin + hb_loss_ln_q16(t, s);
+    return lin + ln_q16(t, s);
 }
+
+int64_t hb_loss_ln_q16(const hb_loss_tables *t, uint32_t s) { return ln_q16(t, s); }
 
 /* floor(a / b) for b > 0 (C's / truncates toward zero) */
 static int64_t floor_div(int64_t a, int64_t b) {

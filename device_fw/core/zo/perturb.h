@@ -108,6 +108,37 @@ static inline int32_t hb_zo_signed_delta(int8_t r, uint32_t scale, int32_t em);
 /* floor(sqrt(x)), bitwise. */
 uint32_t hb_zo_isqrt_u64(uint64_t x);
 
+/* A PROBE's buffered stream words (docs/firmware.md, the PROBE's scratch): the words of a
+ * tensor of n fresh samples, in stream order, drawn once per seed and read by the scale and
+ * both perturbed passes. hb_zo_words_bytes: their bytes, 64 per 16 words (whole groups of
+ * four Philox blocks); hb_zo_fill_words: words 0 .. bytes / 4 - 1 of stream (seed, PERTURB,
+ * ti) into out (4-byte aligned); hb_zo_sumsq_words: the sum of r^2 over samples 0 .. n - 1
+ * (hb_zo_scale's Q for fresh samples); hb_zo_perturb_words: hb_zo_perturb_run over samples
+ * 0 .. n - 1 read from the words. */
+uint32_t hb_zo_words_bytes(uint8_t dist, uint32_t n);
+void hb_zo_fill_words(uint32_t seed, uint32_t ti, uint32_t bytes, uint32_t *out);
+uint64_t hb_zo_sumsq_words(uint8_t dist, const uint32_t *words, uint32_t n);
+/* raw samples e0 .. e0 + cnt - 1 from the words (hb_zo_samples' fresh samples) */
+void hb_zo_words_samples(uint8_t dist, const uint32_t *words, uint32_t e0, uint32_t cnt,
+                         int8_t *r);
+void hb_zo_perturb_words(uint8_t dist, const uint32_t *words, uint32_t n, const int8_t *w,
+                         const int32_t *tab, int8_t *out);
+/* out[c] = clamp(w[c] + tab[hb_zo_value_index(dist, raw[c])], +-HB_WEIGHT_LIMIT) for c < n
+ * (hb_zo_perturb_samples with the raw samples read from raw, e.g. a pool's run) */
+void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_t *w,
+                        const int32_t *tab, int8_t *out);
+/* a pool row: hb_zo_perturb_from over the L samples pool[(k + i) mod P] (k < P, L <= P) */
+void hb_zo_perturb_pool_row(uint8_t dist, const int8_t *pool, uint32_t P, uint32_t k,
+                            uint32_t L, const int8_t *w, const int32_t *tab, int8_t *out);
+/* sum of r^2 over n raw samples */
+uint64_t hb_zo_sumsq_raw(const int8_t *r, uint32_t n);
+/* with a pool, a leading tensor's sum of r^2 with its rows' offsets o_j from the seed's
+ * words (half j: word j / 2's half j mod 2, the stream's halves as hb_stream_half reads them) */
+uint64_t hb_zo_sumsq_pool_rows(const hb_zo_source *src, const hb_zo_tensor *t,
+                               const uint32_t *words);
+/* the adaptive scale of n samples whose squares sum to q (the end of hb_zo_scale) */
+uint32_t hb_zo_scale_of_sumsq(uint64_t q, uint32_t n);
+
 /* The scale S (Q16) of trained tensor t for seed: fixed per distribution, or adaptive
  * min(2^16, isqrt(floor(2^32 n / Q))), Q = sum r^2 (2^16 if Q = 0). */
 uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tensor *t,

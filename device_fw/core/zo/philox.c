@@ -88,6 +88,9 @@ void hb_philox_stream_fill(hb_stream *s, uint32_t block) {
     s->valid = 1;
 }
 
-uint32_t hb_philox_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i) {
-    return (uint32_t)(((uint64_t)hb_stream_word(batch, i) * n_items) >> 32);
+#if HB_NN_MVE
+void hb_philox_blocks4(const hb_stream *s, uint32_t block, uint32_t *out) {
+    philox_x4(block, s->tensor, s->seed, s->stream, out);
 }
+#endif
+

@@ -29,6 +29,11 @@ void hb_philox_stream_init(hb_stream *s, uint32_t seed, uint32_t stream, uint32_
  * block `block`). */
 void hb_philox_stream_fill(hb_stream *s, uint32_t block);
 
+#if HB_NN_MVE
+/* Blocks block .. block + 3 of the stream into out[0..15] (block-major), the cache untouched. */
+void hb_philox_blocks4(const hb_stream *s, uint32_t block, uint32_t *out);
+#endif
+
 /* Word `word` of the stream (inline: the common case is a hit in the cached blocks). */
 static inline uint32_t hb_stream_word(hb_stream *s, uint32_t word) {
     uint32_t block = word >> 2;
@@ -41,6 +46,8 @@ static inline uint32_t hb_stream_half(hb_stream *s, uint32_t i) {
 }
 
 /* Item i of PROBE's mini-batch: (u64) word_i * n_items >> 32, stream (batch_seed, 2), tensor 0. */
-uint32_t hb_philox_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i);
+static inline uint32_t hb_philox_batch_index(hb_stream *batch, uint32_t n_items, uint32_t i) {
+    return (uint32_t)(((uint64_t)hb_stream_word(batch, i) * n_items) >> 32);
+}
 
 #endif /* HB_ZO_PHILOX_H */
