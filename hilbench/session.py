@@ -196,6 +196,12 @@ def resume(
     elif overrides:
         config = config.replace(**{k: v for k, v in overrides.items() if k != "port"})
     config, changed = _with_limits(config, limits or {})
+    if config.hybrid != "none":  # the head's steps are not replayed onto a reloaded device
+        raise HilbenchError(
+            f"run {point.run_id} of {trace_path} is a hybrid run (--hybrid {config.hybrid}), "
+            "which cannot be resumed yet",
+            "start the run again",
+        )
     _check_budget(point, config)
     resumed = _Resumed(
         point.model_blob,
@@ -338,6 +344,7 @@ def _run(
                 steps=result.steps,
                 weights_crc=result.weights_crc,
                 stop_reason=result.stop_reason,
+                **({} if result.head_crc is None else {"head_crc": result.head_crc}),
             )
             run_id = trace.run_id
         return RunResult(
@@ -665,6 +672,7 @@ def _train(
         fresh_numbers=plan.model.fresh_numbers,
         view=view,
         gram=_gram_of(plan.model) if config.aggregator != "mean" else None,
+        head=_head_of(plan, view),
     )
     try:
         with _moving(life, Stage.MODEL_LOADED, "the run ended"):
@@ -674,6 +682,24 @@ def _train(
             )
     finally:
         view.finish()
+
+
+def _head_of(plan: _Plan, view: RunView):
+    """The hybrid's head (None: ZO only); its accumulators' bytes said on the view."""
+    config = plan.config
+    if config.hybrid != "last":
+        return None
+    from hilbench.train.hybrid import HeadSpec
+
+    g = plan.model.graph
+    spec = HeadSpec.of(g, config.head_lr or config.lr)
+    k = int(g.tensors[g.ops[-1].inputs[1]].shape[1])
+    view_status(
+        view,
+        f"hybrid: {g.ops[-1].inputs[1]} by its exact int8 gradient (HEAD_GRAD), "
+        f"{spec.accumulator_bytes(k):,} B of int32 accumulators",
+    )
+    return spec
 
 
 def _gram_of(model):
