@@ -272,6 +272,12 @@ def _with_limits(config: RunConfig, limits: dict) -> tuple[RunConfig, dict]:
     return new, {f"resumed_{k}": getattr(new, k) for k in changes}
 
 
+def _stored_config_of(stored: Mapping[str, object]) -> RunConfig:
+    """A RunConfig from a trace's stored config (keys this version does not know dropped)."""
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    return RunConfig(**{k: v for k, v in stored.items() if k in known and k != "trace"})
+
+
 def _stored_config(point: ResumePoint, trace_path: Path) -> RunConfig:
     """The run's configuration as its trace stored it, writing to the same file (with the
     limits an earlier resume set, ``resumed_*`` attributes)."""
@@ -689,9 +695,10 @@ def _head_of(plan: _Plan, view: RunView):
     config = plan.config
     if config.hybrid != "last":
         return None
+    from hilbench.npu.blob import from_blob
     from hilbench.train.hybrid import HeadSpec
 
-    g = plan.model.graph
+    g, _ = from_blob(plan.model.blob)  # the scales as the blob carries them (replay's too)
     spec = HeadSpec.of(g, config.head_lr or config.lr)
     k = int(g.tensors[g.ops[-1].inputs[1]].shape[1])
     view_status(

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hilbench.npu.graph import Graph
-from hilbench.zo import head, zocf
+from hilbench.zo import head
 
-#: the bias gain g: a bias moves as ZO moves a bias of unit shift U = 8 (2U bits of rate)
-BIAS_GAIN = 2 * zocf.BIAS_UNIT_SHIFT
+BIAS_GAIN = head.BIAS_GAIN
 
 
 @dataclass(frozen=True)
@@ -26,12 +25,9 @@ class HeadSpec:
 
     @classmethod
     def of(cls, graph: Graph, lr: float) -> HeadSpec:
-        op = graph.ops[-1]
-        w = graph.tensors[op.inputs[1]]
-        m = int(w.shape[0])
-        s = np.broadcast_to(np.asarray(w.qparams.scale, dtype=np.float64).reshape(-1), (m,))
-        s_in = float(graph.tensors[op.inputs[0]].qparams.scale[0])
-        return cls(s_in, np.array(s, dtype=np.float64), float(lr))
+        """The head of ``graph`` (the one parsed from the blob the device gets, as replay's)."""
+        s_in, s_w = head.scales(graph)
+        return cls(s_in, s_w, float(lr))
 
     def rates(self, factor: float, batch_size: int) -> np.ndarray:
         """The Q24 rates of a step whose rate schedule is at ``factor``."""

@@ -29,11 +29,14 @@ import numpy as np
 
 from hilbench.zo.loss import LossTables
 from hilbench.zo.rng import STREAM_ROUNDING, stream_words
+from hilbench.zo.zocf import BIAS_UNIT_SHIFT
 
 GRAD_FRAC = 15  # softmax probabilities and e_j in Q15
 RATE_FRAC = 24  # the per-channel rates in Q24
 SHIFT = GRAD_FRAC + RATE_FRAC  # 39
 MAX_BIAS_GAIN = 24  # the bias shift 39 - g stays >= 15
+#: the host's bias gain g: a bias moves as ZO moves one of unit shift U = 8 (2U bits of rate)
+BIAS_GAIN = 2 * BIAS_UNIT_SHIFT
 HEAD_TENSOR = 255  # the rounding stream's tensor (no ZOCF entry has it: MAX_TRAINED = 128)
 WEIGHT_LIMIT = 127
 BIAS_LIMIT = 1 << 30
@@ -101,6 +104,17 @@ def rates(lr: float, input_scale: float, weight_scales: np.ndarray, batch: int) 
     s = np.asarray(weight_scales, dtype=np.float64).reshape(-1)
     r = np.rint(float(1 << RATE_FRAC) * lr * float(input_scale) * s / batch)
     return np.clip(r, -INT32_MAX, INT32_MAX).astype(np.int32)
+
+
+def scales(graph) -> tuple[float, np.ndarray]:
+    """(s_in, s_w per output channel (float64, (M,))) of the graph's last op, the head: the
+    numbers the host's rates come from (read from the blob's graph on both the run's and the
+    replay's side, so both compute the same rates)."""
+    op = graph.ops[-1]
+    w = graph.tensors[op.inputs[1]]
+    m = int(w.shape[0])
+    s = np.asarray(w.qparams.scale, dtype=np.float64).reshape(-1)
+    return float(graph.tensors[op.inputs[0]].qparams.scale[0]), np.broadcast_to(s, (m,)).copy()
 
 
 def accumulator_bytes(m: int, k: int) -> int:
