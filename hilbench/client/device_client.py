@@ -853,6 +853,12 @@ class DeviceClient:
         """The hybrid's exact step of the last layer on PROBE's batch of ``batch_seed``
         (needs CAP_HEAD_GRAD; hilbench/zo/head.py): the head's CRC and the batch's loss."""
         rates = m.int_array(rates, np.int32, "HEAD_GRAD rates")
+        if self.info is not None and not self.info.capabilities & spec.CAP_HEAD_GRAD:
+            raise ConfigError(
+                f"{self.info.device_id} (firmware {self.info.firmware!r}) does not implement "
+                "HEAD_GRAD (no CAP_HEAD_GRAD), which --hybrid last needs",
+                "load a firmware with HEAD_GRAD, or train by ZO only (--hybrid none)",
+            )
         return self._exchange(
             m.HeadGradRequest(
                 slot=slot,
