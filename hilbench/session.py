@@ -278,6 +278,20 @@ def _stored_config_of(stored: Mapping[str, object]) -> RunConfig:
     return RunConfig(**{k: v for k, v in stored.items() if k in known and k != "trace"})
 
 
+def head_data(trace: Trace):
+    """A hybrid run's training items as the run uploaded them (rebuilt from its stored
+    config), which the replay of its HEAD_GRAD steps reads; None for a ZO-only run."""
+    from hilbench.trace.replay import is_hybrid
+
+    if not is_hybrid(trace):
+        return None
+    config = _stored_config_of(trace.config)
+    data = load_data(config)
+    model = prepare_model(config, data)
+    x = datasets.quantize_inputs(data.x_train, model.input_scale, model.input_zero_point)
+    return x, data.y_train
+
+
 def _stored_config(point: ResumePoint, trace_path: Path) -> RunConfig:
     """The run's configuration as its trace stored it, writing to the same file (with the
     limits an earlier resume set, ``resumed_*`` attributes)."""

@@ -23,23 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=handle)
 
 
-def _head_data(trace):
-    """A hybrid run's training items as the run uploaded them (rebuilt from its config)."""
-    from hilbench import data as datasets
-    from hilbench.session import _stored_config_of
-    from hilbench.trace.replay import is_hybrid
-    from hilbench.train.prepare import load_data, prepare_model
-
-    if not is_hybrid(trace):
-        return None
-    config = _stored_config_of(trace.config)
-    data = load_data(config)
-    model = prepare_model(config, data)
-    x = datasets.quantize_inputs(data.x_train, model.input_scale, model.input_zero_point)
-    return x, data.y_train
-
-
 def handle(args: argparse.Namespace) -> int:
+    from hilbench import session
     from hilbench.errors import TraceError
     from hilbench.trace import Trace
     from hilbench.trace.replay import replay
@@ -52,7 +37,7 @@ def handle(args: argparse.Namespace) -> int:
             "replay a run that finished; an interrupted run can be resumed with "
             "hilbench run --resume",
         )
-    result = replay(trace, head_data=_head_data(trace))
+    result = replay(trace, head_data=session.head_data(trace))
     if result.matches:
         print(result.message())
         return 0

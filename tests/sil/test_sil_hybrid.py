@@ -44,6 +44,6 @@ def test_a_hybrid_run_is_the_same_on_the_firmware_and_the_twin(model, settings, 
 
 
 def _train_items(trace):
-    from hilbench.cli.replay import _head_data
+    from hilbench import session
 
-    return _head_data(trace)
+    return session.head_data(trace)
