@@ -717,7 +717,7 @@ def _head_of(plan: _Plan, view: RunView):
     k = int(g.tensors[g.ops[-1].inputs[1]].shape[1])
     view_status(
         view,
-        f"hybrid: {g.ops[-1].inputs[1]} by its exact int8 gradient (HEAD_GRAD), "
+        f"hybrid: {g.ops[-1].inputs[1]} trains by HEAD_GRAD, "
         f"{spec.accumulator_bytes(k):,} B of int32 accumulators",
     )
     return spec

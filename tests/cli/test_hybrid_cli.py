@@ -18,7 +18,7 @@ def test_a_hybrid_run_replays_its_head_and_says_a_changed_one(tmp_path):
     args = ("--budget", "900", "--seed", "4", "--hybrid", "last", "--head-lr", "2800")
     proc = hilbench("run", *args, "--no-live", "--trace", str(trace))
     assert proc.returncode == 0, proc.stderr
-    assert "fc1_w by its exact int8 gradient (HEAD_GRAD), 1,320 B of int32 accumulators" in (
+    assert "hybrid: fc1_w trains by HEAD_GRAD, 1,320 B of int32 accumulators" in (
         proc.stdout + proc.stderr
     )
     with h5py.File(trace) as f:
