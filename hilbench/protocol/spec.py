@@ -170,7 +170,7 @@ CAPABILITIES = {
 N_SLOTS = 4  # data slots 0..N_SLOTS-1
 STAGE_MODEL = N_SLOTS  # LOAD_STAGE / LOAD_COMMIT target: 0..N_SLOTS-1 a data slot, this the model
 MAX_BATCH = 256  # PROBE batch_size 1..MAX_BATCH
-MAX_HEAD_OUT = 1024  # HEAD_GRAD rates: the head's output channels, 1..MAX_HEAD_OUT
+MAX_HEAD_OUT = 1020  # HEAD_GRAD rates, one per output channel: 14 + 4 n <= MAX_PAYLOAD (4096)
 MAX_BIAS_GAIN = 24  # HEAD_GRAD bias_gain 0..MAX_BIAS_GAIN (zo/head.py)
 MAX_EPS = 127  # PROBE eps 1..MAX_EPS (weight LSBs)
 MAX_STRING = 64  # HELLO device_id / firmware, bytes of UTF-8

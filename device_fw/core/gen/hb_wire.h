@@ -100,7 +100,7 @@
 #define HB_MAX_INFER_OUTPUT 4081  /* INFER output elements in MAX_PAYLOAD */
 #define HB_LAST_SLOT 3
 #define HB_STAGE_MODEL 4
-#define HB_MAX_HEAD_OUT 1024
+#define HB_MAX_HEAD_OUT 1020
 #define HB_MAX_BIAS_GAIN 24
 #define HB_MAX_LOG_MSG 120
 #define HB_LAST_TIMING_SOURCE 3
