@@ -22,12 +22,20 @@ class HeadSpec:
     weight_scales: np.ndarray  # (M,) float64
     lr: float
     bias_gain: int = BIAS_GAIN
+    elements: int = 0  # the head's weights and biases: one rounding offset each per step
 
     @classmethod
     def of(cls, graph: Graph, lr: float) -> HeadSpec:
         """The head of ``graph`` (the one parsed from the blob the device gets, as replay's)."""
         s_in, s_w = head.scales(graph)
-        return cls(s_in, s_w, float(lr))
+        op = graph.ops[-1]
+        n = sum(graph.tensors[t].data.size for t in op.inputs[1:] if t)
+        return cls(s_in, s_w, float(lr), elements=int(n))
+
+    @property
+    def fresh_words(self) -> int:
+        """PRNG words a HEAD_GRAD draws for its rounding (a half-word per element)."""
+        return (self.elements + 1) // 2
 
     def rates(self, factor: float, batch_size: int) -> np.ndarray:
         """The Q24 rates of a step whose rate schedule is at ``factor``."""

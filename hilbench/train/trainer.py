@@ -279,6 +279,9 @@ class Trainer:
             host_s = time.perf_counter() - started
             forward_passes_done += step_cost(s.estimator, q)
             fresh_words, fresh_numbers = self._fresh(q)
+            if self.head is not None:  # HEAD_GRAD's rounding offsets, one per head element
+                fresh_words += self.head.fresh_words
+                fresh_numbers += self.head.elements
             self.trace.append_step(
                 step=self.step,
                 q=q,
