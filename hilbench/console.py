@@ -16,7 +16,9 @@ a closed terminal) stops writing and training goes on.
 from __future__ import annotations
 
 import math
+import shutil
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
@@ -48,6 +50,7 @@ class Progress:
     step_host_s: float = 0.0  # host wall clock for the last step's round trips
     step_device_s: float | None = None  # the device's own time for the step
     device_source: str | None = None  # "device" or "modeled"
+    timing_model: str = ""  # the cost model's name when device_source is "modeled"
     accuracy_forward_passes: int | None = None  # when the accuracy was measured
 
 
@@ -277,16 +280,29 @@ class Tracker:
 # ---------------------------------------------------------------- plain lines
 
 
+#: What a line too long for the width continues with (plain lines wrap, never get cut).
+CONTINUATION = "[hilbench]   "
+
+
+def plain_width() -> int:
+    """The width plain lines fit: the terminal's, else ``COLUMNS``, else 80 (a CI log)."""
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+
 class PlainView:
-    """One line every ``period`` seconds (for CI logs and pipes); setup steps as they come."""
+    """One line every ``period`` seconds (for CI logs and pipes); setup steps as they come.
+    A line wider than ``width`` (default: plain_width()) goes on at word boundaries on the
+    next lines, so no number is cut."""
 
     def __init__(
         self,
         write: Callable[[str], None] | None = None,
         period: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
+        width: int | None = None,
     ) -> None:
         self.write = write or (lambda line: print(line, flush=True))
+        self.width = width or plain_width()
         self.period = period
         self.clock = clock
         self._last = 0.0
@@ -306,7 +322,9 @@ class PlainView:
         if self._silent:
             return
         try:
-            self.write(line)
+            for part in line.split("\n"):
+                for piece in _wrapped(part, self.width):
+                    self.write(piece)
         except (BrokenPipeError, ValueError, OSError):  # a closed pipe or file
             self._silent = True
             detach_stdout()
@@ -356,20 +374,57 @@ class PlainView:
             self._progress = None
 
     def _line(self, p: Progress) -> str:
+        """The step's line: its fields, wrapped between fields (never inside one)."""
+        return "\n".join(_packed(self._fields(p), self.width))
+
+    def _fields(self, p: Progress) -> list[str]:
         t = self._tracker
-        device = (
-            f" device {_fmt_time(p.step_device_s)} ({p.device_source})" if p.device_source else ""
-        )
         pct = f" ({p.forward_passes / p.budget:.0%})" if p.budget else ""
-        rate = ""
+        fields = [
+            f"[hilbench] step {p.step} q {p.q} loss {_loss(p)} acc {_accuracy(p)}",
+            f"fwd {p.forward_passes}/{p.budget}{pct}",
+        ]
         if t.steps_per_s is not None:
-            rate = f" {t.steps_per_s:,.0f} steps/s, {fmt_duration(t.time_left(p))} left"
+            fields.append(f"{t.steps_per_s:,.0f} steps/s, {fmt_duration(t.time_left(p))} left")
+        fields.append(f"step {_fmt_time(p.step_host_s)} (host)")
+        if p.device_source:
+            fields.append(f"device {_fmt_time(p.step_device_s)} ({_source(p)})")
         events = format_events(t.events)
-        return (
-            f"[hilbench] step {p.step} q {p.q} loss {_loss(p)} acc {_accuracy(p)} "
-            f"fwd {p.forward_passes}/{p.budget}{pct}{rate} step {_fmt_time(p.step_host_s)} "
-            f"(host){device}" + ("" if events == "none" else f" events: {events}")
-        )
+        if events != "none":
+            fields.append(f"events: {events}")
+        return fields
+
+
+def _source(p: Progress) -> str:
+    """Who measured the device's time: "device", or "modeled: m55@600MHz" (the cost model)."""
+    if p.device_source == "modeled" and p.timing_model:
+        return f"modeled: {p.timing_model}"
+    return str(p.device_source)
+
+
+def _packed(fields: list[str], width: int) -> list[str]:
+    """Fields joined by spaces into lines of at most ``width`` columns where they fit; a new
+    line (after CONTINUATION) starts between two fields."""
+    lines = [fields[0]]
+    for field in fields[1:]:
+        if len(lines[-1]) + 1 + len(field) <= width:
+            lines[-1] += " " + field
+        else:
+            lines.append(CONTINUATION + field)
+    return lines
+
+
+def _wrapped(line: str, width: int) -> list[str]:
+    """``line`` as lines of at most ``width`` columns, broken between words only."""
+    if len(line) <= width:
+        return [line]
+    return textwrap.wrap(
+        line,
+        width,
+        subsequent_indent=CONTINUATION,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def detach_stdout() -> None:
@@ -592,7 +647,7 @@ class LiveView:
                 width,
             )
             rate = "-" if t.steps_per_s is None else f"{t.steps_per_s:,.0f} steps/s"
-            device = f"{_fmt_time(p.step_device_s)} {p.device_source}" if p.device_source else ""
+            device = f"{_fmt_time(p.step_device_s)} {_source(p)}" if p.device_source else ""
             line4 = _pack(
                 [
                     (f"{fmt_duration(t.time_left(p))} left", "bold"),

@@ -685,6 +685,7 @@ def _train(
             time_limit_s=config.time_limit_s,
             until=config.until,
             aggregator=config.aggregator,
+            timing_model=cost.timing_model(config.timing_model).name,
         ),
         trace,
         n_test=len(plan.data.y_test),

@@ -459,15 +459,17 @@ class DeviceTwin:
         return self._probed
 
     # --- the ZO commands ------------------------------------------------------------------
-    def _timing(self, inputs: int, passes: int = 1) -> tuple[int, int]:
+    def _timing(self, inputs: int, passes: int = 1, once: int = 0) -> tuple[int, int]:
         """(duration_ns, timing_source) of ``passes`` forward passes over ``inputs`` inputs of
-        the loaded model: the cost model :attr:`timing_model` names, or none."""
+        the loaded model, the ops before ``once`` (a frozen prefix) run once: the cost model
+        :attr:`timing_model` names, or none."""
         if not self.modeled_timing:
             return 0, int(spec.TimingSource.NONE)
         model = self._need_model()
         if self._costs is None or self._costs[0] is not model:
             self._costs = (model, cost.layer_costs(model.graph))
-        t = cost.latency_of(self._costs[1], self.timing_model.key, inputs=inputs, passes=passes)
+        key = self.timing_model.key
+        t = cost.latency_of(self._costs[1], key, inputs=inputs, passes=passes, once=once)
         return int(t.seconds * 1e9), TIMING_MODELED
 
     def _inputs(self, model: ModelState, data: DataSlot, idx: np.ndarray) -> np.ndarray:
@@ -491,7 +493,7 @@ class DeviceTwin:
         self._probed = np.array(req.seeds, dtype=np.uint32)
         q = len(req.seeds)
         passes = q + 1 if model.zo.one_sided else 2 * q
-        duration, source = self._timing(req.batch_size, passes)
+        duration, source = self._timing(req.batch_size, passes, once=used.cut if pre else 0)
         return m.ProbeResponse(
             q=q,
             loss_plus=lp,

@@ -206,11 +206,23 @@ def npu_latency(graph: Any, *, inputs: int = 1, passes: int = 1, weights: str = 
     return npu_latency_of(layer_costs(graph), inputs=inputs, passes=passes, weights=weights)
 
 
+def _passes(c: LayerCost, passes: int, once: int) -> int:
+    """How often layer ``c`` runs: once if it lies before the cut ``once`` (the frozen
+    prefix, run once for the batch), else ``passes`` times."""
+    return 1 if c.index < once else passes
+
+
 def npu_latency_of(
-    costs: list[LayerCost], *, inputs: int = 1, passes: int = 1, weights: str = "flash"
+    costs: list[LayerCost],
+    *,
+    inputs: int = 1,
+    passes: int = 1,
+    weights: str = "flash",
+    once: int = 0,
 ) -> Modeled:
-    """:func:`npu_latency` from a graph's :func:`layer_costs`."""
-    per = tuple(passes * npu_layer_seconds(c, inputs, weights) for c in costs)
+    """:func:`npu_latency` from a graph's :func:`layer_costs`; the ops before ``once`` (a
+    frozen prefix) run once, not ``passes`` times."""
+    per = tuple(_passes(c, passes, once) * npu_layer_seconds(c, inputs, weights) for c in costs)
     m = TIMING_MODELS["npu"]
     return Modeled(
         sum(per), per, f"STM32N6 Neural-ART NPU (projection, weights in {weights})", m.name
@@ -226,20 +238,29 @@ def m55_latency(
 
 
 def m55_latency_of(
-    costs: list[LayerCost], *, inputs: int = 1, passes: int = 1, clock_hz: float = M55_CLOCK_HZ
+    costs: list[LayerCost],
+    *,
+    inputs: int = 1,
+    passes: int = 1,
+    clock_hz: float = M55_CLOCK_HZ,
+    once: int = 0,
 ) -> Modeled:
-    """:func:`m55_latency` from a graph's :func:`layer_costs`."""
-    per = tuple(passes * m55_layer_seconds(c, inputs, clock_hz) for c in costs)
+    """:func:`m55_latency` from a graph's :func:`layer_costs`; the ops before ``once`` (a
+    frozen prefix) run once, not ``passes`` times."""
+    per = tuple(_passes(c, passes, once) * m55_layer_seconds(c, inputs, clock_hz) for c in costs)
     name = timing_model("m55", clock_hz).name
     return Modeled(sum(per), per, f"STM32N6 Cortex-M55 @ {clock_hz / 1e6:.0f} MHz", name)
 
 
-def latency_of(costs: list[LayerCost], key: str, *, inputs: int = 1, passes: int = 1) -> Modeled:
-    """The modeled time of timing model ``key`` (``m55`` or ``npu``)."""
+def latency_of(
+    costs: list[LayerCost], key: str, *, inputs: int = 1, passes: int = 1, once: int = 0
+) -> Modeled:
+    """The modeled time of timing model ``key`` (``m55`` or ``npu``); the ops before
+    ``once`` run once (a PROBE's frozen prefix, GraphIR.cut), the rest ``passes`` times."""
     timing_model(key)
     if key == "npu":
-        return npu_latency_of(costs, inputs=inputs, passes=passes)
-    return m55_latency_of(costs, inputs=inputs, passes=passes)
+        return npu_latency_of(costs, inputs=inputs, passes=passes, once=once)
+    return m55_latency_of(costs, inputs=inputs, passes=passes, once=once)
 
 
 #: the old name of the Cortex-M55 model

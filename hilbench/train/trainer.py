@@ -45,6 +45,7 @@ class TrainSettings:
     time_limit_s: float = 0.0  # wall clock (0: none); hilbench.train.stopping
     until: str = ""  # stopping rules, e.g. "accuracy>=0.9"
     aggregator: str = "mean"  # or "align" (needs the Trainer's gram)
+    timing_model: str = ""  # the cost model's name, for the view's "modeled" times
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,7 @@ class Trainer:
     ) -> TrainResult:
         s = self.settings
         rng = SeedStream(np.random.default_rng(s.seed))
-        progress = Progress(budget=s.budget)
+        progress = Progress(budget=s.budget, timing_model=s.timing_model)
         forward_passes_done = 0
         next_eval = s.eval_every
         estimate = ESTIMATORS[s.estimator]

@@ -22,6 +22,7 @@ def test_a_vision_run_says_it_is_pre_training_before_the_title(tmp_path):
         "PYTHONPATH": str(ROOT),
         "OPENBLAS_NUM_THREADS": "1",
         "HILBENCH_CACHE": str(tmp_path / "cache"),  # nothing cached: pre-training runs
+        "COLUMNS": "400",  # the whole message on its first line (80 columns would wrap it)
     }
     cmd = [sys.executable, "-u", "-m", "hilbench", "run", "--model", "mobilenet_v2"]
     cmd += ["--width", "0.1", "--resolution", "16", "--budget", "100", "--no-live"]

@@ -90,7 +90,7 @@ def test_the_first_seconds_say_what_is_happening():
 
 def test_plain_lines_carry_the_same_figures_and_one_line_per_setup_phase():
     out: list[str] = []
-    view = PlainView(write=out.append, period=0.0)
+    view = PlainView(write=out.append, period=0.0, width=200)
     view._tracker = Tracker(Clock())
     view.start(TITLE)
     for pct in (10, 50, 100):
@@ -105,6 +105,35 @@ def test_plain_lines_carry_the_same_figures_and_one_line_per_setup_phase():
     assert "[hilbench] evaluating the initial weights" in out
     last = out[-1]
     assert "100 steps/s" in last and "left" in last and "events: retry 1" in last
+
+
+def test_plain_lines_fit_80_columns_and_wrap_between_fields_only():
+    out: list[str] = []
+    view = PlainView(write=out.append, period=0.0, width=80)
+    view._tracker = Tracker(Clock())
+    view.start(TITLE)
+    view.status(
+        "connected to hilbench-twin (firmware hilbench-twin 0.1.0, protocol 1); 600 MHz, "
+        "caches off, arena 4,194,304 B, no watchdog, UART errors 0/0/0/0"
+    )
+    view.event("retry", "x")
+    clock = view._tracker.clock
+    for step in range(1, 12_346):
+        clock.t = step / 100
+        p = progress(step)
+        p.forward_passes, p.budget, p.timing_model = 8 * step, 1_000_000_000, "m55@600MHz"
+        view.update(p)
+    assert out and max(len(line) for line in out) <= 80
+    assert all(line.startswith("[hilbench] ") for line in out)
+    starts = [i for i, line in enumerate(out) if line.startswith("[hilbench] step ")]
+    last = " ".join(line.removeprefix("[hilbench]   ") for line in out[starts[-1] :])
+    assert len(out) - starts[-1] >= 2  # it did not fit one line: it went on
+    # every field whole: no number or unit cut at the line's end
+    assert "fwd 98760/1000000000 (0%)" in last
+    assert "device 31.0 µs (modeled: m55@600MHz)" in last
+    assert "events: retry 1" in last
+    joined = " ".join(line.removeprefix("[hilbench]   ") for line in out[1:4])
+    assert "arena 4,194,304 B" in joined and "protocol 1);" in joined
 
 
 def test_a_closed_pipe_silences_the_view_and_the_run_goes_on(monkeypatch):

@@ -132,6 +132,28 @@ def test_modeled_durations_name_their_model(tmp_path, key):
     assert len(modeled) and np.allclose(modeled, int(want * 1e9) * 1e-9)
 
 
+@pytest.mark.parametrize("key", ["m55", "npu"])
+def test_a_modeled_probe_counts_the_frozen_prefix_once(tmp_path, key):
+    """Training the last layer only: the twin's PROBE runs the first FC once for the batch
+    (the frozen prefix) and the last one per pass; its modeled time says the same."""
+    from hilbench.config import RunConfig
+    from hilbench.session import run
+    from hilbench.trace import Trace
+
+    cfg = RunConfig(budget=40, batch_size=4, scheduler="fixed:2", eval_every=10**6, live=False,
+                    trace=tmp_path / "t.h5", timing_model=key, layers="last:1")  # fmt: skip
+    t = Trace.open(run(cfg).trace_path)
+    costs = cost.layer_costs(zoo.build("mlp", seed=0))
+    one = cost.latency_of(costs, key, inputs=4, passes=1).per_layer  # FC 0, FC 1: one pass
+    want = one[0] + 4 * one[1]  # q = 2, two-point: 4 passes of the last FC, 1 of the prefix
+    modeled = [
+        r["duration_s"] for r in t.timing if (r["command"], r["source"]) == ("PROBE", "modeled")
+    ]
+    assert len(modeled) and np.allclose(modeled, int(want * 1e9) * 1e-9, rtol=1e-6)
+    full = cost.latency_of(costs, key, inputs=4, passes=4).seconds
+    assert max(modeled) < full - 2 * one[0]  # not the 4 full passes it counted before
+
+
 def test_limits_on_modeled_time_name_the_model(tmp_path):
     from hilbench.trace import Trace
     from hilbench.trace.limits import Limit, LimitError, evaluate, measure

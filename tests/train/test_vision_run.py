@@ -45,7 +45,7 @@ def test_a_vision_model_fine_tunes_through_the_cli_and_its_trace_replays(cache, 
     trace = tmp_path / "r18.h5"
     proc = run_cli(cache, "run", *TINY, "--budget", "80", "--no-live", "--trace", str(trace))
     assert proc.returncode == 0, proc.stderr
-    assert "device time" in proc.stdout and "(modeled)" in proc.stdout
+    assert "device time" in proc.stdout and "(modeled: m55@600MHz)" in proc.stdout
     tr = Trace.open(trace)
     cfg = tr.config
     assert (cfg["model"], cfg["dataset"], cfg["init"], cfg["layers"]) == (
