@@ -50,3 +50,15 @@ def test_the_hybrids_mistakes_are_one_clear_line(tmp_path):
     unknown = hilbench("run", "--hybrid", "first", "--trace", str(tmp_path / "b.h5"))
     assert_one_clear_line(unknown, "hybrid", "first")
     assert not (tmp_path / "a.h5").exists() and not (tmp_path / "b.h5").exists()
+
+
+def test_a_device_reset_stops_a_hybrid_run_and_says_why(tmp_path):
+    """The host's recovery replays the ZO updates only: HEAD_GRAD's count then falls behind
+    the steps sent, and the run stops naming it (it does not go on with a reset head)."""
+    trace = tmp_path / "r.h5"
+    proc = hilbench(
+        "run", "--hybrid", "last", "--link-faults", "reset=0.02,seed=1", "--budget", "900",
+        "--no-live", "--trace", str(trace),
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "it lost the hybrid head's updates" in proc.stderr and "Traceback" not in proc.stderr
