@@ -877,6 +877,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
         "",
         *pezo_lines,
         ISSUE29_NOTES.read_text() if ISSUE29_NOTES.exists() else "",
+        HYBRID_NOTES.read_text() if HYBRID_NOTES.exists() else "",
         QSCHED_NOTES.read_text() if QSCHED_NOTES.exists() else "",
     ]
     return "\n".join(text) + "\n"
@@ -897,6 +898,8 @@ QSCHED_NOTES = PLOTS / "qscheduler-rules.md"  # hand-written: the rules tried be
 SUMMARY = PLOTS / "summary.md"  # hand-written reading of the numbers (update after a re-run)
 # issue 29's section: the table of ``--stage issue29`` (traces/zo_study/issue29.md) and its reading
 ISSUE29_NOTES = PLOTS / "issue29.md"
+# the hybrid's section (hand-written from its traces: the commands are in it)
+HYBRID_NOTES = PLOTS / "hybrid.md"
 
 
 def _plot(ax, group: list[Outcome], label: str, **kw) -> None:

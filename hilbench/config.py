@@ -99,6 +99,10 @@ class RunConfig:
     # how a step's q estimates become APPLY's coefficients (hilbench/zo/aggregate.py): mean
     # (average) or align (least squares over the q directions; the rate is then per query)
     aggregator: str = "mean"
+    # the hybrid (docs/zo-math.md section 11): "last" trains the last layer by its exact
+    # integer gradient on the device (HEAD_GRAD) and the layers before it by ZO; "none": ZO only
+    hybrid: str = "none"
+    head_lr: float = 0.0  # the exact head's rate (LSB^2 per nat); 0: the run's --lr
     rounding: str = "nearest"  # or "stochastic"
     master: str = "q16"  # q16 | int16 | int8
     layers: str = "weights"  # weights | biases | all | last:K | glob, comma-separated
@@ -155,6 +159,11 @@ class RunConfig:
         _check_choice("scaling", self.scaling, ("auto", "fixed", "adaptive"))
         _check_choice("estimator", self.estimator, ("two-point", "one-sided"))
         _check_choice("aggregator", self.aggregator, ("mean", "align"))
+        _check_choice("hybrid", self.hybrid, ("none", "last"))
+        if not (isinstance(self.head_lr, int | float) and 0.0 <= self.head_lr <= 1e9):
+            raise ConfigError(
+                f"head rate {self.head_lr} is out of range", "use 0 <= head_lr <= 1e9"
+            )
         _check_choice("rounding", self.rounding, ("nearest", "stochastic"))
         _check_choice("master", self.master, ("q16", "int16", "int8"))
         _check_range("pool", self.pool, 0, 65536)

@@ -465,7 +465,7 @@ class ZoSession:
             self._record(f"hilbench.{key}", getattr(result, key))
         self._record("hilbench.trace", str(result.trace_path))
         # Invariant 2 for every trace the suite writes: rebuild the weights from the trace.
-        replayed = replay(trace)
+        replayed = replay(trace, head_data=session.head_data(trace))
         self._record("hilbench.replay", "match" if replayed.matches else "MISMATCH")
         entry.outcome = SessionOutcome(result, trace, replayed, record=self._record)
         if not replayed.matches:

@@ -196,6 +196,12 @@ def resume(
     elif overrides:
         config = config.replace(**{k: v for k, v in overrides.items() if k != "port"})
     config, changed = _with_limits(config, limits or {})
+    if config.hybrid != "none":  # the head's steps are not replayed onto a reloaded device
+        raise HilbenchError(
+            f"run {point.run_id} of {trace_path} is a hybrid run (--hybrid {config.hybrid}), "
+            "which cannot be resumed yet",
+            "start the run again",
+        )
     _check_budget(point, config)
     resumed = _Resumed(
         point.model_blob,
@@ -264,6 +270,26 @@ def _with_limits(config: RunConfig, limits: dict) -> tuple[RunConfig, dict]:
         return config, {}
     new = config.replace(**changes)  # RunConfig checks the values
     return new, {f"resumed_{k}": getattr(new, k) for k in changes}
+
+
+def _stored_config_of(stored: Mapping[str, object]) -> RunConfig:
+    """A RunConfig from a trace's stored config (keys this version does not know dropped)."""
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    return RunConfig(**{k: v for k, v in stored.items() if k in known and k != "trace"})
+
+
+def head_data(trace: Trace):
+    """A hybrid run's training items as the run uploaded them (rebuilt from its stored
+    config), which the replay of its HEAD_GRAD steps reads; None for a ZO-only run."""
+    from hilbench.trace.replay import is_hybrid
+
+    if not is_hybrid(trace):
+        return None
+    config = _stored_config_of(trace.config)
+    data = load_data(config)
+    model = prepare_model(config, data)
+    x = datasets.quantize_inputs(data.x_train, model.input_scale, model.input_zero_point)
+    return x, data.y_train
 
 
 def _stored_config(point: ResumePoint, trace_path: Path) -> RunConfig:
@@ -338,6 +364,7 @@ def _run(
                 steps=result.steps,
                 weights_crc=result.weights_crc,
                 stop_reason=result.stop_reason,
+                **({} if result.head_crc is None else {"head_crc": result.head_crc}),
             )
             run_id = trace.run_id
         return RunResult(
@@ -715,6 +742,7 @@ def _train(
         fresh_numbers=plan.model.fresh_numbers,
         view=view,
         gram=_gram_of(plan.model) if config.aggregator != "mean" else None,
+        head=_head_of(plan, view),
     )
     try:
         with _moving(life, Stage.MODEL_LOADED, "the run ended"):
@@ -724,6 +752,25 @@ def _train(
             )
     finally:
         view.finish()
+
+
+def _head_of(plan: _Plan, view: RunView):
+    """The hybrid's head (None: ZO only); its accumulators' bytes said on the view."""
+    config = plan.config
+    if config.hybrid != "last":
+        return None
+    from hilbench.npu.blob import from_blob
+    from hilbench.train.hybrid import HeadSpec
+
+    g, _ = from_blob(plan.model.blob)  # the scales as the blob carries them (replay's too)
+    spec = HeadSpec.of(g, config.head_lr or config.lr)
+    k = int(g.tensors[g.ops[-1].inputs[1]].shape[1])
+    view_status(
+        view,
+        f"hybrid: {g.ops[-1].inputs[1]} trains by HEAD_GRAD, "
+        f"{spec.accumulator_bytes(k):,} B of int32 accumulators",
+    )
+    return spec
 
 
 def _gram_of(model):

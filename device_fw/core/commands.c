@@ -121,7 +121,7 @@ static uint16_t hello(uint8_t *r) {
     if (id_len > HB_MAX_STRING) id_len = HB_MAX_STRING;
     if (fw_len > HB_MAX_STRING) fw_len = HB_MAX_STRING;
     uint32_t caps = HB_CAP_RESET | HB_CAP_APPLY_BATCH | HB_CAP_APPLY_PROBED | HB_CAP_APPLY_PROBE |
-                    HB_CAP_INFER | HB_CAP_DEVICE_INFO | HB_CAP_LOAD_STAGE;
+                    HB_CAP_INFER | HB_CAP_DEVICE_INFO | HB_CAP_LOAD_STAGE | HB_CAP_HEAD_GRAD;
     uint8_t source = hb_port_timing_source();
     if (source == HB_TIMING_DEVICE) caps |= HB_CAP_CYCLE_COUNTER;
     if (source == HB_TIMING_MODELED) caps |= HB_CAP_MODELED_TIMING;
@@ -361,6 +361,44 @@ static int eval(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
     return 0;
 }
 
+/* HEAD_GRAD (docs/protocol.md): the slot checks, the head, its channels, its accumulators in
+ * the arena's free bytes; then the exact step of the last layer */
+static int head_grad(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st) {
+    uint8_t slot = hb_msg_u8(p, HB_F_HEAD_GRAD_SLOT);
+    uint16_t n = hb_msg_u16(p, HB_F_HEAD_GRAD_N);
+    hb_slot s;
+    if (model_and_slot(slot, &s, st) < 0) return -1;
+    hb_model *m = hb_model_instance();
+    hb_model_head_info h;
+    int found = hb_model_head(m, &h);
+    if (found == HB_HEAD_NONE)
+        return HB_FAIL(st, HB_MSG_HEAD_NONE_CODE, HB_MSG_HEAD_NONE, HB_S(NAME(HB_L_HEAD_GRAD)));
+    if (found == HB_HEAD_TRAINED)
+        return HB_FAIL(st, HB_MSG_HEAD_TRAINED_CODE, HB_MSG_HEAD_TRAINED,
+                       HB_S(NAME(HB_L_HEAD_GRAD)), HB_I(h.trained_tensor), HB_I(h.trained_entry));
+    if (n != h.m)
+        return HB_FAIL(st, HB_MSG_HEAD_CHANNELS_CODE, HB_MSG_HEAD_CHANNELS,
+                       HB_S(NAME(HB_L_HEAD_GRAD)), HB_I(n), HB_I(h.m));
+    uint32_t free_bytes;
+    uint8_t *free_at = hb_store_free_region(&free_bytes);
+    uint64_t need = 4u * ((uint64_t)h.m * h.k + h.m);
+    if (need > free_bytes)
+        return HB_FAIL(st, HB_MSG_HEAD_MEMORY_CODE, HB_MSG_HEAD_MEMORY,
+                       HB_S(NAME(HB_L_HEAD_GRAD)), HB_I(need), HB_I(free_bytes));
+    uint64_t t0 = hb_port_ticks();
+    int32_t loss = hb_model_head_grad(
+        m, &h, &s, hb_msg_u16(p, HB_F_HEAD_GRAD_BATCH_SIZE), hb_msg_u32(p, HB_F_HEAD_GRAD_BATCH_SEED),
+        hb_msg_u32(p, HB_F_HEAD_GRAD_ROUND_SEED), hb_msg_u8(p, HB_F_HEAD_GRAD_BIAS_GAIN),
+        hb_msg_ptr(p, HB_F_HEAD_GRAD_RATES), (int32_t *)(void *)free_at);
+    hb_msg_put(r, HB_F_HEAD_GRAD_R_DURATION_NS, duration_ns(t0));
+    hb_msg_put(r, HB_F_HEAD_GRAD_R_HEAD_CRC, hb_model_head_crc(m, &h));
+    hb_msg_put(r, HB_F_HEAD_GRAD_R_LOSS, (uint32_t)loss);
+    hb_msg_put(r, HB_F_HEAD_GRAD_R_GRADS_APPLIED, hb_model_head_grads(m));
+    hb_msg_put(r, HB_F_HEAD_GRAD_R_TIMING_SOURCE, hb_port_timing_source());
+    *rlen = (uint16_t)hb_msg_size(r, HB_L_HEAD_GRAD_R);
+    return 0;
+}
+
 static int weights_crc(uint8_t *r, uint16_t *rlen, hb_status *st) {
     if (need_model(st) < 0) return -1;
     hb_msg_put(r, HB_F_WEIGHTS_CRC_R_CRC32, hb_model_weights_crc(hb_model_instance()));
@@ -542,6 +580,7 @@ int hb_commands_execute(uint8_t type, const uint8_t *p, uint16_t len, uint8_t *r
     case HB_TYPE_DEVICE_INFO: *resp_len = device_info(resp); return 0;
     case HB_TYPE_LOAD_STAGE: return load_stage(p, resp, resp_len, st);
     case HB_TYPE_LOAD_COMMIT: return load_commit(p, resp, resp_len, st);
+    case HB_TYPE_HEAD_GRAD: return head_grad(p, resp, resp_len, st);
     default: /* device.c passes request types only */
         return HB_FAIL(st, HB_MSG_INTERNAL_CODE, HB_MSG_INTERNAL, HB_S("no handler for the type"));
     }

@@ -98,6 +98,15 @@ const int8_t *hb_graph_forward_rows(hb_graph *g, const int8_t *input, const hb_g
     return hb_graph_forward_range(g, input, 0, g->n_ops, rows);
 }
 
+int hb_graph_fc_head(const hb_graph *g, uint16_t *input, int32_t *input_offset) {
+    if (!g->blob || g->n_ops == 0) return -1;
+    const hb_op *o = &g->ops[g->n_ops - 1];
+    if (o->opcode != HB_OP_FULLY_CONNECTED || o->idx[o->n_in] != g->output) return -1;
+    *input = o->idx[0];
+    *input_offset = o->prep.p.fc.input_offset;
+    return 0;
+}
+
 int8_t *hb_graph_activation(const hb_graph *g, uint16_t t) {
     if (!g->blob || !g->act || t >= g->n_tensors || hb_graph_is_const(g, t)) return NULL;
     return hb_graph_act_of(g, t);

@@ -120,6 +120,11 @@ uint16_t hb_graph_cut(const hb_graph *g, uint16_t first, uint16_t *tensor);
 const int8_t *hb_graph_forward_range(hb_graph *g, const int8_t *input, uint16_t from,
                                      uint16_t to, const hb_graph_rows *rows);
 
+/* The hybrid's head (HEAD_GRAD): 0 when the last op is a FULLY_CONNECTED whose output is the
+ * graph's output, with its input activation and the op's input offset; -1 otherwise. Its
+ * filter and bias: hb_graph_op_weights(g, n_ops - 1). */
+int hb_graph_fc_head(const hb_graph *g, uint16_t *input, int32_t *input_offset);
+
 /* The buffer of activation t in the bound activation region (NULL: none, or a constant). */
 int8_t *hb_graph_activation(const hb_graph *g, uint16_t t);
 

@@ -131,6 +131,30 @@ void hb_model_eval(hb_model *m, const hb_slot *s, uint32_t start, uint32_t count
 uint32_t hb_model_weights_crc(const hb_model *m);
 uint32_t hb_model_updates_applied(const hb_model *m);
 
+/* The hybrid's exact head (HEAD_GRAD, docs/zo-math.md section 11): the last op, a
+ * FULLY_CONNECTED producing the output, its m x k int8 filter and int32 bias (-1: none), its
+ * input activation and input offset. hb_model_head fills h and answers HB_HEAD_OK, or
+ * HB_HEAD_NONE (no such op), or HB_HEAD_TRAINED (the ZOCF trains its filter or bias: the
+ * tensor and entry in h). */
+typedef struct {
+    uint16_t weight, input, trained_tensor, trained_entry;
+    int32_t bias, offset;
+    uint32_t m, k;
+} hb_model_head_info;
+enum { HB_HEAD_OK = 0, HB_HEAD_NONE = 1, HB_HEAD_TRAINED = 2 };
+int hb_model_head(const hb_model *m, hb_model_head_info *h);
+
+/* HEAD_GRAD on a head hb_model_head accepted: one unperturbed forward pass per item of the
+ * batch of batch_seed (PROBE's items), the int32 sums in acc (4 (m k + m) bytes, 4-aligned:
+ * the arena's free bytes), then the update with the m little-endian Q24 rates; returns the
+ * batch's mean Q16 loss before the update. */
+int32_t hb_model_head_grad(hb_model *m, const hb_model_head_info *h, const hb_slot *s,
+                           uint16_t batch_size, uint32_t batch_seed, uint32_t round_seed,
+                           uint8_t bias_gain, const uint8_t *rates, int32_t *acc);
+/* CRC-32 of the head's weights, then biases (little-endian); HEAD_GRADs since the bind. */
+uint32_t hb_model_head_crc(const hb_model *m, const hb_model_head_info *h);
+uint32_t hb_model_head_grads(const hb_model *m);
+
 /* The trained tensors, in ZOCF order (PRNG tensor t = entry t): their count and the blob
  * tensor index of entry t (t < hb_model_n_trained), once the model is loaded. */
 uint16_t hb_model_n_trained(const hb_model *m);

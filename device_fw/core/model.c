@@ -22,6 +22,7 @@
 #include "hb_bytes.h"
 #include "hb_crc.h"
 #include "hb_wire.h"
+#include "zo/head.h"
 #include "zo/loss.h"
 #include "zo/perturb.h"
 #include "zo/philox.h"
@@ -51,6 +52,7 @@ struct hb_model {
     uint64_t work_bytes;
     uint8_t *work; /* NULL until bound */
     uint32_t updates;
+    uint32_t head_grads; /* HEAD_GRAD commands since the bind */
     /* the PROBE's frozen prefix (hb_graph_cut, once bound): ops [0, cut_op) read no trained
      * tensor, only cut_tensor (cut_n elements) crosses the boundary; cut_op 0: none */
     uint16_t cut_op, cut_tensor;
@@ -208,6 +210,7 @@ static uint64_t copy_part(const hb_zo_tensor *tt) {
 void hb_model_bind(hb_model *m, uint8_t *work) {
     m->work = work;
     m->updates = 0;
+    m->head_grads = 0;
     const hb_zo_model_view mv = model_view(m->g);
     hb_zocf_table(&m->z, &mv, work_at(m, m->table_off));
     uint64_t mst_off = 0; /* the masters, in ZOCF order from the start of the work area */
@@ -1008,6 +1011,60 @@ uint32_t hb_model_weights_crc(const hb_model *m) {
 }
 
 uint32_t hb_model_updates_applied(const hb_model *m) { return m->updates; }
+
+/* ---- the hybrid's exact head (HEAD_GRAD; zo/head.c) ------------------------------------ */
+
+int hb_model_head(const hb_model *m, hb_model_head_info *h) {
+    int32_t w, b;
+    if (hb_graph_fc_head(m->g, &h->input, &h->offset) < 0 ||
+        hb_graph_op_weights(m->g, (uint16_t)(hb_graph_n_ops(m->g) - 1), &w, &b) < 0)
+        return HB_HEAD_NONE;
+    h->weight = (uint16_t)w;
+    h->bias = b;
+    const hb_tensor *wt = hb_graph_tensor(m->g, h->weight);
+    h->m = wt->dims[0];
+    h->k = wt->dims[1];
+    for (uint16_t t = 0; t < m->z.n_trained; t++) {
+        uint16_t x = hb_model_trained_tensor(m, t);
+        if (x == h->weight || (int32_t)x == b) {
+            h->trained_tensor = x;
+            h->trained_entry = t;
+            return HB_HEAD_TRAINED;
+        }
+    }
+    return HB_HEAD_OK;
+}
+
+int32_t hb_model_head_grad(hb_model *m, const hb_model_head_info *h, const hb_slot *s,
+                           uint16_t batch_size, uint32_t batch_seed, uint32_t round_seed,
+                           uint8_t bias_gain, const uint8_t *rates, int32_t *acc) {
+    const uint32_t n = h->m * h->k;
+    int32_t *g = acc, *b = acc + n;
+    memset(acc, 0, 4u * (n + h->m));
+    hb_stream bs;
+    hb_philox_stream_init(&bs, batch_seed, HB_STREAM_BATCH, 0);
+    const int8_t *x = hb_graph_activation(m->g, h->input);
+    int64_t sum = 0;
+    for (uint16_t i = 0; i < batch_size; i++) {
+        uint32_t item = hb_philox_batch_index(&bs, s->n_items, i);
+        const int8_t *out = hb_graph_forward(m->g, s->inputs + (size_t)item * s->item_size);
+        sum += hb_loss_item(&m->loss, out, h->m, s->labels[item]);
+        hb_head_accumulate(&m->loss, out, h->m, s->labels[item], x, h->k, h->offset, g, b);
+    }
+    uint8_t *bias = h->bias >= 0 ? hb_graph_data(m->g, (uint16_t)h->bias) : NULL;
+    hb_head_update((int8_t *)hb_graph_data(m->g, h->weight), bias, h->m, h->k, g, b, rates,
+                   bias_gain, round_seed);
+    m->head_grads++;
+    return hb_loss_mean(sum, batch_size);
+}
+
+uint32_t hb_model_head_crc(const hb_model *m, const hb_model_head_info *h) {
+    uint32_t crc = hb_crc32(0, hb_graph_data(m->g, h->weight), (size_t)h->m * h->k);
+    if (h->bias >= 0) crc = hb_crc32(crc, hb_graph_data(m->g, (uint16_t)h->bias), 4u * h->m);
+    return crc;
+}
+
+uint32_t hb_model_head_grads(const hb_model *m) { return m->head_grads; }
 
 uint16_t hb_model_n_trained(const hb_model *m) { return m->z.n_trained; }
 

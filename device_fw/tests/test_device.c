@@ -96,7 +96,7 @@ static void test_hello_and_session(void) {
         uint32_t caps = hb_msg_u32(a.payload, HB_F_HELLO_R_CAPABILITIES);
         CHECK(caps == (HB_CAP_RESET | HB_CAP_APPLY_BATCH | HB_CAP_APPLY_PROBED |
                        HB_CAP_APPLY_PROBE | HB_CAP_INFER | HB_CAP_DEVICE_INFO |
-                       HB_CAP_LOAD_STAGE),
+                       HB_CAP_LOAD_STAGE | HB_CAP_HEAD_GRAD),
               "capabilities %x", caps);
         CHECK(hb_msg_u8(a.payload, HB_F_HELLO_R_DEVICE_ID_LEN) == 6 &&
                   memcmp(hb_msg_ptr(a.payload, HB_F_HELLO_R_DEVICE_ID), "dev-42", 6) == 0,

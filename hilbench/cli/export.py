@@ -66,13 +66,23 @@ def handle(args: argparse.Namespace) -> int:
     out: Path = args.output
     check_output(out, [args.trace], force=args.force, example="trained.tflite")
     trace = Trace.open(args.trace, args.run)
-    state = replay_state(trace)
+    from hilbench import session
+
+    state = replay_state(trace, head_data=session.head_data(trace))
     where = f"{args.trace} run {trace.run_id}"
     crc = state.weights_crc()
     if trace.weights_crc is not None and crc != trace.weights_crc:
         raise TraceError(
             f"{where} does not replay to the device's weights (CRC 0x{crc:08x}, the device "
             f"reported 0x{trace.weights_crc:08x}), so its trained model cannot be rebuilt",
+            f"run `hilbench replay {args.trace}` for details; export another run",
+        )
+    recorded_head = trace.attrs.get("head_crc")
+    if recorded_head is not None and state.head_crc() != int(recorded_head) & 0xFFFFFFFF:
+        raise TraceError(
+            f"{where} does not replay to the device's head (CRC 0x{state.head_crc():08x}, the "
+            f"device reported 0x{int(recorded_head) & 0xFFFFFFFF:08x}), so its trained model "
+            "cannot be rebuilt",
             f"run `hilbench replay {args.trace}` for details; export another run",
         )
     graph = state.graph

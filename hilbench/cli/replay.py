@@ -24,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from hilbench import session
     from hilbench.errors import TraceError
     from hilbench.trace import Trace
     from hilbench.trace.replay import replay
@@ -36,7 +37,7 @@ def handle(args: argparse.Namespace) -> int:
             "replay a run that finished; an interrupted run can be resumed with "
             "hilbench run --resume",
         )
-    result = replay(trace)
+    result = replay(trace, head_data=session.head_data(trace))
     if result.matches:
         print(result.message())
         return 0

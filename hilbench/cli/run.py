@@ -270,6 +270,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         f"over the q directions, rate per query) (default {d.aggregator})",
     )
     zo.add_argument(
+        "--hybrid",
+        default=d.hybrid,
+        metavar="{none,last}",
+        help="last: the last layer trains by its exact int8 gradient on the device (HEAD_GRAD), "
+        f"the layers before it by ZO (default {d.hybrid})",
+    )
+    zo.add_argument(
+        "--head-lr",
+        type=float,
+        default=d.head_lr,
+        metavar="LR",
+        help="with --hybrid last: the exact head's learning rate in weight LSBs (default: --lr)",
+    )
+    zo.add_argument(
         "--rounding",
         default=d.rounding,
         metavar="{nearest,stochastic}",
@@ -356,6 +370,8 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         scaling=args.scaling,
         estimator=args.estimator,
         aggregator=args.aggregator,
+        hybrid=args.hybrid,
+        head_lr=args.head_lr,
         rounding=args.rounding,
         master=args.master,
         layers=_model_default(args, "layers"),

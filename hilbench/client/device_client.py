@@ -275,6 +275,8 @@ class DeviceClient:
             )
         if isinstance(request, m.EvalRequest):
             return ("eval", w.macs * request.count), ()
+        if isinstance(request, m.HeadGradRequest):  # one pass over the batch, as an EVAL's
+            return ("eval", w.macs * request.batch_size), ()
         if isinstance(request, m.LoadModelRequest | m.LoadDataRequest):
             kind = "load_model" if isinstance(request, m.LoadModelRequest) else "load_data"
             if request.offset + len(request.chunk) == request.total_len:  # completes: parsed
@@ -837,6 +839,36 @@ class DeviceClient:
     def reset(self) -> None:
         """Reboot the device (it answers first); the next command must be HELLO."""
         self._exchange(m.ResetRequest())
+
+    def head_grad(
+        self,
+        *,
+        slot: int,
+        batch_size: int,
+        batch_seed: int,
+        round_seed: int,
+        rates: np.ndarray,
+        bias_gain: int,
+    ) -> m.HeadGradResponse:
+        """The hybrid's exact step of the last layer on PROBE's batch of ``batch_seed``
+        (needs CAP_HEAD_GRAD; hilbench/zo/head.py): the head's CRC and the batch's loss."""
+        rates = m.int_array(rates, np.int32, "HEAD_GRAD rates")
+        if self.info is not None and not self.info.capabilities & spec.CAP_HEAD_GRAD:
+            raise ConfigError(
+                f"{self.info.device_id} (firmware {self.info.firmware!r}) does not implement "
+                "HEAD_GRAD (no CAP_HEAD_GRAD), which --hybrid last needs",
+                "load a firmware with HEAD_GRAD, or train by ZO only (--hybrid none)",
+            )
+        return self._exchange(
+            m.HeadGradRequest(
+                slot=slot,
+                batch_size=batch_size,
+                batch_seed=int(batch_seed),
+                round_seed=int(round_seed),
+                bias_gain=bias_gain,
+                rates=rates,
+            )
+        )
 
     def weights_crc(self) -> tuple[int, int]:
         """(CRC-32 of the trainable int8 weights, updates applied) as the device reports."""

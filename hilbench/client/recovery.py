@@ -133,6 +133,11 @@ class RecoveringTarget:
         self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE")
         return response
 
+    def head_grad(self, **request: object):
+        """``DeviceClient.head_grad``; not logged: a recovery replays the ZO updates only, so
+        the answer's ``grads_applied`` tells the trainer the head's steps were lost."""
+        return self._call(lambda: self.target.head_grad(**request))
+
     def evaluate(self, slot: int, n_items: int, chunk: int = 512) -> tuple[float, float]:
         return self._call(lambda: self.target.evaluate(slot, n_items, chunk))
 

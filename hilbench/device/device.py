@@ -29,7 +29,7 @@ from hilbench.npu import cost
 from hilbench.protocol import messages as m
 from hilbench.protocol import spec
 from hilbench.protocol.frames import Frame, encode_frame
-from hilbench.zo import zocf
+from hilbench.zo import head, zocf
 from hilbench.zo.rng import batch_indices
 
 TIMING_MODELED = int(spec.TimingSource.MODELED)
@@ -43,6 +43,7 @@ CAPABILITIES = (
     | spec.CAP_INFER
     | spec.CAP_DEVICE_INFO
     | spec.CAP_LOAD_STAGE
+    | spec.CAP_HEAD_GRAD
 )
 _HEADER = struct.Struct("<BBHH")  # version, type, seq, length: what the frame's CRC-32 starts with
 #: the twin's boot banner reasons in the backends (first boot, after RESET): the an547's
@@ -248,6 +249,7 @@ class DeviceTwin:
             m.DeviceInfoRequest: self._device_info,
             m.LoadStageRequest: self._load_stage,
             m.LoadCommitRequest: self._load_commit,
+            m.HeadGradRequest: self._head_grad,
         }[type(req)]
         if not isinstance(req, m.InferRequest):
             self._forget_infer()  # any other request may overwrite the activations
@@ -536,6 +538,32 @@ class DeviceTwin:
         for step in req.steps:
             model.apply(step.seeds, step.coeffs)
         return m.ApplyBatchResponse(updates_applied=model.updates_applied)
+
+    def _head_grad(self, req: m.HeadGradRequest) -> m.HeadGradResponse:
+        """The hybrid's exact head (hilbench/zo/head.py): checks in order, then one
+        unperturbed pass over PROBE's batch of batch_seed, the gradient and the update."""
+        model, data = self._model_and_slot(req.slot)
+        found = model.head_op()
+        if isinstance(found[0], str) and found[0].startswith("HEAD_"):
+            raise spec.refusal(found[0], req.NAME, *found[1])
+        w = model.graph.tensors[found[0]].data
+        m_out, k = w.shape
+        if len(req.rates) != m_out:
+            raise spec.refusal("HEAD_CHANNELS", req.NAME, len(req.rates), m_out)
+        need = head.accumulator_bytes(m_out, k)
+        if need > self.arena.free():
+            raise spec.refusal("HEAD_MEMORY", req.NAME, need, self.arena.free())
+        idx = batch_indices(req.batch_seed, len(data.labels), req.batch_size)
+        x, y = self._inputs(model, data, idx), data.labels[idx]
+        loss_q16 = model.head_grad(x, y, np.asarray(req.rates), req.bias_gain, req.round_seed)
+        duration, source = self._timing(req.batch_size, 1)
+        return m.HeadGradResponse(
+            head_crc=model.head_crc(),
+            loss=loss_q16,
+            grads_applied=model.head_grads,
+            duration_ns=duration,
+            timing_source=source,
+        )
 
     def _eval(self, req: m.EvalRequest) -> m.EvalResponse:
         model, data = self._model_and_slot(req.slot)

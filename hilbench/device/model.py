@@ -14,7 +14,7 @@ import numpy as np
 from hilbench.npu.blob import from_blob
 from hilbench.npu.cost import forward_macs
 from hilbench.npu.graph import Graph
-from hilbench.zo import loss, perturb, update, zocf
+from hilbench.zo import head, loss, perturb, update, zocf
 
 
 @dataclass
@@ -42,6 +42,7 @@ class ModelState:
     pool: perturb.Pool | None
     macs: int
     updates_applied: int = 0
+    head_grads: int = 0  # HEAD_GRAD commands run since the load
     blob_crc: int = 0
     _units_cache: tuple[bytes, list[np.ndarray]] | None = None
     _split: tuple[Graph, Graph] | bool | None = False  # False: not computed yet
@@ -219,6 +220,55 @@ class ModelState:
                 self.masters[i] = update.clamp_master(m, update.BIAS_LIMIT, np.int32)
                 self.graph.tensors[t.name].data = self.masters[i].copy()
         self.updates_applied += 1
+
+    def head_op(self):
+        """(filter, bias or None, input, input_offset) of the hybrid's exact head: the graph's
+        last op when it is a FULLY_CONNECTED whose output is the graph's output and neither of
+        whose tensors the ZOCF trains; else the refusal's (name, args)."""
+        op = self.graph.ops[-1] if self.graph.ops else None
+        if op is None or op.kind != "FULLY_CONNECTED" or op.outputs[0] != self.graph.output:
+            return ("HEAD_NONE", ())
+        names = list(self.graph.tensors)
+        w = op.inputs[1]
+        b = op.inputs[2] if len(op.inputs) > 2 and op.inputs[2] else None
+        for i, t in enumerate(self.trained):
+            if t.name in (w, b):
+                return ("HEAD_TRAINED", (names.index(t.name), i))
+        return (w, b, op.inputs[0], int(op.params["input_offset"]))
+
+    def head_grad(
+        self, x: np.ndarray, y: np.ndarray, rates: np.ndarray, bias_gain: int, round_seed: int
+    ) -> int:
+        """HEAD_GRAD's math on a checked head (zo/head.py): one unperturbed pass over the
+        batch, the integer gradient, the update; returns the batch's mean Q16 loss."""
+        w_name, b_name, x_name, offset = self.head_op()
+        acts = self.graph.run_all(x)
+        logits = acts[self.graph.output].reshape(len(y), -1)
+        xin = acts[x_name].reshape(len(y), -1)
+        g, bsum = head.gradient(xin, logits, y, offset, self.tables)
+        t = self.graph.tensors
+        w2, b2 = head.update(
+            t[w_name].data,
+            None if b_name is None else t[b_name].data,
+            g,
+            bsum,
+            rates,
+            bias_gain,
+            round_seed,
+        )
+        t[w_name].data = w2
+        if b_name is not None:
+            t[b_name].data = b2
+        self.head_grads += 1
+        return int(loss.mean_q16(logits, y, self.tables))
+
+    def head_crc(self) -> int:
+        """CRC-32 of the head's weights and biases (0 without a head)."""
+        op = self.head_op()
+        if isinstance(op[0], str) and op[0].startswith("HEAD_"):
+            return 0
+        t = self.graph.tensors
+        return head.crc(t[op[0]].data, None if op[1] is None else t[op[1]].data)
 
     def evaluate(
         self, x: np.ndarray, y: np.ndarray, *, at_cut: np.ndarray | None = None

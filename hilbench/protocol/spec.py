@@ -87,13 +87,14 @@ class MessageType(IntEnum):
     DEVICE_INFO = 0x0D
     LOAD_STAGE = 0x0E
     LOAD_COMMIT = 0x0F
+    HEAD_GRAD = 0x10
     LOG = 0xFE  # device-initiated, seq 0, never an answer (docs/protocol.md, "Device log")
     ERROR = 0xFF
 
 
 RESPONSE_BIT = 0x80
 FIRST_REQUEST = MessageType.HELLO  # request types are FIRST_REQUEST..LAST_REQUEST
-LAST_REQUEST = MessageType.LOAD_COMMIT
+LAST_REQUEST = MessageType.HEAD_GRAD
 
 
 class ErrorCode(IntEnum):
@@ -150,6 +151,7 @@ CAP_APPLY_PROBE = 1 << 5  # APPLY_PROBE: APPLY_PROBED and the next PROBE in one 
 CAP_INFER = 1 << 6  # INFER runs the model on one item or on an input in the request
 CAP_DEVICE_INFO = 1 << 7  # DEVICE_INFO: clocks, caches, arena, watchdog, UART error counters
 CAP_LOAD_STAGE = 1 << 8  # LOAD_STAGE / LOAD_COMMIT: uploads written by a debugger, CRC-checked
+CAP_HEAD_GRAD = 1 << 9  # HEAD_GRAD: the last layer's exact integer gradient and update (hybrid)
 CAPABILITIES = {
     "CAP_CYCLE_COUNTER": CAP_CYCLE_COUNTER,
     "CAP_MODELED_TIMING": CAP_MODELED_TIMING,
@@ -160,6 +162,7 @@ CAPABILITIES = {
     "CAP_INFER": CAP_INFER,
     "CAP_DEVICE_INFO": CAP_DEVICE_INFO,
     "CAP_LOAD_STAGE": CAP_LOAD_STAGE,
+    "CAP_HEAD_GRAD": CAP_HEAD_GRAD,
 }
 
 # ---- message-level limits -----------------------------------------------------------------------
@@ -167,6 +170,8 @@ CAPABILITIES = {
 N_SLOTS = 4  # data slots 0..N_SLOTS-1
 STAGE_MODEL = N_SLOTS  # LOAD_STAGE / LOAD_COMMIT target: 0..N_SLOTS-1 a data slot, this the model
 MAX_BATCH = 256  # PROBE batch_size 1..MAX_BATCH
+MAX_HEAD_OUT = 1020  # HEAD_GRAD rates, one per output channel: 14 + 4 n <= MAX_PAYLOAD (4096)
+MAX_BIAS_GAIN = 24  # HEAD_GRAD bias_gain 0..MAX_BIAS_GAIN (zo/head.py)
 MAX_EPS = 127  # PROBE eps 1..MAX_EPS (weight LSBs)
 MAX_STRING = 64  # HELLO device_id / firmware, bytes of UTF-8
 MAX_ERROR_MSG = 256  # ERROR msg, bytes of UTF-8 (messages are cut at a character boundary)
@@ -501,6 +506,21 @@ _LAYOUT_LIST = (
         (S("target", "u8", 0, "STAGE_MODEL"), S("total_len", "u32", 1), S("crc32", "u32")),
         MessageType.LOAD_COMMIT,
     ),
+    # ---- HEAD_GRAD (docs/protocol.md "HEAD_GRAD"; the math: hilbench/zo/head.py)
+    Layout(
+        "HEAD_GRAD",
+        "HEAD_GRAD request",
+        (
+            S("slot", "u8", 0, "LAST_SLOT"),
+            S("batch_size", "u16", 1, "MAX_BATCH"),
+            S("batch_seed", "u32"),
+            S("round_seed", "u32"),
+            S("bias_gain", "u8", 0, "MAX_BIAS_GAIN"),
+            S("n", "u16", 1, "MAX_HEAD_OUT"),
+            Array("rates", "i32", "n"),
+        ),
+        MessageType.HEAD_GRAD,
+    ),
     # ---- responses
     Layout(
         "HELLO_R",
@@ -644,6 +664,17 @@ _LAYOUT_LIST = (
         MessageType.LOAD_COMMIT | RESPONSE_BIT,
     ),
     Layout(
+        "HEAD_GRAD_R",
+        "HEAD_GRAD response",
+        (
+            S("head_crc", "u32", doc="CRC-32 of the head's weights, then biases, after the update"),
+            S("loss", "i32", doc="the batch's mean Q16 loss before the update"),
+            S("grads_applied", "u32", doc="HEAD_GRAD commands run since the model load"),
+            *_TIMING,
+        ),
+        MessageType.HEAD_GRAD | RESPONSE_BIT,
+    ),
+    Layout(
         "ERROR",
         "ERROR response",
         (
@@ -740,6 +771,8 @@ LIMITS: dict[str, int] = {
     "STAGE_MODEL": STAGE_MODEL,
     "MAX_BATCH": MAX_BATCH,
     "MAX_EPS": MAX_EPS,
+    "MAX_HEAD_OUT": MAX_HEAD_OUT,
+    "MAX_BIAS_GAIN": MAX_BIAS_GAIN,
     "MAX_Q": MAX_Q,
     "MAX_STRING": MAX_STRING,
     "MAX_ERROR_MSG": MAX_ERROR_MSG,
@@ -796,6 +829,12 @@ MESSAGES: dict[str, str] = {
     "ANSWER_TOO_LARGE": "%s: the answer would be %d bytes, max_payload is %d",
     "PROBED_NONE": "%s: no PROBE since the model load to take the seeds from: send APPLY",
     "PROBED_Q": "%s: %d coefficients, but the last PROBE had q = %d",
+    "HEAD_NONE": "%s: the model's last op is not a FULLY_CONNECTED layer producing its output",
+    "HEAD_TRAINED": "%s: the head's tensor %d is trained by ZO (ZOCF entry %d): "
+    "leave the last layer out of the ZOCF",
+    "HEAD_CHANNELS": "%s: %d rates, the head has %d output channels",
+    "HEAD_MEMORY": "%s: the head's gradient needs %d bytes of int32 accumulators, "
+    "%d of the arena are free",
     # bulk uploads (docs/protocol.md, "Bulk transfer")
     "BULK_NOT_STARTED": "%s: chunk at offset %d, but no upload is in progress: expected offset 0",
     "BULK_OFFSET": "%s: chunk at offset %d, expected offset %d",
@@ -847,6 +886,10 @@ MESSAGE_CODES: dict[str, ErrorCode] = {
         "ANSWER_TOO_LARGE",
         "PROBED_NONE",
         "PROBED_Q",
+        "HEAD_NONE",
+        "HEAD_TRAINED",
+        "HEAD_CHANNELS",
+        "HEAD_MEMORY",
         "BULK_NOT_STARTED",
         "BULK_OFFSET",
         "BULK_TOTAL",

@@ -118,7 +118,7 @@ def build_graph(config: RunConfig, data: datasets.Dataset) -> Graph:
 def zo_config(config: RunConfig, graph: Graph) -> zocf.ZoConfig:
     """The ZOCF section ``config`` asks for; ConfigError naming the setting otherwise."""
     try:
-        return zocf.build(
+        zo = zocf.build(
             graph,
             layers=config.layers,
             distribution=config.perturbation,
@@ -136,6 +136,34 @@ def zo_config(config: RunConfig, graph: Graph) -> zocf.ZoConfig:
             f"{config.model}: {exc}",
             "pick --layers / --pool / --eps-mult that fit the model (see docs/zo-math.md)",
         ) from None
+    return without_head(config, graph, zo) if config.hybrid == "last" else zo
+
+
+def head_tensors(graph: Graph) -> tuple[str, str | None]:
+    """The hybrid's head: the filter and bias of the last op, a FULLY_CONNECTED producing the
+    output (ConfigError otherwise)."""
+    op = graph.ops[-1] if graph.ops else None
+    if op is None or op.kind != "FULLY_CONNECTED" or op.outputs[0] != graph.output:
+        raise ConfigError(
+            "--hybrid last needs a model whose last op is a FULLY_CONNECTED layer",
+            "train this model by ZO only (--hybrid none)",
+        )
+    return op.inputs[1], op.inputs[2] if len(op.inputs) > 2 else None
+
+
+def without_head(config: RunConfig, graph: Graph, zo: zocf.ZoConfig) -> zocf.ZoConfig:
+    """``zo`` with the head's tensors left out: the exact gradient trains them."""
+    names = list(graph.tensors)
+    head = set(head_tensors(graph))
+    entries = zo.tensors or zocf.default_entries(graph)
+    kept = tuple(e for e in entries if names[e.index] not in head)
+    if not kept:
+        raise ConfigError(
+            f"--layers {config.layers} selects only the last layer, which --hybrid last trains "
+            "by its exact gradient: nothing is left for ZO",
+            "select layers before the last one too (e.g. --layers weights)",
+        )
+    return zo.replace(tensors=kept)
 
 
 def check_model_fits(config: RunConfig, data: datasets.Dataset) -> None:

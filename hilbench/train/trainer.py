@@ -19,11 +19,14 @@ from hilbench.console import NullView, Progress, RunView
 from hilbench.errors import HilbenchError
 from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
+from hilbench.train.hybrid import HeadSpec
 from hilbench.train.schedule import Scheduler, StepInfo
 from hilbench.train.stopping import BUDGET, Stopper
 from hilbench.zo.aggregate import ALIGN, align_coefficients
 
-STEP_COMMANDS = frozenset({"PROBE", "APPLY", "APPLY_PROBED", "APPLY_PROBE"})  # device time
+STEP_COMMANDS = frozenset(
+    {"PROBE", "APPLY", "APPLY_PROBED", "APPLY_PROBE", "HEAD_GRAD"}
+)  # device time
 TRAIN_SLOT = 0
 TEST_SLOT = 1
 
@@ -67,6 +70,7 @@ class TrainResult:
     final_loss: float
     weights_crc: int
     stop_reason: str = BUDGET  # why the run ended: the budget spent, or a limit or rule
+    head_crc: int | None = None  # the hybrid's head after its last HEAD_GRAD (None: no hybrid)
 
 
 class SeedStream:
@@ -109,6 +113,7 @@ class Trainer:
         fresh_numbers: Callable[[int], int],
         view: RunView | None = None,
         gram: Callable[[np.ndarray], np.ndarray] | None = None,
+        head: HeadSpec | None = None,
     ) -> None:
         self.target = target
         self.schedule = schedule
@@ -127,6 +132,8 @@ class Trainer:
                 "pass Trainer(..., gram=hilbench.zo.aggregate.Directions(zo, trained).gram)",
             )
         self.gram = gram
+        self.head = head  # the hybrid: the last layer by HEAD_GRAD each step (None: ZO only)
+        self._head_crc: int | None = None
         self.step = 0
         self._step_device_s = 0.0
         self._device_source: str | None = None
@@ -231,8 +238,9 @@ class Trainer:
             accuracy, loss = self._evaluate(0, progress)
             stop = stopper.after_eval(forward_passes=0, accuracy=accuracy, loss=loss)
         pending: tuple[np.ndarray, np.ndarray] | None = None  # (seeds, coeffs) not yet sent
+        head_pass = 1 if self.head is not None else 0  # HEAD_GRAD's forward pass per step
         while not stop:
-            fits = max_q(s.estimator, s.budget - forward_passes_done)
+            fits = max_q(s.estimator, s.budget - forward_passes_done - head_pass)
             q = min(int(self.schedule.next_q(self.step)), fits)
             if q < 1:
                 break
@@ -261,6 +269,9 @@ class Trainer:
                     eps=eps,
                     seeds=seeds,
                 )
+            if self.head is not None:  # the exact step of the head, on the PROBE's batch
+                self._head_step(batch_seed, lr_at(frac))
+                forward_passes_done += 1
             est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
             if s.aggregator == ALIGN and q > 1:  # least squares over the q directions
                 coeffs = align_coefficients(est.grads.tolist(), self.gram(seeds), lr)
@@ -269,6 +280,9 @@ class Trainer:
             host_s = time.perf_counter() - started
             forward_passes_done += step_cost(s.estimator, q)
             fresh_words, fresh_numbers = self._fresh(q)
+            if self.head is not None:  # HEAD_GRAD's rounding offsets, one per head element
+                fresh_words += self.head.fresh_words
+                fresh_numbers += self.head.elements
             self.trace.append_step(
                 step=self.step,
                 q=q,
@@ -321,4 +335,26 @@ class Trainer:
             final_loss=final_loss,
             weights_crc=crc,
             stop_reason=stop or BUDGET,
+            head_crc=self._head_crc,
         )
+
+    def _head_step(self, batch_seed: int, factor: float) -> None:
+        """HEAD_GRAD on this step's batch; a device that lost earlier head steps (a reset the
+        client recovered from by replaying the ZO updates only) stops the run."""
+        assert self.head is not None
+        s = self.settings
+        answer = self.target.head_grad(
+            slot=TRAIN_SLOT,
+            batch_size=s.batch_size,
+            batch_seed=batch_seed,
+            round_seed=batch_seed,
+            rates=self.head.rates(factor, s.batch_size),
+            bias_gain=self.head.bias_gain,
+        )
+        if answer.grads_applied != self.step + 1:
+            raise HilbenchError(
+                f"the device has run {answer.grads_applied} HEAD_GRAD steps, the host sent "
+                f"{self.step + 1}: it lost the hybrid head's updates (a reset?)",
+                "run again; a hybrid run cannot yet recover from a device reset",
+            )
+        self._head_crc = answer.head_crc

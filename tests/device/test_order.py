@@ -136,7 +136,7 @@ def test_hello_describes_the_device_and_its_options():
         protocol_version=1,
         max_payload=512,
         boot_nonce=0xFFFFFFFF,
-        capabilities=0b111111110,  # bits 1-8: modeled timing ... DEVICE_INFO, LOAD_STAGE
+        capabilities=0b1111111110,  # bits 1-9: modeled timing ... LOAD_STAGE, HEAD_GRAD
         device_id="dev-7",
         firmware="fw 1",
     )

@@ -218,6 +218,8 @@ def test_every_truncation_of_every_message_raises() -> None:
         m.LoadStageResponse(4, 0, 100),
         m.LoadCommitRequest(1, 100, 0xDEADBEEF),
         m.LoadCommitResponse(1, 100, 0, 3),
+        m.HeadGradRequest(0, 32, 7, 9, 16, np.array([5, -6, 2**31 - 1], np.int32)),
+        m.HeadGradResponse(0xDEADBEEF, -3, 4, 5, m.TimingSource.INSTRUCTIONS),
         m.LogFrame(spec.LogKind.BOOT, 0, "boot: dev, firmware fw, reset host"),
     ]
     assert {type(s) for s in samples} | {m.WeightsCrcRequest} == set(m.REQUESTS.values()) | set(
@@ -262,7 +264,7 @@ def test_layouts_match_the_document() -> None:
 
 
 def test_type_codes() -> None:
-    assert [int(t) for t in m.MessageType] == [*range(1, 16), 0xFE, 0xFF]
+    assert [int(t) for t in m.MessageType] == [*range(1, 17), 0xFE, 0xFF]
     assert [int(c) for c in m.ErrorCode] == list(range(1, 12))
     for t, cls in m.REQUESTS.items():
         assert m.RESPONSES[m.response_type(t)].NAME.split()[0] == cls.NAME.split()[0]

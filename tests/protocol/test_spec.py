@@ -215,7 +215,9 @@ def test_derived_limits() -> None:
     assert spec.LAYOUTS["PROBE_R"].offset("duration_ns", q=3) == 26
     assert spec.CAP_INFER == 1 << 6 and spec.MessageType.INFER == 0x0C
     assert spec.CAP_DEVICE_INFO == 1 << 7 and spec.CAP_LOAD_STAGE == 1 << 8
-    assert spec.MessageType.LOAD_COMMIT == 0x0F == spec.LAST_REQUEST
+    assert spec.MessageType.LOAD_COMMIT == 0x0F
+    assert spec.MessageType.HEAD_GRAD == 0x10 == spec.LAST_REQUEST and spec.CAP_HEAD_GRAD == 1 << 9
+    assert spec.LAYOUTS["HEAD_GRAD"].size(n=10) == 54 and spec.LAYOUTS["HEAD_GRAD_R"].size() == 21
     ids = spec.LAYOUT_IDS
     assert [ids[spec.REQUEST_LAYOUTS[t].key] for t in REQUEST_TYPES] == [
         t - spec.FIRST_REQUEST for t in REQUEST_TYPES

@@ -102,6 +102,16 @@ def _every_request(target) -> list:
     out.append(target.weights_crc())  # WEIGHTS_CRC
     out.append(target.infer(slot=0, index=3).output.tolist())  # INFER, a slot's item
     out.append(target.infer(input=x[5]).output.tolist())  # INFER, an input in the request
+    with pytest.raises(DeviceError) as head:  # HEAD_GRAD: this ZOCF trains the head (last:2)
+        target.head_grad(
+            slot=0,
+            batch_size=4,
+            batch_seed=99,
+            round_seed=1,
+            rates=np.full(classes, 9000, np.int32),
+            bias_gain=16,
+        )
+    out.append(str(head.value).split(" refused ", 1)[1])
     nonce = target.info.boot_nonce
     target.reset()  # RESET: the device reboots
     with pytest.raises(DeviceReset):

@@ -174,6 +174,11 @@ def blobs() -> tuple[bytes, ...]:
                 continue  # the CNN is slower in scalar C: fewer variants
             cfg = zocf.build(g, **method)
             out.append(to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()}))
+        # the hybrid: the ZOCF leaves the head (the last FC) to HEAD_GRAD
+        body = "fc0_*" if name == "mlp" else "conv*"
+        cfg = zocf.build(g, layers=body, rounding="stochastic")
+        hybrid = to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": cfg.to_bytes()})
+        out += [hybrid, hybrid]  # twice: HEAD_GRAD steps run, not only their refusals
     return tuple(out)
 
 
@@ -387,7 +392,7 @@ class Host:
             return self.frame(T.EVAL, payload + count.to_bytes(4, "little"))
         if r < 0.78:
             return self.frame(T.WEIGHTS_CRC, b"" if self.p(0.95) else b"\x00")
-        if r < 0.88:
+        if r < 0.86:
             slot, index = self.edgy(0, 1, 1), self.edgy(0, 30, 4)
             inline, in_offset = b"", 0
             out_offset = self.edgy(1, 12, 4) if self.p(0.2) else 0  # reading a held output on
@@ -404,6 +409,17 @@ class Host:
             payload = bytes([slot]) + index.to_bytes(4, "little") + in_offset.to_bytes(4, "little")
             payload += out_offset.to_bytes(4, "little") + inline
             return self.frame(T.INFER, payload)
+        if r < 0.885:  # the hybrid's step: mostly on a head of 10 outputs
+            payload = bytes([self.edgy(0, 1, 1)]) + self.edgy(1, 8, 2).to_bytes(2, "little")
+            payload += self.u(0, 2**32 - 1).to_bytes(4, "little")
+            payload += self.u(0, 2**32 - 1).to_bytes(4, "little")
+            payload += bytes([self.edgy(0, 24, 1)])
+            n = 10 if self.p(0.85) else self.edgy(1, 12, 2)
+            rates = self.rng.integers(-(2**20), 2**20, max(1, min(n, 16)))
+            if self.p(0.2):
+                rates[self.u(0, len(rates) - 1)] = int(self.rng.choice([2**31 - 1, -(2**31)]))
+            payload += n.to_bytes(2, "little") + rates.astype("<i4").tobytes()[: 4 * n]
+            return self.frame(T.HEAD_GRAD, payload)
         if r < 0.89:
             self.model_ok = False
             self.need_hello = True

@@ -44,10 +44,11 @@
 #define HB_TYPE_DEVICE_INFO 13
 #define HB_TYPE_LOAD_STAGE 14
 #define HB_TYPE_LOAD_COMMIT 15
+#define HB_TYPE_HEAD_GRAD 16
 #define HB_TYPE_LOG 254
 #define HB_TYPE_ERROR 255
 #define HB_FIRST_REQUEST 1
-#define HB_LAST_REQUEST 15
+#define HB_LAST_REQUEST 16
 
 /* Error codes */
 #define HB_ERR_BAD_FRAME 1
@@ -72,6 +73,7 @@
 #define HB_CAP_INFER 64
 #define HB_CAP_DEVICE_INFO 128
 #define HB_CAP_LOAD_STAGE 256
+#define HB_CAP_HEAD_GRAD 512
 
 /* LOG kinds (docs/protocol.md, Device log) */
 #define HB_LOG_BOOT 1
@@ -98,6 +100,8 @@
 #define HB_MAX_INFER_OUTPUT 4081  /* INFER output elements in MAX_PAYLOAD */
 #define HB_LAST_SLOT 3
 #define HB_STAGE_MODEL 4
+#define HB_MAX_HEAD_OUT 1020
+#define HB_MAX_BIAS_GAIN 24
 #define HB_MAX_LOG_MSG 120
 #define HB_LAST_TIMING_SOURCE 3
 #define HB_MODEL_CHUNK_OVERHEAD 8  /* LOAD_MODEL bytes before chunk */
@@ -154,6 +158,14 @@
 #define HB_MSG_PROBED_NONE_CODE HB_ERR_BAD_ARGUMENT
 #define HB_MSG_PROBED_Q "%s: %d coefficients, but the last PROBE had q = %d"
 #define HB_MSG_PROBED_Q_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_HEAD_NONE "%s: the model's last op is not a FULLY_CONNECTED layer producing its output"
+#define HB_MSG_HEAD_NONE_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_HEAD_TRAINED "%s: the head's tensor %d is trained by ZO (ZOCF entry %d): leave the last layer out of the ZOCF"
+#define HB_MSG_HEAD_TRAINED_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_HEAD_CHANNELS "%s: %d rates, the head has %d output channels"
+#define HB_MSG_HEAD_CHANNELS_CODE HB_ERR_BAD_ARGUMENT
+#define HB_MSG_HEAD_MEMORY "%s: the head's gradient needs %d bytes of int32 accumulators, %d of the arena are free"
+#define HB_MSG_HEAD_MEMORY_CODE HB_ERR_BAD_ARGUMENT
 #define HB_MSG_BULK_NOT_STARTED "%s: chunk at offset %d, but no upload is in progress: expected offset 0"
 #define HB_MSG_BULK_NOT_STARTED_CODE HB_ERR_BAD_ARGUMENT
 #define HB_MSG_BULK_OFFSET "%s: chunk at offset %d, expected offset %d"
@@ -264,27 +276,29 @@ typedef struct {
 #define HB_L_DEVICE_INFO 12  /* DEVICE_INFO request */
 #define HB_L_LOAD_STAGE 13  /* LOAD_STAGE request */
 #define HB_L_LOAD_COMMIT 14  /* LOAD_COMMIT request */
-#define HB_L_FRAME_HEADER 15  /* frame header */
-#define HB_L_HELLO_R 16  /* HELLO response */
-#define HB_L_LOAD_MODEL_R 17  /* LOAD_MODEL response */
-#define HB_L_LOAD_DATA_R 18  /* LOAD_DATA response */
-#define HB_L_PROBE_R 19  /* PROBE response */
-#define HB_L_APPLY_R 20  /* APPLY response */
-#define HB_L_EVAL_R 21  /* EVAL response */
-#define HB_L_WEIGHTS_CRC_R 22  /* WEIGHTS_CRC response */
-#define HB_L_RESET_R 23  /* RESET response */
-#define HB_L_APPLY_BATCH_R 24  /* APPLY_BATCH response */
-#define HB_L_APPLY_PROBED_R 25  /* APPLY_PROBED response */
-#define HB_L_APPLY_PROBE_R 26  /* APPLY_PROBE response */
-#define HB_L_INFER_R 27  /* INFER response */
-#define HB_L_DEVICE_INFO_R 28  /* DEVICE_INFO response */
-#define HB_L_LOAD_STAGE_R 29  /* LOAD_STAGE response */
-#define HB_L_LOAD_COMMIT_R 30  /* LOAD_COMMIT response */
-#define HB_L_ERROR 31  /* ERROR response */
-#define HB_L_DATA_BLOB 32  /* data blob */
-#define HB_L_LOG 33  /* LOG frame */
-#define HB_L_LAST_REQUEST 14  /* the last request's layout (msg.c checks the order) */
-#define HB_N_LAYOUTS 34
+#define HB_L_HEAD_GRAD 15  /* HEAD_GRAD request */
+#define HB_L_FRAME_HEADER 16  /* frame header */
+#define HB_L_HELLO_R 17  /* HELLO response */
+#define HB_L_LOAD_MODEL_R 18  /* LOAD_MODEL response */
+#define HB_L_LOAD_DATA_R 19  /* LOAD_DATA response */
+#define HB_L_PROBE_R 20  /* PROBE response */
+#define HB_L_APPLY_R 21  /* APPLY response */
+#define HB_L_EVAL_R 22  /* EVAL response */
+#define HB_L_WEIGHTS_CRC_R 23  /* WEIGHTS_CRC response */
+#define HB_L_RESET_R 24  /* RESET response */
+#define HB_L_APPLY_BATCH_R 25  /* APPLY_BATCH response */
+#define HB_L_APPLY_PROBED_R 26  /* APPLY_PROBED response */
+#define HB_L_APPLY_PROBE_R 27  /* APPLY_PROBE response */
+#define HB_L_INFER_R 28  /* INFER response */
+#define HB_L_DEVICE_INFO_R 29  /* DEVICE_INFO response */
+#define HB_L_LOAD_STAGE_R 30  /* LOAD_STAGE response */
+#define HB_L_LOAD_COMMIT_R 31  /* LOAD_COMMIT response */
+#define HB_L_HEAD_GRAD_R 32  /* HEAD_GRAD response */
+#define HB_L_ERROR 33  /* ERROR response */
+#define HB_L_DATA_BLOB 34  /* data blob */
+#define HB_L_LOG 35  /* LOG frame */
+#define HB_L_LAST_REQUEST 15  /* the last request's layout (msg.c checks the order) */
+#define HB_N_LAYOUTS 36
 #define HB_MAX_FIELDS 17  /* fields of the longest layout */
 
 /* HELLO request (layout HELLO) */
@@ -418,6 +432,24 @@ typedef struct {
 #define HB_OFF_LOAD_COMMIT_CRC32 5
 #define HB_MIN_SIZE_LOAD_COMMIT 9
 #define HB_SIZE_LOAD_COMMIT 9
+
+/* HEAD_GRAD request (layout HEAD_GRAD) */
+#define HB_F_HEAD_GRAD_SLOT HB_FIELD(HB_L_HEAD_GRAD, 0)
+#define HB_F_HEAD_GRAD_BATCH_SIZE HB_FIELD(HB_L_HEAD_GRAD, 1)
+#define HB_F_HEAD_GRAD_BATCH_SEED HB_FIELD(HB_L_HEAD_GRAD, 2)
+#define HB_F_HEAD_GRAD_ROUND_SEED HB_FIELD(HB_L_HEAD_GRAD, 3)
+#define HB_F_HEAD_GRAD_BIAS_GAIN HB_FIELD(HB_L_HEAD_GRAD, 4)
+#define HB_F_HEAD_GRAD_N HB_FIELD(HB_L_HEAD_GRAD, 5)
+#define HB_F_HEAD_GRAD_RATES HB_FIELD(HB_L_HEAD_GRAD, 6)
+#define HB_OFF_HEAD_GRAD_SLOT 0
+#define HB_OFF_HEAD_GRAD_BATCH_SIZE 1
+#define HB_OFF_HEAD_GRAD_BATCH_SEED 3
+#define HB_OFF_HEAD_GRAD_ROUND_SEED 7
+#define HB_OFF_HEAD_GRAD_BIAS_GAIN 11
+#define HB_OFF_HEAD_GRAD_N 12
+#define HB_OFF_HEAD_GRAD_RATES 14
+#define HB_MIN_SIZE_HEAD_GRAD 14
+#define HB_SIZE_HEAD_GRAD(n) (14u + 4u * (uint32_t)(n))
 
 /* frame header (layout FRAME_HEADER): the 6 bytes before a payload; the body ends with the CRC-32 of header and payload */
 #define HB_F_FRAME_HEADER_VERSION HB_FIELD(HB_L_FRAME_HEADER, 0)
@@ -613,6 +645,20 @@ typedef struct {
 #define HB_MIN_SIZE_LOAD_COMMIT_R 13
 #define HB_SIZE_LOAD_COMMIT_R 13
 
+/* HEAD_GRAD response (layout HEAD_GRAD_R) */
+#define HB_F_HEAD_GRAD_R_HEAD_CRC HB_FIELD(HB_L_HEAD_GRAD_R, 0)
+#define HB_F_HEAD_GRAD_R_LOSS HB_FIELD(HB_L_HEAD_GRAD_R, 1)
+#define HB_F_HEAD_GRAD_R_GRADS_APPLIED HB_FIELD(HB_L_HEAD_GRAD_R, 2)
+#define HB_F_HEAD_GRAD_R_DURATION_NS HB_FIELD(HB_L_HEAD_GRAD_R, 3)
+#define HB_F_HEAD_GRAD_R_TIMING_SOURCE HB_FIELD(HB_L_HEAD_GRAD_R, 4)
+#define HB_OFF_HEAD_GRAD_R_HEAD_CRC 0
+#define HB_OFF_HEAD_GRAD_R_LOSS 4
+#define HB_OFF_HEAD_GRAD_R_GRADS_APPLIED 8
+#define HB_OFF_HEAD_GRAD_R_DURATION_NS 12
+#define HB_OFF_HEAD_GRAD_R_TIMING_SOURCE 20
+#define HB_MIN_SIZE_HEAD_GRAD_R 21
+#define HB_SIZE_HEAD_GRAD_R 21
+
 /* ERROR response (layout ERROR): frozen across protocol versions */
 #define HB_F_ERROR_CODE HB_FIELD(HB_L_ERROR, 0)
 #define HB_F_ERROR_REQUEST_TYPE HB_FIELD(HB_L_ERROR, 1)
@@ -716,6 +762,15 @@ static const hb_field_desc hb_fields_load_commit[] = {
     {"total_len", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 1, 1, 4294967295ll},
     {"crc32", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
 };
+static const hb_field_desc hb_fields_head_grad[] = {
+    {"slot", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_LAST_SLOT},
+    {"batch_size", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 1, HB_MAX_BATCH},
+    {"batch_seed", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"round_seed", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"bias_gain", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_MAX_BIAS_GAIN},
+    {"n", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 1, HB_MAX_HEAD_OUT},
+    {"rates", HB_FK_ARRAY, HB_W_I32, 5, 255, 0, {255, 255, 255}, 0, 0, 0},
+};
 static const hb_field_desc hb_fields_frame_header[] = {
     {"version", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"type", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
@@ -811,6 +866,13 @@ static const hb_field_desc hb_fields_load_commit_r[] = {
     {"model_crc32", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
     {"n_items", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
 };
+static const hb_field_desc hb_fields_head_grad_r[] = {
+    {"head_crc", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"loss", HB_FK_SCALAR, HB_W_I32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"grads_applied", HB_FK_SCALAR, HB_W_U32, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"duration_ns", HB_FK_SCALAR, HB_W_U64, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
+    {"timing_source", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 1, 0, HB_LAST_TIMING_SOURCE},
+};
 static const hb_field_desc hb_fields_error[] = {
     {"code", HB_FK_SCALAR, HB_W_U16, 255, 255, 0, {255, 255, 255}, 1, 1, 65535},
     {"request_type", HB_FK_SCALAR, HB_W_U8, 255, 255, 0, {255, 255, 255}, 0, 0, 0},
@@ -844,6 +906,7 @@ const hb_layout_desc hb_layouts[HB_N_LAYOUTS] = {
     {"DEVICE_INFO request", 0, 0, 1},
     {"LOAD_STAGE request", hb_fields_load_stage, 2, 1},
     {"LOAD_COMMIT request", hb_fields_load_commit, 3, 1},
+    {"HEAD_GRAD request", hb_fields_head_grad, 7, 1},
     {"frame header", hb_fields_frame_header, 4, 1},
     {"HELLO response", hb_fields_hello_r, 8, 1},
     {"LOAD_MODEL response", hb_fields_load_model_r, 3, 1},
@@ -860,6 +923,7 @@ const hb_layout_desc hb_layouts[HB_N_LAYOUTS] = {
     {"DEVICE_INFO response", hb_fields_device_info_r, 17, 1},
     {"LOAD_STAGE response", hb_fields_load_stage_r, 3, 1},
     {"LOAD_COMMIT response", hb_fields_load_commit_r, 4, 1},
+    {"HEAD_GRAD response", hb_fields_head_grad_r, 5, 1},
     {"ERROR response", hb_fields_error, 4, 1},
     {"data blob", hb_fields_data_blob, 3, 1},
     {"LOG frame", hb_fields_log, 4, 1},
