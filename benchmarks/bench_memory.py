@@ -62,6 +62,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,6 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "device_fw" / "core"
 KIB = 1024
 PSRAM_BYTES = 32 * 2**20  # the STM32N6570-DK's PSRAM on XSPI1
-GRAD_BYTES = 4  # an int32 or an fp32 gradient per trained weight
 MODELS = [
     ("MLP", "mlp", {}),
     ("CNN", "cnn", {}),
@@ -177,32 +177,30 @@ def core_static(cc: str = M55_CC) -> CoreStatic:
 
 @dataclass(frozen=True)
 class ModelMemory:
+    """A row of the table: the library's figures (hilbench.analysis.ModelMemory, read through
+    it: consts, blob, act, work, ...) under a label, plus the core's measured static RAM."""
+
     label: str
-    consts: int  # bytes of constant tensor data (weights, biases)
-    blob: int  # pad16(len(blob)): what the device keeps
-    act: int  # the activation plan's region
-    act_all: int  # every activation its own buffer (backprop keeps them all)
-    trained: int  # trained weights (the default method: every weight tensor)
-    row: int  # the longest trained row (L)
-    work: dict[str, int]  # master -> zo_work_bytes (fresh samples)
-    parts: dict[str, int]  # the int8 master's work area by part (zocf.memory_bytes)
-    pool: int  # pad16(P) of a pool of P = the longest row
+    m: analysis.ModelMemory
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "m":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
+        return getattr(self.m, name)
 
     def inference(self, st: CoreStatic) -> int:
-        return self.blob + self.act + st.inference
+        return self.m.blob + self.m.act + st.inference
 
     def step(self, st: CoreStatic, master: str, pool: bool = False) -> int:
-        return self.inference(st) + self.work[master] + (self.pool if pool else 0) + st.zo
+        return self.inference(st) + self.m.work[master] + (self.m.pool if pool else 0) + st.zo
 
     def backprop(self, st: CoreStatic) -> int:
-        return self.blob + self.act_all + GRAD_BYTES * self.trained + st.inference
+        return self.m.backprop + st.inference
 
 
 def model_memory(label: str, name: str, kw: dict) -> ModelMemory:
     """The library's figures (hilbench.analysis.model_memory) with the row's label."""
-    m = analysis.model_memory(zoo.build(name, seed=0, **kw))
-    return ModelMemory(label, m.consts, m.blob, m.act, m.act_all, m.trained, m.row, m.work,
-                       m.parts, m.pool)  # fmt: skip
+    return ModelMemory(label, analysis.model_memory(zoo.build(name, seed=0, **kw)))
 
 
 def where(total: int, st: CoreStatic) -> str:

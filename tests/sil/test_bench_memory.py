@@ -86,9 +86,10 @@ def test_mobilenet_int8_arena_is_the_firmwares(sil_path):
 def test_static_ram_is_measured_on_the_m55_build():
     st = bm.core_static()
     assert "arm-none-eabi-gcc" in st.compiler
-    # the ZO code's statics: the last PROBE's seeds (4 B x 510) and one perturbed pass's state;
-    # nothing sized by q, the batch or the model besides (they were 22.6 KiB)
-    assert 2040 <= st.zo < 3 * 1024
+    # the ZO code's statics: the last PROBE's seeds (4 B x 510), one perturbed pass's state and
+    # the PROBE's two 16-entry memos (claims, the copy's tensors: 192 B); nothing sized by q,
+    # the batch or the model besides (they were 22.6 KiB)
+    assert 2040 <= st.zo < 3.5 * 1024
     assert st.protocol > 3 * 4096  # receive buffer, response body, cache of max_payload 4096
     assert st.graph > 0 and st.image > st.protocol  # code is larger than the buffers
 
