@@ -390,8 +390,8 @@ import hilbench.trace.replay as rp
 
 def test_a_trace_that_does_not_replay_fails_the_test(zo_session, monkeypatch):
     real = rp.replay
-    def off_by_one(trace):
-        r = real(trace)
+    def off_by_one(trace, **kw):
+        r = real(trace, **kw)
         return rp.ReplayResult(r.path, r.run_id, r.steps, r.weights_crc ^ 1, r.recorded_crc)
     monkeypatch.setattr(rp, "replay", off_by_one)
     zo_session(budget=100, scheduler="fixed:2")
