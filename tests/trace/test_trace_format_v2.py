@@ -20,6 +20,7 @@ from hilbench.trace import Follower, Trace, TraceWriter
 from hilbench.trace import schema as S
 from hilbench.trace.replay import replay
 from tests.cli_helpers import hilbench
+from tests.trace.trace_helpers import CONFIG, RUN_ATTRS
 
 V2_UNITS = {"step": "index", "time": "s since Unix epoch", "kind": "name", "detail": "text"}
 
@@ -56,7 +57,7 @@ def run(path: Path, **kw) -> session.RunResult:
 
 def test_a_version_3_run_keeps_its_event_texts_in_a_byte_log(tmp_path):
     path = tmp_path / "v3.h5"
-    with TraceWriter.create(path, *_known(), flush_interval_s=None) as w:
+    with TraceWriter.create(path, RUN_ATTRS, CONFIG, flush_interval_s=None) as w:
         w.event("note", "plain")
         w.event("note", "")  # an empty text is a text too
         w.event("error", "µ-Ω " * 600)  # long and not ASCII
@@ -83,7 +84,7 @@ def test_a_version_3_run_keeps_its_event_texts_in_a_byte_log(tmp_path):
 def test_an_event_whose_text_is_not_on_disk_is_not_read(tmp_path):
     """A row whose text lies past the byte log's end (a flush cut short) ends the events."""
     path = tmp_path / "cut.h5"
-    with TraceWriter.create(path, *_known(), flush_interval_s=None) as w:
+    with TraceWriter.create(path, RUN_ATTRS, CONFIG, flush_interval_s=None) as w:
         for k in range(3):
             w.event("note", f"event {k}", step=k)
     with h5py.File(path, "r+") as f:
@@ -110,7 +111,7 @@ def test_a_version_2_trace_reads_reports_and_follows_like_the_version_3_one(tmp_
 
 def test_a_version_2_run_resumes_in_its_own_layout_and_a_new_run_is_version_3(tmp_path):
     path = tmp_path / "v2.h5"
-    w = TraceWriter.create(path, *_known(), flush_interval_s=None)
+    w = TraceWriter.create(path, RUN_ATTRS, CONFIG, flush_interval_s=None)
     w.event("note", "before")
     w.close("interrupted")
     rewrite_as_v2(path)
@@ -121,23 +122,9 @@ def test_a_version_2_run_resumes_in_its_own_layout_and_a_new_run_is_version_3(tm
         assert S.EVENT_TEXT not in f["runs/0000"]
     details = Trace.open(path).events["detail"].tolist()
     assert details[0] == "before" and details[-1] == "after the resume"
-    with TraceWriter.create(path, *_known(), flush_interval_s=None) as w:
+    with TraceWriter.create(path, RUN_ATTRS, CONFIG, flush_interval_s=None) as w:
         w.event("note", "a new run")
     with h5py.File(path, "r") as f:
         assert int(f.attrs["format_version"]) == 3
         assert f["runs/0001/events"].dtype == S.EVENT_ROWS_DTYPE
     assert Trace.open(path, run=1).events["detail"].tolist() == ["a new run"]
-
-
-def _known() -> tuple[dict, dict]:
-    attrs = {
-        "protocol_version": 1,
-        "backend": "emulate",
-        "device_id": "d",
-        "firmware": "f",
-        "model": "m",
-        "model_hash": "h",
-        "dataset": "x",
-        "seed": 1,
-    }
-    return attrs, {"budget": 8}
