@@ -385,6 +385,11 @@ static int head_grad(const uint8_t *p, uint8_t *r, uint16_t *rlen, hb_status *st
     if (need > free_bytes)
         return HB_FAIL(st, HB_MSG_HEAD_MEMORY_CODE, HB_MSG_HEAD_MEMORY,
                        HB_S(NAME(HB_L_HEAD_GRAD)), HB_I(need), HB_I(free_bytes));
+    /* the accumulators take the free region from its bottom: a prefix cache at its top that
+     * they would reach is forgotten first (its entries are made again as commands need them) */
+    const uint32_t cached = hb_model_cache_bytes(m);
+    if (cached && (cached >= free_bytes || need > free_bytes - cached))
+        hb_model_set_scratch(m, NULL, 0);
     uint64_t t0 = hb_port_ticks();
     int32_t loss = hb_model_head_grad(
         m, &h, &s, hb_msg_u16(p, HB_F_HEAD_GRAD_BATCH_SIZE), hb_msg_u32(p, HB_F_HEAD_GRAD_BATCH_SEED),

@@ -86,8 +86,9 @@ void hb_model_set_scratch(hb_model *m, uint8_t *scratch, uint32_t bytes);
  * scratch is what the caches leave at the bottom. Every part is forgotten when the free
  * region's place, size or the store's generation changes (any upload, discard or model load,
  * which is also the only way the prefix's weights change: APPLY writes trained tensors, all
- * after the cut), and by the next model load or bind. at NULL: no cache (the bench's and the
- * tests' own scratch, hb_model_set_scratch). */
+ * after the cut), and by the next model load or bind, and by a HEAD_GRAD whose accumulators at
+ * the free region's bottom would reach it. at NULL: no cache (the bench's and the tests' own
+ * scratch, hb_model_set_scratch). */
 #define HB_MODEL_CACHE_RESERVE_ITEMS 32u
 void hb_model_set_free(hb_model *m, uint8_t *at, uint32_t bytes, uint32_t generation);
 /* the prefix cache's parts made so far: total bytes (0: none), and slot s's items with an

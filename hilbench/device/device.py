@@ -12,6 +12,7 @@ default, the Neural-ART projection on request).
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import struct
 import zlib
@@ -23,6 +24,7 @@ from hilbench import __version__
 from hilbench.device import blob, plan
 from hilbench.device.device_log import LogRing
 from hilbench.device.model import DataSlot, ModelState
+from hilbench.device.prefix_books import ItemsRead, PrefixBooks
 from hilbench.device.store import DEFAULT_ARENA_BYTES, Arena, ArenaFull
 from hilbench.errors import ModelError
 from hilbench.npu import cost
@@ -122,6 +124,7 @@ class DeviceTwin:
             self.boot_nonce = (self.fixed_nonce + self.boots) & 0xFFFFFFFF
         self.boots += 1
         self.arena = Arena(self.arena_bytes)
+        self._books = PrefixBooks()  # the firmware's prefix cache: which items it holds
         self.model: ModelState | None = None
         self.slots: dict[int, DataSlot] = {}
         self._uploads: dict[int, tuple[int, bytearray]] = {}  # target -> (total_len, bytes)
@@ -360,6 +363,7 @@ class DeviceTwin:
         inputs = np.frombuffer(data, np.int8, n * item, head).reshape(n, item).copy()
         labels = np.frombuffer(data, np.uint8, n, head + n * item).copy()
         self.slots[slot] = DataSlot(inputs=inputs, labels=labels, n_classes=classes)
+        self.arena.slot_complete()
         return n
 
     # --- DEVICE_INFO and staged uploads (docs/protocol.md) ---------------------------------
@@ -462,17 +466,22 @@ class DeviceTwin:
         return self._probed
 
     # --- the ZO commands ------------------------------------------------------------------
-    def _timing(self, inputs: int, passes: int = 1, once: int = 0) -> tuple[int, int]:
+    def _timing(
+        self, inputs: int, passes: int = 1, once: int = 0, once_inputs: int | None = None
+    ) -> tuple[int, int]:
         """(duration_ns, timing_source) of ``passes`` forward passes over ``inputs`` inputs of
-        the loaded model, the ops before ``once`` (a frozen prefix) run once: the cost model
-        :attr:`timing_model` names, or none."""
+        the loaded model, the ops before ``once`` (a frozen prefix) run once over
+        ``once_inputs`` of them (default all): the cost model :attr:`timing_model` names, or
+        none."""
         if not self.modeled_timing:
             return 0, int(spec.TimingSource.NONE)
         model = self._need_model()
         if self._costs is None or self._costs[0] is not model:
             self._costs = (model, cost.layer_costs(model.graph))
         key = self.timing_model.key
-        t = cost.latency_of(self._costs[1], key, inputs=inputs, passes=passes, once=once)
+        t = cost.latency_of(
+            self._costs[1], key, inputs=inputs, passes=passes, once=once, once_inputs=once_inputs
+        )
         return int(t.seconds * 1e9), TIMING_MODELED
 
     def _inputs(self, model: ModelState, data: DataSlot, idx: np.ndarray) -> np.ndarray:
@@ -484,17 +493,40 @@ class DeviceTwin:
         self._fits(req.NAME, spec.probe_response_size(len(req.seeds)))
         return self._run_probe(model, data, req)
 
+    def _read_at_cut(
+        self, model: ModelState, slot: int, data: DataSlot, idx: np.ndarray
+    ) -> ItemsRead | None:
+        """What the firmware's prefix cache makes of items ``idx`` of ``slot`` (None: no cache
+        part for it: no frozen prefix, the reference path, or no room for one entry): the
+        same books as model.c cache_of, kept while the store's books stand."""
+        self._books.hold(self.arena.generation, self.arena.free())
+        if not self.prefix_cache:
+            return None
+        sc = plan.probe_scratch(model.graph, model.trained, 1)
+        if not sc.cut:
+            return None
+        read = self._books.read(slot, len(data.labels), sc.prefix_bytes, sc.copy_bytes, idx)
+        self.stats["prefix_cache_made"] += read.fresh - read.uncached
+        return None if self._books.parts[slot].cap == 0 else read
+
     def _run_probe(self, model: ModelState, data: DataSlot, req: m.ProbeRequest):
         idx = batch_indices(req.batch_seed, len(data.labels), req.batch_size)
         at_cut = model.at_cut(req.slot, data, idx) if self.prefix_cache else None
         x = self._inputs(model, data, idx) if at_cut is None else None
         lp, lm = model.probe(x, data.labels[idx], req.seeds, req.eps, at_cut=at_cut)
         # what the firmware's PROBE keeps in the arena's free bytes (the same numbers either
-        # way): counted, for the books (plan.probe_scratch, model.c hb_model_probe_plan)
+        # way): counted, for the books and the modeled time (plan.probe_scratch, model.c
+        # hb_model_probe): the cache's part first, then in what it leaves the prefix of the
+        # items without an entry, the copy, the words
         used = plan.probe_scratch(
             model.graph, model.trained, req.batch_size, model.zo.distribution, model.zo.pool_size
         )
-        free = self.arena.free()
+        read = self._read_at_cut(model, req.slot, data, idx)
+        free = self._books.scratch()
+        if read is not None:
+            used = dataclasses.replace(
+                used, prefix_bytes=read.uncached * (used.prefix_bytes // req.batch_size)
+            )
         pre, copy = used.plan(free)
         self.stats["probe_prefix"] += pre
         self.stats["probe_copy"] += copy
@@ -502,7 +534,15 @@ class DeviceTwin:
         self._probed = np.array(req.seeds, dtype=np.uint32)
         q = len(req.seeds)
         passes = q + 1 if model.zo.one_sided else 2 * q
-        duration, source = self._timing(req.batch_size, passes, once=used.cut if pre else 0)
+        # the prefix's runs: once per entry made, and per item without one once if the
+        # scratch holds its activations, else every pass
+        fresh, bare = (
+            (0, req.batch_size) if read is None else (read.fresh - read.uncached, read.uncached)
+        )
+        prefix_runs = fresh + bare * (1 if pre else passes)
+        duration, source = self._timing(
+            req.batch_size, passes, once=used.cut, once_inputs=prefix_runs if used.cut else None
+        )
         return m.ProbeResponse(
             q=q,
             loss_plus=lp,
@@ -553,6 +593,11 @@ class DeviceTwin:
         need = head.accumulator_bytes(m_out, k)
         if need > self.arena.free():
             raise spec.refusal("HEAD_MEMORY", req.NAME, need, self.arena.free())
+        # the accumulators take the free bytes from the bottom: a prefix cache they would reach
+        # is forgotten (commands.c), its entries made again as commands need them
+        self._books.hold(self.arena.generation, self.arena.free())
+        if self._books.cache_bytes and need > self._books.scratch():
+            self._books.forget()
         idx = batch_indices(req.batch_seed, len(data.labels), req.batch_size)
         x, y = self._inputs(model, data, idx), data.labels[idx]
         loss_q16 = model.head_grad(x, y, np.asarray(req.rates), req.bias_gain, req.round_seed)
@@ -576,7 +621,12 @@ class DeviceTwin:
         at_cut = model.at_cut(req.slot, data, idx) if self.prefix_cache else None
         x = self._inputs(model, data, idx) if at_cut is None else None
         correct, loss_sum = model.evaluate(x, data.labels[idx], at_cut=at_cut)
-        duration, source = self._timing(req.count)
+        read = self._read_at_cut(model, req.slot, data, idx)
+        if read is None:
+            duration, source = self._timing(req.count)
+        else:  # the items with an entry made before start at the cut
+            cut = plan.probe_scratch(model.graph, model.trained, 1).cut
+            duration, source = self._timing(req.count, once=cut, once_inputs=read.fresh)
         return m.EvalResponse(
             count=req.count,
             correct=correct,

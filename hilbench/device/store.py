@@ -46,6 +46,9 @@ class Arena:
     model_blob: int = 0  # pad16(total_len) of the model being uploaded or loaded, 0 if none
     model_work: int = 0  # act_bytes + zo_bytes of the loaded model, 0 while uploading
     slots: list[tuple[int, int]] = field(default_factory=list)  # (slot, bytes), top first
+    #: changes whenever the books do (store.c hb_store_generation): an upload begun, a model
+    #: or slot complete, a discard; what the prefix cache is kept for
+    generation: int = 0
 
     def __post_init__(self) -> None:
         if self.arena_bytes < 0:
@@ -72,6 +75,7 @@ class Arena:
 
     # --- the model region -------------------------------------------------------------
     def discard_model(self) -> None:
+        self.generation += 1
         self.model_blob = self.model_work = 0
 
     def start_model(self, total_len: int) -> None:
@@ -87,6 +91,7 @@ class Arena:
         if act_bytes % ALIGN or zo_bytes % ALIGN or act_bytes < 0 or zo_bytes < 0:
             raise ValueError(f"act_bytes {act_bytes} and zo_bytes {zo_bytes} must be pad16")
         need = act_bytes + zo_bytes
+        self.generation += 1
         free = self.free()
         if need > free:
             self.discard_model()
@@ -94,7 +99,12 @@ class Arena:
         self.model_work = need
 
     # --- data slots ---------------------------------------------------------------------
+    def slot_complete(self) -> None:
+        """A slot's bytes are all in (its region was booked when its upload began)."""
+        self.generation += 1
+
     def discard_slot(self, slot: int) -> None:
+        self.generation += 1
         self.slots = [(s, n) for s, n in self.slots if s != slot]
 
     def start_slot(self, slot: int, total_len: int) -> None:

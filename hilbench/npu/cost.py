@@ -206,10 +206,13 @@ def npu_latency(graph: Any, *, inputs: int = 1, passes: int = 1, weights: str = 
     return npu_latency_of(layer_costs(graph), inputs=inputs, passes=passes, weights=weights)
 
 
-def _passes(c: LayerCost, passes: int, once: int) -> int:
-    """How often layer ``c`` runs: once if it lies before the cut ``once`` (the frozen
-    prefix, run once for the batch), else ``passes`` times."""
-    return 1 if c.index < once else passes
+def _runs(c: LayerCost, inputs: int, passes: int, once: int, once_inputs: int | None):
+    """(passes, inputs) of layer ``c``: once over ``once_inputs`` (default ``inputs``) if it
+    lies before the cut ``once`` (the frozen prefix, run once for the batch's items that
+    need it: a prefix-cache entry made, or none kept), else ``passes`` times over ``inputs``."""
+    if c.index < once:
+        return (1, inputs if once_inputs is None else once_inputs)
+    return passes, inputs
 
 
 def npu_latency_of(
@@ -219,10 +222,16 @@ def npu_latency_of(
     passes: int = 1,
     weights: str = "flash",
     once: int = 0,
+    once_inputs: int | None = None,
 ) -> Modeled:
     """:func:`npu_latency` from a graph's :func:`layer_costs`; the ops before ``once`` (a
-    frozen prefix) run once, not ``passes`` times."""
-    per = tuple(_passes(c, passes, once) * npu_layer_seconds(c, inputs, weights) for c in costs)
+    frozen prefix) run once, not ``passes`` times, over ``once_inputs`` (:func:`_runs`)."""
+
+    def seconds(c: LayerCost) -> float:
+        p, n = _runs(c, inputs, passes, once, once_inputs)
+        return p * npu_layer_seconds(c, n, weights) if n else 0.0
+
+    per = tuple(seconds(c) for c in costs)
     m = TIMING_MODELS["npu"]
     return Modeled(
         sum(per), per, f"STM32N6 Neural-ART NPU (projection, weights in {weights})", m.name
@@ -244,23 +253,38 @@ def m55_latency_of(
     passes: int = 1,
     clock_hz: float = M55_CLOCK_HZ,
     once: int = 0,
+    once_inputs: int | None = None,
 ) -> Modeled:
     """:func:`m55_latency` from a graph's :func:`layer_costs`; the ops before ``once`` (a
-    frozen prefix) run once, not ``passes`` times."""
-    per = tuple(_passes(c, passes, once) * m55_layer_seconds(c, inputs, clock_hz) for c in costs)
+    frozen prefix) run once, not ``passes`` times, over ``once_inputs`` (:func:`_runs`)."""
+
+    def seconds(c: LayerCost) -> float:
+        p, n = _runs(c, inputs, passes, once, once_inputs)
+        return p * m55_layer_seconds(c, n, clock_hz)
+
+    per = tuple(seconds(c) for c in costs)
     name = timing_model("m55", clock_hz).name
     return Modeled(sum(per), per, f"STM32N6 Cortex-M55 @ {clock_hz / 1e6:.0f} MHz", name)
 
 
 def latency_of(
-    costs: list[LayerCost], key: str, *, inputs: int = 1, passes: int = 1, once: int = 0
+    costs: list[LayerCost],
+    key: str,
+    *,
+    inputs: int = 1,
+    passes: int = 1,
+    once: int = 0,
+    once_inputs: int | None = None,
 ) -> Modeled:
     """The modeled time of timing model ``key`` (``m55`` or ``npu``); the ops before
-    ``once`` run once (a PROBE's frozen prefix, GraphIR.cut), the rest ``passes`` times."""
+    ``once`` run once (a PROBE's frozen prefix, GraphIR.cut) over ``once_inputs`` of the
+    ``inputs`` (default: all; fewer when the prefix cache holds the others), the rest
+    ``passes`` times."""
     timing_model(key)
+    kw = {"inputs": inputs, "passes": passes, "once": once, "once_inputs": once_inputs}
     if key == "npu":
-        return npu_latency_of(costs, inputs=inputs, passes=passes, once=once)
-    return m55_latency_of(costs, inputs=inputs, passes=passes, once=once)
+        return npu_latency_of(costs, **kw)
+    return m55_latency_of(costs, **kw)
 
 
 #: the old name of the Cortex-M55 model

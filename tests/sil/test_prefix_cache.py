@@ -124,3 +124,46 @@ def test_the_run_line_books_the_cache_in_the_arena_the_device_has_free():
     line = session._prefix_cache_line(blob, twin.arena_bytes, x0, x1)
     assert "256 B each, of 48 of 48 test items, 48 of 48 training items" in line
     assert session._prefix_cache_line(cnn_blob(3, "all")[0], twin.arena_bytes, x0, x1) == ""
+
+
+def test_a_head_grad_whose_accumulators_reach_the_cache_forgets_it(sil_path):
+    """HEAD_GRAD's int32 accumulators take the free region from its bottom, the cache sits at
+    its top and leaves the PROBE's reserve (its copy and 32 entries): a head of 1,024 -> 10
+    (41,000 B of accumulators) over a cut of 1,024 elements (a reserve of 36,880 B) with a
+    full cache reaches its bitmap and first entries. The firmware forgets the cache first (it
+    read stale entries after such a HEAD_GRAD before), and the twin's books do the same."""
+    g = zoo.build_mlp((8, 1024, 1024, 10), seed=1)
+    tables = LossTables.for_scale(float(g.tensors[g.output].qparams.scale[0]))
+    blob = to_blob(g, {"LOSS": tables.to_bytes(), "ZOCF": zocf.build(g, layers="fc1_b").to_bytes()})
+    n = 4000  # more items than the cache holds: it fills the free region to the reserve
+    r = np.random.default_rng(0)
+    x, y = r.integers(-128, 128, (n, 8)).astype(np.int8), r.integers(0, 10, n).astype(np.uint8)
+
+    def answers(client) -> list[int]:
+        out = []
+        client.load_model(blob)
+        client.load_data(0, x, y, 10)
+
+        def ev(start: int, count: int) -> None:
+            e = client._exchange(m.EvalRequest(slot=0, start=start, count=count))
+            out.append(e.loss_sum_q16)
+
+        ev(0, 64)  # entries made (the cache's part holds every item it has room for)
+        for k in range(3):
+            rates = np.full(10, 30000, np.int32)
+            h = client.head_grad(slot=0, batch_size=64, batch_seed=50 + k, round_seed=4,
+                                 rates=rates, bias_gain=1)  # fmt: skip
+            out.append(h.head_crc)
+            ev(0, 3)  # the entries the accumulators reached
+            ev(0, 64)  # and those whose bits they did
+        return out
+
+    twin = DeviceTwin()
+    with EmulatorBackend(twin) as client:
+        want = answers(client)
+        made = twin.stats["prefix_cache_made"]
+        books = twin._books
+        assert books.parts[0].cap < n and books.scratch() < 41_000  # the overlap is real
+    assert made == 4 * 64  # made again after each HEAD_GRAD
+    with SilBackend(str(sil_path)) as sil:
+        assert answers(sil) == want
