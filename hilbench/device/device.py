@@ -602,6 +602,8 @@ class DeviceTwin:
         x, y = self._inputs(model, data, idx), data.labels[idx]
         loss_q16 = model.head_grad(x, y, np.asarray(req.rates), req.bias_gain, req.round_seed)
         duration, source = self._timing(req.batch_size, 1)
+        if source == TIMING_MODELED:  # and the gradient, on the M55 with either model
+            duration += int(cost.m55_head_grad_seconds(m_out, k, req.batch_size) * 1e9)
         return m.HeadGradResponse(
             head_crc=model.head_crc(),
             loss=loss_q16,

@@ -70,6 +70,15 @@ M55_FIT_ASSUMED = {"AVERAGE_POOL_2D": (0.0, 8.0, 0.0, 57.1), "MAX_POOL_2D": (0.0
 #: kernels 1.0 (memory stalls not charged: activations and weights in on-chip SRAM).
 M55_CPI = {"CONV_2D": 1.5, "DEPTHWISE_CONV_2D": 1.5, "FULLY_CONNECTED": 1.5}
 M55_CPI_SCALAR = 1.0
+#: HEAD_GRAD beyond its batch of forward passes (core/zo/head.c, scalar C), in executed
+#: instructions for a head of M outputs over K inputs: per item ``(per MK, per M)`` (the Q15
+#: softmax and the outer product into the int32 accumulators), once per command ``(per MK,
+#: per M)`` (the stochastically rounded update). Fitted on QEMU 7.2 mps3-an547 ``-icount``
+#: counts of HEAD_GRAD at B = 8 and 32 minus B times an EVAL's instructions per item, on the
+#: MLP (10 x 32) and the CNN (10 x 256) heads; a 64-256-10 MLP's head (not in the fit) is
+#: within 3 % (tests/qemu/test_qemu_hybrid.py).
+M55_HEAD_PER_ITEM = (5.81, 101.0)
+M55_HEAD_UPDATE = (47.6, 223.0)
 
 # --- the Neural-ART projection -----------------------------------------------------------------
 NPU_CLOCK_HZ = 800e6  # Neural-ART clock assumed (up to 1 GHz); the fit absorbs it
@@ -265,6 +274,14 @@ def m55_latency_of(
     per = tuple(seconds(c) for c in costs)
     name = timing_model("m55", clock_hz).name
     return Modeled(sum(per), per, f"STM32N6 Cortex-M55 @ {clock_hz / 1e6:.0f} MHz", name)
+
+
+def m55_head_grad_seconds(m: int, k: int, batch: int, clock_hz: float = M55_CLOCK_HZ) -> float:
+    """Modeled Cortex-M55 seconds of HEAD_GRAD's gradient and update for an ``m`` x ``k`` head
+    over ``batch`` items (its forward passes apart: :func:`latency_of`)."""
+    per_item = M55_HEAD_PER_ITEM[0] * m * k + M55_HEAD_PER_ITEM[1] * m
+    update = M55_HEAD_UPDATE[0] * m * k + M55_HEAD_UPDATE[1] * m
+    return (batch * per_item + update) * M55_CPI_SCALAR / clock_hz
 
 
 def latency_of(
