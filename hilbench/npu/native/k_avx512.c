@@ -146,13 +146,16 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
                                      uint8_t *out, const int mr, const int nr, int anyls) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16];
+    _Pragma("GCC unroll 16")
     for (int j = 0; j < nr; j++) {
         const int64_t o = (ob + j) * 16;
         if (f[F_FASTRQ]) {
             const vqf q = vqf_load(c->qp, O16, o);
+            _Pragma("GCC unroll 16")
             for (int i = 0; i < mr; i++) acc[i][j] = vmbqm_fast(acc[i][j], &q);
         } else {
             const vq q = vq_load(c->qp, O16, o);
+            _Pragma("GCC unroll 16")
             for (int i = 0; i < mr; i++) acc[i][j] = vmbqm(acc[i][j], &q, anyls);
         }
     }
@@ -163,6 +166,7 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
     uint8_t *d = out + o0;
     if (nr >= 3) {
         const int64_t n = rest < nr * 16 ? rest : nr * 16;
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i++) {
             const __m512i v = vnarrow4(acc[i][0], acc[i][1], acc[i][2], acc[i][nr - 1], &nw);
             if (n == 48) { /* three whole blocks: 32 + 16 bytes */
@@ -174,6 +178,7 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
         }
     } else if (nr == 2) {
         const int64_t n = rest < 32 ? rest : 32;
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i += 2) {
             const int i1 = i + 1 < mr ? i + 1 : i;
             const __m512i v = vnarrow4(acc[i][0], acc[i][1], acc[i1][0], acc[i1][1], &nw);
@@ -182,6 +187,7 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
         }
     } else {
         const int64_t n = rest < 16 ? rest : 16;
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i += 4) {
             const int i1 = i + 1 < mr ? i + 1 : i, i2 = i + 2 < mr ? i + 2 : i,
                       i3 = i + 3 < mr ? i + 3 : i;
@@ -197,8 +203,10 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
 /* A tile's accumulators start from the effective bias (int32 wrap either way). */
 HB_VNNI HB_INLINE void tile_start(__m512i acc[][4], const opctx *c, int64_t ob, const int mr,
                                   const int nr) {
+    _Pragma("GCC unroll 16")
     for (int j = 0; j < nr; j++) {
         const __m512i b = _mm512_loadu_si512(c->beff + (ob + j) * 16);
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i++) acc[i][j] = b;
     }
 }
@@ -213,11 +221,14 @@ HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, cons
     const int64_t steps = K4 / 4;
     for (int64_t k = 0; k < steps; k++) {
         __m512i w[4];
+        _Pragma("GCC unroll 16")
         for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i++) {
             int32_t av;
             memcpy(&av, A + i * lda + k * 4, 4);
             const __m512i a = _mm512_set1_epi32(av);
+            _Pragma("GCC unroll 16")
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
     }
@@ -237,12 +248,15 @@ HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *ko
     const int64_t steps = K4 / 4;
     for (int64_t k = 0; k < steps; k++) {
         __m512i w[4];
+        _Pragma("GCC unroll 16")
         for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
         const int32_t off = koff[k];
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i++) {
             int32_t av;
             memcpy(&av, rows[i] + off, 4);
             const __m512i a = _mm512_set1_epi32(av);
+            _Pragma("GCC unroll 16")
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
     }
