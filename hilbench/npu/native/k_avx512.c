@@ -143,13 +143,14 @@ HB_VNNI HB_INLINE void store_piece(uint8_t *d, __m512i v, int k, int width, int6
 
 #define MR_MAX 16
 HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t ob, int64_t O,
-                                     uint8_t *out, const int mr, const int nr, int anyls) {
+                                     uint8_t *out, const int mr, const int nr, int anyls,
+                                     const int fast) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16];
     _Pragma("GCC unroll 16")
     for (int j = 0; j < nr; j++) {
         const int64_t o = (ob + j) * 16;
-        if (f[F_FASTRQ]) {
+        if (fast) {
             const vqf q = vqf_load(c->qp, O16, o);
             _Pragma("GCC unroll 16")
             for (int i = 0; i < mr; i++) acc[i][j] = vmbqm_fast(acc[i][j], &q);
@@ -213,7 +214,7 @@ HB_VNNI HB_INLINE void tile_start(__m512i acc[][4], const opctx *c, int64_t ob, 
 
 HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
                                  const opctx *c, int64_t ob, int64_t O, uint8_t *out,
-                                 const int mr, const int nr, int anyls) {
+                                 const int mr, const int nr, int anyls, const int fast) {
     __m512i acc[MR_MAX][4];
     tile_start(acc, c, ob, mr, nr);
     const int8_t *b0 = B + ob * K4 * 16;
@@ -232,7 +233,7 @@ HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, cons
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
     }
-    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls);
+    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls, fast);
 }
 
 /* The same on the padded input itself ("implicit" im2col): pixel i's 4-byte group k is at
@@ -240,7 +241,8 @@ HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, cons
  * packed weights (zeros), so a group never mixes two filter rows. */
 HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *koff, int64_t K4,
                                    const int8_t *B, const opctx *c, int64_t ob, int64_t O,
-                                   uint8_t *out, const int mr, const int nr, int anyls) {
+                                   uint8_t *out, const int mr, const int nr, int anyls,
+                                   const int fast) {
     __m512i acc[MR_MAX][4];
     tile_start(acc, c, ob, mr, nr);
     const int8_t *b0 = B + ob * K4 * 16;
@@ -260,18 +262,31 @@ HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *ko
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
     }
-    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls);
+    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls, fast);
 }
 
-#define TILE(MR, NR) gemm_tile(A + m0 * lda, lda, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls)
+#define TILE(MR, NR, FZ)                                                                    \
+    gemm_tile(A + m0 * lda, lda, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls, FZ)
 /* rows in tiles of MR (as many accumulators as registers allow: MR * NR <= 16), then 4, 1 */
-#define ROWS(MR, NR)                                                                        \
+#define ROWS(MR, NR, FZ)                                                                    \
     do {                                                                                    \
         int64_t m0 = 0;                                                                     \
-        for (; m0 + (MR) <= M; m0 += (MR)) TILE(MR, NR);                                    \
-        for (; m0 + 4 <= M; m0 += 4) TILE(4, NR);                                           \
-        for (; m0 < M; m0++) TILE(1, NR);                                                   \
+        for (; m0 + (MR) <= M; m0 += (MR)) TILE(MR, NR, FZ);                                \
+        for (; m0 + 4 <= M; m0 += 4) TILE(4, NR, FZ);                                       \
+        for (; m0 < M; m0++) TILE(1, NR, FZ);                                               \
     } while (0)
+/* every 16-channel block group: the tile shape for its width, the requantization kind a
+ * constant of each instance */
+#define BLOCKS(FZ)                                                                          \
+    for (int64_t ob = 0; ob < nb; ob += 4) {                                                \
+        const int64_t nr = nb - ob < 4 ? nb - ob : 4;                                       \
+        switch (nr) {                                                                       \
+        case 4: ROWS(4, 4, FZ); break;                                                      \
+        case 3: ROWS(5, 3, FZ); break;                                                      \
+        case 2: ROWS(8, 2, FZ); break;                                                      \
+        default: ROWS(16, 1, FZ); break;                                                    \
+        }                                                                                   \
+    }
 
 /* Exactly 8 channels: two pixels per vector (lanes 0-7 pixel i, 8-15 pixel i + 1; the
  * panel's, the bias's and the requantization's 8 channels repeated in the upper half), so
@@ -334,26 +349,25 @@ HB_VNNI static void gemm_vnni(const uint8_t *A, int64_t lda, int64_t M, const op
         out += done * O;
         M -= done;
     }
-    for (int64_t ob = 0; ob < nb; ob += 4) {
-        const int64_t nr = nb - ob < 4 ? nb - ob : 4;
-        switch (nr) {
-        case 4: ROWS(4, 4); break;
-        case 3: ROWS(5, 3); break;
-        case 2: ROWS(8, 2); break;
-        default: ROWS(16, 1); break;
-        }
-    }
+    if (f[F_FASTRQ])
+        BLOCKS(1)
+    else
+        BLOCKS(0)
 }
 #undef TILE
 
-#define TILE(MR, NR)                                                                        \
+#define TILE(MR, NR, FZ)                                                                    \
     do {                                                                                    \
         const uint8_t *rows[MR_MAX];                                                        \
+        int64_t oy = m0 / OW, ox = m0 - oy * OW; /* one division per tile */                \
         for (int i = 0; i < (MR); i++) {                                                    \
-            const int64_t m = m0 + i, oy = m / OW, ox = m % OW;                             \
             rows[i] = P + (oy * SH * WP + ox * SW) * C;                                     \
+            if (++ox == OW) {                                                               \
+                ox = 0;                                                                     \
+                oy++;                                                                       \
+            }                                                                               \
         }                                                                                   \
-        gemm_tile_x(rows, koff, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls);          \
+        gemm_tile_x(rows, koff, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls, FZ);      \
     } while (0)
 
 HB_VNNI static void gemm_vnni_x(const uint8_t *P, int64_t M, const opctx *c, int32_t *koff,
@@ -365,16 +379,12 @@ HB_VNNI static void gemm_vnni_x(const uint8_t *P, int64_t M, const opctx *c, int
     const int anyls = (int)f[F_ANYLS];
     for (int64_t ky = 0; ky < KH; ky++)
         for (int64_t g = 0; g < gk; g++) koff[ky * gk + g] = (int32_t)(ky * DH * WP * C + 4 * g);
-    for (int64_t ob = 0; ob < nb; ob += 4) {
-        const int64_t nr = nb - ob < 4 ? nb - ob : 4;
-        switch (nr) {
-        case 4: ROWS(4, 4); break;
-        case 3: ROWS(5, 3); break;
-        case 2: ROWS(8, 2); break;
-        default: ROWS(16, 1); break;
-        }
-    }
+    if (f[F_FASTRQ])
+        BLOCKS(1)
+    else
+        BLOCKS(0)
 }
+#undef BLOCKS
 #undef ROWS
 #undef TILE
 
