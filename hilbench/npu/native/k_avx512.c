@@ -201,72 +201,147 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
     }
 }
 
-/* A tile's accumulators start from the effective bias (int32 wrap either way). */
-HB_VNNI HB_INLINE void tile_start(__m512i acc[][4], const opctx *c, int64_t ob, const int mr,
-                                  const int nr) {
+/* The multiply-adds of one tile, mr pixels x nr 16-channel blocks, into dst[i * nr + j]
+ * (from the effective bias): pixel i's 4-byte group k at rows[i] + koff[k] (implicit
+ * im2col: each filter row's KW*C bytes padded to a multiple of 4 in the packed weights,
+ * zeros, so a group never mixes two filter rows), or at A + i * lda + 4 k. Each shape is a
+ * function of its own (below), so that its accumulators get registers of their own:
+ * inlined into the tile with its requantization, gcc copied and spilled them in the loop. */
+HB_VNNI HB_INLINE void mac_body(const uint8_t *const *rows, const int32_t *koff,
+                                const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
+                                const int32_t *beff, int64_t ob, const int mr, const int nr,
+                                __m512i *dst) {
+    __m512i acc[MR_MAX][4];
     _Pragma("GCC unroll 16")
     for (int j = 0; j < nr; j++) {
-        const __m512i b = _mm512_loadu_si512(c->beff + (ob + j) * 16);
+        const __m512i b = _mm512_loadu_si512(beff + (ob + j) * 16);
         _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i++) acc[i][j] = b;
     }
+    const uint8_t *r[MR_MAX];
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < mr; i++) r[i] = rows ? rows[i] : A + i * lda;
+    const int8_t *b0 = B + ob * K4 * 16;
+    const int64_t bstride = K4 * 16;
+    const int64_t steps = K4 / 4;
+    for (int64_t k = 0; k < steps; k++) {
+        __m512i w[4];
+        _Pragma("GCC unroll 16")
+        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
+        const int64_t off = rows ? koff[k] : 4 * k;
+        _Pragma("GCC unroll 16")
+        for (int i = 0; i < mr; i++) {
+            int32_t av;
+            memcpy(&av, r[i] + off, 4);
+            const __m512i a = _mm512_set1_epi32(av);
+            _Pragma("GCC unroll 16")
+            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
+        }
+    }
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < mr; i++) {
+        _Pragma("GCC unroll 16")
+        for (int j = 0; j < nr; j++) _mm512_store_si512(dst + i * nr + j, acc[i][j]);
+    }
+}
+
+#define DEF_MAC(MR, NR)                                                                     \
+    HB_VNNI __attribute__((noinline)) static void mac_##MR##_##NR(                          \
+        const uint8_t *const *rows, const int32_t *koff, const uint8_t *A, int64_t lda,     \
+        int64_t K4, const int8_t *B, const int32_t *beff, int64_t ob, __m512i *dst) {       \
+        if (rows)                                                                           \
+            mac_body(rows, koff, NULL, 0, K4, B, beff, ob, MR, NR, dst);                    \
+        else                                                                                \
+            mac_body(NULL, NULL, A, lda, K4, B, beff, ob, MR, NR, dst);                     \
+    }
+DEF_MAC(4, 4)
+DEF_MAC(1, 4)
+DEF_MAC(5, 3)
+DEF_MAC(4, 3)
+DEF_MAC(1, 3)
+DEF_MAC(8, 2)
+DEF_MAC(4, 2)
+DEF_MAC(1, 2)
+DEF_MAC(16, 1)
+DEF_MAC(4, 1)
+DEF_MAC(1, 1)
+#undef DEF_MAC
+
+/* one tile: its multiply-adds (the shape's function), then the requantization and stores */
+HB_VNNI HB_INLINE void gemm_tile_any(const uint8_t *const *rows, const int32_t *koff,
+                                     const uint8_t *A, int64_t lda, int64_t K4,
+                                     const int8_t *B, const opctx *c, int64_t ob, int64_t O,
+                                     uint8_t *out, const int mr, const int nr, int anyls,
+                                     const int fast) {
+    __m512i buf[MR_MAX * 4] __attribute__((aligned(64)));
+#define MAC_CASE(MR, NR)                                                                    \
+    if (mr == (MR) && nr == (NR)) mac_##MR##_##NR(rows, koff, A, lda, K4, B, c->beff, ob, buf);
+    MAC_CASE(4, 4)
+    MAC_CASE(1, 4)
+    MAC_CASE(5, 3)
+    MAC_CASE(4, 3)
+    MAC_CASE(1, 3)
+    MAC_CASE(8, 2)
+    MAC_CASE(4, 2)
+    MAC_CASE(1, 2)
+    MAC_CASE(16, 1)
+    MAC_CASE(4, 1)
+    MAC_CASE(1, 1)
+#undef MAC_CASE
+    __m512i acc[MR_MAX][4];
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < mr; i++) {
+        _Pragma("GCC unroll 16")
+        for (int j = 0; j < nr; j++) acc[i][j] = _mm512_load_si512(buf + i * nr + j);
+    }
+    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls, fast);
 }
 
 HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
                                  const opctx *c, int64_t ob, int64_t O, uint8_t *out,
                                  const int mr, const int nr, int anyls, const int fast) {
-    __m512i acc[MR_MAX][4];
-    tile_start(acc, c, ob, mr, nr);
-    const int8_t *b0 = B + ob * K4 * 16;
-    const int64_t bstride = K4 * 16;
-    const int64_t steps = K4 / 4;
-    for (int64_t k = 0; k < steps; k++) {
-        __m512i w[4];
-        _Pragma("GCC unroll 16")
-        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
-        _Pragma("GCC unroll 16")
-        for (int i = 0; i < mr; i++) {
-            int32_t av;
-            memcpy(&av, A + i * lda + k * 4, 4);
-            const __m512i a = _mm512_set1_epi32(av);
-            _Pragma("GCC unroll 16")
-            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
-        }
-    }
-    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls, fast);
+    gemm_tile_any(NULL, NULL, A, lda, K4, B, c, ob, O, out, mr, nr, anyls, fast);
 }
 
-/* The same on the padded input itself ("implicit" im2col): pixel i's 4-byte group k is at
- * rows[i] + koff[k]; each filter row's KW*C bytes are padded to a multiple of 4 in the
- * packed weights (zeros), so a group never mixes two filter rows. */
 HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *koff, int64_t K4,
                                    const int8_t *B, const opctx *c, int64_t ob, int64_t O,
                                    uint8_t *out, const int mr, const int nr, int anyls,
                                    const int fast) {
-    __m512i acc[MR_MAX][4];
-    tile_start(acc, c, ob, mr, nr);
-    const int8_t *b0 = B + ob * K4 * 16;
-    const int64_t bstride = K4 * 16;
-    const int64_t steps = K4 / 4;
-    for (int64_t k = 0; k < steps; k++) {
-        __m512i w[4];
-        _Pragma("GCC unroll 16")
-        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
-        const int32_t off = koff[k];
-        _Pragma("GCC unroll 16")
-        for (int i = 0; i < mr; i++) {
-            int32_t av;
-            memcpy(&av, rows[i] + off, 4);
-            const __m512i a = _mm512_set1_epi32(av);
-            _Pragma("GCC unroll 16")
-            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
-        }
-    }
-    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls, fast);
+    gemm_tile_any(rows, koff, NULL, 0, K4, B, c, ob, O, out, mr, nr, anyls, fast);
 }
 
+/* One function per tile shape and requantization kind (not inlined into the loops over
+ * tiles: compiled on its own, a tile's accumulators get registers of their own; inlined,
+ * gcc copied and spilled them in the multiply-add loop) */
+#define HB_TILE_FN HB_VNNI __attribute__((noinline)) static void
+#define DEF_TILES(MR, NR, FZ)                                                               \
+    HB_TILE_FN tile_##MR##_##NR##_##FZ(const uint8_t *A, int64_t lda, int64_t K4,           \
+                                       const int8_t *B, const opctx *c, int64_t ob,         \
+                                       int64_t O, uint8_t *out, int anyls) {                \
+        gemm_tile(A, lda, K4, B, c, ob, O, out, MR, NR, anyls, FZ);                         \
+    }                                                                                       \
+    HB_TILE_FN tilex_##MR##_##NR##_##FZ(const uint8_t *const *rows, const int32_t *koff,    \
+                                        int64_t K4, const int8_t *B, const opctx *c,        \
+                                        int64_t ob, int64_t O, uint8_t *out, int anyls) {   \
+        gemm_tile_x(rows, koff, K4, B, c, ob, O, out, MR, NR, anyls, FZ);                   \
+    }
+#define DEF_TILES2(MR, NR) DEF_TILES(MR, NR, 0) DEF_TILES(MR, NR, 1)
+DEF_TILES2(4, 4)
+DEF_TILES2(1, 4)
+DEF_TILES2(5, 3)
+DEF_TILES2(4, 3)
+DEF_TILES2(1, 3)
+DEF_TILES2(8, 2)
+DEF_TILES2(4, 2)
+DEF_TILES2(1, 2)
+DEF_TILES2(16, 1)
+DEF_TILES2(4, 1)
+DEF_TILES2(1, 1)
+#undef DEF_TILES2
+#undef DEF_TILES
+
 #define TILE(MR, NR, FZ)                                                                    \
-    gemm_tile(A + m0 * lda, lda, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls, FZ)
+    tile_##MR##_##NR##_##FZ(A + m0 * lda, lda, K4, c->pk, c, ob, O, out + m0 * O, anyls)
 /* rows in tiles of MR (as many accumulators as registers allow: MR * NR <= 16), then 4, 1 */
 #define ROWS(MR, NR, FZ)                                                                    \
     do {                                                                                    \
@@ -367,7 +442,7 @@ HB_VNNI static void gemm_vnni(const uint8_t *A, int64_t lda, int64_t M, const op
                 oy++;                                                                       \
             }                                                                               \
         }                                                                                   \
-        gemm_tile_x(rows, koff, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls, FZ);      \
+        tilex_##MR##_##NR##_##FZ(rows, koff, K4, c->pk, c, ob, O, out + m0 * O, anyls);     \
     } while (0)
 
 HB_VNNI static void gemm_vnni_x(const uint8_t *P, int64_t M, const opctx *c, int32_t *koff,
@@ -536,15 +611,19 @@ HB_VNNI HB_INLINE __m512i hsum16(const __m512i r[16]) {
 HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_t *W,
                                       int64_t K, const int mr, const int nr) {
     __m512i acc[4][4];
+    _Pragma("GCC unroll 4")
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_si512();
     int64_t k = 0;
     for (; k + 64 <= K; k += 64) {
         __m512i w[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                         _mm512_setzero_si512()};
+        _Pragma("GCC unroll 4")
         for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(W + j * K + k);
+        _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             const __m512i a = _mm512_loadu_si512(A + i * lda + k);
+            _Pragma("GCC unroll 4")
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
     }
@@ -552,13 +631,17 @@ HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_
         const __mmask64 m = mask64(K - k);
         __m512i w[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                         _mm512_setzero_si512()};
+        _Pragma("GCC unroll 4")
         for (int j = 0; j < nr; j++) w[j] = _mm512_maskz_loadu_epi8(m, W + j * K + k);
+        _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             const __m512i a = _mm512_maskz_loadu_epi8(m, A + i * lda + k);
+            _Pragma("GCC unroll 4")
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
     }
     __m512i r[16];
+    _Pragma("GCC unroll 4")
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) r[4 * j + i] = acc[i][j];
     return hsum16(r);
@@ -576,15 +659,28 @@ HB_VNNI static void direct_vnni(const uint8_t *A, int64_t lda, int64_t M, const 
     for (int64_t o0 = 0; o0 < O; o0 += 4) {
         const int nr = O - o0 < 4 ? (int)(O - o0) : 4;
         const int8_t *W = c->w + o0 * K;
-        for (int j = 0; j < nr && c->sums; j++) {
-            __m512i rs = _mm512_setzero_si512();
+        if (c->sums) { /* the row sums: four independent chains (rows past nr: the last) */
+            const int8_t *Wj[4];
+            __m512i rs[4];
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < 4; j++) {
+                Wj[j] = W + (j < nr ? j : nr - 1) * K;
+                rs[j] = _mm512_setzero_si512();
+            }
             int64_t k = 0;
-            for (; k + 64 <= K; k += 64)
-                rs = _mm512_dpbusd_epi32(rs, ones, _mm512_loadu_si512(W + j * K + k));
-            if (k < K)
-                rs = _mm512_dpbusd_epi32(rs, ones,
-                                         _mm512_maskz_loadu_epi8(mask64(K - k), W + j * K + k));
-            c->beff[o0 + j] = fold_bias(c, o0 + j, _mm512_reduce_add_epi32(rs));
+            for (; k + 64 <= K; k += 64) {
+                _Pragma("GCC unroll 4")
+                for (int j = 0; j < 4; j++)
+                    rs[j] = _mm512_dpbusd_epi32(rs[j], ones, _mm512_loadu_si512(Wj[j] + k));
+            }
+            if (k < K) {
+                const __mmask64 km = mask64(K - k);
+                _Pragma("GCC unroll 4")
+                for (int j = 0; j < 4; j++)
+                    rs[j] = _mm512_dpbusd_epi32(rs[j], ones, _mm512_maskz_loadu_epi8(km, Wj[j] + k));
+            }
+            for (int j = 0; j < nr; j++)
+                c->beff[o0 + j] = fold_bias(c, o0 + j, _mm512_reduce_add_epi32(rs[j]));
         }
         /* per-lane (channel o0 + lane % 4) requantization constants and bias */
         vq q;
