@@ -274,6 +274,10 @@ HB_VNNI HB_INLINE void gemm_tile_any(const uint8_t *const *rows, const int32_t *
                                      uint8_t *out, const int mr, const int nr, int anyls,
                                      const int fast) {
     __m512i buf[MR_MAX * 4] __attribute__((aligned(64)));
+    if (K4 < 64) { /* short: inlined (the call and the accumulators' trip through memory
+                    * would cost more than the copies) */
+        mac_body(rows, koff, A, lda, K4, B, c->beff, ob, mr, nr, buf);
+    } else {
 #define MAC_CASE(MR, NR)                                                                    \
     if (mr == (MR) && nr == (NR)) mac_##MR##_##NR(rows, koff, A, lda, K4, B, c->beff, ob, buf);
     MAC_CASE(4, 4)
@@ -288,6 +292,7 @@ HB_VNNI HB_INLINE void gemm_tile_any(const uint8_t *const *rows, const int32_t *
     MAC_CASE(4, 1)
     MAC_CASE(1, 1)
 #undef MAC_CASE
+    }
     __m512i acc[MR_MAX][4];
     _Pragma("GCC unroll 16")
     for (int i = 0; i < mr; i++) {
