@@ -143,16 +143,20 @@ HB_VNNI HB_INLINE void store_piece(uint8_t *d, __m512i v, int k, int width, int6
 
 #define MR_MAX 16
 HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t ob, int64_t O,
-                                     uint8_t *out, const int mr, const int nr, int anyls) {
+                                     uint8_t *out, const int mr, const int nr, int anyls,
+                                     const int fast) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16];
+    _Pragma("GCC unroll 16")
     for (int j = 0; j < nr; j++) {
         const int64_t o = (ob + j) * 16;
-        if (f[F_FASTRQ]) {
+        if (fast) {
             const vqf q = vqf_load(c->qp, O16, o);
+            _Pragma("GCC unroll 16")
             for (int i = 0; i < mr; i++) acc[i][j] = vmbqm_fast(acc[i][j], &q);
         } else {
             const vq q = vq_load(c->qp, O16, o);
+            _Pragma("GCC unroll 16")
             for (int i = 0; i < mr; i++) acc[i][j] = vmbqm(acc[i][j], &q, anyls);
         }
     }
@@ -163,6 +167,7 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
     uint8_t *d = out + o0;
     if (nr >= 3) {
         const int64_t n = rest < nr * 16 ? rest : nr * 16;
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i++) {
             const __m512i v = vnarrow4(acc[i][0], acc[i][1], acc[i][2], acc[i][nr - 1], &nw);
             if (n == 48) { /* three whole blocks: 32 + 16 bytes */
@@ -174,6 +179,7 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
         }
     } else if (nr == 2) {
         const int64_t n = rest < 32 ? rest : 32;
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i += 2) {
             const int i1 = i + 1 < mr ? i + 1 : i;
             const __m512i v = vnarrow4(acc[i][0], acc[i][1], acc[i1][0], acc[i1][1], &nw);
@@ -182,6 +188,7 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
         }
     } else {
         const int64_t n = rest < 16 ? rest : 16;
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i += 4) {
             const int i1 = i + 1 < mr ? i + 1 : i, i2 = i + 2 < mr ? i + 2 : i,
                       i3 = i + 3 < mr ? i + 3 : i;
@@ -194,70 +201,172 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
     }
 }
 
-/* A tile's accumulators start from the effective bias (int32 wrap either way). */
-HB_VNNI HB_INLINE void tile_start(__m512i acc[][4], const opctx *c, int64_t ob, const int mr,
-                                  const int nr) {
+/* The multiply-adds of one tile, mr pixels x nr 16-channel blocks, into dst[i * nr + j]
+ * (from the effective bias): pixel i's 4-byte group k at rows[i] + koff[k] (implicit
+ * im2col: each filter row's KW*C bytes padded to a multiple of 4 in the packed weights,
+ * zeros, so a group never mixes two filter rows), or at A + i * lda + 4 k. Each shape is a
+ * function of its own (below), so that its accumulators get registers of their own:
+ * inlined into the tile with its requantization, gcc copied and spilled them in the loop. */
+HB_VNNI HB_INLINE void mac_body(const uint8_t *const *rows, const int32_t *koff,
+                                const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
+                                const int32_t *beff, int64_t ob, const int mr, const int nr,
+                                __m512i *dst) {
+    __m512i acc[MR_MAX][4];
+    _Pragma("GCC unroll 16")
     for (int j = 0; j < nr; j++) {
-        const __m512i b = _mm512_loadu_si512(c->beff + (ob + j) * 16);
+        const __m512i b = _mm512_loadu_si512(beff + (ob + j) * 16);
+        _Pragma("GCC unroll 16")
         for (int i = 0; i < mr; i++) acc[i][j] = b;
     }
+    const uint8_t *r[MR_MAX];
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < mr; i++) r[i] = rows ? rows[i] : A + i * lda;
+    const int8_t *b0 = B + ob * K4 * 16;
+    const int64_t bstride = K4 * 16;
+    const int64_t steps = K4 / 4;
+    for (int64_t k = 0; k < steps; k++) {
+        __m512i w[4];
+        _Pragma("GCC unroll 16")
+        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
+        const int64_t off = rows ? koff[k] : 4 * k;
+        _Pragma("GCC unroll 16")
+        for (int i = 0; i < mr; i++) {
+            int32_t av;
+            memcpy(&av, r[i] + off, 4);
+            const __m512i a = _mm512_set1_epi32(av);
+            _Pragma("GCC unroll 16")
+            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
+        }
+    }
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < mr; i++) {
+        _Pragma("GCC unroll 16")
+        for (int j = 0; j < nr; j++) _mm512_store_si512(dst + i * nr + j, acc[i][j]);
+    }
+}
+
+#define DEF_MAC(MR, NR)                                                                     \
+    HB_VNNI __attribute__((noinline)) static void mac_##MR##_##NR(                          \
+        const uint8_t *const *rows, const int32_t *koff, const uint8_t *A, int64_t lda,     \
+        int64_t K4, const int8_t *B, const int32_t *beff, int64_t ob, __m512i *dst) {       \
+        if (rows)                                                                           \
+            mac_body(rows, koff, NULL, 0, K4, B, beff, ob, MR, NR, dst);                    \
+        else                                                                                \
+            mac_body(NULL, NULL, A, lda, K4, B, beff, ob, MR, NR, dst);                     \
+    }
+DEF_MAC(4, 4)
+DEF_MAC(1, 4)
+DEF_MAC(5, 3)
+DEF_MAC(4, 3)
+DEF_MAC(1, 3)
+DEF_MAC(8, 2)
+DEF_MAC(4, 2)
+DEF_MAC(1, 2)
+DEF_MAC(16, 1)
+DEF_MAC(4, 1)
+DEF_MAC(1, 1)
+#undef DEF_MAC
+
+/* one tile: its multiply-adds (the shape's function), then the requantization and stores */
+HB_VNNI HB_INLINE void gemm_tile_any(const uint8_t *const *rows, const int32_t *koff,
+                                     const uint8_t *A, int64_t lda, int64_t K4,
+                                     const int8_t *B, const opctx *c, int64_t ob, int64_t O,
+                                     uint8_t *out, const int mr, const int nr, int anyls,
+                                     const int fast) {
+    __m512i buf[MR_MAX * 4] __attribute__((aligned(64)));
+    if (K4 < 64) { /* short: inlined (the call and the accumulators' trip through memory
+                    * would cost more than the copies) */
+        mac_body(rows, koff, A, lda, K4, B, c->beff, ob, mr, nr, buf);
+    } else {
+#define MAC_CASE(MR, NR)                                                                    \
+    if (mr == (MR) && nr == (NR)) mac_##MR##_##NR(rows, koff, A, lda, K4, B, c->beff, ob, buf);
+    MAC_CASE(4, 4)
+    MAC_CASE(1, 4)
+    MAC_CASE(5, 3)
+    MAC_CASE(4, 3)
+    MAC_CASE(1, 3)
+    MAC_CASE(8, 2)
+    MAC_CASE(4, 2)
+    MAC_CASE(1, 2)
+    MAC_CASE(16, 1)
+    MAC_CASE(4, 1)
+    MAC_CASE(1, 1)
+#undef MAC_CASE
+    }
+    __m512i acc[MR_MAX][4];
+    _Pragma("GCC unroll 16")
+    for (int i = 0; i < mr; i++) {
+        _Pragma("GCC unroll 16")
+        for (int j = 0; j < nr; j++) acc[i][j] = _mm512_load_si512(buf + i * nr + j);
+    }
+    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls, fast);
 }
 
 HB_VNNI HB_INLINE void gemm_tile(const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
                                  const opctx *c, int64_t ob, int64_t O, uint8_t *out,
-                                 const int mr, const int nr, int anyls) {
-    __m512i acc[MR_MAX][4];
-    tile_start(acc, c, ob, mr, nr);
-    const int8_t *b0 = B + ob * K4 * 16;
-    const int64_t bstride = K4 * 16;
-    const int64_t steps = K4 / 4;
-    for (int64_t k = 0; k < steps; k++) {
-        __m512i w[4];
-        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
-        for (int i = 0; i < mr; i++) {
-            int32_t av;
-            memcpy(&av, A + i * lda + k * 4, 4);
-            const __m512i a = _mm512_set1_epi32(av);
-            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
-        }
-    }
-    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls);
+                                 const int mr, const int nr, int anyls, const int fast) {
+    gemm_tile_any(NULL, NULL, A, lda, K4, B, c, ob, O, out, mr, nr, anyls, fast);
 }
 
-/* The same on the padded input itself ("implicit" im2col): pixel i's 4-byte group k is at
- * rows[i] + koff[k]; each filter row's KW*C bytes are padded to a multiple of 4 in the
- * packed weights (zeros), so a group never mixes two filter rows. */
 HB_VNNI HB_INLINE void gemm_tile_x(const uint8_t *const *rows, const int32_t *koff, int64_t K4,
                                    const int8_t *B, const opctx *c, int64_t ob, int64_t O,
-                                   uint8_t *out, const int mr, const int nr, int anyls) {
-    __m512i acc[MR_MAX][4];
-    tile_start(acc, c, ob, mr, nr);
-    const int8_t *b0 = B + ob * K4 * 16;
-    const int64_t bstride = K4 * 16;
-    const int64_t steps = K4 / 4;
-    for (int64_t k = 0; k < steps; k++) {
-        __m512i w[4];
-        for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
-        const int32_t off = koff[k];
-        for (int i = 0; i < mr; i++) {
-            int32_t av;
-            memcpy(&av, rows[i] + off, 4);
-            const __m512i a = _mm512_set1_epi32(av);
-            for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
-        }
-    }
-    tile_epilogue(acc, c, ob, O, out, mr, nr, anyls);
+                                   uint8_t *out, const int mr, const int nr, int anyls,
+                                   const int fast) {
+    gemm_tile_any(rows, koff, NULL, 0, K4, B, c, ob, O, out, mr, nr, anyls, fast);
 }
 
-#define TILE(MR, NR) gemm_tile(A + m0 * lda, lda, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls)
+/* One function per tile shape and requantization kind (not inlined into the loops over
+ * tiles: compiled on its own, a tile's accumulators get registers of their own; inlined,
+ * gcc copied and spilled them in the multiply-add loop) */
+#define HB_TILE_FN HB_VNNI __attribute__((noinline)) static void
+#define DEF_TILES(MR, NR, FZ)                                                               \
+    HB_TILE_FN tile_##MR##_##NR##_##FZ(const uint8_t *A, int64_t lda, int64_t K4,           \
+                                       const int8_t *B, const opctx *c, int64_t ob,         \
+                                       int64_t O, uint8_t *out, int anyls) {                \
+        gemm_tile(A, lda, K4, B, c, ob, O, out, MR, NR, anyls, FZ);                         \
+    }                                                                                       \
+    HB_TILE_FN tilex_##MR##_##NR##_##FZ(const uint8_t *const *rows, const int32_t *koff,    \
+                                        int64_t K4, const int8_t *B, const opctx *c,        \
+                                        int64_t ob, int64_t O, uint8_t *out, int anyls) {   \
+        gemm_tile_x(rows, koff, K4, B, c, ob, O, out, MR, NR, anyls, FZ);                   \
+    }
+#define DEF_TILES2(MR, NR) DEF_TILES(MR, NR, 0) DEF_TILES(MR, NR, 1)
+DEF_TILES2(4, 4)
+DEF_TILES2(1, 4)
+DEF_TILES2(5, 3)
+DEF_TILES2(4, 3)
+DEF_TILES2(1, 3)
+DEF_TILES2(8, 2)
+DEF_TILES2(4, 2)
+DEF_TILES2(1, 2)
+DEF_TILES2(16, 1)
+DEF_TILES2(4, 1)
+DEF_TILES2(1, 1)
+#undef DEF_TILES2
+#undef DEF_TILES
+
+#define TILE(MR, NR, FZ)                                                                    \
+    tile_##MR##_##NR##_##FZ(A + m0 * lda, lda, K4, c->pk, c, ob, O, out + m0 * O, anyls)
 /* rows in tiles of MR (as many accumulators as registers allow: MR * NR <= 16), then 4, 1 */
-#define ROWS(MR, NR)                                                                        \
+#define ROWS(MR, NR, FZ)                                                                    \
     do {                                                                                    \
         int64_t m0 = 0;                                                                     \
-        for (; m0 + (MR) <= M; m0 += (MR)) TILE(MR, NR);                                    \
-        for (; m0 + 4 <= M; m0 += 4) TILE(4, NR);                                           \
-        for (; m0 < M; m0++) TILE(1, NR);                                                   \
+        for (; m0 + (MR) <= M; m0 += (MR)) TILE(MR, NR, FZ);                                \
+        for (; m0 + 4 <= M; m0 += 4) TILE(4, NR, FZ);                                       \
+        for (; m0 < M; m0++) TILE(1, NR, FZ);                                               \
     } while (0)
+/* every 16-channel block group: the tile shape for its width, the requantization kind a
+ * constant of each instance */
+#define BLOCKS(FZ)                                                                          \
+    for (int64_t ob = 0; ob < nb; ob += 4) {                                                \
+        const int64_t nr = nb - ob < 4 ? nb - ob : 4;                                       \
+        switch (nr) {                                                                       \
+        case 4: ROWS(4, 4, FZ); break;                                                      \
+        case 3: ROWS(5, 3, FZ); break;                                                      \
+        case 2: ROWS(8, 2, FZ); break;                                                      \
+        default: ROWS(16, 1, FZ); break;                                                    \
+        }                                                                                   \
+    }
 
 /* Exactly 8 channels: two pixels per vector (lanes 0-7 pixel i, 8-15 pixel i + 1; the
  * panel's, the bias's and the requantization's 8 channels repeated in the upper half), so
@@ -320,26 +429,25 @@ HB_VNNI static void gemm_vnni(const uint8_t *A, int64_t lda, int64_t M, const op
         out += done * O;
         M -= done;
     }
-    for (int64_t ob = 0; ob < nb; ob += 4) {
-        const int64_t nr = nb - ob < 4 ? nb - ob : 4;
-        switch (nr) {
-        case 4: ROWS(4, 4); break;
-        case 3: ROWS(5, 3); break;
-        case 2: ROWS(8, 2); break;
-        default: ROWS(16, 1); break;
-        }
-    }
+    if (f[F_FASTRQ])
+        BLOCKS(1)
+    else
+        BLOCKS(0)
 }
 #undef TILE
 
-#define TILE(MR, NR)                                                                        \
+#define TILE(MR, NR, FZ)                                                                    \
     do {                                                                                    \
         const uint8_t *rows[MR_MAX];                                                        \
+        int64_t oy = m0 / OW, ox = m0 - oy * OW; /* one division per tile */                \
         for (int i = 0; i < (MR); i++) {                                                    \
-            const int64_t m = m0 + i, oy = m / OW, ox = m % OW;                             \
             rows[i] = P + (oy * SH * WP + ox * SW) * C;                                     \
+            if (++ox == OW) {                                                               \
+                ox = 0;                                                                     \
+                oy++;                                                                       \
+            }                                                                               \
         }                                                                                   \
-        gemm_tile_x(rows, koff, K4, c->pk, c, ob, O, out + m0 * O, MR, NR, anyls);          \
+        tilex_##MR##_##NR##_##FZ(rows, koff, K4, c->pk, c, ob, O, out + m0 * O, anyls);     \
     } while (0)
 
 HB_VNNI static void gemm_vnni_x(const uint8_t *P, int64_t M, const opctx *c, int32_t *koff,
@@ -351,16 +459,12 @@ HB_VNNI static void gemm_vnni_x(const uint8_t *P, int64_t M, const opctx *c, int
     const int anyls = (int)f[F_ANYLS];
     for (int64_t ky = 0; ky < KH; ky++)
         for (int64_t g = 0; g < gk; g++) koff[ky * gk + g] = (int32_t)(ky * DH * WP * C + 4 * g);
-    for (int64_t ob = 0; ob < nb; ob += 4) {
-        const int64_t nr = nb - ob < 4 ? nb - ob : 4;
-        switch (nr) {
-        case 4: ROWS(4, 4); break;
-        case 3: ROWS(5, 3); break;
-        case 2: ROWS(8, 2); break;
-        default: ROWS(16, 1); break;
-        }
-    }
+    if (f[F_FASTRQ])
+        BLOCKS(1)
+    else
+        BLOCKS(0)
 }
+#undef BLOCKS
 #undef ROWS
 #undef TILE
 
@@ -512,15 +616,19 @@ HB_VNNI HB_INLINE __m512i hsum16(const __m512i r[16]) {
 HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_t *W,
                                       int64_t K, const int mr, const int nr) {
     __m512i acc[4][4];
+    _Pragma("GCC unroll 4")
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_si512();
     int64_t k = 0;
     for (; k + 64 <= K; k += 64) {
         __m512i w[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                         _mm512_setzero_si512()};
+        _Pragma("GCC unroll 4")
         for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(W + j * K + k);
+        _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             const __m512i a = _mm512_loadu_si512(A + i * lda + k);
+            _Pragma("GCC unroll 4")
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
     }
@@ -528,13 +636,17 @@ HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_
         const __mmask64 m = mask64(K - k);
         __m512i w[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                         _mm512_setzero_si512()};
+        _Pragma("GCC unroll 4")
         for (int j = 0; j < nr; j++) w[j] = _mm512_maskz_loadu_epi8(m, W + j * K + k);
+        _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             const __m512i a = _mm512_maskz_loadu_epi8(m, A + i * lda + k);
+            _Pragma("GCC unroll 4")
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
     }
     __m512i r[16];
+    _Pragma("GCC unroll 4")
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 4; j++) r[4 * j + i] = acc[i][j];
     return hsum16(r);
@@ -552,15 +664,28 @@ HB_VNNI static void direct_vnni(const uint8_t *A, int64_t lda, int64_t M, const 
     for (int64_t o0 = 0; o0 < O; o0 += 4) {
         const int nr = O - o0 < 4 ? (int)(O - o0) : 4;
         const int8_t *W = c->w + o0 * K;
-        for (int j = 0; j < nr && c->sums; j++) {
-            __m512i rs = _mm512_setzero_si512();
+        if (c->sums) { /* the row sums: four independent chains (rows past nr: the last) */
+            const int8_t *Wj[4];
+            __m512i rs[4];
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < 4; j++) {
+                Wj[j] = W + (j < nr ? j : nr - 1) * K;
+                rs[j] = _mm512_setzero_si512();
+            }
             int64_t k = 0;
-            for (; k + 64 <= K; k += 64)
-                rs = _mm512_dpbusd_epi32(rs, ones, _mm512_loadu_si512(W + j * K + k));
-            if (k < K)
-                rs = _mm512_dpbusd_epi32(rs, ones,
-                                         _mm512_maskz_loadu_epi8(mask64(K - k), W + j * K + k));
-            c->beff[o0 + j] = fold_bias(c, o0 + j, _mm512_reduce_add_epi32(rs));
+            for (; k + 64 <= K; k += 64) {
+                _Pragma("GCC unroll 4")
+                for (int j = 0; j < 4; j++)
+                    rs[j] = _mm512_dpbusd_epi32(rs[j], ones, _mm512_loadu_si512(Wj[j] + k));
+            }
+            if (k < K) {
+                const __mmask64 km = mask64(K - k);
+                _Pragma("GCC unroll 4")
+                for (int j = 0; j < 4; j++)
+                    rs[j] = _mm512_dpbusd_epi32(rs[j], ones, _mm512_maskz_loadu_epi8(km, Wj[j] + k));
+            }
+            for (int j = 0; j < nr; j++)
+                c->beff[o0 + j] = fold_bias(c, o0 + j, _mm512_reduce_add_epi32(rs[j]));
         }
         /* per-lane (channel o0 + lane % 4) requantization constants and bias */
         vq q;
