@@ -96,6 +96,8 @@ class Spec:
     estimator: str = "two-point"
     budget: int = 0  # forward passes; 0: the task's budget
     aggregator: str = "mean"  # or "align" (issue 29)
+    hybrid: str = "none"  # "last": the last layer by its exact gradient (issue 29)
+    head_lr: float = 0.0  # the exact head's rate (0: the run's lr)
 
     @property
     def run_budget(self) -> int:
@@ -118,6 +120,8 @@ class Spec:
             parts.append(self.estimator.replace("-", ""))
         if self.aggregator != "mean":
             parts.append(self.aggregator)
+        if self.hybrid != "none":
+            parts.append(f"hybrid_{self.hybrid}" + (f"_h{self.head_lr:g}" if self.head_lr else ""))
         return "-".join(parts).replace("/", "_") + f"-b{self.run_budget}"
 
     def config(self):
@@ -144,6 +148,8 @@ class Spec:
             lr_schedule=self.lr_schedule,
             estimator=self.estimator,
             aggregator=self.aggregator,
+            hybrid=self.hybrid,
+            head_lr=self.head_lr,
         )
 
     def command(self) -> str:
@@ -172,6 +178,10 @@ class Spec:
             args.append(f"--estimator {self.estimator}")
         if self.aggregator != "mean":
             args.append(f"--aggregator {self.aggregator}")
+        if self.hybrid != "none":
+            args.append(f"--hybrid {self.hybrid}")
+        if self.head_lr:
+            args.append(f"--head-lr {_exact(self.head_lr)}")
         return " ".join(args)
 
 
@@ -227,9 +237,16 @@ def load_outcome(spec: Spec) -> Outcome | None:
     return Outcome(**d)
 
 
-def run_spec(spec: Spec) -> Outcome:
-    """Run one configuration on an in-process twin and summarise its trace."""
+#: a study's extra measurement of a finished run on the twin: (spec, the twin's final model
+#: state, the run's config) -> values kept in Outcome.extra (e.g. a held-out test accuracy)
+Measure = Callable[[Spec, object, object], dict]
+
+
+def run_spec(spec: Spec, measure: Measure | None = None) -> Outcome:
+    """Run one configuration on an in-process twin and summarise its trace (``measure``: more
+    values of the finished run, from the twin's final model state)."""
     from hilbench import session
+    from hilbench.device import BANNER_REASONS, DeviceTwin
     from hilbench.trace import Trace
     from hilbench.zo import zocf
 
@@ -243,7 +260,8 @@ def run_spec(spec: Spec) -> Outcome:
     if FARM:  # --farm: each run on a farm board, acquired, loaded and released per run
         result = session.run(cfg.replace(backend="board", port=FARM))
     else:
-        result = session.run(cfg, target=session.direct_target())
+        twin = DeviceTwin(**BANNER_REASONS)
+        result = session.run(cfg, target=session.direct_target(twin))
     tr = Trace.open(result.trace_path, run=result.run_id)
     steps, evals = tr.steps, tr.evals
     test = evals[evals["split"] == b"test"] if evals["split"].dtype.kind == "S" else evals
@@ -273,6 +291,10 @@ def run_spec(spec: Spec) -> Outcome:
         wall_s=float(result.wall_s),
         extra={"place": str(tr.attrs.get("place", ""))} if FARM else {},
     )
+    if measure is not None and not FARM:
+        if twin.model is None or twin.model.weights_crc() != out.weights_crc:
+            raise RuntimeError(f"{spec.key}: the twin's final weights are not the run's")
+        out.extra.update(measure(spec, twin.model, cfg))
     d = asdict(out)
     _result_path(spec).write_text(json.dumps(d))
     return out

@@ -108,3 +108,14 @@ def _fashion(name: str, resolution: int) -> dict[str, np.ndarray]:
         train = fashion.shift(train, ix["target_train"])
         test = fashion.shift(test, ix["target_test"] + 60_000)  # other draws than training's
     return {"x_train": train, "y_train": y_train, "x_test": test, "y_test": y_test}
+
+
+def fashion_heldout(name: str, resolution: int) -> tuple[np.ndarray, np.ndarray]:
+    """(float RGB inputs, labels) of ``name``'s held-out test items (Fashion-MNIST's test file
+    less the 512 a run evaluates on), prepared as that data set's test items are."""
+    ix = fashion.indices()["target_heldout"]
+    x_all, y_all = fashion.load_split("test")
+    x = images.to_float_rgb(x_all[ix], resolution)
+    if name == "fashion-mnist-shift":
+        x = fashion.shift(x, ix + 60_000)
+    return x, y_all[ix]
