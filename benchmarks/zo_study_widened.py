@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import zo_study as zs  # noqa: E402
-import zo_study_vision as zv  # noqa: E402,F401  (registers the vision tasks)
+import zo_study_vision as zv  # noqa: E402  (registers the vision tasks)
 
 QS = (1, 2, 4, 8)
 SEEDS = (0, 1, 2, 3, 4)
@@ -115,9 +115,11 @@ def tune(task: str, budget: int, workers: int) -> dict[int, float]:
     t = zs.TASKS[task]
     grids = {q: zs.lr_grid(t, q) for q in QS}
     for _ in range(4):
-        specs = [spec(task, f"fixed:{q}", lr, zs.TUNE_SEED, budget) for q, g in grids.items() for lr in g]
+        specs = [
+            spec(task, f"fixed:{q}", lr, zs.TUNE_SEED, budget) for q, g in grids.items() for lr in g
+        ]
         outs = {(o.spec.scheduler, o.spec.lr): o for o in run_all(specs, workers)}
-        if not zs._grow(grids, lambda q, lr: outs[(f"fixed:{q}", lr)].final_train_loss):
+        if not zs._grow(grids, lambda q, lr, o=outs: o[(f"fixed:{q}", lr)].final_train_loss):
             break
     best = {
         q: g[int(np.argmin([outs[(f"fixed:{q}", lr)].final_train_loss for lr in g]))]
@@ -198,10 +200,11 @@ def report() -> str:
             "train loss | q path (seed 0) |",
             "| --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for label, sc, lr, outs in table:
+        for label, _, lr, outs in table:
             a = np.array([_acc(o, held) for o in outs])
             d = 100 * (a - b)
-            gap = "—" if label == best[0] else f"{d.mean():+.1f} ± {d.std(ddof=1) / math.sqrt(len(d)):.1f}"
+            se = d.std(ddof=1) / math.sqrt(len(d))
+            gap = "—" if label == best[0] else f"{d.mean():+.1f} ± {se:.1f}"
             path = ", ".join(f"{q}@{fp:,}" for fp, q in outs[0].q_changes)
             loss = np.mean([o.final_train_loss for o in outs])
             lines.append(
