@@ -42,11 +42,11 @@ import zo_study_vision as zv  # noqa: E402  (registers the vision tasks)
 QS = (1, 2, 4, 8)
 SEEDS = (0, 1, 2, 3, 4)
 TIERS = (1, 2, 4)  # budget multiples of each task's study budget
-BUDGETS = {
-    "mlp-scratch": (60_000, 120_000, 240_000),
+BUDGETS = {  # in the order a tier runs them: the cheapest first
     "mlp-ft": (20_000, 40_000),
     "mbv2-ft": (3_000, 6_000, 12_000),
     "r18-ft": (3_000, 6_000, 12_000),
+    "mlp-scratch": (60_000, 120_000, 240_000),
 }
 VISION = ("mbv2-ft", "r18-ft")
 LAYERS = {"mbv2-ft": zv.LAYERS, "r18-ft": zv.LAYERS}
