@@ -213,8 +213,53 @@ def report() -> str:
                 + ", ".join(f"{100 * x:.1f}" for x in a)
                 + f" | {gap} | {loss:.3f} | {path} |"
             )
-        lines.append("")
+        lines += ["", *verdicts(table, best, held), ""]
+        lines += [f"![{task} at {budget:,}](widened-{task}-{budget}.png)", ""]
+        plot(task, budget, table, best)
     return "\n".join(lines) + "\n"
+
+
+def verdicts(table, best, held: bool) -> list[str]:
+    """The issue's QScheduler targets at this budget: within 1 point of the best fixed q from
+    the q = 1 rate, within 2 from 3x it (means over the seeds)."""
+    b = np.mean([_acc(o, held) for o in best[3]])
+    out = []
+    for label, _, _, outs in table:
+        if not label.startswith("QScheduler"):
+            continue
+        gap = 100 * (np.mean([_acc(o, held) for o in outs]) - b)
+        bound = 2.0 if "3×" in label else 1.0
+        verdict = "met" if gap >= -bound else f"missed by {-gap - bound:.1f}"
+        out.append(
+            f"- {label}: {gap:+.1f} points against {best[0]} (target ≥ −{bound:g}): {verdict}"
+        )
+    return out
+
+
+def plot(task: str, budget: int, table, best) -> None:
+    """Mean test accuracy (the runs' own test items) against forward passes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for label, _, _, outs in table:
+        if not (label == best[0] or label.startswith("QScheduler")):
+            continue
+        fp = np.array([f for f, _ in outs[0].curve])
+        acc = np.array([[a for _, a in o.curve] for o in outs if len(o.curve) == len(fp)])
+        ax.plot(
+            fp, 100 * acc.mean(axis=0), label=label + (" (best fixed)" if label == best[0] else "")
+        )
+    ax.set_xlabel("forward passes")
+    ax.set_ylabel("test accuracy % (mean of 5 seeds)")
+    ax.set_title(f"{task}, {budget:,} forward passes")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(DOC.parent / f"widened-{task}-{budget}.png", dpi=90)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
