@@ -55,9 +55,8 @@ TUNED = "tuned_widened.json"
 
 
 def spec(task: str, sched: str, lr: float, seed: int, budget: int, **kw) -> zs.Spec:
-    return zs.Spec(
-        task, sched, lr, seed, layers=LAYERS.get(task, "weights"), budget=budget, tag="w", **kw
-    )
+    kw.setdefault("layers", LAYERS.get(task, "weights"))
+    return zs.Spec(task, sched, lr, seed, budget=budget, tag="w", **kw)
 
 
 # --- the held-out test set ---------------------------------------------------------------------
@@ -156,6 +155,87 @@ def tier_specs(tier: int, tasks: list[str], workers: int) -> list[zs.Spec]:
     return out
 
 
+# --- beyond the seed: the q-invariant step and the hybrid (tier 1 only) --------------------------
+# the hybrid's ZO part: the MLP's every layer but the head; the vision networks' last layer
+# before the head (the head alone is the exact gradient's), at a tenth of the head-only rate
+HYBRID_LAYERS = {
+    "mlp-ft": "weights",
+    "mlp-scratch": "weights",
+    "mbv2-ft": "last:2",
+    "r18-ft": "last:2",
+}
+HYBRID_ZO_RATE = {"mlp-ft": 1.0, "mlp-scratch": 1.0, "mbv2-ft": 0.1, "r18-ft": 0.1}
+HEAD_LR0 = 5600.0  # the MLP's head rate tuned in docs/results/hybrid.md: the grid's centre
+
+
+def hybrid_spec(task: str, lrs: dict[int, float], head_lr: float, seed: int, budget: int):
+    lr = zs._round_lr(lrs[1] * HYBRID_ZO_RATE[task])
+    return spec(
+        task,
+        "fixed:1",
+        lr,
+        seed,
+        budget,
+        layers=HYBRID_LAYERS[task],
+        hybrid="last",
+        head_lr=head_lr,
+    )
+
+
+def tune_head(task: str, budget: int, lrs: dict[int, float], workers: int) -> float:
+    """The hybrid's head rate on zo_study.TUNE_SEED by training loss: four decades around
+    HEAD_LR0, then the half-decades beside the best."""
+    grid = [zs._round_lr(HEAD_LR0 * 10.0**k) for k in (-2, -1, 0, 1, 2)]
+    for _ in range(2):
+        outs = run_all([hybrid_spec(task, lrs, h, zs.TUNE_SEED, budget) for h in grid], workers)
+        best = grid[int(np.argmin([o.final_train_loss for o in outs]))]
+        finer = [zs._round_lr(best / 10**0.5), zs._round_lr(best * 10**0.5)]
+        if all(h in grid for h in finer):
+            break
+        grid = sorted(set(grid + finer))
+    outs = run_all([hybrid_spec(task, lrs, h, zs.TUNE_SEED, budget) for h in grid], workers)
+    return grid[int(np.argmin([o.final_train_loss for o in outs]))]
+
+
+def extra_rows(task: str, budget: int, lrs: dict[int, float], workers: int):
+    """(label, spec maker) of the rows beyond the seed at ``budget``."""
+    lr3 = zs._round_lr(3 * lrs[1])
+    out = [
+        (
+            "QScheduler + align (rate per query), q=1 rate",
+            lambda s: spec(task, "qscheduler", lrs[1], s, budget, aggregator="align"),
+        ),
+        (
+            "QScheduler + align, 3× the q=1 rate",
+            lambda s: spec(task, "qscheduler", lr3, s, budget, aggregator="align"),
+        ),
+    ]
+    path = zs.OUT / TUNED
+    done = json.loads(path.read_text()) if path.exists() else {}
+    key = f"{task}@{budget}:head"
+    if key not in done and workers > 0:
+        done[key] = tune_head(task, budget, lrs, workers)
+        path.write_text(json.dumps(done, indent=1))
+    if key in done:
+        h = done[key]
+        out.append(
+            (
+                f"hybrid (exact head, ZO {HYBRID_LAYERS[task]} fixed q=1), head lr {h:g}",
+                lambda s, h=h: hybrid_spec(task, lrs, h, s, budget),
+            )
+        )
+    return out
+
+
+def extra_specs(tasks: list[str], workers: int) -> list[zs.Spec]:
+    out = []
+    for task in tasks:
+        budget = BUDGETS[task][0]
+        lrs = tune(task, budget, workers)
+        out += [make(s) for _, make in extra_rows(task, budget, lrs, workers) for s in SEEDS]
+    return out
+
+
 # --- the report --------------------------------------------------------------------------------
 def _acc(o: zs.Outcome, held: bool) -> float:
     return o.extra.get("heldout_accuracy", math.nan) if held else o.final_accuracy
@@ -182,15 +262,21 @@ def report() -> str:
         budget = int(budget)
         lrs = {int(q): lr for q, lr in lrs.items()}
         held = task in VISION
+        entries = [
+            (label, lambda s, sc=sc, lr=lr, t=task, b=budget: spec(t, sc, lr, s, b))
+            for label, sc, lr in rows(lrs)
+        ]
+        if budget == BUDGETS[task][0]:
+            entries += extra_rows(task, budget, lrs, 0)
         table = []
-        for label, sc, lr in rows(lrs):
-            outs = [zs.load_outcome(spec(task, sc, lr, s, budget)) for s in SEEDS]
+        for label, make in entries:
+            outs = [zs.load_outcome(make(s)) for s in SEEDS]
             if any(o is None for o in outs):
                 continue
-            table.append((label, sc, lr, outs))
+            table.append((label, make(0).scheduler, make(0).lr, outs))
         if not table:
             continue
-        fixed = [r for r in table if r[1].startswith("fixed")]
+        fixed = [r for r in table if r[0].startswith("fixed q=")]
         best = max(fixed, key=lambda r: np.mean([_acc(o, held) for o in r[3]]))
         b = np.array([_acc(o, held) for o in best[3]])
         lines += [
@@ -245,7 +331,7 @@ def plot(task: str, budget: int, table, best) -> None:
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for label, _, _, outs in table:
-        if not (label == best[0] or label.startswith("QScheduler")):
+        if label.startswith("fixed q=") and label != best[0]:
             continue
         fp = np.array([f for f, _ in outs[0].curve])
         acc = np.array([[a for _, a in o.curve] for o in outs if len(o.curve) == len(fp)])
@@ -268,12 +354,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", default=",".join(BUDGETS))
     ap.add_argument("--tiers", default=",".join(map(str, TIERS)))
     ap.add_argument("--report", action="store_true", help="only write docs/results/widened.md")
+    ap.add_argument("--no-extras", action="store_true", help="skip the rows beyond the seed")
     args = ap.parse_args(argv)
     if not args.report:
         tasks = args.tasks.split(",")
         for tier in (int(t) for t in args.tiers.split(",")):
             run_all(tier_specs(tier, tasks, args.workers), args.workers)
             DOC.write_text(report())
+            if tier == TIERS[0] and not args.no_extras:
+                run_all(extra_specs(tasks, args.workers), args.workers)
+                DOC.write_text(report())
     DOC.write_text(report())
     print(f"[widened] wrote {DOC}")
     return 0
