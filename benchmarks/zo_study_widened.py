@@ -155,50 +155,53 @@ def tier_specs(tier: int, tasks: list[str], workers: int) -> list[zs.Spec]:
     return out
 
 
-# --- beyond the seed: the q-invariant step and the hybrid (tier 1 only) --------------------------
-# the hybrid's ZO part: the MLP's every layer but the head; the vision networks' last layer
-# before the head (the head alone is the exact gradient's), at a tenth of the head-only rate
-HYBRID_LAYERS = {
-    "mlp-ft": "weights",
-    "mlp-scratch": "weights",
-    "mbv2-ft": "last:2",
-    "r18-ft": "last:2",
-}
-HYBRID_ZO_RATE = {"mlp-ft": 1.0, "mlp-scratch": 1.0, "mbv2-ft": 0.1, "r18-ft": 0.1}
+# --- beyond the seed: the q-invariant step, ZO of the last blocks, the hybrid (tier 1) ---------
+# the vision networks' "last blocks": the last four layers with weights (MobileNetV2: the last
+# inverted residual's depthwise and projection, the last 1x1 conv and the head; ResNet18: the
+# last block's convs and the head); the hybrid trains their head by its exact gradient and the
+# rest by ZO; the MLP's hybrid: the head exact, the first layer by ZO
+BLOCKS = {"mbv2-ft": "last:4", "r18-ft": "last:4"}
 HEAD_LR0 = 5600.0  # the MLP's head rate tuned in docs/results/hybrid.md: the grid's centre
 
 
-def hybrid_spec(task: str, lrs: dict[int, float], head_lr: float, seed: int, budget: int):
-    lr = zs._round_lr(lrs[1] * HYBRID_ZO_RATE[task])
-    return spec(
-        task,
-        "fixed:1",
-        lr,
-        seed,
-        budget,
-        layers=HYBRID_LAYERS[task],
-        hybrid="last",
-        head_lr=head_lr,
-    )
+def _tuned(key: str, make, workers: int) -> float | None:
+    """A value tuned once and kept in TUNED under ``key`` (None if not yet and workers == 0)."""
+    path = zs.OUT / TUNED
+    done = json.loads(path.read_text()) if path.exists() else {}
+    if key not in done and workers > 0:
+        value = make()
+        done = json.loads(path.read_text()) if path.exists() else {}
+        done[key] = value
+        path.write_text(json.dumps(done, indent=1))
+    return done.get(key)
 
 
-def tune_head(task: str, budget: int, lrs: dict[int, float], workers: int) -> float:
-    """The hybrid's head rate on zo_study.TUNE_SEED by training loss: four decades around
-    HEAD_LR0, then the half-decades beside the best."""
-    grid = [zs._round_lr(HEAD_LR0 * 10.0**k) for k in (-2, -1, 0, 1, 2)]
-    for _ in range(2):
-        outs = run_all([hybrid_spec(task, lrs, h, zs.TUNE_SEED, budget) for h in grid], workers)
-        best = grid[int(np.argmin([o.final_train_loss for o in outs]))]
-        finer = [zs._round_lr(best / 10**0.5), zs._round_lr(best * 10**0.5)]
-        if all(h in grid for h in finer):
-            break
-        grid = sorted(set(grid + finer))
-    outs = run_all([hybrid_spec(task, lrs, h, zs.TUNE_SEED, budget) for h in grid], workers)
-    return grid[int(np.argmin([o.final_train_loss for o in outs]))]
+def _argmin_loss(specs: list[zs.Spec], values: list[float], workers: int) -> float:
+    outs = run_all(specs, workers)
+    return values[int(np.argmin([o.final_train_loss for o in outs]))]
+
+
+def _decades(centre: float, make_spec, workers: int) -> float:
+    """The value of a log grid (centre x 10^-2..10^2, then the half-decades beside the best)
+    with the lowest training loss on zo_study.TUNE_SEED."""
+    grid = [zs._round_lr(centre * 10.0**k) for k in (-2, -1, 0, 1, 2)]
+    best = _argmin_loss([make_spec(v) for v in grid], grid, workers)
+    grid = sorted({*grid, zs._round_lr(best / 10**0.5), zs._round_lr(best * 10**0.5)})
+    return _argmin_loss([make_spec(v) for v in grid], grid, workers)
+
+
+def blocks_spec(task: str, lr: float, seed: int, budget: int) -> zs.Spec:
+    return spec(task, "fixed:1", lr, seed, budget, layers=BLOCKS[task])
+
+
+def hybrid_spec(task: str, lr: float, head_lr: float, seed: int, budget: int) -> zs.Spec:
+    layers = BLOCKS.get(task, "weights")
+    return spec(task, "fixed:1", lr, seed, budget, layers=layers, hybrid="last", head_lr=head_lr)
 
 
 def extra_rows(task: str, budget: int, lrs: dict[int, float], workers: int):
-    """(label, spec maker) of the rows beyond the seed at ``budget``."""
+    """(label, spec maker) of the rows beyond the seed at ``budget`` (tuning what they need
+    on zo_study.TUNE_SEED first when ``workers`` > 0)."""
     lr3 = zs._round_lr(3 * lrs[1])
     out = [
         (
@@ -210,18 +213,38 @@ def extra_rows(task: str, budget: int, lrs: dict[int, float], workers: int):
             lambda s: spec(task, "qscheduler", lr3, s, budget, aggregator="align"),
         ),
     ]
-    path = zs.OUT / TUNED
-    done = json.loads(path.read_text()) if path.exists() else {}
-    key = f"{task}@{budget}:head"
-    if key not in done and workers > 0:
-        done[key] = tune_head(task, budget, lrs, workers)
-        path.write_text(json.dumps(done, indent=1))
-    if key in done:
-        h = done[key]
+    zo_lr = lrs[1]
+    if task in BLOCKS:
+        lr_b = _tuned(
+            f"{task}@{budget}:blocks",
+            lambda: _decades(
+                lrs[1] / 10, lambda v: blocks_spec(task, v, zs.TUNE_SEED, budget), workers
+            ),
+            workers,
+        )
+        if lr_b is None:
+            return out
+        zo_lr = lr_b
         out.append(
             (
-                f"hybrid (exact head, ZO {HYBRID_LAYERS[task]} fixed q=1), head lr {h:g}",
-                lambda s, h=h: hybrid_spec(task, lrs, h, s, budget),
+                f"ZO of the last blocks ({BLOCKS[task]}), fixed q=1, lr {lr_b:g}",
+                lambda s: blocks_spec(task, lr_b, s, budget),
+            )
+        )
+    h = _tuned(
+        f"{task}@{budget}:head",
+        lambda: _decades(
+            HEAD_LR0, lambda v: hybrid_spec(task, zo_lr, v, zs.TUNE_SEED, budget), workers
+        ),
+        workers,
+    )
+    if h is not None:
+        what = BLOCKS.get(task, "weights")
+        out.append(
+            (
+                f"hybrid (exact head, ZO of the rest of {what}, fixed q=1, lr {zo_lr:g}), "
+                f"head lr {h:g}",
+                lambda s: hybrid_spec(task, zo_lr, h, s, budget),
             )
         )
     return out
@@ -283,6 +306,8 @@ def report() -> str:
         "",
     ]
     for key, lrs in tuned.items():
+        if ":" in key:  # a value beyond the seed's grid (extra_rows)
+            continue
         task, budget = key.split("@")
         budget = int(budget)
         lrs = {int(q): lr for q, lr in lrs.items()}
