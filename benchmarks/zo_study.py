@@ -300,10 +300,18 @@ def run_spec(spec: Spec, measure: Measure | None = None) -> Outcome:
     return out
 
 
-def run_all(specs: Iterable[Spec], workers: int) -> list[Outcome]:
+def run_all(
+    specs: Iterable[Spec],
+    workers: int,
+    run: Callable[[Spec], Outcome] | None = None,
+    name: str = "zo_study",
+) -> list[Outcome]:
+    """Every run of ``specs`` not cached yet, each in a fresh process (``run``: a module-level
+    function the workers import; run_spec by default), then all their outcomes."""
+    run = run or run_spec
     specs = list(dict.fromkeys(specs))
     todo = [s for s in specs if load_outcome(s) is None]
-    print(f"[zo_study] {len(specs)} runs, {len(todo)} to do, {workers} workers", flush=True)
+    print(f"[{name}] {len(specs)} runs, {len(todo)} to do, {workers} workers", flush=True)
     started = time.perf_counter()
     if todo:
         # longest first, so the pool does not end on one long run
@@ -314,13 +322,15 @@ def run_all(specs: Iterable[Spec], workers: int) -> list[Outcome]:
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx, max_tasks_per_child=1
         ) as pool:
-            futures = {pool.submit(run_spec, s): s for s in todo}
+            futures = {pool.submit(run, s): s for s in todo}
             for i, fut in enumerate(as_completed(futures), 1):
                 s = futures[fut]
                 o = fut.result()
+                held = o.extra.get("heldout_accuracy")
                 print(
-                    f"[zo_study] {i}/{len(todo)} {s.key}: acc {o.final_accuracy:.3f} "
-                    f"train loss {o.final_train_loss:.3f} ({o.wall_s:.0f} s, "
+                    f"[{name}] {i}/{len(todo)} {s.key}: acc {o.final_accuracy:.3f} "
+                    + (f"held-out {held:.3f} " if held is not None else "")
+                    + f"train loss {o.final_train_loss:.3f} ({o.wall_s:.0f} s, "
                     f"{time.perf_counter() - started:.0f} s elapsed)",
                     flush=True,
                 )

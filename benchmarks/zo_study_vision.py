@@ -78,27 +78,8 @@ def run_one(s: zs.Spec) -> zs.Outcome:
 
 
 def run_all(specs: list[zs.Spec], workers: int) -> list[zs.Outcome]:
-    """zo_study.run_all's loop: cached runs are read, the rest run one fresh process each."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    specs = list(dict.fromkeys(specs))
-    todo = [s for s in specs if zs.load_outcome(s) is None]
-    print(f"[zo_study_vision] {len(specs)} runs, {len(todo)} to do, {workers} workers", flush=True)
-    started = time.perf_counter()
-    if todo:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx, max_tasks_per_child=1) as pool:
-            futures = {pool.submit(run_one, s): s for s in todo}
-            for i, fut in enumerate(as_completed(futures), 1):
-                o = fut.result()
-                print(
-                    f"[zo_study_vision] {i}/{len(todo)} {futures[fut].key}: acc "
-                    f"{o.final_accuracy:.3f} train loss {o.final_train_loss:.3f} ({o.wall_s:.0f} s,"
-                    f" {time.perf_counter() - started:.0f} s elapsed)",
-                    flush=True,
-                )
-    return [zs.load_outcome(s) for s in specs]
+    """zo_study.run_all with workers that import this module (and so know TASKS)."""
+    return zs.run_all(specs, workers, run=run_one, name="zo_study_vision")
 
 
 # --- stages ------------------------------------------------------------------------------------

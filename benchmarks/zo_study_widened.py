@@ -23,11 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing
 import os
 import sys
-import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,24 +80,7 @@ def run_one(s: zs.Spec) -> zs.Outcome:
 
 
 def run_all(specs: list[zs.Spec], workers: int) -> list[zs.Outcome]:
-    specs = list(dict.fromkeys(specs))
-    todo = [s for s in specs if zs.load_outcome(s) is None]
-    print(f"[widened] {len(specs)} runs, {len(todo)} to do, {workers} workers", flush=True)
-    t0 = time.perf_counter()
-    if todo:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx, max_tasks_per_child=1) as pool:
-            futs = {pool.submit(run_one, s): s for s in todo}
-            for i, f in enumerate(as_completed(futs), 1):
-                o = f.result()
-                print(
-                    f"[widened] {i}/{len(todo)} {futs[f].key}: acc {o.final_accuracy:.3f} "
-                    f"held-out {o.extra.get('heldout_accuracy', math.nan):.3f} train loss "
-                    f"{o.final_train_loss:.3f} ({o.wall_s:.0f} s, "
-                    f"{time.perf_counter() - t0:.0f} s elapsed)",
-                    flush=True,
-                )
-    return [zs.load_outcome(s) for s in specs]
+    return zs.run_all(specs, workers, run=run_one, name="widened")
 
 
 # --- tuning and the rows -----------------------------------------------------------------------
