@@ -684,8 +684,12 @@ int hb_bench_kernels(uint32_t runs, hb_status *st) {
         const char *name = is_pw ? pw[pi].name : names[kind];
         const uint32_t macs = is_pw ? d.h * d.w * d.c * oc : macs_of[kind];
         const uint32_t n_out = is_pw ? d.h * d.w * oc : n_out_of[kind];
-        k_rows rows = {{k_row, k_bias, 1}, wt, is_pw ? d.c : len_of[kind], bias};
+        k_rows rows = {{k_row, k_bias, 1, NULL, NULL, 0}, wt, is_pw ? d.c : len_of[kind], bias};
         if (kind == 1) rows.r.step = 64;
+        if (kind != 1) { /* leading rows and the biases in place (hb_nn_rows_all_in_place) */
+            rows.r.rows = wt;
+            rows.r.biases = (const uint8_t *)bias; /* little-endian i32: the target's own */
+        }
         hb_nn_conv_params cp = {3, -2, -128, 127, 1, 1, 1, 1, 1, 1, d.h, d.w, 1, pc};
         if (kind >= 3) cp.pad_top = cp.pad_left = 0;
         const hb_nn_fc_params fp = {3, -2, -128, 127, fc_rq};

@@ -56,7 +56,20 @@ struct hb_nn_rows {
     /* entries of a row are `step` bytes apart: 1 for FC and CONV_2D (contiguous) and for a
      * produced row; a depthwise row read in place is strided by the filter's C*D channels */
     uint32_t step;
+    /* Optional (0 when absent): every row in place, row j at rows + j * (the row's entries,
+     * step 1), and the biases in place (little-endian i32, bias j at biases + 4 j) or none
+     * (no_bias 1). A kernel may then read them there, in any order and several output channels
+     * per pass, without calling row() or bias(); a provider without them is called a row at a
+     * time, as above. */
+    const int8_t *rows;
+    const uint8_t *biases;
+    uint32_t no_bias;
 };
+
+/* Whether every row of f is in place (f->rows) and so is every bias (or there is none). */
+static inline int hb_nn_rows_all_in_place(const hb_nn_rows *f) {
+    return f->rows != NULL && (f->biases != NULL || f->no_bias);
+}
 
 typedef struct {
     int32_t input_offset, output_offset, act_min, act_max;
