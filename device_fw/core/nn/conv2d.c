@@ -69,6 +69,7 @@ static void pad_input(const hb_nn_conv_params *p, const hb_nn_dims *in, const in
  * sum w*x + input_offset * (the row's whole weight sum), that sum once per channel. Four
  * pixels of one output row per weight load, the kh runs in one asm block
  * (hb_nn_dot4_runs_mve). */
+__attribute__((noinline)) /* its own registers, as conv_matrix_in_place */
 static void conv_padded(const hb_nn_conv_params *p, const int8_t *pad, uint32_t wp, uint32_t c,
                         uint32_t kh, uint32_t kw, const hb_nn_rows *f, uint32_t out_c,
                         int8_t *y) {
