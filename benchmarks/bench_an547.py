@@ -41,7 +41,8 @@ FC 256 -> 128), instructions per MAC of both images next to CMSIS-NN's (99f736a6
 ``--probe-table``: PROBE against its floor, 2 q B forward passes (PROBE / (2 q B x one forward
 pass); with a frozen prefix, B x the prefix + 2 q B x the rest), for the MLP and the CNN with
 each perturbation (rademacher, uniform, uniform with a pool of 512, gaussian) at q = 4, B = 32,
-MobileNetV2 alpha 0.35 at q = 2, B = 4 (issue 25's table), and with ``--layers last:1`` the
+MobileNetV2 alpha 0.35 at q = 2, B = 4 with the same four (its pool 1280: its FC's rows; issue
+25's table), and with ``--layers last:1`` the
 MobileNetV2 head (the vision study's setting) and the CNN at q = 4, B = 32, the Helium image,
 each with its measured per-function split. Every row runs twice: with the PROBE's scratch
 (the frozen prefix and the perturbed copy, where they fit the arena: the bytes each takes are
@@ -336,12 +337,17 @@ PERTURBATIONS = {
     "uniform": {"distribution": "uniform"},
     "uniform + pool 512": {"distribution": "uniform", "pool_size": 512, "pool_seed": 1},
     "gaussian": {"distribution": "gaussian"},
+    # MobileNetV2's longest row is its FC's 1280 (a pool holds a whole row; the CLI's default
+    # is no pool)
+    "uniform + pool 1280": {"distribution": "uniform", "pool_size": 1280, "pool_seed": 1},
 }
+SMALL_PERTURBATIONS = ("rademacher", "uniform", "uniform + pool 512", "gaussian")
+MOBILENET_PERTURBATIONS = ("rademacher", "uniform", "uniform + pool 1280", "gaussian")
 PROBE_TABLE = (
-    ("MLP", "mlp", {}, "all", 4, 32, tuple(PERTURBATIONS)),
-    ("CNN", "cnn", {}, "all", 4, 32, tuple(PERTURBATIONS)),
+    ("MLP", "mlp", {}, "all", 4, 32, SMALL_PERTURBATIONS),
+    ("CNN", "cnn", {}, "all", 4, 32, SMALL_PERTURBATIONS),
     ("MobileNetV2 a0.35 32x32", "mobilenet_v2", {"alpha": 0.35, "resolution": 32}, "all", 2, 4,
-     ("rademacher",)),
+     MOBILENET_PERTURBATIONS),
     # the vision study's setting: the head alone trains, the frozen backbone is the prefix
     ("MobileNetV2 a0.35 32x32 head", "mobilenet_v2", {"alpha": 0.35, "resolution": 32},
      "last:1", 4, 32, ("rademacher",)),
@@ -349,7 +355,9 @@ PROBE_TABLE = (
 )  # fmt: skip
 
 
-def probe_table(elf: Path, plugin: Path | None, shift: int, work: Path, top: int) -> None:
+def probe_table(
+    elf: Path, plugin: Path | None, shift: int, work: Path, top: int, only: str = ""
+) -> None:
     """PROBE / its floor per model and perturbation, with the measured split: the PROBE with
     its scratch (the frozen prefix, the perturbed copy: where they fit the arena) and without
     (--no-scratch: every pass from the input, rows on demand, the path before issue 25)."""
@@ -362,6 +370,8 @@ def probe_table(elf: Path, plugin: Path | None, shift: int, work: Path, top: int
     )
     rows = []
     for title, name, kw, layers, q, batch, perts in PROBE_TABLE:
+        if only and title != only:
+            continue
         g = zoo.build(name, seed=0, **kw)
         for pert in perts:
             zo = zocf.build(g, layers=layers, **PERTURBATIONS[pert])
@@ -490,6 +500,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only PROBE / its floor per model and perturbation (issue 25's table)",
     )
+    ap.add_argument(
+        "--probe-model",
+        default="",
+        metavar="TITLE",
+        help="--probe-table: only the rows of this model title (e.g. 'MobileNetV2 a0.35 32x32')",
+    )
     ap.add_argument("--top", type=int, default=8, help="functions per measured split")
     ap.add_argument(
         "--image",
@@ -551,7 +567,7 @@ def main(argv: list[str] | None = None) -> int:
             plugin = None
         print(f"image: {elf}")
         with tempfile.TemporaryDirectory(prefix="bench_an547_") as tmp:
-            probe_table(elf, plugin, args.icount_shift, Path(tmp), args.top)
+            probe_table(elf, plugin, args.icount_shift, Path(tmp), args.top, args.probe_model)
         return 0
     graphs = [(MODELS[m][0], zoo.build(MODELS[m][1], seed=0, **MODELS[m][2])) for m in names]
     rows = [Row(r.label, r.graph, r.counts) for r in op_rows(graphs, None)]
