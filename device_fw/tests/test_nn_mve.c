@@ -197,6 +197,7 @@ static void prepare_outputs(size_t out_n) {
 }
 
 /* ---- FULLY_CONNECTED ---------------------------------------------------------------------- */
+static int n_fc_views;
 static void test_fc(int cases) {
     for (int i = 0; i < cases; i++) {
         const uint32_t k = chance(20) ? (uint32_t)rnd_in(1, 17) : (uint32_t)rnd_in(1, 700);
@@ -213,13 +214,19 @@ static void test_fc(int cases) {
         const int32_t *b = with_bias ? quant.bias : NULL;
         rows_init(&rows_a, produced, w_buf, b, k, k, 1, row_buf);
         rows_init(&rows_b, produced, w_buf, b, k, k, 1, row_buf);
+        const int view = rnd_in(0, 2); /* none, the rows alone, rows and biases */
+        in_place_view(&rows_a, view);
+        const int whole = in_place_view(&rows_b, view);
         prepare_outputs(m);
         ref_fully_connected_s8(&p, x_buf, k, &rows_a.r, m, y_ref);
         hb_nn_fully_connected_s8(&p, x_buf, k, &rows_b.r, m, y_mve);
         char desc[160];
-        snprintf(desc, sizeof desc, "K=%u M=%u rq.n=%u %s", k, m, p.rq.n,
-                 produced ? "produced rows" : "in place");
+        snprintf(desc, sizeof desc, "K=%u M=%u rq.n=%u %s%s", k, m, p.rq.n,
+                 produced ? "produced rows" : "in place", whole ? ", the view" : "");
         compare("FULLY_CONNECTED", i, m, desc);
+        n_fc_views += whole;
+        CHECK(!whole || rows_b.n_log == 0, "FULLY_CONNECTED case %d: %u calls with the view", i,
+              rows_b.n_log);
     }
 }
 
@@ -517,6 +524,8 @@ int main(int argc, char **argv) {
     test_dot();
     test_requant(20000 * scale);
     test_fc(400 * scale);
+    CHECK(n_fc_views >= 40 * scale, "only %d FULLY_CONNECTED cases with the in-place view",
+          n_fc_views);
     test_conv(400 * scale);
     /* the directed pointwise cases reach the in-place path (about 1 in 16 of all, drawn) */
     CHECK(n_pw_in_place >= 10 * scale,
