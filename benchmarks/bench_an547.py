@@ -35,8 +35,10 @@ Both images' losses and weights CRCs must be equal.
 ``--kernels``: the CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED kernels alone
 (``hilbench-bench kernels``) on the shapes and data of the CMSIS-NN anchor
 (/work/shared/anchors/cmsis-nn-icount: conv 3x3 16x16x16 -> 32 same, depthwise 3x3 16x16x64,
-FC 256 -> 128), instructions per MAC of both images next to CMSIS-NN's (99f736a6, gcc 12.2
--O2, the same QEMU) and the ratio Helium / CMSIS-NN; both images' output checksums must agree.
+FC 256 -> 128; and MobileNetV2 a0.35 32x32's 1x1 convs, measured by device_fw/bench/cmsis_anchor),
+instructions per MAC of both images next to CMSIS-NN's (99f736a6, gcc 12.2 -O2, the same QEMU)
+and the ratio Helium / CMSIS-NN; both images' output checksums must agree, and for the 1x1 convs
+equal CMSIS-NN's.
 
 ``--probe-table``: PROBE against its floor, 2 q B forward passes (PROBE / (2 q B x one forward
 pass); with a frozen prefix, B x the prefix + 2 q B x the rest), for the MLP and the CNN with
