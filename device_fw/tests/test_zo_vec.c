@@ -247,9 +247,10 @@ static void test_pool_cols(void) {
         hb_zo_samples(&src, &tt, ti, seed, 0, R * L, raw, NULL);
         uint64_t q = 0;
         for (uint32_t e = 0; e < R * L; e++) q += (uint64_t)((int32_t)raw[e] * raw[e]);
-        CHECK(hb_zo_sumsq_pool_rows(&src, &tt, words) == q, "dist %u P %u R %u L %u: sum of squares",
-              dist, P, R, L);
-        CHECK(hb_zo_scale(&src, HB_SCALING_ADAPTIVE, &tt, ti, seed) == hb_zo_scale_of_sumsq(q, R * L),
+        CHECK(hb_zo_sumsq_pool_rows(&src, &tt, words) == q,
+              "dist %u P %u R %u L %u: sum of squares", dist, P, R, L);
+        CHECK(hb_zo_scale(&src, HB_SCALING_ADAPTIVE, &tt, ti, seed) ==
+                  hb_zo_scale_of_sumsq(q, R * L),
               "dist %u P %u R %u L %u: the adaptive scale", dist, P, R, L);
     }
 }

@@ -114,7 +114,8 @@ int main(void) {
                                   .padding = {1, 1}, .dilation = {1, 1}, .activation = {-128, 127}};
         cmsis_nn_dims id = {1, 16, 16, 16}, fd = {32, 3, 3, 16}, bd = {1, 1, 1, 32},
                       od = {1, 16, 16, 32};
-        cmsis_nn_context ctx = {scratch, arm_convolve_wrapper_s8_get_buffer_size(&p, &id, &fd, &od)};
+        const int32_t bytes = arm_convolve_wrapper_s8_get_buffer_size(&p, &id, &fd, &od);
+        cmsis_nn_context ctx = {scratch, bytes};
         uint32_t best = 0xFFFFFFu;
         for (int r = 0; r < RUNS; r++) {
             uint32_t a = now();
@@ -130,7 +131,8 @@ int main(void) {
                                   .padding = {0, 0}, .dilation = {1, 1}, .activation = {-128, 127}};
         cmsis_nn_dims id = {1, pw[k].h, pw[k].w, pw[k].c}, fd = {pw[k].oc, 1, 1, pw[k].c},
                       bd = {1, 1, 1, pw[k].oc}, od = {1, pw[k].h, pw[k].w, pw[k].oc};
-        cmsis_nn_context ctx = {scratch, arm_convolve_wrapper_s8_get_buffer_size(&p, &id, &fd, &od)};
+        const int32_t bytes = arm_convolve_wrapper_s8_get_buffer_size(&p, &id, &fd, &od);
+        cmsis_nn_context ctx = {scratch, bytes};
         uint32_t best = 0xFFFFFFu;
         for (int r = 0; r < RUNS; r++) {
             uint32_t a = now();

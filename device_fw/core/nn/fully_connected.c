@@ -3,8 +3,8 @@
  *
  * Helium: each row's dot product 16 weights at a time (hb_nn_dot_mve: sum w*x and sum w, the
  * input offset folded in once per row); the rows are asked for one at a time, as the row
- * contract says (or, all in place, read where they are), and requantized four outputs at a time (hb_nn_requant_mve), the last group
- * predicated to the rows that remain. */
+ * contract says (or, all in place, read where they are), and requantized four outputs at a
+ * time (hb_nn_requant_mve), the last group predicated to the rows that remain. */
 #include "hb_nn.h"
 
 void hb_nn_fully_connected_s8(const hb_nn_fc_params *p, const int8_t *x, uint32_t k,

@@ -653,8 +653,10 @@ void hb_zo_perturb_pool_cols(uint8_t dist, const int8_t *pool, uint32_t P, const
             const uint32_t n = R - j0 < 8 ? R - j0 : 8;
             const mve_pred16_t live = vctp16q(n);
             uint16_t ks[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            for (uint32_t c = 0; c < n; c++)
-                ks[c] = (uint16_t)(((halves ? halves[j0 + c] : hb_stream_half(s, j0 + c)) * P) >> 16);
+            for (uint32_t c = 0; c < n; c++) {
+                const uint32_t h = halves ? halves[j0 + c] : hb_stream_half(s, j0 + c);
+                ks[c] = (uint16_t)((h * P) >> 16);
+            }
             uint16x8_t k = vld1q_u16(ks);
             const int8_t *wi = w + j0;
             int8_t *oi = out + j0;
@@ -663,7 +665,8 @@ void hb_zo_perturb_pool_cols(uint8_t dist, const int8_t *pool, uint32_t P, const
                                                 (int16_t)voff);
                 const uint16x8_t idx = vshlq_u16(vreinterpretq_u16_s16(r), neg_shift);
                 const int16x8_t d = vldrhq_gather_shifted_offset_z_s16(narrow, idx, live);
-                const int16x8_t v = vminq_s16(vmaxq_s16(vaddq_s16(vldrbq_z_s16(wi, live), d), lo), hi);
+                const int16x8_t v =
+                    vminq_s16(vmaxq_s16(vaddq_s16(vldrbq_z_s16(wi, live), d), lo), hi);
                 vstrbq_p_s16(oi, v, live);
                 k = vaddq_n_u16(k, 1); /* k_j + i + 1 < 2P <= 2^17 - 2: wrap back once */
                 k = vpselq_u16(vsubq_n_u16(k, (uint16_t)P), k, vcmpcsq_n_u16(k, (uint16_t)P));
