@@ -9,7 +9,9 @@
  * ways to find a pixel's taps, the first that applies:
  *  - one output pixel: the op is a FULLY_CONNECTED over its taps (a 1x1 output of a window
  *    inside the input: x itself; otherwise gathered as below), four channels per requantization;
- *  - pointwise (1x1 filter, stride 1, no pad): the input is already a matrix of pixels x C;
+ *  - pointwise (1x1 filter, stride 1, no pad): the input is already a matrix of pixels x C
+ *    (at most 16 pixels with the rows' in-place view: pixels outermost, every channel per
+ *    group of four, conv_matrix_in_place);
  *  - im2col: every pixel's kh*kw*C taps gathered once per op into a static buffer of
  *    HB_NN_COLS_BYTES (a padded tap holds -input_offset: x + input_offset = 0 there, as
  *    TFLM's skipped tap), when they fit and -input_offset is an int8;

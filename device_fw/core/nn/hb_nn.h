@@ -11,7 +11,9 @@
  * and take each channel's filter row and bias from a row provider (hb_nn_rows) once: read in
  * place from the blob, or produced into a row buffer for a perturbed forward pass
  * (docs/zo-math.md section 3, core/ops/rows.c and core/model.c). Any loop order gives the same
- * bytes: each output element is one accumulator.
+ * bytes: each output element is one accumulator. A provider whose rows and biases are all in
+ * place says so (hb_nn_rows' optional view): the Helium FC and few-pixel pointwise CONV_2D
+ * then read them there, several channels per pass, without a call per row.
  *
  * Scalar and Helium (MVE) in one function: FC, CONV_2D and DEPTHWISE_CONV_2D open with an
  * `#if HB_NN_MVE` block (tail-predicated vector loops, hb_nn_mve.h) and keep the scalar C in
