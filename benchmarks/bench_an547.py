@@ -35,13 +35,16 @@ Both images' losses and weights CRCs must be equal.
 ``--kernels``: the CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED kernels alone
 (``hilbench-bench kernels``) on the shapes and data of the CMSIS-NN anchor
 (/work/shared/anchors/cmsis-nn-icount: conv 3x3 16x16x16 -> 32 same, depthwise 3x3 16x16x64,
-FC 256 -> 128), instructions per MAC of both images next to CMSIS-NN's (99f736a6, gcc 12.2
--O2, the same QEMU) and the ratio Helium / CMSIS-NN; both images' output checksums must agree.
+FC 256 -> 128; and MobileNetV2 a0.35 32x32's 1x1 convs, measured by device_fw/bench/cmsis_anchor),
+instructions per MAC of both images next to CMSIS-NN's (99f736a6, gcc 12.2 -O2, the same QEMU)
+and the ratio Helium / CMSIS-NN; both images' output checksums must agree, and for the 1x1 convs
+equal CMSIS-NN's.
 
 ``--probe-table``: PROBE against its floor, 2 q B forward passes (PROBE / (2 q B x one forward
 pass); with a frozen prefix, B x the prefix + 2 q B x the rest), for the MLP and the CNN with
 each perturbation (rademacher, uniform, uniform with a pool of 512, gaussian) at q = 4, B = 32,
-MobileNetV2 alpha 0.35 at q = 2, B = 4 (issue 25's table), and with ``--layers last:1`` the
+MobileNetV2 alpha 0.35 at q = 2, B = 4 with the same four (its pool 1280: its FC's rows; issue
+25's table), and with ``--layers last:1`` the
 MobileNetV2 head (the vision study's setting) and the CNN at q = 4, B = 32, the Helium image,
 each with its measured per-function split. Every row runs twice: with the PROBE's scratch
 (the frozen prefix and the perturbed copy, where they fit the arena: the bytes each takes are
@@ -336,12 +339,17 @@ PERTURBATIONS = {
     "uniform": {"distribution": "uniform"},
     "uniform + pool 512": {"distribution": "uniform", "pool_size": 512, "pool_seed": 1},
     "gaussian": {"distribution": "gaussian"},
+    # MobileNetV2's longest row is its FC's 1280 (a pool holds a whole row; the CLI's default
+    # is no pool)
+    "uniform + pool 1280": {"distribution": "uniform", "pool_size": 1280, "pool_seed": 1},
 }
+SMALL_PERTURBATIONS = ("rademacher", "uniform", "uniform + pool 512", "gaussian")
+MOBILENET_PERTURBATIONS = ("rademacher", "uniform", "uniform + pool 1280", "gaussian")
 PROBE_TABLE = (
-    ("MLP", "mlp", {}, "all", 4, 32, tuple(PERTURBATIONS)),
-    ("CNN", "cnn", {}, "all", 4, 32, tuple(PERTURBATIONS)),
+    ("MLP", "mlp", {}, "all", 4, 32, SMALL_PERTURBATIONS),
+    ("CNN", "cnn", {}, "all", 4, 32, SMALL_PERTURBATIONS),
     ("MobileNetV2 a0.35 32x32", "mobilenet_v2", {"alpha": 0.35, "resolution": 32}, "all", 2, 4,
-     ("rademacher",)),
+     MOBILENET_PERTURBATIONS),
     # the vision study's setting: the head alone trains, the frozen backbone is the prefix
     ("MobileNetV2 a0.35 32x32 head", "mobilenet_v2", {"alpha": 0.35, "resolution": 32},
      "last:1", 4, 32, ("rademacher",)),
@@ -349,7 +357,9 @@ PROBE_TABLE = (
 )  # fmt: skip
 
 
-def probe_table(elf: Path, plugin: Path | None, shift: int, work: Path, top: int) -> None:
+def probe_table(
+    elf: Path, plugin: Path | None, shift: int, work: Path, top: int, only: str = ""
+) -> None:
     """PROBE / its floor per model and perturbation, with the measured split: the PROBE with
     its scratch (the frozen prefix, the perturbed copy: where they fit the arena) and without
     (--no-scratch: every pass from the input, rows on demand, the path before issue 25)."""
@@ -362,6 +372,8 @@ def probe_table(elf: Path, plugin: Path | None, shift: int, work: Path, top: int
     )
     rows = []
     for title, name, kw, layers, q, batch, perts in PROBE_TABLE:
+        if only and title != only:
+            continue
         g = zoo.build(name, seed=0, **kw)
         for pert in perts:
             zo = zocf.build(g, layers=layers, **PERTURBATIONS[pert])
@@ -399,15 +411,39 @@ def probe_table(elf: Path, plugin: Path | None, shift: int, work: Path, top: int
 
 
 # CMSIS-NN's executed instructions on the anchor's shapes (RESULTS.md of the anchor): the
-# kernel, and for FC also its kernel sums (redone after every weight change in ZO)
-# (conv1x1 is not in the anchor: no CMSIS-NN figure)
+# kernel, and for FC also its kernel sums (redone after every weight change in ZO). The 1x1
+# convs: device_fw/bench/cmsis_anchor/run.sh (hilbench's copy of the anchor harness with
+# MobileNetV2 a0.35 32x32's pointwise shapes; CMSIS-NN 99f736a6, arm_convolve_wrapper_s8 ->
+# arm_convolve_1x1_s8_fast, gcc 12.2 -O2 -mcpu=cortex-m55, -icount shift=5), with the checksum
+# of CMSIS-NN's output: hilbench's must be the same bytes.
 CMSIS_NN = {"conv3x3": (394_500, 0), "dw3x3": (343_250, 0), "fc": (17_340, 15_780)}
+CMSIS_NN_1X1 = {  # name: (instructions, output checksum)
+    "conv1x1": (140_070, 0x65D2E024),
+    "pw16x16x16_8": (37_159, 0xDE927E50),
+    "pw16x16x8_48": (208_678, 0x6766C79F),
+    "pw8x8x48_8": (12_230, 0x307DD71C),
+    "pw8x8x8_48": (52_295, 0x1A76D62F),
+    "pw4x4x48_16": (6_031, 0x2D96D7E1),
+    "pw4x4x16_96": (26_062, 0xD9CC174E),
+    "pw4x4x96_16": (8_143, 0x4C26A73F),
+    "pw2x2x96_24": (3_137, 0x01DD28CE),
+    "pw2x2x24_144": (11_441, 0x8B6E0988),
+    "pw2x2x144_24": (3_929, 0xBC4A0891),
+    "pw2x2x32_192": (15_185, 0x076A9813),
+    "pw2x2x192_32": (6_225, 0x20D528E4),
+}
 KERNEL_LABELS = {
     "conv3x3": "conv 3x3 16x16x16 -> 32, same",
     "dw3x3": "depthwise 3x3 16x16x64, same",
     "fc": "fully connected 256 -> 128",
     "conv1x1": "conv 1x1 16x16x16 -> 32",
 }
+for _name in CMSIS_NN_1X1:
+    if _name.startswith("pw"):
+        _h, _w, _rest = _name[2:].split("x", 2)
+        _c, _oc = _rest.split("_")
+        KERNEL_LABELS[_name] = f"conv 1x1 {_h}x{_w}x{_c} -> {_oc}"
+POINTWISE_TARGET = 1.0  # issue 25: hilbench's 1x1 convs / CMSIS-NN's instructions, at most
 
 
 def kernel_record(rep: Report, name: str) -> dict[str, str]:
@@ -419,7 +455,8 @@ def kernel_record(rep: Report, name: str) -> dict[str, str]:
 
 
 def kernels_table(images: dict[str, Path], shift: int, runs: int) -> bool:
-    """The kernels on the anchor's shapes, both images; True when their outputs agree."""
+    """The kernels on the anchor's shapes, both images; True when their outputs agree (with
+    each other and, for the 1x1 convs, with CMSIS-NN's)."""
     reps = {nn: run_image(elf, ["kernels", "--runs", str(runs)], shift)[0]
             for nn, elf in images.items()}  # fmt: skip
     print("\nkernels alone on the CMSIS-NN anchor's shapes and data (instructions per MAC)")
@@ -429,8 +466,12 @@ def kernels_table(images: dict[str, Path], shift: int, runs: int) -> bool:
         k = {nn: kernel_record(reps[nn], name) for nn in images}
         macs = int(k["mve"]["macs"])
         cm, sums = CMSIS_NN.get(name, (0, 0))
+        ref = None
+        if name in CMSIS_NN_1X1:
+            cm, ref = CMSIS_NN_1X1[name]
         per = {nn: int(k[nn]["min"]) / macs for nn in images}
         ok = len({k[nn]["checksum"] for nn in images}) == 1
+        ok = ok and (ref is None or int(k["mve"]["checksum"], 16) == ref)
         same = same and ok
         note = "" if ok else "  MISMATCH"
         theirs = f"{'-':>10}{'-':>8}"
@@ -442,7 +483,8 @@ def kernels_table(images: dict[str, Path], shift: int, runs: int) -> bool:
             both = cm + sums
             print(f"{'  CMSIS-NN with its kernel sums':<34}{'':>10}{'':>9}{'':>9}"
                   f"{both / macs:>10.3f}{per['mve'] * macs / both:>7.2f}x")  # fmt: skip
-    print("ratio = Helium / CMSIS-NN instructions (lower: fewer); outputs: both images' checksums")
+    print("ratio = Helium / CMSIS-NN instructions (lower: fewer); outputs: both images' checksums"
+          " and, for the 1x1 convs, CMSIS-NN's: a row whose outputs differ is flagged")  # fmt: skip
     return same
 
 
@@ -459,6 +501,12 @@ def main(argv: list[str] | None = None) -> int:
         "--probe-table",
         action="store_true",
         help="only PROBE / its floor per model and perturbation (issue 25's table)",
+    )
+    ap.add_argument(
+        "--probe-model",
+        default="",
+        metavar="TITLE",
+        help="--probe-table: only the rows of this model title (e.g. 'MobileNetV2 a0.35 32x32')",
     )
     ap.add_argument("--top", type=int, default=8, help="functions per measured split")
     ap.add_argument(
@@ -521,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
             plugin = None
         print(f"image: {elf}")
         with tempfile.TemporaryDirectory(prefix="bench_an547_") as tmp:
-            probe_table(elf, plugin, args.icount_shift, Path(tmp), args.top)
+            probe_table(elf, plugin, args.icount_shift, Path(tmp), args.top, args.probe_model)
         return 0
     graphs = [(MODELS[m][0], zoo.build(MODELS[m][1], seed=0, **MODELS[m][2])) for m in names]
     rows = [Row(r.label, r.graph, r.counts) for r in op_rows(graphs, None)]

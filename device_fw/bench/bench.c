@@ -650,30 +650,58 @@ int hb_bench_kernels(uint32_t runs, hb_status *st) {
     uint8_t pt_mult[4];
     hb_wr32(pt_mult, 1300000000u);
     const hb_nn_requant fc_rq = {pt_mult, shift, 1};
-    /* kind 3 (not in the anchor): the 1x1 conv of the same input and output shapes, no pad */
+    /* kind 3 (not in the anchor's RESULTS.md): the 1x1 conv of the same input and output
+     * shapes, no pad; kinds 4.. the other 1x1 convs of MobileNetV2 a0.35 32x32 (h, w, c -> oc,
+     * stride 1, no pad; bench/cmsis_anchor/main.c measures CMSIS-NN on the same) */
+    static const struct {
+        const char *name;
+        uint32_t h, w, c, oc;
+    } pw[] = {
+        {"pw16x16x16_8", 16, 16, 16, 8},   {"pw16x16x8_48", 16, 16, 8, 48},
+        {"pw8x8x48_8", 8, 8, 48, 8},       {"pw8x8x8_48", 8, 8, 8, 48},
+        {"pw4x4x48_16", 4, 4, 48, 16},     {"pw4x4x16_96", 4, 4, 16, 96},
+        {"pw4x4x96_16", 4, 4, 96, 16},     {"pw2x2x96_24", 2, 2, 96, 24},
+        {"pw2x2x24_144", 2, 2, 24, 144},   {"pw2x2x144_24", 2, 2, 144, 24},
+        {"pw2x2x32_192", 2, 2, 32, 192},   {"pw2x2x192_32", 2, 2, 192, 32},
+    };
+    enum { N_PW = sizeof pw / sizeof pw[0] };
     static const char *const names[] = {"conv3x3", "dw3x3", "fc", "conv1x1"};
     static const uint32_t macs_of[] = {16 * 16 * 32 * 9 * 16, 16 * 16 * 64 * 9, 256 * 128,
                                        16 * 16 * 32 * 16};
     static const uint32_t n_out_of[] = {16 * 16 * 32, 16 * 16 * 64, 128, 16 * 16 * 32};
     static const uint32_t len_of[] = {144, 0, 256, 16};
-    for (int kind = 0; kind < 4; kind++) {
-        const char *name = names[kind];
-        const uint32_t macs = macs_of[kind], n_out = n_out_of[kind];
-        k_rows rows = {{k_row, k_bias, 1}, wt, len_of[kind], bias};
+    for (int kind = 0; kind < 4 + N_PW; kind++) {
+        const int is_pw = kind >= 4;
+        const uint32_t pi = is_pw ? (uint32_t)kind - 4 : 0;
+        hb_nn_dims d = {16, 16, 16};
+        uint32_t oc = 32;
+        if (is_pw) {
+            d.h = pw[pi].h;
+            d.w = pw[pi].w;
+            d.c = pw[pi].c;
+            oc = pw[pi].oc;
+        }
+        const char *name = is_pw ? pw[pi].name : names[kind];
+        const uint32_t macs = is_pw ? d.h * d.w * d.c * oc : macs_of[kind];
+        const uint32_t n_out = is_pw ? d.h * d.w * oc : n_out_of[kind];
+        k_rows rows = {{k_row, k_bias, 1, NULL, NULL, 0}, wt, is_pw ? d.c : len_of[kind], bias};
         if (kind == 1) rows.r.step = 64;
-        hb_nn_conv_params cp = {3, -2, -128, 127, 1, 1, 1, 1, 1, 1, 16, 16, 1, pc};
-        if (kind == 3) cp.pad_top = cp.pad_left = 0;
+        if (kind != 1) { /* leading rows and the biases in place (hb_nn_rows_all_in_place) */
+            rows.r.rows = wt;
+            rows.r.biases = (const uint8_t *)bias; /* little-endian i32: the target's own */
+        }
+        hb_nn_conv_params cp = {3, -2, -128, 127, 1, 1, 1, 1, 1, 1, d.h, d.w, 1, pc};
+        if (kind >= 3) cp.pad_top = cp.pad_left = 0;
         const hb_nn_fc_params fp = {3, -2, -128, 127, fc_rq};
         for (uint32_t i = 0; i <= runs; i++) { /* run 0 untimed */
             memset(out, 0, IN);
             const uint64_t t0 = hb_port_ticks();
-            if (kind == 0 || kind == 3) {
-                const hb_nn_dims d = {16, 16, 16};
+            if (kind == 0 || kind >= 3) {
                 const uint32_t kk = kind == 0 ? 3 : 1;
-                hb_nn_conv2d_s8(&cp, &d, in, &rows.r, kk, kk, 32, out);
+                hb_nn_conv2d_s8(&cp, &d, in, &rows.r, kk, kk, oc, out);
             } else if (kind == 1) {
-                const hb_nn_dims d = {16, 16, 64};
-                hb_nn_depthwise_conv2d_s8(&cp, &d, in, &rows.r, 3, 3, out);
+                const hb_nn_dims dd = {16, 16, 64};
+                hb_nn_depthwise_conv2d_s8(&cp, &dd, in, &rows.r, 3, 3, out);
             } else {
                 hb_nn_fully_connected_s8(&fp, in, 256, &rows.r, 128, out);
             }

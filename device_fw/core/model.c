@@ -417,7 +417,14 @@ enum { CLAIM_MEMO = 16 };
 static uint32_t claim_memo[CLAIM_MEMO];
 _Static_assert(HB_MAX_TRAINED < 255, "a claim memo entry's low byte");
 
-static void claim_memo_clear(void) { memset(claim_memo, 0, sizeof claim_memo); }
+/* where the last miss's scan found its tensor: the next miss starts one on (the ops ask for
+ * their tensors in the trained table's order, so a scan from there finds it first) */
+static uint16_t claim_next;
+
+static void claim_memo_clear(void) {
+    memset(claim_memo, 0, sizeof claim_memo);
+    claim_next = 0;
+}
 
 /* the trained index of blob tensor t, -1 if it does not train (the table is short: at most
  * HB_MAX_TRAINED entries, asked twice per op with weights and forward pass) */
@@ -425,12 +432,16 @@ static int32_t pass_claim(void *ctx, uint16_t t) {
     const uint32_t e = claim_memo[t % CLAIM_MEMO];
     if (e >> 8 == (uint32_t)t + 1u) return (e & 0xFFu) == 0xFFu ? -1 : (int32_t)(e & 0xFFu);
     const hb_zocf *z = &((const probe_pass *)ctx)->m->z;
-    int32_t c = -1;
-    for (uint16_t i = 0; i < z->n_trained; i++)
+    int32_t c = -1; /* the table's entries name distinct tensors: any scan order finds the same */
+    uint16_t i = claim_next < z->n_trained ? claim_next : 0;
+    for (uint16_t k = 0; k < z->n_trained; k++) {
         if (z->trained[i].tensor == t) {
             c = i;
+            claim_next = (uint16_t)(i + 1u);
             break;
         }
+        if (++i == z->n_trained) i = 0;
+    }
     claim_memo[t % CLAIM_MEMO] = (((uint32_t)t + 1u) << 8 | (c < 0 ? 0xFFu : (uint32_t)c));
     return c;
 }
@@ -616,7 +627,18 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
                 memset(mult, tt->eps_mult, cnt);
             } else if (P && !tt->cm && tt->len == 1) { /* a pool: element e is row e's o_e */
                 const uint16_t *halves = (const uint16_t *)(const void *)words;
-                for (uint32_t c = 0; c < cnt; c++)
+                uint32_t c = 0;
+#if HB_NN_MVE
+                if (halves && P < 65536u) /* eight offsets (h P) >> 16 = VMULH.U16, gathered */
+                    for (; c < cnt; c += 8) {
+                        const mve_pred16_t live = vctp16q(cnt - c);
+                        const uint16x8_t o = vmulhq_u16(vldrhq_z_u16(halves + e0 + c, live),
+                                                        vdupq_n_u16((uint16_t)P));
+                        vstrbq_p_s16(r + c, vldrbq_gather_offset_z_s16(p->src.pool, o, live),
+                                     live);
+                    }
+#endif
+                for (; c < cnt; c++)
                     r[c] = p->src.pool[((words ? halves[e0 + c] : hb_stream_half(&st, e0 + c)) *
                                         P) >> 16];
                 memset(mult, tt->eps_mult, cnt);
@@ -699,6 +721,21 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
             for (uint32_t j = 0; j < tt->rows; j++, w += L, out += L)
                 hb_zo_perturb_pool_row(p->src.dist, p->src.pool, P,
                                        (hb_stream_half(&st, j) * P) >> 16, L, w, dtab, out);
+        return;
+    }
+    if (trailing && p->src.pool && !tt->cm && tt->n >= hb_zo_n_values(p->src.dist)) {
+        /* a pool's depthwise filter with one delta table: its columns straight from the pool
+         * into the copy, eight channels at a time */
+        const int32_t em = p->sign * (int32_t)(p->eps * tt->eps_mult);
+        int32_t *dtab = work_at(m, m->delta_off);
+        hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
+        p->tab_tensor = t;
+        p->tab_em = em;
+        hb_stream st;
+        hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
+        hb_zo_perturb_pool_cols(p->src.dist, p->src.pool, p->src.pool_size,
+                                (const uint16_t *)(const void *)words, &st, tt->rows, tt->len, w,
+                                dtab, out);
         return;
     }
     if (!trailing) { /* a leading row is contiguous in the copy too: produced in place */
@@ -909,10 +946,8 @@ void hb_model_probe(hb_model *m, const hb_slot *s, uint16_t batch_size, uint32_t
                 sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
             else if (!src.pool_size)
                 sc[t] = hb_zo_scale_of_sumsq(hb_zo_sumsq_words(m->z.dist, wt, tt->n), tt->n);
-            else if (tt->layout != HB_ROWS_TRAILING) /* the rows' offsets from the words */
+            else /* the rows' offsets from the words (a row's squares: either layout) */
                 sc[t] = hb_zo_scale_of_sumsq(hb_zo_sumsq_pool_rows(&src, tt, wt), tt->n);
-            else
-                sc[t] = hb_zo_scale(&src, m->z.scaling, tt, t, seed);
             wt += wbytes / 4u;
         }
         const int32_t plus =

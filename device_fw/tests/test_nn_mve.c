@@ -111,6 +111,9 @@ static void rows_init(rows_t *s, int produced, const int8_t *w, const int32_t *b
     s->r.row = produced ? row_produced : row_in_place;
     s->r.bias = bias_of;
     s->r.step = produced ? 1 : entry;
+    s->r.rows = NULL; /* the in-place view: set by in_place_view */
+    s->r.biases = NULL;
+    s->r.no_bias = 0;
     s->w = w;
     s->b = b;
     s->row_step = row_step;
@@ -118,6 +121,18 @@ static void rows_init(rows_t *s, int produced, const int8_t *w, const int32_t *b
     s->entry = entry;
     s->buf = buf;
     s->n_log = 0;
+}
+
+/* hb_nn_rows' optional in-place view of leading rows read in place (row_step = len, entry 1):
+ * the rows alone, or the rows and the biases (or none); a kernel may then skip the calls.
+ * Returns whether the view is whole (hb_nn_rows_all_in_place). */
+static int in_place_view(rows_t *s, int which) {
+    if (s->r.row != row_in_place || s->row_step != s->len || s->entry != 1 || which == 0) return 0;
+    s->r.rows = s->w;
+    if (which == 1) return 0; /* rows only: biases still by call */
+    s->r.biases = s->b ? (const uint8_t *)s->b : NULL; /* little-endian i32 on both hosts */
+    s->r.no_bias = s->b == NULL;
+    return 1;
 }
 
 /* ---- random quantization ----------------------------------------------------------------- */
@@ -167,10 +182,13 @@ static void compare(const char *what, int i, size_t out_n, const char *desc) {
     char label[300];
     snprintf(label, sizeof label, "%s case %d (%s)", what, i, desc);
     hb_check_bytes(label, y_mve, y_ref, out_n + GUARD, __FILE__, __LINE__);
-    CHECK(rows_a.n_log == rows_b.n_log && memcmp(rows_a.log, rows_b.log,
-                                                  rows_a.n_log * sizeof(uint32_t)) == 0,
-          "%s: the row and bias calls differ (%u against %u calls)", label, rows_b.n_log,
-          rows_a.n_log);
+    /* with every row and bias in place the kernel may skip the calls: none or all of them,
+     * in the reference's order */
+    const int skipped = hb_nn_rows_all_in_place(&rows_b.r) && rows_b.n_log == 0;
+    const int same = rows_a.n_log == rows_b.n_log &&
+                     memcmp(rows_a.log, rows_b.log, rows_a.n_log * sizeof(uint32_t)) == 0;
+    CHECK(skipped || same, "%s: the row and bias calls differ (%u against %u calls)", label,
+          rows_b.n_log, rows_a.n_log);
 }
 
 static void prepare_outputs(size_t out_n) {
@@ -179,6 +197,7 @@ static void prepare_outputs(size_t out_n) {
 }
 
 /* ---- FULLY_CONNECTED ---------------------------------------------------------------------- */
+static int n_fc_views;
 static void test_fc(int cases) {
     for (int i = 0; i < cases; i++) {
         const uint32_t k = chance(20) ? (uint32_t)rnd_in(1, 17) : (uint32_t)rnd_in(1, 700);
@@ -195,13 +214,19 @@ static void test_fc(int cases) {
         const int32_t *b = with_bias ? quant.bias : NULL;
         rows_init(&rows_a, produced, w_buf, b, k, k, 1, row_buf);
         rows_init(&rows_b, produced, w_buf, b, k, k, 1, row_buf);
+        const int view = rnd_in(0, 2); /* none, the rows alone, rows and biases */
+        in_place_view(&rows_a, view);
+        const int whole = in_place_view(&rows_b, view);
         prepare_outputs(m);
         ref_fully_connected_s8(&p, x_buf, k, &rows_a.r, m, y_ref);
         hb_nn_fully_connected_s8(&p, x_buf, k, &rows_b.r, m, y_mve);
         char desc[160];
-        snprintf(desc, sizeof desc, "K=%u M=%u rq.n=%u %s", k, m, p.rq.n,
-                 produced ? "produced rows" : "in place");
+        snprintf(desc, sizeof desc, "K=%u M=%u rq.n=%u %s%s", k, m, p.rq.n,
+                 produced ? "produced rows" : "in place", whole ? ", the view" : "");
         compare("FULLY_CONNECTED", i, m, desc);
+        n_fc_views += whole;
+        CHECK(!whole || rows_b.n_log == 0, "FULLY_CONNECTED case %d: %u calls with the view", i,
+              rows_b.n_log);
     }
 }
 
@@ -270,7 +295,23 @@ static void directed(hb_nn_conv_params *p, window_t *w, int i) {
     if (i % 8 == 2) p->input_offset = chance(50) ? rnd_in(129, 1000) : rnd_in(-1000, -128);
 }
 
+/* Every eighth case (3 and 4 of 8): a pointwise conv (1x1, stride 1, no pad) of 1..30
+ * pixels (the few-pixel path and the one past it, whole groups of four and tails), K up to
+ * 200 (every tail of a 16-byte vector) */
+static void directed_pointwise(hb_nn_conv_params *p, window_t *w, int i) {
+    if (i % 8 != 3 && i % 8 != 4) return;
+    w->kh = w->kw = 1;
+    w->in.h = (uint32_t)rnd_in(1, i % 8 == 3 ? 4 : 6);
+    w->in.w = (uint32_t)rnd_in(1, 5);
+    w->in.c = (uint32_t)rnd_in(1, 200);
+    p->stride_h = p->stride_w = p->dilation_h = p->dilation_w = 1;
+    p->pad_top = p->pad_left = 0;
+    p->out_h = w->in.h;
+    p->out_w = w->in.w;
+}
+
 /* ---- CONV_2D ---------------------------------------------------------------------------- */
+static int n_whole_views, n_pw_in_place;
 static void test_conv(int cases) {
     for (int i = 0; i < cases; i++) {
         hb_nn_conv_params p;
@@ -281,7 +322,9 @@ static void test_conv(int cases) {
         }
         p.depth_multiplier = 1;
         directed(&p, &w, i);
-        const uint32_t out_c = (uint32_t)rnd_in(1, 20), row = w.kh * w.kw * w.in.c;
+        directed_pointwise(&p, &w, i);
+        const uint32_t out_c = (uint32_t)rnd_in(1, i % 8 == 3 ? 60 : 20);
+        const uint32_t row = w.kh * w.kw * w.in.c;
         int32_t spread;
         random_quant(&quant, out_c, &p.rq, &spread);
         for (uint32_t o = 0; o < out_c; o++) quant.bias[o] = random_bias(spread);
@@ -291,13 +334,27 @@ static void test_conv(int cases) {
         const int32_t *b = chance(80) ? quant.bias : NULL;
         rows_init(&rows_a, produced, w_buf, b, row, row, 1, row_buf);
         rows_init(&rows_b, produced, w_buf, b, row, row, 1, row_buf);
+        /* none, the rows alone, rows and biases (always on the few-pixel pointwise cases) */
+        const int view = i % 8 == 3 ? 2 : rnd_in(0, 2);
+        in_place_view(&rows_a, view);
+        const int whole = in_place_view(&rows_b, view);
+        n_whole_views += whole;
         const size_t out_n = (size_t)p.out_h * p.out_w * out_c;
         prepare_outputs(out_n);
         ref_conv2d_s8(&p, &w.in, x_buf, &rows_a.r, w.kh, w.kw, out_c, y_ref);
         hb_nn_conv2d_s8(&p, &w.in, x_buf, &rows_b.r, w.kh, w.kw, out_c, y_mve);
         char desc[300];
         describe(desc, sizeof desc, &p, &w, out_c, produced);
+        if (whole) strncat(desc, ", rows and biases in place", sizeof desc - strlen(desc) - 1);
         compare("CONV_2D", i, out_n, desc);
+        /* the few-pixel pointwise path reads them all in place: no calls at all */
+        if (whole && w.kh == 1 && w.kw == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+            p.pad_top == 0 && p.pad_left == 0 && p.out_h * p.out_w > 1 &&
+            p.out_h * p.out_w <= 16 && p.out_h == w.in.h && p.out_w == w.in.w) {
+            n_pw_in_place++;
+            CHECK(rows_b.n_log == 0, "CONV_2D case %d: %u row/bias calls on the in-place path",
+                  i, rows_b.n_log);
+        }
     }
 }
 
@@ -467,12 +524,20 @@ int main(int argc, char **argv) {
     test_dot();
     test_requant(20000 * scale);
     test_fc(400 * scale);
+    CHECK(n_fc_views >= 40 * scale, "only %d FULLY_CONNECTED cases with the in-place view",
+          n_fc_views);
     test_conv(400 * scale);
+    /* the directed pointwise cases reach the in-place path (about 1 in 16 of all, drawn) */
+    CHECK(n_pw_in_place >= 10 * scale,
+          "only %d CONV_2D cases took the few-pixel in-place path (%d whole views)",
+          n_pw_in_place, n_whole_views);
     test_depthwise(400 * scale);
     test_add(400 * scale);
     test_mean(400 * scale);
     printf("test_nn_mve: Helium against scalar: %d FC, %d CONV_2D, %d DEPTHWISE_CONV_2D, %d ADD, "
-           "%d MEAN cases, %d requantizations of 4 lanes, every dot product length 0..140\n",
-           400 * scale, 400 * scale, 400 * scale, 400 * scale, 400 * scale, 20000 * scale);
+           "%d MEAN cases (%d pointwise ones read in place), %d requantizations of 4 lanes, every "
+           "dot product length 0..140\n",
+           400 * scale, 400 * scale, 400 * scale, 400 * scale, 400 * scale, n_pw_in_place,
+           20000 * scale);
     TEST_MAIN_END("test_nn_mve");
 }

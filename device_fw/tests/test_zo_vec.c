@@ -198,6 +198,63 @@ static void test_words(void) {
     }
 }
 
+/* A pool's depthwise (trailing) filter: hb_zo_perturb_pool_cols against its definition (row
+ * j's entry i, element i R + j, from pool[(k_j + i) mod P]), its offsets from the words and
+ * from the stream, rows of any count (tails of the eight-row groups) and offsets that wrap;
+ * and the sum of squares of a trailing pool tensor (hb_zo_sumsq_pool_rows, hb_zo_scale)
+ * against the raw samples hb_zo_samples gives. */
+static void test_pool_cols(void) {
+    static int8_t pool[2000], w[40 * 130], out[40 * 130 + 16], raw[40 * 130];
+    static uint32_t words[64];
+    int32_t tab[HB_ZO_VALUES_UNIFORM];
+    for (int c = 0; c < 150; c++) {
+        const uint8_t dist = DISTS[c % 3];
+        const uint32_t L = 1 + rnd() % 40, R = 1 + rnd() % 120;
+        const uint32_t P = c % 5 == 0 ? L : L + rnd() % (sizeof pool - L + 1);
+        for (uint32_t i = 0; i < P; i++) {
+            const uint32_t v = rnd();
+            pool[i] = dist == HB_DIST_RADEMACHER ? (int8_t)(v % 2 ? 1 : -1)
+                      : dist == HB_DIST_GAUSSIAN ? (int8_t)((int32_t)(v % 17) - 8)
+                                                 : (int8_t)(2 * (int32_t)(v % 128) - 127);
+        }
+        const uint32_t seed = rnd(), ti = rnd() % 8;
+        hb_zo_fill_words(seed, ti, sizeof words, words);
+        const uint16_t *halves = (const uint16_t *)(const void *)words;
+        for (uint32_t e = 0; e < R * L; e++) w[e] = weight();
+        hb_zo_delta_table(dist, random_scale(dist), random_em(), tab);
+        hb_stream s;
+        hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
+        const int from_words = c % 2;
+        memset(out, 0x55, sizeof out);
+        hb_zo_perturb_pool_cols(dist, pool, P, from_words ? halves : NULL, &s, R, L, w, tab, out);
+        int bad = 0;
+        for (uint32_t j = 0; j < R && !bad; j++) {
+            const uint32_t k = (halves[j] * P) >> 16; /* the words are the stream's */
+            for (uint32_t i = 0; i < L && !bad; i++) {
+                const size_t e = (size_t)i * R + j;
+                const int8_t r = pool[(k + i) % P];
+                const int8_t want = hb_zo_clamp_weight(w[e] + tab[hb_zo_value_index(dist, r)]);
+                bad = out[e] != want;
+                CHECK(!bad, "dist %u P %u R %u L %u words %d: row %u entry %u %d, expected %d",
+                      dist, P, R, L, from_words, j, i, out[e], want);
+            }
+        }
+        CHECK(out[R * L] == 0x55, "dist %u R %u L %u: the byte past the filter written", dist, R,
+              L);
+        /* the tensor's sum of squares, trailing, with this pool */
+        const hb_zo_source src = {dist, pool, P};
+        const hb_zo_tensor tt = {0, HB_ZO_WEIGHT, HB_ROWS_TRAILING, 16, 0, R * L, R, L, NULL};
+        hb_zo_samples(&src, &tt, ti, seed, 0, R * L, raw, NULL);
+        uint64_t q = 0;
+        for (uint32_t e = 0; e < R * L; e++) q += (uint64_t)((int32_t)raw[e] * raw[e]);
+        CHECK(hb_zo_sumsq_pool_rows(&src, &tt, words) == q,
+              "dist %u P %u R %u L %u: sum of squares", dist, P, R, L);
+        CHECK(hb_zo_scale(&src, HB_SCALING_ADAPTIVE, &tt, ti, seed) ==
+                  hb_zo_scale_of_sumsq(q, R * L),
+              "dist %u P %u R %u L %u: the adaptive scale", dist, P, R, L);
+    }
+}
+
 /* the table is hb_zo_signed_delta of each raw sample, at random and extreme S and em */
 static void test_delta_table(void) {
     int32_t tab[HB_ZO_VALUES_UNIFORM + 4];
@@ -224,5 +281,6 @@ int main(void) {
     test_delta_table();
     test_loss_item();
     test_words();
+    test_pool_cols();
     TEST_MAIN_END("test_zo_vec");
 }

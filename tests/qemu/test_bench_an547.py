@@ -107,7 +107,8 @@ def test_the_kernels_meet_issue_25s_ratios_to_cmsis_nn_on_the_anchor_shapes():
             r"^(\S.{33})\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", out, re.M
         )
     }
-    assert set(ratio) == {
+    pointwise = {k: v for k, v in ratio.items() if k.startswith("conv 1x1 ")}
+    assert set(ratio) - set(pointwise) == {
         "conv 3x3 16x16x16 -> 32, same",
         "depthwise 3x3 16x16x64, same",
         "fully connected 256 -> 128",
@@ -116,4 +117,38 @@ def test_the_kernels_meet_issue_25s_ratios_to_cmsis_nn_on_the_anchor_shapes():
     assert ratio["conv 3x3 16x16x16 -> 32, same"] <= 1.3, out
     assert ratio["depthwise 3x3 16x16x64, same"] <= 1.5, out
     assert ratio["fully connected 256 -> 128"] <= 1.0, out
-    assert re.search(r"^conv 1x1 16x16x16 -> 32\s+131,072\s+[\d.]+\s+[\d.]+\s+-\s+-", out, re.M)
+    # MobileNetV2 a0.35 32x32's 1x1 convs (and the 16x16x16 -> 32 one), each against
+    # CMSIS-NN's instructions measured by device_fw/bench/cmsis_anchor: issue 25's <= 1.0x,
+    # with the margin reached (the worst 0.97x), and CMSIS-NN's output bytes (its checksum:
+    # no MISMATCH above)
+    assert len(pointwise) == 13, out
+    for name, r in pointwise.items():
+        assert r <= 0.98, (name, r, out)
+    # the large maps gain most: their per-group cost (four outputs per dot product) is lower
+    assert ratio["conv 1x1 16x16x16 -> 32"] <= 0.8, out
+
+
+def test_mobilenets_probe_is_near_its_floor_with_every_perturbation():
+    done = _run("--probe-table", "--probe-model", "MobileNetV2 a0.35 32x32", "--no-split")
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-2000:]
+    assert "LOSSES DIFFER" not in out  # with the scratch and without: the same losses
+    rows = {
+        m.group(1).strip(): (_n(m.group(3)), _n(m.group(4)), float(m.group(5)))
+        for m in re.finditer(
+            rf"^  MobileNetV2 a0.35 32x32, (\S.*?)\s+2\s+4\s+{NUM}\s+{NUM}\s+[\d.]+x\s+{NUM}"
+            rf"\s+([\d.]+)x",
+            out,
+            re.M,
+        )
+    }
+    ratio = {k: probe / floor for k, (probe, floor, _) in rows.items()}
+    for k, (probe, floor, printed) in rows.items():
+        assert abs(probe / floor - printed) < 0.006, (k, probe, floor, printed)
+    assert set(ratio) == {"rademacher", "uniform", "uniform + pool 1280", "gaussian"}, out
+    # issue 25's targets: <= 1.2x the floor (1.5x with Gaussian samples), as reached at
+    # 5ba9572: 1.09, 1.17, 1.19 and 1.38
+    assert ratio["rademacher"] <= 1.12, out
+    assert ratio["uniform"] <= 1.18, out
+    assert ratio["uniform + pool 1280"] <= 1.2, out
+    assert ratio["gaussian"] <= 1.42, out

@@ -9,7 +9,9 @@
  * ways to find a pixel's taps, the first that applies:
  *  - one output pixel: the op is a FULLY_CONNECTED over its taps (a 1x1 output of a window
  *    inside the input: x itself; otherwise gathered as below), four channels per requantization;
- *  - pointwise (1x1 filter, stride 1, no pad): the input is already a matrix of pixels x C;
+ *  - pointwise (1x1 filter, stride 1, no pad): the input is already a matrix of pixels x C
+ *    (at most 16 pixels with the rows' in-place view: pixels outermost, every channel per
+ *    group of four, conv_matrix_in_place);
  *  - im2col: every pixel's kh*kw*C taps gathered once per op into a static buffer of
  *    HB_NN_COLS_BYTES (a padded tap holds -input_offset: x + input_offset = 0 there, as
  *    TFLM's skipped tap), when they fit and -input_offset is an int8;
@@ -37,6 +39,10 @@ static void interior_columns(const hb_nn_conv_params *p, uint32_t in_w, uint32_t
 /* The scratch of the padded input or the im2col matrix (hb_nn_mve.h hb_nn_scratch) */
 #define HB_NN_COLS_BYTES HB_NN_SCRATCH_BYTES
 #define cols_buf hb_nn_scratch
+/* a pointwise conv of at most this many pixels with its rows in place: conv_matrix_in_place */
+#ifndef HB_NN_PW_FEW_PIXELS
+#define HB_NN_PW_FEW_PIXELS 16u
+#endif
 _Alignas(16) int8_t hb_nn_scratch[HB_NN_SCRATCH_BYTES];
 
 /* The padded input's extent: rows and columns up to the last tap any output pixel reads, at
@@ -65,6 +71,7 @@ static void pad_input(const hb_nn_conv_params *p, const hb_nn_dims *in, const in
  * sum w*x + input_offset * (the row's whole weight sum), that sum once per channel. Four
  * pixels of one output row per weight load, the kh runs in one asm block
  * (hb_nn_dot4_runs_mve). */
+__attribute__((noinline)) /* its own registers, as conv_matrix_in_place */
 static void conv_padded(const hb_nn_conv_params *p, const int8_t *pad, uint32_t wp, uint32_t c,
                         uint32_t kh, uint32_t kw, const hb_nn_rows *f, uint32_t out_c,
                         int8_t *y) {
@@ -154,6 +161,50 @@ static void conv_matrix(const hb_nn_conv_params *p, const int8_t *cols, uint32_t
     }
 }
 
+/* conv_matrix when every row and bias is in place (hb_nn_rows_all_in_place): pixels outermost,
+ * four at a time, every output channel of them per pass, each row's weight sum in its dot
+ * product (hb_nn_dot4_wsum_mve); no call per row. For maps of few pixels, where the per-row
+ * cost of conv_matrix outweighs a sum per group. */
+static const uint8_t no_bias_bytes[4]; /* the bias of an op without one: 0, step 0 */
+
+__attribute__((noinline)) /* its own registers: inlined, its loop spills */
+static void conv_matrix_in_place(const hb_nn_conv_params *p, const int8_t *cols, uint32_t k,
+                                 uint32_t n_px, const hb_nn_rows *f, uint32_t out_c, int8_t *y) {
+    const int32_t in_off = p->input_offset, out_off = p->output_offset;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    const uint32x4_t out_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), out_c);
+    const uint32_t q_step = p->rq.n == 1 ? 0u : 1u; /* per-tensor: channel 0's for all */
+    const uint8_t *const mult0 = p->rq.mult;
+    const int8_t *const shift0 = p->rq.shift;
+    const uint8_t *const bias0 = f->biases ? f->biases : no_bias_bytes;
+    const uint32_t b_step = f->biases ? 4u : 0u;
+    const int8_t *const rows = f->rows;
+    for (uint32_t i = 0; i < n_px; i += 4) {
+        const uint32_t n = n_px - i < 4 ? n_px - i : 4; /* lanes past n repeat pixel i */
+        const int8_t *x0 = cols + (size_t)i * k;
+        const int8_t *x1 = n > 1 ? x0 + k : x0, *x2 = n > 2 ? x1 + k : x0,
+                     *x3 = n > 3 ? x2 + k : x0;
+        const mve_pred16_t pred = vctp32q(n);
+        int8_t *out = y + (size_t)i * out_c;
+        const int8_t *row = rows;
+        const uint8_t *mult = mult0, *bias = bias0;
+        const int8_t *shift = shift0;
+        for (uint32_t oc = 0; oc < out_c; oc++) {
+            int32_t sumw;
+            int32x4_t a = hb_nn_dot4_wsum_mve(row, x0, x1, x2, x3, k, &sumw);
+            const uint32_t base = (uint32_t)hb_rdi32(bias) + (uint32_t)in_off * (uint32_t)sumw;
+            a = vreinterpretq_s32_u32(vaddq_n_u32(vreinterpretq_u32_s32(a), base));
+            const int32x4_t v = hb_nn_requant1_mve(a, hb_rdi32(mult), *shift, out_off, lo, hi);
+            vstrbq_scatter_offset_p_s32(out, out_offsets, v, pred);
+            row += k;
+            out++;
+            bias += b_step;
+            mult += 4u * q_step;
+            shift += q_step;
+        }
+    }
+}
+
 /* One output pixel whose taps are k contiguous bytes at x (all inside): a FULLY_CONNECTED. */
 static void conv_one_pixel(const hb_nn_conv_params *p, const int8_t *x, uint32_t k,
                            const hb_nn_rows *f, uint32_t out_c, int8_t *y) {
@@ -200,6 +251,8 @@ void hb_nn_conv2d_s8(const hb_nn_conv_params *p, const hb_nn_dims *in, const int
     if (pointwise) {
         if (n_px == 1)
             conv_one_pixel(p, x, k, f, out_c, y);
+        else if (n_px <= HB_NN_PW_FEW_PIXELS && hb_nn_rows_all_in_place(f))
+            conv_matrix_in_place(p, x, c, n_px, f, out_c, y);
         else
             conv_matrix(p, x, c, n_px, f, out_c, y);
         return;

@@ -11,7 +11,9 @@
  * and take each channel's filter row and bias from a row provider (hb_nn_rows) once: read in
  * place from the blob, or produced into a row buffer for a perturbed forward pass
  * (docs/zo-math.md section 3, core/ops/rows.c and core/model.c). Any loop order gives the same
- * bytes: each output element is one accumulator.
+ * bytes: each output element is one accumulator. A provider whose rows and biases are all in
+ * place says so (hb_nn_rows' optional view): the Helium FC and few-pixel pointwise CONV_2D
+ * then read them there, several channels per pass, without a call per row.
  *
  * Scalar and Helium (MVE) in one function: FC, CONV_2D and DEPTHWISE_CONV_2D open with an
  * `#if HB_NN_MVE` block (tail-predicated vector loops, hb_nn_mve.h) and keep the scalar C in
@@ -56,7 +58,20 @@ struct hb_nn_rows {
     /* entries of a row are `step` bytes apart: 1 for FC and CONV_2D (contiguous) and for a
      * produced row; a depthwise row read in place is strided by the filter's C*D channels */
     uint32_t step;
+    /* Optional (0 when absent): every row in place, row j at rows + j * (the row's entries,
+     * step 1), and the biases in place (little-endian i32, bias j at biases + 4 j) or none
+     * (no_bias 1). A kernel may then read them there, in any order and several output channels
+     * per pass, without calling row() or bias(); a provider without them is called a row at a
+     * time, as above. */
+    const int8_t *rows;
+    const uint8_t *biases;
+    uint32_t no_bias;
 };
+
+/* Whether every row of f is in place (f->rows) and so is every bias (or there is none). */
+static inline int hb_nn_rows_all_in_place(const hb_nn_rows *f) {
+    return f->rows != NULL && (f->biases != NULL || f->no_bias);
+}
 
 typedef struct {
     int32_t input_offset, output_offset, act_min, act_max;

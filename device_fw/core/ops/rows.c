@@ -38,6 +38,14 @@ static int32_t bias_claimed(const hb_nn_rows *r, uint32_t j) {
     return o->src->bias(o->src->ctx, o->bc, j);
 }
 
+/* hb_nn_rows' optional in-place view: leading rows read where they are (claimed: NULL),
+ * biases likewise */
+static void set_in_place(hb_op_rows *out, int trailing, int claimed_w, int claimed_b) {
+    out->r.rows = trailing || claimed_w ? NULL : out->w;
+    out->r.biases = claimed_b ? NULL : out->b;
+    out->r.no_bias = !claimed_b && !out->b;
+}
+
 void hb_op_rows_of(const hb_graph *g, const hb_op *o, const hb_graph_rows *src, hb_op_rows *out) {
     const int trailing = o->prep.row_step != 1; /* a depthwise filter read in place */
     out->w = (const int8_t *)(g->blob + g->tensors[o->idx[1]].offset);
@@ -53,6 +61,7 @@ void hb_op_rows_of(const hb_graph *g, const hb_op *o, const hb_graph_rows *src, 
         out->r.row = trailing ? row_trailing : row_leading;
         out->r.step = o->prep.row_step;
         out->r.bias = out->b ? bias_blob : bias_none;
+        set_in_place(out, trailing, 0, 0);
         return;
     }
     out->wc = src ? src->claim(src->ctx, o->idx[1]) : -1;
@@ -67,4 +76,5 @@ void hb_op_rows_of(const hb_graph *g, const hb_op *o, const hb_graph_rows *src, 
                   : src->row_step ? src->row_step(src->ctx, out->wc)
                                   : 1;
     out->r.bias = out->bc >= 0 ? bias_claimed : out->b ? bias_blob : bias_none;
+    set_in_place(out, trailing, out->wc >= 0, out->bc >= 0);
 }

@@ -390,6 +390,15 @@ static uint32_t sumsq_chunk_mve(const int8_t *r, uint32_t cnt) {
     }
     return (uint32_t)acc;
 }
+
+/* sum of r^2 over the L pool samples from k, wrapping once (k < P, L <= P <= 2^16: each
+ * part's sum < 2^30 fits sumsq_chunk_mve's int32) */
+static inline uint32_t sumsq_pool_run(const int8_t *pool, uint32_t P, uint32_t k, uint32_t L) {
+    const uint32_t first = P - k < L ? P - k : L;
+    uint32_t q = sumsq_chunk_mve(pool + k, first);
+    if (first < L) q += sumsq_chunk_mve(pool, L - first);
+    return q;
+}
 #endif
 
 void hb_zo_perturb_run(uint8_t dist, hb_stream *s, uint32_t e0, uint32_t count, const int8_t *w,
@@ -627,6 +636,55 @@ void hb_zo_perturb_pool_row(uint8_t dist, const int8_t *pool, uint32_t P, uint32
     if (first < L) perturb_from(dist, pool, L - first, w + first, tab, out + first);
 }
 
+void hb_zo_perturb_pool_cols(uint8_t dist, const int8_t *pool, uint32_t P, const uint16_t *halves,
+                             hb_stream *s, uint32_t R, uint32_t L, const int8_t *w,
+                             const int32_t *tab, int8_t *out) {
+    const int32_t voff = hb_zo_value_offset(dist);
+    const uint32_t vshift = hb_zo_value_shift(dist);
+    uint32_t j0 = 0;
+#if HB_NN_MVE
+    if (tab == narrow_of && narrow_n == hb_zo_n_values(dist) && P < 65536u) {
+        /* eight rows (channels) per group, int16 lanes: per entry i the eight pool offsets
+         * k_j + i (mod P) gathered, their table indices, the narrow deltas gathered, the
+         * eight weights i R + j0 .. contiguous */
+        const int16x8_t lo = vdupq_n_s16(-HB_WEIGHT_LIMIT), hi = vdupq_n_s16(HB_WEIGHT_LIMIT);
+        const int16x8_t neg_shift = vdupq_n_s16(-(int16_t)vshift);
+        for (; j0 < R; j0 += 8) {
+            const uint32_t n = R - j0 < 8 ? R - j0 : 8;
+            const mve_pred16_t live = vctp16q(n);
+            uint16_t ks[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (uint32_t c = 0; c < n; c++) {
+                const uint32_t h = halves ? halves[j0 + c] : hb_stream_half(s, j0 + c);
+                ks[c] = (uint16_t)((h * P) >> 16);
+            }
+            uint16x8_t k = vld1q_u16(ks);
+            const int8_t *wi = w + j0;
+            int8_t *oi = out + j0;
+            for (uint32_t i = 0; i < L; i++, wi += R, oi += R) {
+                const int16x8_t r = vaddq_n_s16(vldrbq_gather_offset_z_s16(pool, k, live),
+                                                (int16_t)voff);
+                const uint16x8_t idx = vshlq_u16(vreinterpretq_u16_s16(r), neg_shift);
+                const int16x8_t d = vldrhq_gather_shifted_offset_z_s16(narrow, idx, live);
+                const int16x8_t v =
+                    vminq_s16(vmaxq_s16(vaddq_s16(vldrbq_z_s16(wi, live), d), lo), hi);
+                vstrbq_p_s16(oi, v, live);
+                k = vaddq_n_u16(k, 1); /* k_j + i + 1 < 2P <= 2^17 - 2: wrap back once */
+                k = vpselq_u16(vsubq_n_u16(k, (uint16_t)P), k, vcmpcsq_n_u16(k, (uint16_t)P));
+            }
+        }
+        return;
+    }
+#endif
+    for (; j0 < R; j0++) {
+        uint32_t k = ((halves ? halves[j0] : hb_stream_half(s, j0)) * P) >> 16;
+        for (uint32_t i = 0; i < L; i++) {
+            const size_t e = (size_t)i * R + j0;
+            out[e] = hb_zo_clamp_weight(w[e] + tab[(uint32_t)(pool[k] + voff) >> vshift]);
+            if (++k == P) k = 0;
+        }
+    }
+}
+
 void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_t *w,
                         const int32_t *tab, int8_t *out) {
     perturb_from(dist, raw, n, w, tab, out);
@@ -774,25 +832,17 @@ uint32_t hb_zo_scale(const hb_zo_source *src, uint8_t scaling, const hb_zo_tenso
         hb_stream s;
         hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
         q = sumsq_fresh_mve(src->dist, &s, t->n);
-    } else if (t->layout != HB_ROWS_TRAILING) { /* row j: the pool from o_j, wrapping once */
+    } else { /* row j: the pool from o_j, wrapping once (either layout: the sum of a row's
+              * squares does not depend on where its entries lie) */
         hb_stream s;
         hb_philox_stream_init(&s, seed, HB_STREAM_PERTURB, ti);
         const uint32_t P = src->pool_size, L = t->len;
         for (uint32_t j = 0; j < t->rows; j++) {
-            const uint32_t k = (hb_stream_half(&s, j) * P) >> 16, first = P - k < L ? P - k : L;
-            if (L == 1) { /* a bias: one sample per row */
-                q += (uint32_t)((int32_t)src->pool[k] * src->pool[k]);
-                continue;
-            }
-            q += hb_zo_sumsq_raw(src->pool + k, first);
-            if (first < L) q += hb_zo_sumsq_raw(src->pool, L - first);
+            const uint32_t k = (hb_stream_half(&s, j) * P) >> 16;
+            q += sumsq_pool_run(src->pool, P, k, L);
         }
-    } else
-        for (uint32_t e0 = 0; e0 < t->n; e0 += HB_ZO_CHUNK) {
-            uint32_t cnt = t->n - e0 < HB_ZO_CHUNK ? t->n - e0 : HB_ZO_CHUNK;
-            hb_zo_samples(src, t, ti, seed, e0, cnt, r, NULL);
-            q += sumsq_chunk_mve(r, cnt);
-        }
+    }
+    (void)r;
 #else
     for (uint32_t e0 = 0; e0 < t->n; e0 += HB_ZO_CHUNK) {
         uint32_t cnt = t->n - e0 < HB_ZO_CHUNK ? t->n - e0 : HB_ZO_CHUNK;
@@ -816,9 +866,13 @@ uint64_t hb_zo_sumsq_pool_rows(const hb_zo_source *src, const hb_zo_tensor *t,
         return q;
     }
     for (uint32_t j = 0; j < t->rows; j++) {
+#if HB_NN_MVE
+        q += sumsq_pool_run(src->pool, P, (halves[j] * P) >> 16, L);
+#else
         const uint32_t k = (halves[j] * P) >> 16, first = P - k < L ? P - k : L;
         q += hb_zo_sumsq_raw(src->pool + k, first);
         if (first < L) q += hb_zo_sumsq_raw(src->pool, L - first);
+#endif
     }
     return q;
 }

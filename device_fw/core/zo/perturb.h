@@ -130,9 +130,16 @@ void hb_zo_perturb_from(uint8_t dist, const int8_t *raw, uint32_t n, const int8_
 /* a pool row: hb_zo_perturb_from over the L samples pool[(k + i) mod P] (k < P, L <= P) */
 void hb_zo_perturb_pool_row(uint8_t dist, const int8_t *pool, uint32_t P, uint32_t k,
                             uint32_t L, const int8_t *w, const int32_t *tab, int8_t *out);
+/* a pool's trailing (depthwise) filter, R rows of L entries, entry i of row j at element
+ * i R + j: out[i R + j] = clamp(w[i R + j] + tab[hb_zo_value_index(dist, pool[(k_j + i) mod P])],
+ * +-HB_WEIGHT_LIMIT), k_j = (h_j P) >> 16 with h_j = halves[j], or hb_stream_half(s, j) when
+ * halves is NULL (L <= P) */
+void hb_zo_perturb_pool_cols(uint8_t dist, const int8_t *pool, uint32_t P, const uint16_t *halves,
+                             hb_stream *s, uint32_t R, uint32_t L, const int8_t *w,
+                             const int32_t *tab, int8_t *out);
 /* sum of r^2 over n raw samples */
 uint64_t hb_zo_sumsq_raw(const int8_t *r, uint32_t n);
-/* with a pool, a leading tensor's sum of r^2 with its rows' offsets o_j from the seed's
+/* with a pool, a tensor's sum of r^2 (either layout) with its rows' offsets o_j from the seed's
  * words (half j: word j / 2's half j mod 2, the stream's halves as hb_stream_half reads them) */
 uint64_t hb_zo_sumsq_pool_rows(const hb_zo_source *src, const hb_zo_tensor *t,
                                const uint32_t *words);
