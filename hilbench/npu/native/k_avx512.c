@@ -210,7 +210,7 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
 HB_VNNI HB_INLINE void mac_body(const uint8_t *const *rows, const int32_t *koff,
                                 const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
                                 const int32_t *beff, int64_t ob, const int mr, const int nr,
-                                __m512i *dst) {
+                                __m512i *dst, const int csteps) {
     __m512i acc[MR_MAX][4];
     _Pragma("GCC unroll 16")
     for (int j = 0; j < nr; j++) {
@@ -223,7 +223,10 @@ HB_VNNI HB_INLINE void mac_body(const uint8_t *const *rows, const int32_t *koff,
     for (int i = 0; i < mr; i++) r[i] = rows ? rows[i] : A + i * lda;
     const int8_t *b0 = B + ob * K4 * 16;
     const int64_t bstride = K4 * 16;
-    const int64_t steps = K4 / 4;
+    const int64_t steps = csteps ? csteps : K4 / 4;
+    /* csteps: the step count as a constant (short reductions), the loop unrolled whole:
+     * with a back edge gcc copied every accumulator once per step */
+    _Pragma("GCC unroll 16")
     for (int64_t k = 0; k < steps; k++) {
         __m512i w[4];
         _Pragma("GCC unroll 16")
@@ -250,9 +253,9 @@ HB_VNNI HB_INLINE void mac_body(const uint8_t *const *rows, const int32_t *koff,
         const uint8_t *const *rows, const int32_t *koff, const uint8_t *A, int64_t lda,     \
         int64_t K4, const int8_t *B, const int32_t *beff, int64_t ob, __m512i *dst) {       \
         if (rows)                                                                           \
-            mac_body(rows, koff, NULL, 0, K4, B, beff, ob, MR, NR, dst);                    \
+            mac_body(rows, koff, NULL, 0, K4, B, beff, ob, MR, NR, dst, 0);                 \
         else                                                                                \
-            mac_body(NULL, NULL, A, lda, K4, B, beff, ob, MR, NR, dst);                     \
+            mac_body(NULL, NULL, A, lda, K4, B, beff, ob, MR, NR, dst, 0);                  \
     }
 DEF_MAC(4, 4)
 DEF_MAC(1, 4)
@@ -276,7 +279,19 @@ HB_VNNI HB_INLINE void gemm_tile_any(const uint8_t *const *rows, const int32_t *
     __m512i buf[MR_MAX * 4] __attribute__((aligned(64)));
     if (K4 < 64) { /* short: inlined (the call and the accumulators' trip through memory
                     * would cost more than the copies) */
-        mac_body(rows, koff, A, lda, K4, B, c->beff, ob, mr, nr, buf);
+        switch (K4 / 4) { /* the usual short reductions with their step count constant */
+#define MAC_STEPS(S)                                                                        \
+    case S: mac_body(rows, koff, A, lda, K4, B, c->beff, ob, mr, nr, buf, S); break;
+        MAC_STEPS(2)
+        MAC_STEPS(3)
+        MAC_STEPS(4)
+        MAC_STEPS(6)
+        MAC_STEPS(8)
+        MAC_STEPS(9)
+        MAC_STEPS(12)
+#undef MAC_STEPS
+        default: mac_body(rows, koff, A, lda, K4, B, c->beff, ob, mr, nr, buf, 0); break;
+        }
     } else {
 #define MAC_CASE(MR, NR)                                                                    \
     if (mr == (MR) && nr == (NR)) mac_##MR##_##NR(rows, koff, A, lda, K4, B, c->beff, ob, buf);
@@ -614,17 +629,25 @@ HB_VNNI HB_INLINE __m512i hsum16(const __m512i r[16]) {
 /* One direct tile: mr (<= 4) pixels x nr (<= 4) channels, dot products along K on the
  * weights as given; lanes of the result: 4 * pixel + channel. */
 HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_t *W,
-                                      int64_t K, const int mr, const int nr) {
-    __m512i acc[4][4];
+                                      int64_t K, const int mr, const int nr, const int sums,
+                                      int32_t *rsum) {
+    __m512i acc[4][4], rs[4];
+    const __m512i ones = _mm512_set1_epi8(1);
     _Pragma("GCC unroll 4")
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
+        rs[i] = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_si512();
+    }
     int64_t k = 0;
     for (; k + 64 <= K; k += 64) {
         __m512i w[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                         _mm512_setzero_si512()};
         _Pragma("GCC unroll 4")
         for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(W + j * K + k);
+        if (sums) { /* the row sums on the way (the weights' one pass from memory) */
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < nr; j++) rs[j] = _mm512_dpbusd_epi32(rs[j], ones, w[j]);
+        }
         _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             const __m512i a = _mm512_loadu_si512(A + i * lda + k);
@@ -638,12 +661,20 @@ HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_
                         _mm512_setzero_si512()};
         _Pragma("GCC unroll 4")
         for (int j = 0; j < nr; j++) w[j] = _mm512_maskz_loadu_epi8(m, W + j * K + k);
+        if (sums) {
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < nr; j++) rs[j] = _mm512_dpbusd_epi32(rs[j], ones, w[j]);
+        }
         _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             const __m512i a = _mm512_maskz_loadu_epi8(m, A + i * lda + k);
             _Pragma("GCC unroll 4")
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
+    }
+    if (sums) {
+        _Pragma("GCC unroll 4")
+        for (int j = 0; j < nr; j++) rsum[j] = _mm512_reduce_add_epi32(rs[j]);
     }
     __m512i r[16];
     _Pragma("GCC unroll 4")
@@ -652,68 +683,75 @@ HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_
     return hsum16(r);
 }
 
+/* A direct tile's 4 x 4 results (lane 4 * pixel + channel): + bias, requantized, stored */
+HB_VNNI HB_INLINE void direct_store(const opctx *c, __m512i r, int64_t o0, int nr, int64_t m0,
+                                    int mr, uint8_t *out, __m512i oo, __m512i lo, __m512i hi,
+                                    int anyls) {
+    const int64_t O = c->f[F_OC], O16 = c->f[F_O16];
+    /* per-lane (channel o0 + lane % 4) requantization constants and bias */
+    vq q;
+    q.m = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + o0)));
+    q.mo = _mm512_srli_epi64(q.m, 32);
+    q.ls = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 2 * O16 + o0)));
+    q.rs = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 3 * O16 + o0)));
+    q.mask = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 4 * O16 + o0)));
+    q.thr = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 5 * O16 + o0)));
+    const __m512i bias = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->beff + o0)));
+    r = vmbqm(_mm512_add_epi32(r, bias), &q, anyls);
+    uint8_t tmp[16];
+    _mm_storeu_si128((__m128i *)tmp, vout(r, oo, lo, hi));
+    for (int i = 0; i < mr; i++) memcpy(out + (m0 + i) * O + o0, tmp + 4 * i, (size_t)nr);
+}
+
 HB_VNNI static void direct_vnni(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
                                 uint8_t *out) {
     const int64_t *f = c->f;
-    const int64_t O = f[F_OC], K = f[F_K], O16 = f[F_O16];
+    const int64_t O = f[F_OC], K = f[F_K];
     const int anyls = (int)f[F_ANYLS];
     const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
     const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
     const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
-    const __m512i ones = _mm512_set1_epi8(1);
     for (int64_t o0 = 0; o0 < O; o0 += 4) {
         const int nr = O - o0 < 4 ? (int)(O - o0) : 4;
         const int8_t *W = c->w + o0 * K;
-        if (c->sums) { /* the row sums: four independent chains (rows past nr: the last) */
-            const int8_t *Wj[4];
-            __m512i rs[4];
-            _Pragma("GCC unroll 4")
-            for (int j = 0; j < 4; j++) {
-                Wj[j] = W + (j < nr ? j : nr - 1) * K;
-                rs[j] = _mm512_setzero_si512();
+        /* the first pixel tile of a set's first input also sums the weights' rows (the bias
+         * fold), in the same pass over them */
+        {
+            const int mr = M < 4 ? (int)M : 4;
+            int32_t rsum[4];
+            __m512i r;
+            if (c->sums) {
+                if (mr == 4 && nr == 4)
+                    r = direct_tile(A, lda, W, K, 4, 4, 1, rsum);
+                else if (nr == 4)
+                    r = direct_tile(A, lda, W, K, mr, 4, 1, rsum);
+                else
+                    r = direct_tile(A, lda, W, K, mr, nr, 1, rsum);
+                for (int j = 0; j < nr; j++) c->beff[o0 + j] = fold_bias(c, o0 + j, rsum[j]);
+            } else {
+                if (mr == 4 && nr == 4)
+                    r = direct_tile(A, lda, W, K, 4, 4, 0, rsum);
+                else if (nr == 4)
+                    r = direct_tile(A, lda, W, K, mr, 4, 0, rsum);
+                else
+                    r = direct_tile(A, lda, W, K, mr, nr, 0, rsum);
             }
-            int64_t k = 0;
-            for (; k + 64 <= K; k += 64) {
-                _Pragma("GCC unroll 4")
-                for (int j = 0; j < 4; j++)
-                    rs[j] = _mm512_dpbusd_epi32(rs[j], ones, _mm512_loadu_si512(Wj[j] + k));
-            }
-            if (k < K) {
-                const __mmask64 km = mask64(K - k);
-                _Pragma("GCC unroll 4")
-                for (int j = 0; j < 4; j++)
-                    rs[j] = _mm512_dpbusd_epi32(rs[j], ones, _mm512_maskz_loadu_epi8(km, Wj[j] + k));
-            }
-            for (int j = 0; j < nr; j++)
-                c->beff[o0 + j] = fold_bias(c, o0 + j, _mm512_reduce_add_epi32(rs[j]));
+            direct_store(c, r, o0, nr, 0, mr, out, oo, lo, hi, anyls);
         }
-        /* per-lane (channel o0 + lane % 4) requantization constants and bias */
-        vq q;
-        q.m = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + o0)));
-        q.mo = _mm512_srli_epi64(q.m, 32);
-        q.ls = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 2 * O16 + o0)));
-        q.rs = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 3 * O16 + o0)));
-        q.mask = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 4 * O16 + o0)));
-        q.thr = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 5 * O16 + o0)));
-        const __m512i bias = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->beff + o0)));
-        for (int64_t m0 = 0; m0 < M; m0 += 4) {
+        for (int64_t m0 = 4; m0 < M; m0 += 4) {
             const int mr = M - m0 < 4 ? (int)(M - m0) : 4;
             __m512i r;
             const uint8_t *a = A + m0 * lda;
             if (mr == 4 && nr == 4)
-                r = direct_tile(a, lda, W, K, 4, 4);
+                r = direct_tile(a, lda, W, K, 4, 4, 0, NULL);
             else if (nr == 4)
-                r = direct_tile(a, lda, W, K, mr, 4);
+                r = direct_tile(a, lda, W, K, mr, 4, 0, NULL);
             else
-                r = direct_tile(a, lda, W, K, mr, nr);
-            r = vmbqm(_mm512_add_epi32(r, bias), &q, anyls);
-            uint8_t tmp[16];
-            _mm_storeu_si128((__m128i *)tmp, vout(r, oo, lo, hi));
-            for (int i = 0; i < mr; i++) memcpy(out + (m0 + i) * O + o0, tmp + 4 * i, (size_t)nr);
+                r = direct_tile(a, lda, W, K, mr, nr, 0, NULL);
+            direct_store(c, r, o0, nr, m0, mr, out, oo, lo, hi, anyls);
         }
     }
 }
-
 HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
     const int64_t *f = c->f;
     const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
