@@ -386,7 +386,15 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                 case OP_ADD: I->add(in, ar + f[F_IN2], f, out); break;
                 case OP_MAXPOOL: I->maxpool(in, f, out); break;
                 case OP_AVGPOOL: hb_avgpool(in, f, out); break;
-                case OP_MEAN: hb_mean(in, f, accs, out); break;
+                case OP_MEAN:
+#if HB_X86
+                    if (I == &hb_isa_avx512vnni_vbmi || I == &hb_isa_avx512vnni) {
+                        hb_mean_avx512(in, f, accs, out);
+                        break;
+                    }
+#endif
+                    hb_mean(in, f, accs, out);
+                    break;
                 default: break;
                 }
                 /* the next set's weights of this op on their way to the caches while the

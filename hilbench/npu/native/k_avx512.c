@@ -966,6 +966,65 @@ HB_VNNI static void add_vnni(const uint8_t *a, const uint8_t *b, const int64_t *
     }
 }
 
+HB_VNNI static void hb_mean_vnni(const uint8_t *x, const int64_t *f, uint32_t *acc,
+                                 uint8_t *out) {
+    const int64_t HW = f[F_H] * f[F_W], C = f[F_C];
+    const int64_t zp = f[F_ZP], count = f[F_COUNT], oo = f[F_OO];
+    const int64_t off = 128 * HW + zp * count; /* sum - off: hb_mean's int64 sum */
+    const int32_t shift = (int32_t)f[F_S1];
+    const int64_t bound = 255 * HW + (off < 0 ? -off : off);
+    if (shift > 0 || HW > ((int64_t)1 << 23) || bound >= ((int64_t)1 << 31)) {
+        hb_mean(x, f, acc, out);
+        return;
+    }
+    const int rs = -shift;
+    const __m512i m = _mm512_set1_epi64(f[F_M1]);
+    const __m512i offv = _mm512_set1_epi64(off);
+    const __m512i nudge = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i imax = _mm512_set1_epi64(INT32_MAX);
+    const __m512i half = _mm512_set1_epi64(((int64_t)1 << rs) >> 1);
+    const __m512i one = _mm512_set1_epi64(rs > 0 ? 1 : 0);
+    const __m512i oov = _mm512_set1_epi64(oo);
+    const __m512i lo = _mm512_set1_epi64(-128), hi = _mm512_set1_epi64(127);
+    const __m512i b128 = _mm512_set1_epi64(128);
+    for (int64_t c = 0; c < C; c += 16) {
+        const __mmask16 km = (__mmask16)(C - c >= 16 ? 0xFFFF : (1u << (C - c)) - 1);
+        __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+        int64_t i = 0;
+        for (; i + 2 <= HW; i += 2) {
+            s0 = _mm512_add_epi32(s0,
+                                  _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, x + i * C + c)));
+            s1 = _mm512_add_epi32(
+                s1, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, x + (i + 1) * C + c)));
+        }
+        if (i < HW)
+            s0 = _mm512_add_epi32(s0,
+                                  _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, x + i * C + c)));
+        const __m512i s = _mm512_add_epi32(s0, s1);
+        __m128i res[2];
+        for (int half8 = 0; half8 < 2; half8++) {
+            const __m256i s8 = half8 ? _mm512_extracti64x4_epi64(s, 1) : _mm512_castsi512_si256(s);
+            const __m512i v = _mm512_sub_epi64(_mm512_cvtepu32_epi64(s8), offv);
+            __m512i h = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, m), nudge), 31);
+            h = _mm512_min_epi64(h, imax);
+            h = _mm512_add_epi64(h, half);
+            h = _mm512_mask_sub_epi64(h, _mm512_cmplt_epi64_mask(h, half), h, one);
+            h = _mm512_sra_epi64(h, _mm_cvtsi32_si128(rs));
+            h = _mm512_min_epi64(_mm512_max_epi64(_mm512_add_epi64(h, oov), lo), hi);
+            res[half8] = _mm512_cvtepi64_epi8(_mm512_add_epi64(h, b128));
+        }
+        const __m128i r = _mm_unpacklo_epi64(res[0], res[1]);
+        _mm_mask_storeu_epi8(out + c, km, r);
+    }
+}
+
+/* MEAN over H x W, channel-contiguous (hb_mean's bytes): 16 channels of uint32 sums at a
+ * time, then mbqm64 on 8 int64 lanes when every value it sees fits int32 (no left shift;
+ * |sum| < 2^31, so x * m cannot wrap int64); otherwise the scalar code. */
+void hb_mean_avx512(const uint8_t *x, const int64_t *f, uint32_t *acc, uint8_t *out) {
+    hb_mean_vnni(x, f, acc, out);
+}
+
 /* --- entry points ------------------------------------------------------------------------ */
 HB_VNNI static void gemm_avx512(const hb_gemm *g) {
     const int64_t *f = g->c.f;
