@@ -148,16 +148,26 @@ def lower(
     )
 
 
+_NONE: frozenset[str] = frozenset()
+
+
 def _plan(graph: GraphIR, ov: dict[str, np.ndarray], s: int | None, n: int) -> Plan:
     t = graph.tensors
-    batched = frozenset(name for name, a in ov.items() if a.ndim > len(t[name].shape))
-    inputs = max(1, min(n, MAX_INPUTS_KEY))
+    batched = (
+        frozenset(name for name, a in ov.items() if a.ndim > len(t[name].shape)) if ov else _NONE
+    )
+    inputs = n if 1 <= n <= MAX_INPUTS_KEY else max(1, min(n, MAX_INPUTS_KEY))
     ratio = native.direct_ratio()
     key = (s or 1, batched, inputs, len(graph.ops), ratio)
-    plans = graph.__dict__.setdefault("_native_plans", {})
+    plans = graph.__dict__.get("_native_plans")
+    if plans is None:
+        plans = graph.__dict__["_native_plans"] = {}
     plan = plans.get(key)
     if plan is None:
         plan = plans[key] = lower(graph, batched, s or 1, inputs, ratio)
+        # per call: the constants' tensors in slot order, the output's shape after (S, N)
+        plan.extra["slot_tensors"] = [t[name] for name in plan.slot_names]
+        plan.extra["out_shape"] = t[graph.output].shape
     return plan
 
 
@@ -167,10 +177,10 @@ def _forward(graph: GraphIR, x: np.ndarray, ov: dict[str, np.ndarray], s: int | 
     if ov:
         consts = tuple([ov[n] if n in ov else t[n].data for n in plan.slot_names])
     else:
-        consts = tuple([t[n].data for n in plan.slot_names])
+        consts = tuple([ts.data for ts in plan.extra["slot_tensors"]])
     sets = plan.sets
     n = x.shape[0]
-    out = np.empty((sets, n, *graph.tensors[graph.output].shape), np.int8)
+    out = np.empty((sets, n, *plan.extra["out_shape"]), np.int8)
     if dumps:
         dumps = tuple(np.empty((sets, n, *shape), np.int8) for shape in plan.out_shapes)
     isa_code = native.isa_code()

@@ -55,6 +55,7 @@ ISAS = ("auto", *(name for name, _, _ in _TABLES))  # what set_isa takes (this b
 _ISA_INDEX = {name: i for i, (name, _, _) in enumerate(_TABLES)}
 _ENV_ISA = "HILBENCH_NPU_NATIVE_ISA"
 _state: dict[str, str] = {"isa": os.environ.get(_ENV_ISA, "auto").strip().lower() or "auto"}
+_BEST_ISA: str = _engine.best_isa() if _engine is not None else "none"  # the CPU does not change
 
 OP_NOP, OP_GEMM, OP_DW, OP_ADD, OP_MAXPOOL, OP_AVGPOOL, OP_MEAN = range(7)
 # the reduction length for which int32 accumulators of (x + 128) * w never wrap
@@ -187,6 +188,8 @@ IMPLICIT = True
 
 def direct_ratio(isa_name: str | None = None) -> int:
     """The direct/packed ratio for ``isa_name`` (default: the active table)."""
+    if isa_name is None and _state["isa"] == "auto":  # every call: the best table's
+        isa_name = _BEST_ISA
     name = isa_name or active_isa()
     return PORTABLE_DIRECT_RATIO if name.startswith("portable") else DIRECT_RATIO
 
