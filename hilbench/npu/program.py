@@ -50,6 +50,7 @@ class Plan:
     out_shapes: list[tuple[int, ...]]
     sets: int
     views: Any = None  # _engine.ViewCache: the constants' buffers, kept while they are reused
+    kept: np.ndarray | None = None  # one set: the packed weights' copy (see lower)
     # the engine releases the GIL while it computes; one call at a time uses a plan's arena
     lock: threading.Lock = field(default_factory=threading.Lock)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -134,10 +135,22 @@ def lower(
     hdr[G_KOFF_OFF] = koff_off
     hdr[G_WIDE_OFF] = wide_off
     prog = np.ascontiguousarray(np.stack([hdr, *recs]))
+    slot_rows = np.array(lw.slot_rows, np.int64).reshape(-1, 2)
+    # one weight set: a copy of the packed GEMMs' weights as last packed (a header first),
+    # so that the engine repacks only weights that changed since (compared byte for byte)
+    kept = None
+    if sets == 1:
+        sizes = [
+            round_up(int(slot_rows[f[F["WSLOT"]], 0]), 64)
+            for f in recs
+            if f[F["KIND"]] == native.OP_GEMM and not f[F["DIRECT"]]
+        ]
+        if sizes:
+            kept = np.zeros(64 + sum(sizes), np.uint8)
     return Plan(
         prog=prog,
         qp=np.concatenate(lw.qps) if lw.qps else np.zeros(1, np.int32),
-        slots=np.array(lw.slot_rows, np.int64).reshape(-1, 2),
+        slots=slot_rows,
         slot_names=list(lw.slot_index),
         packed=np.zeros(max(lw.packed_len, 1), np.uint8),
         rowsum=np.zeros(max(lw.rs_len, 1), np.int32),
@@ -145,6 +158,7 @@ def lower(
         out_shapes=[t[op.outputs[0]].shape for op in graph.ops],
         sets=sets,
         views=native.engine_module().ViewCache(len(lw.slot_index)),
+        kept=kept,
     )
 
 
@@ -191,13 +205,15 @@ def _forward(graph: GraphIR, x: np.ndarray, ov: dict[str, np.ndarray], s: int | 
     with plan.lock:
         try:
             engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
-                            isa_code, dumps, plan.views)  # fmt: skip
+                            isa_code, dumps, plan.views,
+                            *(() if plan.kept is None else (plan.kept,)))  # fmt: skip
         except (BufferError, ValueError):  # a non-contiguous constant (numpy: ValueError)
             if all(a.flags.c_contiguous for a in consts):
                 raise
             consts = tuple(np.ascontiguousarray(a) for a in consts)  # temporary: not cached
             engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
-                            isa_code, dumps, None)  # fmt: skip
+                            isa_code, dumps, None,
+                            *(() if plan.kept is None else (plan.kept,)))  # fmt: skip
     return out, dumps
 
 
