@@ -10,8 +10,10 @@ int64 op list, per-channel requantization tables and an arena layout (activation
 memory by liveness). ``program.run`` then hands the engine the constants (the graph's own or
 the overrides, as they are now), the input and the output buffer; the engine runs every op
 for each of the S weight sets and N inputs, reading the weights and biases from those
-arrays on every call (nothing derived from them is kept between calls, so a write into a
-weight array is always seen). The plan keeps the last arrays' buffers (a ``ViewCache``),
+arrays on every call, so a write into a weight array is always seen: with several sets
+nothing derived from them is kept between calls; with one set the packed GEMMs' panels are
+kept while their weights equal, byte for byte, a copy of those last packed (``Plan.kept``,
+compared every call, per kernel table). The plan keeps the last arrays' buffers (a ``ViewCache``),
 reused while the same array objects come again: those arrays stay alive and cannot be
 resized in place until other arrays take their slots or the graph goes.
 
