@@ -233,45 +233,10 @@ HB_VNNI HB_INLINE void mac_body(const uint8_t *const *rows, const int32_t *koff,
     const int8_t *b0 = B + ob * K4 * 16;
     const int64_t bstride = K4 * 16;
     const int64_t steps = csteps ? csteps : K4 / 4;
-    int64_t k = 0;
-    /* Up to 3 blocks of channels (at most 3 x 4 weight vectors in registers besides the
-     * accumulators): four steps at a time where their groups lie contiguous (always with
-     * im2col rows, within a filter row with implicit im2col): a pixel's 16 bytes loaded
-     * once into every 128-bit lane, each step's group spread by VPSHUFD (cheaper here than
-     * a broadcast load per group). Same products, int32 sums in another order: exact. */
-    if (nr <= 3 && !csteps) {
-        for (; k + 4 <= steps; k += 4) {
-            const int64_t off = rows ? koff[k] : 4 * k;
-            if (rows && koff[k + 3] != off + 12) break; /* the rest one step at a time */
-            __m512i w[4][3];
-            _Pragma("GCC unroll 4")
-            for (int t = 0; t < 4; t++) {
-                _Pragma("GCC unroll 3")
-                for (int j = 0; j < nr; j++)
-                    w[t][j] = _mm512_loadu_si512(b0 + j * bstride + (k + t) * 64);
-            }
-            _Pragma("GCC unroll 16")
-            for (int i = 0; i < mr; i++) {
-                const __m512i q =
-                    _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(r[i] + off)));
-                const __m512i a0 = _mm512_shuffle_epi32(q, _MM_PERM_AAAA);
-                const __m512i a1 = _mm512_shuffle_epi32(q, _MM_PERM_BBBB);
-                const __m512i a2 = _mm512_shuffle_epi32(q, _MM_PERM_CCCC);
-                const __m512i a3 = _mm512_shuffle_epi32(q, _MM_PERM_DDDD);
-                _Pragma("GCC unroll 3")
-                for (int j = 0; j < nr; j++) {
-                    acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a0, w[0][j]);
-                    acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a1, w[1][j]);
-                    acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a2, w[2][j]);
-                    acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a3, w[3][j]);
-                }
-            }
-        }
-    }
     /* csteps: the step count as a constant (short reductions), the loop unrolled whole:
      * with a back edge gcc copied every accumulator once per step */
     _Pragma("GCC unroll 16")
-    for (; k < steps; k++) {
+    for (int64_t k = 0; k < steps; k++) {
         __m512i w[4];
         _Pragma("GCC unroll 16")
         for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(b0 + j * bstride + k * 64);
