@@ -50,6 +50,7 @@ class Plan:
     out_shapes: list[tuple[int, ...]]
     sets: int
     views: Any = None  # _engine.ViewCache: the constants' buffers, kept while they are reused
+    kept: np.ndarray | None = None  # one set: the packed weights' copy (see lower)
     # the engine releases the GIL while it computes; one call at a time uses a plan's arena
     lock: threading.Lock = field(default_factory=threading.Lock)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -134,10 +135,22 @@ def lower(
     hdr[G_KOFF_OFF] = koff_off
     hdr[G_WIDE_OFF] = wide_off
     prog = np.ascontiguousarray(np.stack([hdr, *recs]))
+    slot_rows = np.array(lw.slot_rows, np.int64).reshape(-1, 2)
+    # one weight set: a copy of the packed GEMMs' weights as last packed (a header first),
+    # so that the engine repacks only weights that changed since (compared byte for byte)
+    kept = None
+    if sets == 1:
+        sizes = [
+            round_up(int(slot_rows[f[F["WSLOT"]], 0]), 64)
+            for f in recs
+            if f[F["KIND"]] == native.OP_GEMM and not f[F["DIRECT"]]
+        ]
+        if sizes:
+            kept = np.zeros(64 + sum(sizes), np.uint8)
     return Plan(
         prog=prog,
         qp=np.concatenate(lw.qps) if lw.qps else np.zeros(1, np.int32),
-        slots=np.array(lw.slot_rows, np.int64).reshape(-1, 2),
+        slots=slot_rows,
         slot_names=list(lw.slot_index),
         packed=np.zeros(max(lw.packed_len, 1), np.uint8),
         rowsum=np.zeros(max(lw.rs_len, 1), np.int32),
@@ -145,19 +158,30 @@ def lower(
         out_shapes=[t[op.outputs[0]].shape for op in graph.ops],
         sets=sets,
         views=native.engine_module().ViewCache(len(lw.slot_index)),
+        kept=kept,
     )
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 def _plan(graph: GraphIR, ov: dict[str, np.ndarray], s: int | None, n: int) -> Plan:
     t = graph.tensors
-    batched = frozenset(name for name, a in ov.items() if a.ndim > len(t[name].shape))
-    inputs = max(1, min(n, MAX_INPUTS_KEY))
+    batched = (
+        frozenset(name for name, a in ov.items() if a.ndim > len(t[name].shape)) if ov else _NONE
+    )
+    inputs = n if 1 <= n <= MAX_INPUTS_KEY else max(1, min(n, MAX_INPUTS_KEY))
     ratio = native.direct_ratio()
     key = (s or 1, batched, inputs, len(graph.ops), ratio)
-    plans = graph.__dict__.setdefault("_native_plans", {})
+    plans = graph.__dict__.get("_native_plans")
+    if plans is None:
+        plans = graph.__dict__["_native_plans"] = {}
     plan = plans.get(key)
     if plan is None:
         plan = plans[key] = lower(graph, batched, s or 1, inputs, ratio)
+        # per call: the constants' tensors in slot order, the output's shape after (S, N)
+        plan.extra["slot_tensors"] = [t[name] for name in plan.slot_names]
+        plan.extra["out_shape"] = t[graph.output].shape
     return plan
 
 
@@ -167,10 +191,10 @@ def _forward(graph: GraphIR, x: np.ndarray, ov: dict[str, np.ndarray], s: int | 
     if ov:
         consts = tuple([ov[n] if n in ov else t[n].data for n in plan.slot_names])
     else:
-        consts = tuple([t[n].data for n in plan.slot_names])
+        consts = tuple([ts.data for ts in plan.extra["slot_tensors"]])
     sets = plan.sets
     n = x.shape[0]
-    out = np.empty((sets, n, *graph.tensors[graph.output].shape), np.int8)
+    out = np.empty((sets, n, *plan.extra["out_shape"]), np.int8)
     if dumps:
         dumps = tuple(np.empty((sets, n, *shape), np.int8) for shape in plan.out_shapes)
     isa_code = native.isa_code()
@@ -181,13 +205,15 @@ def _forward(graph: GraphIR, x: np.ndarray, ov: dict[str, np.ndarray], s: int | 
     with plan.lock:
         try:
             engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
-                            isa_code, dumps, plan.views)  # fmt: skip
+                            isa_code, dumps, plan.views,
+                            *(() if plan.kept is None else (plan.kept,)))  # fmt: skip
         except (BufferError, ValueError):  # a non-contiguous constant (numpy: ValueError)
             if all(a.flags.c_contiguous for a in consts):
                 raise
             consts = tuple(np.ascontiguousarray(a) for a in consts)  # temporary: not cached
             engine.forward(plan.prog, plan.qp, plan.slots, consts, *args, x, out, sets, n,
-                            isa_code, dumps, None)  # fmt: skip
+                            isa_code, dumps, None,
+                            *(() if plan.kept is None else (plan.kept,)))  # fmt: skip
     return out, dumps
 
 

@@ -256,6 +256,55 @@ def test_in_place_weight_change_is_seen():
 
 
 @needs_native
+@pytest.mark.parametrize(
+    ("name", "kw"),
+    [
+        ("resnet18", {"width": 0.125, "resolution": 32}),
+        ("mobilenet_v2", {"alpha": 0.35, "resolution": 32}),
+    ],
+)
+def test_kept_panels_follow_every_weight_change(name, kw):
+    """With one weight set the engine keeps the packed GEMMs' panels while their weights
+    are byte-equal to a copy of the ones it packed: one byte changed in place (first, middle,
+    last of a tensor), the same bytes again, a tensor replaced, an unbatched override and
+    back, a non-contiguous override, each table on its own (calls in a row on one table)
+    and all tables in turn on the same plan (the panels' layout differs per table): every
+    call gives the numpy reference's bytes, one input and three."""
+    rng = np.random.default_rng(21)
+
+    def check(g, x, isas, ov=None):
+        with backend.use("numpy"):
+            want = g.run(x, ov)
+        for isa in isas:
+            with backend.use("native"), native.use_isa(isa):
+                np.testing.assert_array_equal(g.run(x, ov), want, isa)
+
+    for isas in [[isa] for isa in ISAS] + [list(ISAS)]:
+        g = zoo.build(name, seed=5, **kw)
+        packed = [n for n in g.trainable() if g.tensors[n].data.ndim == 4][:3]
+        assert packed
+        for n in (1, 3):
+            x = rng.integers(-128, 128, (n, *g.tensors[g.input].shape)).astype(np.int8)
+            check(g, x, isas)
+            for wn in packed:
+                flat = g.tensors[wn].data.reshape(-1)
+                for idx in (0, flat.size // 2, flat.size - 1):
+                    flat[idx] = 127 if flat[idx] != 127 else -128
+                    check(g, x, isas)
+                check(g, x, isas)  # unchanged since the last call
+            wn = packed[-1]
+            g.tensors[wn].data = g.tensors[wn].data // 2  # a new array, other bytes
+            check(g, x, isas)
+            w = g.tensors[wn].data
+            check(g, x, isas, {wn: -w})  # one set, overridden
+            check(g, x, isas)  # and back to the graph's own
+            strided = np.stack([-w, w], axis=-1)[..., 0]
+            assert not strided.flags.c_contiguous
+            check(g, x, isas, {wn: strided})  # copied per call
+            check(g, x, isas)
+
+
+@needs_native
 def test_accumulator_plus_bias_wraps_like_int32():
     g = zoo.build("cnn", seed=2)
     x = np.random.default_rng(2).integers(-128, 128, (4, 8, 8, 1)).astype(np.int8)

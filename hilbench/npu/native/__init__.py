@@ -10,8 +10,10 @@ int64 op list, per-channel requantization tables and an arena layout (activation
 memory by liveness). ``program.run`` then hands the engine the constants (the graph's own or
 the overrides, as they are now), the input and the output buffer; the engine runs every op
 for each of the S weight sets and N inputs, reading the weights and biases from those
-arrays on every call (nothing derived from them is kept between calls, so a write into a
-weight array is always seen). The plan keeps the last arrays' buffers (a ``ViewCache``),
+arrays on every call, so a write into a weight array is always seen: with several sets
+nothing derived from them is kept between calls; with one set the packed GEMMs' panels are
+kept while their weights equal, byte for byte, a copy of those last packed (``Plan.kept``,
+compared every call, per kernel table). The plan keeps the last arrays' buffers (a ``ViewCache``),
 reused while the same array objects come again: those arrays stay alive and cannot be
 resized in place until other arrays take their slots or the graph goes.
 
@@ -55,6 +57,7 @@ ISAS = ("auto", *(name for name, _, _ in _TABLES))  # what set_isa takes (this b
 _ISA_INDEX = {name: i for i, (name, _, _) in enumerate(_TABLES)}
 _ENV_ISA = "HILBENCH_NPU_NATIVE_ISA"
 _state: dict[str, str] = {"isa": os.environ.get(_ENV_ISA, "auto").strip().lower() or "auto"}
+_BEST_ISA: str = _engine.best_isa() if _engine is not None else "none"  # the CPU does not change
 
 OP_NOP, OP_GEMM, OP_DW, OP_ADD, OP_MAXPOOL, OP_AVGPOOL, OP_MEAN = range(7)
 # the reduction length for which int32 accumulators of (x + 128) * w never wrap
@@ -187,6 +190,8 @@ IMPLICIT = True
 
 def direct_ratio(isa_name: str | None = None) -> int:
     """The direct/packed ratio for ``isa_name`` (default: the active table)."""
+    if isa_name is None and _state["isa"] == "auto":  # every call: the best table's
+        isa_name = _BEST_ISA
     name = isa_name or active_isa()
     return PORTABLE_DIRECT_RATIO if name.startswith("portable") else DIRECT_RATIO
 

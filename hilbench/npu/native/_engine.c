@@ -200,13 +200,13 @@ static PyTypeObject ViewCacheType = {
 static PyObject *forward(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer prog = {0}, qpb = {0}, slotb = {0}, packed = {0}, rsb = {0}, arena = {0},
-              xb = {0}, outb = {0};
+              xb = {0}, outb = {0}, keptb = {0};
     PyObject *consts, *dumps, *cache;
     Py_ssize_t S, N;
     int isa;
-    if (!PyArg_ParseTuple(args, "y*y*y*O!w*w*w*y*w*nniOO", &prog, &qpb, &slotb, &PyTuple_Type,
-                          &consts, &packed, &rsb, &arena, &xb, &outb, &S, &N, &isa, &dumps,
-                          &cache))
+    if (!PyArg_ParseTuple(args, "y*y*y*O!w*w*w*y*w*nniOO|w*", &prog, &qpb, &slotb,
+                          &PyTuple_Type, &consts, &packed, &rsb, &arena, &xb, &outb, &S, &N,
+                          &isa, &dumps, &cache, &keptb))
         return NULL;
     PyObject *ret = NULL;
     const Py_ssize_t nslots = PyTuple_GET_SIZE(consts);
@@ -223,6 +223,7 @@ static PyObject *forward(PyObject *self, PyObject *args) {
             PyBuffer_Release(&arena);
             PyBuffer_Release(&xb);
             PyBuffer_Release(&outb);
+            if (keptb.obj) PyBuffer_Release(&keptb);
             return NULL;
         }
         vc = (ViewCache *)cache;
@@ -302,7 +303,14 @@ static PyObject *forward(PyObject *self, PyObject *args) {
 
     /* No Python API below until the loops end: other threads run meanwhile (the caller
      * serializes calls on one plan, whose arena this uses). */
+    /* One weight set: `kept` (optional) holds a header (int64: valid, the table the panels
+     * are for) and a copy of every packed GEMM's weights as last packed; an op whose
+     * weights equal their copy byte for byte keeps its panels and row sums (both live in
+     * the plan's buffers, which nothing else writes), any other is repacked and copied. */
+    int64_t *kh = S == 1 && keptb.obj && keptb.len >= 64 ? (int64_t *)keptb.buf : NULL;
+    const int kvalid = kh && kh[0] == 1 && kh[1] == (int64_t)(intptr_t)I;
     Py_BEGIN_ALLOW_THREADS
+    int64_t kpos = 64;
     for (Py_ssize_t s = 0; s < S; s++) {
         /* 1. repack the packed GEMMs' weights of this set (shared ones once) */
         const double tp = prof_on ? now_ns() : 0.0;
@@ -313,6 +321,18 @@ static PyObject *forward(PyObject *self, PyObject *args) {
             if (s > 0 && slots[2 * ws + 1] == 1) continue;
             const int8_t *src =
                 (const int8_t *)cb[ws] + (slots[2 * ws + 1] > 1 ? s : 0) * slots[2 * ws];
+            if (kh) {
+                const int64_t nb = slots[2 * ws];
+                if (kpos + nb <= (int64_t)keptb.len) {
+                    int8_t *kw = (int8_t *)keptb.buf + kpos;
+                    kpos += (nb + 63) / 64 * 64;
+                    if (kvalid && memcmp(kw, src, (size_t)nb) == 0) continue;
+                    memcpy(kw, src, (size_t)nb);
+                } else {
+                    kh[0] = 0; /* too short: never valid */
+                    kh = NULL;
+                }
+            }
             int64_t K = f[F_K];
             if (f[F_IMPLICIT] && f[F_K] != f[F_K4]) {
                 /* filter rows of KW*C bytes padded to a multiple of 4 with zeros */
@@ -323,6 +343,10 @@ static PyObject *forward(PyObject *self, PyObject *args) {
             }
             I->pack(src, f[F_OC], K, f[F_K4], f[F_O16], (int8_t *)packed.buf + f[F_PK_OFF],
                     rowsum + f[F_RS_OFF]);
+        }
+        if (kh) {
+            kh[0] = 1;
+            kh[1] = (int64_t)(intptr_t)I;
         }
         if (prof_on) { /* the last slot: the repacking of one set */
             const double dt = now_ns() - tp;
@@ -386,7 +410,15 @@ static PyObject *forward(PyObject *self, PyObject *args) {
                 case OP_ADD: I->add(in, ar + f[F_IN2], f, out); break;
                 case OP_MAXPOOL: I->maxpool(in, f, out); break;
                 case OP_AVGPOOL: hb_avgpool(in, f, out); break;
-                case OP_MEAN: hb_mean(in, f, accs, out); break;
+                case OP_MEAN:
+#if HB_X86
+                    if (I == &hb_isa_avx512vnni_vbmi || I == &hb_isa_avx512vnni) {
+                        hb_mean_avx512(in, f, accs, out);
+                        break;
+                    }
+#endif
+                    hb_mean(in, f, accs, out);
+                    break;
                 default: break;
                 }
                 /* the next set's weights of this op on their way to the caches while the
@@ -434,6 +466,7 @@ done:
     PyBuffer_Release(&arena);
     PyBuffer_Release(&xb);
     PyBuffer_Release(&outb);
+    if (keptb.obj) PyBuffer_Release(&keptb);
     return ret;
 }
 

@@ -225,6 +225,8 @@ void hb_mean(const uint8_t *x, const int64_t *f, uint32_t *acc, uint8_t *out);
 #if HB_X86
 extern const hb_isa hb_isa_avx512vnni_vbmi, hb_isa_avx512vnni, hb_isa_avx2,
     hb_isa_portable_avx2;
+/* hb_mean on AVX-512 (the two AVX-512 tables run it): the same bytes */
+void hb_mean_avx512(const uint8_t *x, const int64_t *f, uint32_t *acc, uint8_t *out);
 #endif
 #if HB_HAVE_AVXVNNI
 extern const hb_isa hb_isa_avxvnni;

@@ -141,6 +141,15 @@ HB_VNNI HB_INLINE void store_piece(uint8_t *d, __m512i v, int k, int width, int6
     _mm512_mask_storeu_epi8(d - k * width, m, v);
 }
 
+/* 16 bytes to d under km: a plain store when whole (masked stores are slow on AMD's
+ * cores), masked for a tail */
+HB_VNNI HB_INLINE void store16(uint8_t *d, __mmask16 km, __m128i v) {
+    if (km == (__mmask16)0xFFFF)
+        _mm_storeu_si128((__m128i *)d, v);
+    else
+        _mm_mask_storeu_epi8(d, km, v);
+}
+
 #define MR_MAX 16
 HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t ob, int64_t O,
                                      uint8_t *out, const int mr, const int nr, int anyls,
@@ -210,7 +219,7 @@ HB_VNNI HB_INLINE void tile_epilogue(__m512i acc[][4], const opctx *c, int64_t o
 HB_VNNI HB_INLINE void mac_body(const uint8_t *const *rows, const int32_t *koff,
                                 const uint8_t *A, int64_t lda, int64_t K4, const int8_t *B,
                                 const int32_t *beff, int64_t ob, const int mr, const int nr,
-                                __m512i *dst) {
+                                __m512i *dst, const int csteps) {
     __m512i acc[MR_MAX][4];
     _Pragma("GCC unroll 16")
     for (int j = 0; j < nr; j++) {
@@ -223,7 +232,10 @@ HB_VNNI HB_INLINE void mac_body(const uint8_t *const *rows, const int32_t *koff,
     for (int i = 0; i < mr; i++) r[i] = rows ? rows[i] : A + i * lda;
     const int8_t *b0 = B + ob * K4 * 16;
     const int64_t bstride = K4 * 16;
-    const int64_t steps = K4 / 4;
+    const int64_t steps = csteps ? csteps : K4 / 4;
+    /* csteps: the step count as a constant (short reductions), the loop unrolled whole:
+     * with a back edge gcc copied every accumulator once per step */
+    _Pragma("GCC unroll 16")
     for (int64_t k = 0; k < steps; k++) {
         __m512i w[4];
         _Pragma("GCC unroll 16")
@@ -250,9 +262,9 @@ HB_VNNI HB_INLINE void mac_body(const uint8_t *const *rows, const int32_t *koff,
         const uint8_t *const *rows, const int32_t *koff, const uint8_t *A, int64_t lda,     \
         int64_t K4, const int8_t *B, const int32_t *beff, int64_t ob, __m512i *dst) {       \
         if (rows)                                                                           \
-            mac_body(rows, koff, NULL, 0, K4, B, beff, ob, MR, NR, dst);                    \
+            mac_body(rows, koff, NULL, 0, K4, B, beff, ob, MR, NR, dst, 0);                 \
         else                                                                                \
-            mac_body(NULL, NULL, A, lda, K4, B, beff, ob, MR, NR, dst);                     \
+            mac_body(NULL, NULL, A, lda, K4, B, beff, ob, MR, NR, dst, 0);                  \
     }
 DEF_MAC(4, 4)
 DEF_MAC(1, 4)
@@ -276,7 +288,19 @@ HB_VNNI HB_INLINE void gemm_tile_any(const uint8_t *const *rows, const int32_t *
     __m512i buf[MR_MAX * 4] __attribute__((aligned(64)));
     if (K4 < 64) { /* short: inlined (the call and the accumulators' trip through memory
                     * would cost more than the copies) */
-        mac_body(rows, koff, A, lda, K4, B, c->beff, ob, mr, nr, buf);
+        switch (K4 / 4) { /* the usual short reductions with their step count constant */
+#define MAC_STEPS(S)                                                                        \
+    case S: mac_body(rows, koff, A, lda, K4, B, c->beff, ob, mr, nr, buf, S); break;
+        MAC_STEPS(2)
+        MAC_STEPS(3)
+        MAC_STEPS(4)
+        MAC_STEPS(6)
+        MAC_STEPS(8)
+        MAC_STEPS(9)
+        MAC_STEPS(12)
+#undef MAC_STEPS
+        default: mac_body(rows, koff, A, lda, K4, B, c->beff, ob, mr, nr, buf, 0); break;
+        }
     } else {
 #define MAC_CASE(MR, NR)                                                                    \
     if (mr == (MR) && nr == (NR)) mac_##MR##_##NR(rows, koff, A, lda, K4, B, c->beff, ob, buf);
@@ -591,7 +615,10 @@ HB_VNNI static void maxpool_vnni(const uint8_t *x, const int64_t *f, uint8_t *ou
                     }
                 }
                 best = _mm512_min_epu8(_mm512_max_epu8(best, lo), hi);
-                _mm512_mask_storeu_epi8(out + (oy * OW + ox) * C + c, m, best);
+                if (C - c >= 64)
+                    _mm512_storeu_si512(out + (oy * OW + ox) * C + c, best);
+                else
+                    _mm512_mask_storeu_epi8(out + (oy * OW + ox) * C + c, m, best);
             }
 }
 
@@ -614,17 +641,25 @@ HB_VNNI HB_INLINE __m512i hsum16(const __m512i r[16]) {
 /* One direct tile: mr (<= 4) pixels x nr (<= 4) channels, dot products along K on the
  * weights as given; lanes of the result: 4 * pixel + channel. */
 HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_t *W,
-                                      int64_t K, const int mr, const int nr) {
-    __m512i acc[4][4];
+                                      int64_t K, const int mr, const int nr, const int sums,
+                                      int32_t *rsum) {
+    __m512i acc[4][4], rs[4];
+    const __m512i ones = _mm512_set1_epi8(1);
     _Pragma("GCC unroll 4")
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
+        rs[i] = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_si512();
+    }
     int64_t k = 0;
     for (; k + 64 <= K; k += 64) {
         __m512i w[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                         _mm512_setzero_si512()};
         _Pragma("GCC unroll 4")
         for (int j = 0; j < nr; j++) w[j] = _mm512_loadu_si512(W + j * K + k);
+        if (sums) { /* the row sums on the way (the weights' one pass from memory) */
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < nr; j++) rs[j] = _mm512_dpbusd_epi32(rs[j], ones, w[j]);
+        }
         _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             const __m512i a = _mm512_loadu_si512(A + i * lda + k);
@@ -638,12 +673,20 @@ HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_
                         _mm512_setzero_si512()};
         _Pragma("GCC unroll 4")
         for (int j = 0; j < nr; j++) w[j] = _mm512_maskz_loadu_epi8(m, W + j * K + k);
+        if (sums) {
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < nr; j++) rs[j] = _mm512_dpbusd_epi32(rs[j], ones, w[j]);
+        }
         _Pragma("GCC unroll 4")
         for (int i = 0; i < mr; i++) {
             const __m512i a = _mm512_maskz_loadu_epi8(m, A + i * lda + k);
             _Pragma("GCC unroll 4")
             for (int j = 0; j < nr; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, w[j]);
         }
+    }
+    if (sums) {
+        _Pragma("GCC unroll 4")
+        for (int j = 0; j < nr; j++) rsum[j] = _mm512_reduce_add_epi32(rs[j]);
     }
     __m512i r[16];
     _Pragma("GCC unroll 4")
@@ -652,68 +695,75 @@ HB_VNNI HB_INLINE __m512i direct_tile(const uint8_t *A, int64_t lda, const int8_
     return hsum16(r);
 }
 
+/* A direct tile's 4 x 4 results (lane 4 * pixel + channel): + bias, requantized, stored */
+HB_VNNI HB_INLINE void direct_store(const opctx *c, __m512i r, int64_t o0, int nr, int64_t m0,
+                                    int mr, uint8_t *out, __m512i oo, __m512i lo, __m512i hi,
+                                    int anyls) {
+    const int64_t O = c->f[F_OC], O16 = c->f[F_O16];
+    /* per-lane (channel o0 + lane % 4) requantization constants and bias */
+    vq q;
+    q.m = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + o0)));
+    q.mo = _mm512_srli_epi64(q.m, 32);
+    q.ls = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 2 * O16 + o0)));
+    q.rs = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 3 * O16 + o0)));
+    q.mask = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 4 * O16 + o0)));
+    q.thr = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 5 * O16 + o0)));
+    const __m512i bias = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->beff + o0)));
+    r = vmbqm(_mm512_add_epi32(r, bias), &q, anyls);
+    uint8_t tmp[16];
+    _mm_storeu_si128((__m128i *)tmp, vout(r, oo, lo, hi));
+    for (int i = 0; i < mr; i++) memcpy(out + (m0 + i) * O + o0, tmp + 4 * i, (size_t)nr);
+}
+
 HB_VNNI static void direct_vnni(const uint8_t *A, int64_t lda, int64_t M, const opctx *c,
                                 uint8_t *out) {
     const int64_t *f = c->f;
-    const int64_t O = f[F_OC], K = f[F_K], O16 = f[F_O16];
+    const int64_t O = f[F_OC], K = f[F_K];
     const int anyls = (int)f[F_ANYLS];
     const __m512i oo = _mm512_set1_epi32((int32_t)f[F_OO] + 128);
     const __m512i lo = _mm512_set1_epi32((int32_t)f[F_LO] + 128);
     const __m512i hi = _mm512_set1_epi32((int32_t)f[F_HI] + 128);
-    const __m512i ones = _mm512_set1_epi8(1);
     for (int64_t o0 = 0; o0 < O; o0 += 4) {
         const int nr = O - o0 < 4 ? (int)(O - o0) : 4;
         const int8_t *W = c->w + o0 * K;
-        if (c->sums) { /* the row sums: four independent chains (rows past nr: the last) */
-            const int8_t *Wj[4];
-            __m512i rs[4];
-            _Pragma("GCC unroll 4")
-            for (int j = 0; j < 4; j++) {
-                Wj[j] = W + (j < nr ? j : nr - 1) * K;
-                rs[j] = _mm512_setzero_si512();
+        /* the first pixel tile of a set's first input also sums the weights' rows (the bias
+         * fold), in the same pass over them */
+        {
+            const int mr = M < 4 ? (int)M : 4;
+            int32_t rsum[4];
+            __m512i r;
+            if (c->sums) {
+                if (mr == 4 && nr == 4)
+                    r = direct_tile(A, lda, W, K, 4, 4, 1, rsum);
+                else if (nr == 4)
+                    r = direct_tile(A, lda, W, K, mr, 4, 1, rsum);
+                else
+                    r = direct_tile(A, lda, W, K, mr, nr, 1, rsum);
+                for (int j = 0; j < nr; j++) c->beff[o0 + j] = fold_bias(c, o0 + j, rsum[j]);
+            } else {
+                if (mr == 4 && nr == 4)
+                    r = direct_tile(A, lda, W, K, 4, 4, 0, rsum);
+                else if (nr == 4)
+                    r = direct_tile(A, lda, W, K, mr, 4, 0, rsum);
+                else
+                    r = direct_tile(A, lda, W, K, mr, nr, 0, rsum);
             }
-            int64_t k = 0;
-            for (; k + 64 <= K; k += 64) {
-                _Pragma("GCC unroll 4")
-                for (int j = 0; j < 4; j++)
-                    rs[j] = _mm512_dpbusd_epi32(rs[j], ones, _mm512_loadu_si512(Wj[j] + k));
-            }
-            if (k < K) {
-                const __mmask64 km = mask64(K - k);
-                _Pragma("GCC unroll 4")
-                for (int j = 0; j < 4; j++)
-                    rs[j] = _mm512_dpbusd_epi32(rs[j], ones, _mm512_maskz_loadu_epi8(km, Wj[j] + k));
-            }
-            for (int j = 0; j < nr; j++)
-                c->beff[o0 + j] = fold_bias(c, o0 + j, _mm512_reduce_add_epi32(rs[j]));
+            direct_store(c, r, o0, nr, 0, mr, out, oo, lo, hi, anyls);
         }
-        /* per-lane (channel o0 + lane % 4) requantization constants and bias */
-        vq q;
-        q.m = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + o0)));
-        q.mo = _mm512_srli_epi64(q.m, 32);
-        q.ls = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 2 * O16 + o0)));
-        q.rs = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 3 * O16 + o0)));
-        q.mask = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 4 * O16 + o0)));
-        q.thr = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->qp + 5 * O16 + o0)));
-        const __m512i bias = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)(c->beff + o0)));
-        for (int64_t m0 = 0; m0 < M; m0 += 4) {
+        for (int64_t m0 = 4; m0 < M; m0 += 4) {
             const int mr = M - m0 < 4 ? (int)(M - m0) : 4;
             __m512i r;
             const uint8_t *a = A + m0 * lda;
             if (mr == 4 && nr == 4)
-                r = direct_tile(a, lda, W, K, 4, 4);
+                r = direct_tile(a, lda, W, K, 4, 4, 0, NULL);
             else if (nr == 4)
-                r = direct_tile(a, lda, W, K, mr, 4);
+                r = direct_tile(a, lda, W, K, mr, 4, 0, NULL);
             else
-                r = direct_tile(a, lda, W, K, mr, nr);
-            r = vmbqm(_mm512_add_epi32(r, bias), &q, anyls);
-            uint8_t tmp[16];
-            _mm_storeu_si128((__m128i *)tmp, vout(r, oo, lo, hi));
-            for (int i = 0; i < mr; i++) memcpy(out + (m0 + i) * O + o0, tmp + 4 * i, (size_t)nr);
+                r = direct_tile(a, lda, W, K, mr, nr, 0, NULL);
+            direct_store(c, r, o0, nr, m0, mr, out, oo, lo, hi, anyls);
         }
     }
 }
-
 HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
     const int64_t *f = c->f;
     const int64_t OH = f[F_OH], OW = f[F_OW], OC = f[F_OC], KH = f[F_KH], KW = f[F_KW];
@@ -752,8 +802,7 @@ HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
                             acc = _mm512_dpbusd_epi32(acc, u, wt[ky * 3 + kx]);
                         }
                     const __m512i r = fast ? vmbqm_fast(acc, &qf) : vmbqm(acc, &q, anyls);
-                    _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km,
-                                         vout(r, oo, lo, hi));
+                    store16(out + (oy * OW + ox) * OC + o, km, vout(r, oo, lo, hi));
                 }
             }
             continue;
@@ -769,7 +818,7 @@ HB_VNNI static void dw_vnni(const uint8_t *P, const opctx *c, uint8_t *out) {
                         acc = _mm512_dpbusd_epi32(acc, u, wt[ky * KW + kx]);
                     }
                 const __m512i r = fast ? vmbqm_fast(acc, &qf) : vmbqm(acc, &q, anyls);
-                _mm_mask_storeu_epi8(out + (oy * OW + ox) * OC + o, km, vout(r, oo, lo, hi));
+                store16(out + (oy * OW + ox) * OC + o, km, vout(r, oo, lo, hi));
             }
     }
 }
@@ -846,7 +895,8 @@ HB_VBMI HB_INLINE void dw3_block(const uint8_t *P, const opctx *c, uint8_t *out,
             oy++;
         }
         const __m512i v = vnarrow4(r[0], r[1], r[2], r[3], &nw);
-        for (int k = 0; k < np; k++) store_piece(out + (m + k) * OC + o, v, k, 16, left);
+        const int64_t n16 = left < 16 ? left : 16; /* this block's bytes of a pixel */
+        for (int k = 0; k < np; k++) store_piece(out + (m + k) * OC + o, v, k, 16, n16);
     }
 }
 
@@ -924,8 +974,67 @@ HB_VNNI static void add_vnni(const uint8_t *a, const uint8_t *b, const int64_t *
         x1 = _mm512_sll_epi32(_mm512_add_epi32(x1, off1), lsv);
         x2 = _mm512_sll_epi32(_mm512_add_epi32(x2, off2), lsv);
         const __m512i r = _mm512_add_epi32(addq_apply(x1, &q1), addq_apply(x2, &q2));
-        _mm_mask_storeu_epi8(out + i, km, vout(addq_apply(r, &q3), oo, lo, hi));
+        store16(out + i, km, vout(addq_apply(r, &q3), oo, lo, hi));
     }
+}
+
+HB_VNNI static void hb_mean_vnni(const uint8_t *x, const int64_t *f, uint32_t *acc,
+                                 uint8_t *out) {
+    const int64_t HW = f[F_H] * f[F_W], C = f[F_C];
+    const int64_t zp = f[F_ZP], count = f[F_COUNT], oo = f[F_OO];
+    const int64_t off = 128 * HW + zp * count; /* sum - off: hb_mean's int64 sum */
+    const int32_t shift = (int32_t)f[F_S1];
+    const int64_t bound = 255 * HW + (off < 0 ? -off : off);
+    if (shift > 0 || HW > ((int64_t)1 << 23) || bound >= ((int64_t)1 << 31)) {
+        hb_mean(x, f, acc, out);
+        return;
+    }
+    const int rs = -shift;
+    const __m512i m = _mm512_set1_epi64(f[F_M1]);
+    const __m512i offv = _mm512_set1_epi64(off);
+    const __m512i nudge = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i imax = _mm512_set1_epi64(INT32_MAX);
+    const __m512i half = _mm512_set1_epi64(((int64_t)1 << rs) >> 1);
+    const __m512i one = _mm512_set1_epi64(rs > 0 ? 1 : 0);
+    const __m512i oov = _mm512_set1_epi64(oo);
+    const __m512i lo = _mm512_set1_epi64(-128), hi = _mm512_set1_epi64(127);
+    const __m512i b128 = _mm512_set1_epi64(128);
+    for (int64_t c = 0; c < C; c += 16) {
+        const __mmask16 km = (__mmask16)(C - c >= 16 ? 0xFFFF : (1u << (C - c)) - 1);
+        __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+        int64_t i = 0;
+        for (; i + 2 <= HW; i += 2) {
+            s0 = _mm512_add_epi32(s0,
+                                  _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, x + i * C + c)));
+            s1 = _mm512_add_epi32(
+                s1, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, x + (i + 1) * C + c)));
+        }
+        if (i < HW)
+            s0 = _mm512_add_epi32(s0,
+                                  _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(km, x + i * C + c)));
+        const __m512i s = _mm512_add_epi32(s0, s1);
+        __m128i res[2];
+        for (int half8 = 0; half8 < 2; half8++) {
+            const __m256i s8 = half8 ? _mm512_extracti64x4_epi64(s, 1) : _mm512_castsi512_si256(s);
+            const __m512i v = _mm512_sub_epi64(_mm512_cvtepu32_epi64(s8), offv);
+            __m512i h = _mm512_srai_epi64(_mm512_add_epi64(_mm512_mul_epi32(v, m), nudge), 31);
+            h = _mm512_min_epi64(h, imax);
+            h = _mm512_add_epi64(h, half);
+            h = _mm512_mask_sub_epi64(h, _mm512_cmplt_epi64_mask(h, half), h, one);
+            h = _mm512_sra_epi64(h, _mm_cvtsi32_si128(rs));
+            h = _mm512_min_epi64(_mm512_max_epi64(_mm512_add_epi64(h, oov), lo), hi);
+            res[half8] = _mm512_cvtepi64_epi8(_mm512_add_epi64(h, b128));
+        }
+        const __m128i r = _mm_unpacklo_epi64(res[0], res[1]);
+        _mm_mask_storeu_epi8(out + c, km, r);
+    }
+}
+
+/* MEAN over H x W, channel-contiguous (hb_mean's bytes): 16 channels of uint32 sums at a
+ * time, then mbqm64 on 8 int64 lanes when every value it sees fits int32 (no left shift;
+ * |sum| < 2^31, so x * m cannot wrap int64); otherwise the scalar code. */
+void hb_mean_avx512(const uint8_t *x, const int64_t *f, uint32_t *acc, uint8_t *out) {
+    hb_mean_vnni(x, f, acc, out);
 }
 
 /* --- entry points ------------------------------------------------------------------------ */
