@@ -27,6 +27,7 @@ from hilbench.zo.aggregate import ALIGN, align_coefficients
 STEP_COMMANDS = frozenset(
     {"PROBE", "APPLY", "APPLY_PROBED", "APPLY_PROBE", "HEAD_GRAD"}
 )  # device time
+_new_info = tuple.__new__  # a StepInfo of the step's fields, without NamedTuple's __new__
 TRAIN_SLOT = 0
 TEST_SLOT = 1
 
@@ -71,6 +72,11 @@ class TrainResult:
     weights_crc: int
     stop_reason: str = BUDGET  # why the run ended: the budget spent, or a limit or rule
     head_crc: int | None = None  # the hybrid's head after its last HEAD_GRAD (None: no hybrid)
+
+
+def eps_of(eps: int, factor: float) -> int:
+    """A step's perturbation size: the run's ``eps`` times its schedule's factor, in 1..127."""
+    return int(min(127, max(1, round(eps * factor))))
 
 
 class SeedStream:
@@ -239,14 +245,19 @@ class Trainer:
             stop = stopper.after_eval(forward_passes=0, accuracy=accuracy, loss=loss)
         pending: tuple[np.ndarray, np.ndarray] | None = None  # (seeds, coeffs) not yet sent
         head_pass = 1 if self.head is not None else 0  # HEAD_GRAD's forward pass per step
+        append_step, observe_step = self.trace.append_step, self.schedule.observe_step
+        watch_steps = stopper.active  # no limit and no rule: nothing to ask after a step
+        # a constant schedule's factor is 1.0 whatever the fraction: not asked every step
+        lr_constant = s.lr_schedule == "constant"
+        eps_fixed = eps_of(s.eps, 1.0) if s.eps_schedule == "constant" else 0
         while not stop:
             fits = max_q(s.estimator, s.budget - forward_passes_done - head_pass)
             q = min(int(self.schedule.next_q(self.step)), fits)
             if q < 1:
                 break
             frac = forward_passes_done / s.budget
-            lr = s.lr * lr_at(frac) * self.schedule.lr_scale(q)
-            eps = int(min(127, max(1, round(s.eps * eps_at(frac)))))
+            lr = s.lr * (1.0 if lr_constant else lr_at(frac)) * self.schedule.lr_scale(q)
+            eps = eps_fixed or eps_of(s.eps, eps_at(frac))
             draws = rng.take(q + 1)
             batch_seed, seeds = int(draws[0]), draws[1:]
             started = time.perf_counter()
@@ -283,35 +294,39 @@ class Trainer:
             if self.head is not None:  # HEAD_GRAD's rounding offsets, one per head element
                 fresh_words += self.head.fresh_words
                 fresh_numbers += self.head.elements
-            self.trace.append_step(
-                step=self.step,
-                q=q,
-                seeds=seeds,
-                loss_plus=probe.loss_plus,
-                loss_minus=probe.loss_minus,
-                grads=est.grads,
-                coeffs=est.coeffs,
-                lr=lr,
-                eps=eps,
-                batch_seed=batch_seed,
-                loss=est.loss,
-                forward_passes=forward_passes_done,
-                fresh_words=fresh_words,
-                fresh_numbers=fresh_numbers,
+            grads, loss = est.grads, est.loss
+            append_step(  # (step, q, seeds, loss_plus, loss_minus, grads, coeffs, lr, eps,
+                # batch_seed, loss, forward_passes, fresh_words, fresh_numbers): positional,
+                # cheaper than 14 keywords on every step
+                self.step,
+                q,
+                seeds,
+                probe.loss_plus,
+                probe.loss_minus,
+                grads,
+                est.coeffs,
+                lr,
+                eps,
+                batch_seed,
+                loss,
+                forward_passes_done,
+                fresh_words,
+                fresh_numbers,
             )
-            self.schedule.observe_step(
-                StepInfo(self.step, q, est.loss, forward_passes_done, lr, eps, est.grads)
+            observe_step(
+                _new_info(StepInfo, (self.step, q, loss, forward_passes_done, lr, eps, grads))
             )
             self.step += 1
-            progress.step, progress.q, progress.loss = self.step, q, est.loss
+            progress.step, progress.q, progress.loss = self.step, q, loss
             progress.forward_passes, progress.step_host_s = forward_passes_done, host_s
             progress.step_device_s, progress.device_source = (
                 self._step_device_s,
                 self._device_source,
             )
-            stop = stopper.after_step(
-                steps=self.step, forward_passes=forward_passes_done, train_loss=est.loss
-            )
+            if watch_steps:
+                stop = stopper.after_step(
+                    steps=self.step, forward_passes=forward_passes_done, train_loss=loss
+                )
             if forward_passes_done >= next_eval:
                 next_eval += s.eval_every
                 pending = self._apply(pending)
