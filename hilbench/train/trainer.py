@@ -152,19 +152,16 @@ class Trainer:
         return fresh
 
     def _record_timing(self, timing: CommandTiming) -> None:
-        if timing.instructions is not None:  # QEMU -icount: a count, stored as its own source
-            self.trace.append_command(
-                self.step, timing.command, timing.host_s, timing.instructions, timing.source
-            )
-        elif timing.device_s is None or not timing.source:
-            self.trace.append_timing(self.step, timing.command, timing.host_s, "host")
+        command, host_s, device_s, source, instructions = timing  # one unpacking: every step
+        if instructions is not None:  # QEMU -icount: a count, stored as its own source
+            self.trace.append_command(self.step, command, host_s, instructions, source)
+        elif device_s is None or not source:
+            self.trace.append_timing(self.step, command, host_s, "host")
         else:
-            self.trace.append_command(
-                self.step, timing.command, timing.host_s, timing.device_s, timing.source
-            )
-            if timing.command in STEP_COMMANDS:
-                self._step_device_s += timing.device_s
-                self._device_source = timing.source
+            self.trace.append_command(self.step, command, host_s, device_s, source)
+            if command in STEP_COMMANDS:
+                self._step_device_s += device_s
+                self._device_source = source
 
     def _apply(self, pending: tuple[np.ndarray, np.ndarray] | None) -> None:
         """Send an update still held back for the next PROBE (before the weights are read)."""
@@ -250,50 +247,59 @@ class Trainer:
         # a constant schedule's factor is 1.0 whatever the fraction: not asked every step
         lr_constant = s.lr_schedule == "constant"
         eps_fixed = eps_of(s.eps, 1.0) if s.eps_schedule == "constant" else 0
+        # what every step reads, looked up once
+        schedule, target, head, view_update = (
+            self.schedule,
+            self.target,
+            self.head,
+            self.view.update,
+        )
+        kind, budget, batch_size = s.estimator, s.budget, s.batch_size
+        align = s.aggregator == ALIGN
         while not stop:
-            fits = max_q(s.estimator, s.budget - forward_passes_done - head_pass)
-            q = min(int(self.schedule.next_q(self.step)), fits)
+            fits = max_q(kind, budget - forward_passes_done - head_pass)
+            q = min(int(schedule.next_q(self.step)), fits)
             if q < 1:
                 break
-            frac = forward_passes_done / s.budget
-            lr = s.lr * (1.0 if lr_constant else lr_at(frac)) * self.schedule.lr_scale(q)
+            frac = forward_passes_done / budget
+            lr = s.lr * (1.0 if lr_constant else lr_at(frac)) * schedule.lr_scale(q)
             eps = eps_fixed or eps_of(s.eps, eps_at(frac))
             draws = rng.take(q + 1)
             batch_seed, seeds = int(draws[0]), draws[1:]
             started = time.perf_counter()
             self._step_device_s = 0.0
             if pending is None:
-                probe = self.target.probe(
+                probe = target.probe(
                     slot=TRAIN_SLOT,
-                    batch_size=s.batch_size,
+                    batch_size=batch_size,
                     batch_seed=batch_seed,
                     eps=eps,
                     seeds=seeds,
                 )
             else:  # the last step's update travels with this step's PROBE: one round trip
-                probe = self.target.apply_probe(
+                probe = target.apply_probe(
                     pending[0],
                     pending[1],
                     slot=TRAIN_SLOT,
-                    batch_size=s.batch_size,
+                    batch_size=batch_size,
                     batch_seed=batch_seed,
                     eps=eps,
                     seeds=seeds,
                 )
-            if self.head is not None:  # the exact step of the head, on the PROBE's batch
+            if head is not None:  # the exact step of the head, on the PROBE's batch
                 self._head_step(batch_seed, lr_at(frac))
                 forward_passes_done += 1
             est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
-            if s.aggregator == ALIGN and q > 1:  # least squares over the q directions
+            if align and q > 1:  # least squares over the q directions
                 coeffs = align_coefficients(est.grads.tolist(), self.gram(seeds), lr)
                 est = est._replace(coeffs=np.array(coeffs, dtype=np.int32))
             pending = (seeds, est.coeffs)  # applied before anything reads the weights
             host_s = time.perf_counter() - started
-            forward_passes_done += step_cost(s.estimator, q)
+            forward_passes_done += step_cost(kind, q)
             fresh_words, fresh_numbers = self._fresh(q)
-            if self.head is not None:  # HEAD_GRAD's rounding offsets, one per head element
-                fresh_words += self.head.fresh_words
-                fresh_numbers += self.head.elements
+            if head is not None:  # HEAD_GRAD's rounding offsets, one per head element
+                fresh_words += head.fresh_words
+                fresh_numbers += head.elements
             grads, loss = est.grads, est.loss
             append_step(  # (step, q, seeds, loss_plus, loss_minus, grads, coeffs, lr, eps,
                 # batch_seed, loss, forward_passes, fresh_words, fresh_numbers): positional,
@@ -334,7 +340,7 @@ class Trainer:
                 stop = stop or stopper.after_eval(
                     forward_passes=forward_passes_done, accuracy=accuracy, loss=loss
                 )
-            self.view.update(progress)
+            view_update(progress)
         pending = self._apply(pending)
         forward_passes = forward_passes_done
         if self._last_eval is not None and self._last_eval[0] == forward_passes:
