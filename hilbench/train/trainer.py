@@ -20,7 +20,7 @@ from hilbench.errors import HilbenchError
 from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
 from hilbench.train.hybrid import HeadSpec
-from hilbench.train.schedule import Scheduler, StepInfo
+from hilbench.train.schedule import Scheduler, StepInfo, overrides
 from hilbench.train.stopping import BUDGET, Stopper
 from hilbench.zo.aggregate import ALIGN, align_coefficients
 
@@ -256,13 +256,20 @@ class Trainer:
         )
         kind, budget, batch_size = s.estimator, s.budget, s.batch_size
         align = s.aggregator == ALIGN
+        # the base Scheduler's lr_scale is 1.0 and its observe_step does nothing: not called
+        scales_lr = overrides(schedule, "lr_scale")
+        observes = overrides(schedule, "observe_step") or overrides(schedule, "observe")
         while not stop:
             fits = max_q(kind, budget - forward_passes_done - head_pass)
             q = min(int(schedule.next_q(self.step)), fits)
             if q < 1:
                 break
             frac = forward_passes_done / budget
-            lr = s.lr * (1.0 if lr_constant else lr_at(frac)) * schedule.lr_scale(q)
+            lr = (
+                s.lr
+                * (1.0 if lr_constant else lr_at(frac))
+                * (schedule.lr_scale(q) if scales_lr else 1.0)
+            )
             eps = eps_fixed or eps_of(s.eps, eps_at(frac))
             draws = rng.take(q + 1)
             batch_seed, seeds = int(draws[0]), draws[1:]
@@ -319,9 +326,10 @@ class Trainer:
                 fresh_words,
                 fresh_numbers,
             )
-            observe_step(
-                _new_info(StepInfo, (self.step, q, loss, forward_passes_done, lr, eps, grads))
-            )
+            if observes:
+                observe_step(
+                    _new_info(StepInfo, (self.step, q, loss, forward_passes_done, lr, eps, grads))
+                )
             self.step += 1
             progress.step, progress.q, progress.loss = self.step, q, loss
             progress.forward_passes, progress.step_host_s = forward_passes_done, host_s
