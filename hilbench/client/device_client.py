@@ -29,13 +29,15 @@ from hilbench.link.faults import FaultSpec
 from hilbench.link.wrapper import PortWrapper
 from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
-from hilbench.protocol.frames import PROTOCOL_VERSION, FrameDecoder, encode_frame
+from hilbench.protocol.frames import PROTOCOL_VERSION, Frame, FrameDecoder, encode_frame
 
-TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}
+TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}  # (TimingSource members too)
 INSTRUCTIONS = "instr"  # executed instructions (QEMU -icount): a count, never seconds
 _POLL_STEPS = (0.001, 0.005, 0.02, 0.05)  # read timeouts: few values, so few tty reprograms
 _SEEN_BYTES = 64  # the last bytes received that a "no answer" error shows
 _LOG = int(spec.MessageType.LOG)  # a device's LOG frame (seq 0): its own words, never an answer
+_ERROR = int(spec.MessageType.ERROR)
+_U32, _I32 = np.dtype(np.uint32), np.dtype(np.int32)  # the wire's seeds and coefficients
 # APPLY_PROBE's answer size, a + b q (spec's layout), derived once: it is checked every step
 _APPLY_PROBE_R_BASE = spec.apply_probe_response_size(0)
 _APPLY_PROBE_R_PER_SEED = spec.apply_probe_response_size(1) - _APPLY_PROBE_R_BASE
@@ -62,6 +64,9 @@ class CommandTiming(NamedTuple):  # a tuple: built on every round trip
     device_s: float | None
     source: str | None  # "device" or "modeled" for device_s; "instr" for instructions
     instructions: int | None = None  # executed instructions (QEMU -icount), not a time
+
+
+_new_timing = tuple.__new__  # a CommandTiming of known fields, without NamedTuple's __new__
 
 
 class InferResult(NamedTuple):
@@ -202,6 +207,8 @@ class DeviceClient:
             peak_half_life_s=None if synchronous else PEAK_HALF_LIFE_S,
         )
         self.work = ModelWork()  # of the model this client loaded, for the timeouts
+        #: (work, (q_apply, q, batch size), APPLY_PROBE's parts): the last step's, kept
+        self._step_parts: tuple[ModelWork, tuple[int, int, int], tuple[Part, tuple]] | None = None
         self._work_blob: tuple[int, int, ModelWork] | None = None  # (len, crc32, work)
         #: uploads go through this debugger when set and the device has CAP_LOAD_STAGE
         #: (LOAD_STAGE, the debugger's write, LOAD_COMMIT); else, as always, over the link
@@ -314,34 +321,35 @@ class DeviceClient:
         first = timer.first_wait(part, alternative)
         if timeout is not None:
             first = min(first, timeout)
-        started = time.perf_counter()
+        clock = time.perf_counter
         seen = bytearray()  # the last bytes received (at most _SEEN_BYTES), for messages
         frames_before = self._frames_in
         silent: list[int] = []  # ms each try waited that ended in silence (a retry followed)
-        wait = 0.0
+        port = self.port
         try:
-            for attempt in range(retries + 1):  # at least once: response is always set
-                if attempt and self._miss == "damaged":  # certain now: the device said so
+            started = clock()
+            port.write(frame)
+            response = self._await(seq, req_type, first, seen)  # (first: within any cap)
+            if response is not None:  # the common case: answered at the first try
+                timer.sample(part, clock() - started)
+            wait = first
+            for attempt in range(1, retries + 1 if response is None else 1):
+                if self._miss == "damaged":  # certain now: the device said so
                     self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}, damaged")
-                elif attempt:  # lost or only late: known once its duplicate answers are in
+                else:  # lost or only late: known once its duplicate answers are in
                     silent.append(round(wait * 1e3))
-                sent = time.perf_counter()
-                self.port.write(frame)
+                port.write(frame)
                 wait = timer.wait(first, attempt, timeout)
                 response = self._await(seq, req_type, wait, seen)
-                if response is not None:
-                    now = time.perf_counter()
-                    if attempt == 0:
-                        timer.sample(part, now - sent)
-                    else:  # Karn: no sample, but the answer came within this much
-                        timer.sample(part, now - started, retried=True)
+                if response is not None:  # Karn: no sample, but it came within this much
+                    timer.sample(part, clock() - started, retried=True)
                     break
         except serial.SerialException as exc:
             raise LinkError(
                 f"the link to {self.name} failed during {name}: {exc}",
                 "check the cable or that the device process is still running",
             ) from None
-        host_s = time.perf_counter() - started
+        host_s = clock() - started
         if self._unsettled:  # earlier requests' duplicates have all come by now
             self.settle()
         if silent:
@@ -392,21 +400,20 @@ class DeviceClient:
                 f"{self.name} refused {name}: {response}",
                 _error_fix(code),
             )
-        commands = self._commands
-        if commands.subscribers:
+        subscribers = self._commands.subscribers
+        if subscribers:
             device_s = getattr(response, "duration_ns", None)
-            source = TIMING_SOURCES.get(int(getattr(response, "timing_source", 0)))
+            source = TIMING_SOURCES.get(getattr(response, "timing_source", 0))
             if source == INSTRUCTIONS:  # duration_ns holds a count: kept as one
-                commands.emit(CommandTiming(name, host_s, None, source, device_s))
-                return response
-            commands.emit(
-                CommandTiming(
-                    name,
-                    host_s,
-                    None if device_s is None or source is None else device_s * 1e-9,
-                    source,
-                )
-            )
+                timing = _new_timing(CommandTiming, (name, host_s, None, source, device_s))
+            else:
+                if device_s is not None and source is not None:
+                    device_s *= 1e-9
+                else:
+                    device_s = None
+                timing = _new_timing(CommandTiming, (name, host_s, device_s, source, None))
+            for subscriber in subscribers:  # Channel.emit, inline: this runs every round trip
+                subscriber(timing)
         return response
 
     def injected_reset_rate(self) -> float:
@@ -445,13 +452,23 @@ class DeviceClient:
         """The answer to ``seq``, or None after ``wait_s`` or a BAD_FRAME report (retry)."""
         deadline = time.monotonic() + wait_s
         self._miss = "timeout"
+        pending = self._pending
+        answer = req_type | spec.RESPONSE_BIT  # the answer, unless one of these
+        fast = m.fast_response_decoder(answer)  # None: every answer takes the checks below
+        if answer in (req_type, _LOG, _ERROR):
+            fast = None
         while True:
-            while self._pending:
-                frame = self._pending.pop(0)
+            while pending:
+                frame = pending.pop(0)
+                # the common case: the answer, exactly valid (version, type, seq, payload)
+                if fast is not None and frame[2] == seq and frame[1] == answer:
+                    msg = fast(frame[3]) if frame[0] == PROTOCOL_VERSION else None
+                    if msg is not None:
+                        return msg
                 if frame.type == _LOG and frame.seq == 0:  # the device speaks on its own
                     self.device_log.frame(frame, self.events.device)
                     continue
-                if frame.type == m.ERROR and frame.seq == 0:
+                if frame.type == _ERROR and frame.seq == 0:
                     reply = _decode_or_none(frame)
                     if reply is not None and reply.code == m.ErrorCode.BAD_FRAME:
                         self.event("resync", f"device dropped a damaged frame ({reply.message})")
@@ -460,7 +477,7 @@ class DeviceClient:
                 if frame.seq != seq:
                     self.stats["stale"] += 1
                     u = self._unsettled.get(frame.seq)
-                    if u is not None and frame.type != m.ERROR:  # a retried try answered again
+                    if u is not None and frame.type != _ERROR:  # a retried try answered again
                         u.late += 1
                         if u.late >= u.timeouts:
                             self._settle(self._unsettled.pop(frame.seq))
@@ -472,24 +489,13 @@ class DeviceClient:
                         "this port is a loopback or a terminal that echoes, not a hilbench "
                         "device: pick the board's port (python -m serial.tools.list_ports)",
                     )
-                if frame.type not in (req_type | 0x80, m.ERROR):
+                if frame.type not in (req_type | 0x80, _ERROR):
                     raise DeviceError(
                         f"{self.name} answered {m.type_name(req_type)} "
                         f"with type 0x{frame.type:02x}",
                         "the firmware and hilbench disagree on the protocol: reflash the firmware",
                     )
-                try:
-                    return m.decode_response(frame)
-                except m.MessageError as exc:
-                    if exc.code == m.ErrorCode.BAD_VERSION:
-                        raise DeviceError(
-                            f"{self.name} answers in another protocol version: {exc}",
-                            "flash firmware built from this hilbench version",
-                        ) from None
-                    raise DeviceError(
-                        f"{self.name} sent a malformed {m.type_name(req_type)} answer: {exc}",
-                        "reflash the firmware that matches this hilbench version",
-                    ) from None
+                return self._decode_answer(frame, req_type)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -511,7 +517,22 @@ class DeviceClient:
                     del seen[:-_SEEN_BYTES]
                 frames = self._decoder.feed(chunk)
                 self._frames_in += len(frames)
-                self._pending.extend(frames)
+                pending.extend(frames)
+
+    def _decode_answer(self, frame: Frame, req_type: int) -> object:
+        """The message of the answer (or ERROR) to a request of ``req_type``."""
+        try:
+            return m.decode_response(frame)
+        except m.MessageError as exc:
+            if exc.code == m.ErrorCode.BAD_VERSION:
+                raise DeviceError(
+                    f"{self.name} answers in another protocol version: {exc}",
+                    "flash firmware built from this hilbench version",
+                ) from None
+            raise DeviceError(
+                f"{self.name} sent a malformed {m.type_name(req_type)} answer: {exc}",
+                "reflash the firmware that matches this hilbench version",
+            ) from None
 
     # --- commands -----------------------------------------------------------------------
     def hello(self, timeout: float | None = None, retries: int | None = None) -> DeviceInfo:
@@ -729,9 +750,9 @@ class DeviceClient:
         """Apply the update along ``apply_seeds`` (the last PROBE's), then PROBE along
         ``seeds``: (updates applied, the PROBE's answer). One round trip (APPLY_PROBE) when
         the device still holds ``apply_seeds``; APPLY then PROBE otherwise."""
-        apply_seeds = m.int_array(apply_seeds, np.uint32, "APPLY seeds")
-        coeffs = m.int_array(coeffs, np.int32, "APPLY coefficients")
-        seeds = m.int_array(seeds, np.uint32, "PROBE seeds")
+        apply_seeds = _wire_array(apply_seeds, _U32, "APPLY seeds")
+        coeffs = _wire_array(coeffs, _I32, "APPLY coefficients")
+        seeds = _wire_array(seeds, _U32, "PROBE seeds")
         info = self.info
         if (
             self._probed is not None  # a PROBE was answered: HELLO was too
@@ -753,7 +774,11 @@ class DeviceClient:
             # that fit (the PROBE of apply_seeds and this one, 8 q bytes and more): it fits too.
             self._probed = None
             q = len(seeds)
-            part, alternative = self.work.apply_probe_parts(len(coeffs), q, batch_size)
+            work, key = self.work, (len(coeffs), q, batch_size)
+            parts = self._step_parts
+            if parts is None or parts[0] is not work or parts[1] != key:  # a new q or model
+                parts = self._step_parts = (work, key, work.apply_probe_parts(*key))
+            part, alternative = parts[2]
             resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative)
             self._probed = payload[-4 * q :]
             return resp.updates_applied, resp.probe
@@ -887,6 +912,13 @@ class DeviceClient:
             f"<DeviceClient {self.name}: {info.device_id}, firmware {info.firmware!r}, "
             f"protocol {info.protocol_version}>"
         )
+
+
+def _wire_array(value: object, dtype: np.dtype, where: str) -> np.ndarray:
+    """``m.int_array``, with its common case (already a 1-D array of ``dtype``) inline."""
+    if type(value) is np.ndarray and value.dtype == dtype and value.ndim == 1:
+        return value
+    return m.int_array(value, dtype, where)
 
 
 def _checked_retries(retries: int) -> int:

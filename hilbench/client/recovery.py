@@ -22,6 +22,7 @@ from hilbench.client.events import ClientEvents, Incident
 from hilbench.errors import DeviceError, HilbenchError
 from hilbench.protocol import data_blob
 
+_U32, _I32 = np.dtype(np.uint32), np.dtype(np.int32)
 MAX_RECOVERIES_IN_A_ROW = 20
 CRC_EVERY = 100  # updates between weights-CRC checkpoints (one extra round trip each)
 
@@ -103,43 +104,48 @@ class RecoveringTarget:
         self.log = UpdateLog()
         self._shadow = self.make_shadow(blob) if self.make_shadow else None
         self._shadow_steps = 0
-        return self._call(lambda: self.target.load_model(blob))
+        return self._call(self.target.load_model, blob)
 
     def load_data(self, slot: int, inputs: np.ndarray, labels: np.ndarray, n_classes: int) -> int:
         blob = data_blob.encode(inputs, labels, n_classes)
         self._slots[slot] = blob
-        return self._call(lambda: self.target.load_data_blob(slot, blob))
+        return self._call(self.target.load_data_blob, slot, blob)
 
     def probe(self, **kwargs: object):
-        return self._call(lambda: self.target.probe(**kwargs))
+        return self._call(self.target.probe, **kwargs)
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
-        applied = self._call(lambda: self.target.apply(seeds, coeffs))
+        applied = self._call(self.target.apply, seeds, coeffs)
         self._logged(seeds, coeffs, applied, "APPLY")
         return applied
 
     def _logged(self, seeds: np.ndarray, coeffs: np.ndarray, applied: int, command: str) -> None:
         """Log an update the device acknowledged; a CRC checkpoint every ``crc_every``."""
-        self.log.steps.append((_copy(seeds, np.uint32), _copy(coeffs, np.int32)))
-        self._expect_applied(applied, command)
+        steps = self.log.steps
+        steps.append((_copy(seeds, _U32), _copy(coeffs, _I32)))
+        if applied != len(steps):
+            self._expect_applied(applied, command)
         if self.crc_every and applied % self.crc_every == 0:
             self.weights_crc()
 
     def apply_probe(self, apply_seeds: np.ndarray, coeffs: np.ndarray, **probe: object):
         """``DeviceClient.apply_probe``, logged as ``apply`` is; returns the PROBE's answer."""
-        applied, response = self._call(
-            lambda: self.target.apply_probe(apply_seeds, coeffs, **probe)
-        )
+        try:  # (``_call`` inline: this runs every step)
+            applied, response = self.target.apply_probe(apply_seeds, coeffs, **probe)
+        except DeviceReset:
+            applied, response = self._recovered(
+                self.target.apply_probe, (apply_seeds, coeffs), probe, failures=1
+            )
         self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE")
         return response
 
     def head_grad(self, **request: object):
         """``DeviceClient.head_grad``; not logged: a recovery replays the ZO updates only, so
         the answer's ``grads_applied`` tells the trainer the head's steps were lost."""
-        return self._call(lambda: self.target.head_grad(**request))
+        return self._call(self.target.head_grad, **request)
 
     def evaluate(self, slot: int, n_items: int, chunk: int = 512) -> tuple[float, float]:
-        return self._call(lambda: self.target.evaluate(slot, n_items, chunk))
+        return self._call(self.target.evaluate, slot, n_items, chunk)
 
     def weights_crc(self) -> tuple[int, int]:
         """The device's weights CRC, checked against the host's shadow copy when it has one."""
@@ -169,7 +175,7 @@ class RecoveringTarget:
         self._model, self._slots, self.log = model, dict(slots), log
         self._restoring = True  # logged as "restored": no reset happened
         try:
-            self._call(lambda: None, force=True)
+            self._recovered(lambda: None, (), {})
         finally:
             self._restoring = False
 
@@ -182,31 +188,42 @@ class RecoveringTarget:
                 "the device applied an update twice or lost one: report this with the trace",
             )
 
-    def _call(self, command: Callable[[], object], *, force: bool = False) -> object:
-        failures = 0
-        needs_recovery = force
+    def _call(self, command: Callable[..., object], /, *args: object, **kwargs: object) -> object:
+        """``command(*args, **kwargs)``, recovering from device resets on the way."""
+        try:  # the common case: no reset (no closure to build, no loop to enter)
+            return command(*args, **kwargs)
+        except DeviceReset:
+            pass
+        return self._recovered(command, args, kwargs, failures=1)
+
+    def _recovered(
+        self,
+        command: Callable[..., object],
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+        *,
+        failures: int = 0,
+    ) -> object:
+        """``command`` after a recovery (``failures``: resets seen so far in a row)."""
         while True:
-            try:
-                if needs_recovery:
-                    self._recover()
-                    needs_recovery = False
-                return command()
-            except DeviceReset:
-                failures += 1
-                needs_recovery = True
+            if failures > self.max_in_a_row:
                 injected = getattr(self.target, "injected_reset_rate", lambda: 0.0)()
-                if failures > self.max_in_a_row and injected:
+                if injected:
                     raise DeviceError(
                         f"{self.name} reset {failures} times in a row while recovering: the "
                         f"resets were injected by --link-faults reset={injected:g}",
                         "lower reset= in --link-faults (e.g. reset=0.001); the trace is valid "
                         "so far",
                     ) from None
-                if failures > self.max_in_a_row:
-                    raise DeviceError(
-                        f"{self.name} reset {failures} times in a row while recovering",
-                        "check the board's power supply and watchdog; the trace is valid so far",
-                    ) from None
+                raise DeviceError(
+                    f"{self.name} reset {failures} times in a row while recovering",
+                    "check the board's power supply and watchdog; the trace is valid so far",
+                ) from None
+            try:
+                self._recover()
+                return command(*args, **kwargs)
+            except DeviceReset:
+                failures += 1
 
     def _recover(self) -> None:
         started = time.perf_counter()
@@ -246,7 +263,7 @@ class RecoveringTarget:
         )
 
 
-def _copy(values: np.ndarray, dtype: type) -> np.ndarray:
+def _copy(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """The log's own copy (the caller may reuse its array)."""
     if type(values) is np.ndarray and values.dtype == dtype:
         return values.copy()

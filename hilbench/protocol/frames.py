@@ -49,6 +49,9 @@ _CRC = struct.Struct("<I")
 assert _HEADER.size == HEADER_SIZE and _CRC.size == CRC_SIZE
 
 PROBLEM_KINDS = spec.FRAME_PROBLEMS
+#: CRC-32 of any bytes followed by their own CRC-32 (little-endian): one pass checks a body
+#: (a 4-byte tail is right exactly when this comes out: appending it is one-to-one)
+_CRC_RESIDUE = zlib.crc32(_CRC.pack(zlib.crc32(b"")))
 
 
 def max_encoded_len(max_payload: int = MAX_PAYLOAD) -> int:
@@ -75,6 +78,9 @@ class Frame(NamedTuple):  # a tuple: one is built per frame received
     def encode(self) -> bytes:
         """Wire bytes of this frame (COBS body + delimiter)."""
         return encode_frame(self.type, self.seq, self.payload, version=self.version)
+
+
+_new_frame = tuple.__new__  # a Frame of checked fields, without NamedTuple's __new__ call
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,14 +165,13 @@ class FrameDecoder:
         """Consume ``data``; return the frames completed by it, in order."""
         if not isinstance(data, bytes | bytearray):
             data = bytes(data)
-        if (  # the common case: exactly one whole frame, nothing buffered before it
-            not self._buf
-            and not self._discarded
-            and 1 < len(data) <= self.max_encoded + 1
-            and data.find(b"\x00") == len(data) - 1
-        ):
-            frame = self._decode(data[:-1])
-            return [] if frame is None else [frame]
+        if not self._buf and not self._discarded:  # the common case: one whole frame,
+            # nothing buffered before it, perhaps after the delimiter a sender puts first
+            end = len(data) - 1
+            start = 1 if end > 0 and data[0] == 0 else 0
+            if 0 < end - start <= self.max_encoded and data.find(b"\x00", start) == end:
+                frame = self._decode(data[start:end])
+                return [] if frame is None else [frame]
         frames: list[Frame] = []
         buf = self._buf
         limit = self.max_encoded
@@ -214,8 +219,7 @@ class FrameDecoder:
         if n < FRAME_OVERHEAD:
             self._problem("short", len(raw), f"body is {n} bytes, the minimum is {FRAME_OVERHEAD}")
             return None
-        (crc,) = _CRC.unpack_from(body, n - CRC_SIZE)
-        if zlib.crc32(memoryview(body)[: n - CRC_SIZE]) != crc:
+        if zlib.crc32(body) != _CRC_RESIDUE:  # the CRC over the body and its own CRC
             self._problem("crc", len(raw), "CRC-32 mismatch")
             return None
         version, type_, seq, length = _HEADER.unpack_from(body)
@@ -232,7 +236,7 @@ class FrameDecoder:
             )
             return None
         self.frames_decoded += 1
-        return Frame(version, type_, seq, body[HEADER_SIZE : n - CRC_SIZE])
+        return _new_frame(Frame, (version, type_, seq, body[HEADER_SIZE : n - CRC_SIZE]))
 
     def _problem(self, kind: str, nbytes: int, detail: str) -> None:
         problem = FrameProblem(kind, nbytes, detail)

@@ -632,8 +632,30 @@ def decode_request(frame: Frame) -> Message:
     return REQUESTS[frame.type]._codec.build(values, trusted=True)
 
 
+#: type byte -> the generated decoder of a per-step response (tried first: decode_response)
+_FAST_RESPONSES: dict[int, Callable[[bytes], Any]] = {
+    t: cls._codec.fast_unpack
+    for t, cls in RESPONSES.items()
+    if cls._codec.fast_unpack is not None and t != MessageType.ERROR
+}
+
+
+def fast_response_decoder(frame_type: int) -> Callable[[bytes], Any] | None:
+    """The generated decoder of a response type's payload (the message of an exactly valid
+    payload of this protocol version, None for anything else: ``decode_response`` then says
+    what is wrong); None for a type without one."""
+    return _FAST_RESPONSES.get(frame_type)
+
+
 def decode_response(frame: Frame) -> Message:
     """The response in ``frame`` (an ErrorResponse for type 0xFF, read in any version)."""
+    version, type_, _, payload = frame
+    if version == PROTOCOL_VERSION:
+        fast = _FAST_RESPONSES.get(type_)
+        if fast is not None:
+            msg = fast(payload)
+            if msg is not None:
+                return msg
     if frame.type == MessageType.ERROR:  # ERROR's layout is the same in every version
         return ErrorResponse.unpack(frame.payload)
     if frame.version != PROTOCOL_VERSION:

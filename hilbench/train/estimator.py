@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hilbench.zo.loss import Q16
-from hilbench.zo.update import coefficients, quantize_coefficients
+from hilbench.zo.update import COEFF_LIMIT, FRAC_BITS, quantize_coefficients
 
 
 class Estimate(NamedTuple):  # a tuple: one per step
@@ -19,18 +19,30 @@ class Estimate(NamedTuple):  # a tuple: one per step
     loss: float
 
 
+_new_estimate = tuple.__new__  # an Estimate of computed fields, without NamedTuple's __new__
+_UNIT = float(1 << FRAC_BITS)  # Q16
+
+
 def two_point(loss_plus: np.ndarray, loss_minus: np.ndarray, *, lr: float, eps: int) -> Estimate:
     """g_k = (L+ - L-) / 2eps for each sample, averaged over q through the coefficients; the
-    step's loss is the mean of all 2q losses."""
+    step's loss is the mean of all 2q losses.
+
+    ``hilbench.zo.update.coefficients`` in plain floats, its IEEE operations in its order
+    (tests/train/test_estimator_exact.py holds both to the vectorised definition), with the
+    clip tested once per step rather than per sample: this runs every step."""
     plus, minus = loss_plus.tolist(), loss_minus.tolist()
-    grads, coeffs = coefficients(plus, minus, lr, eps)
     q = len(plus)
+    div = 2.0 * eps
+    # p - m is exact: |L| < 2^31
+    grads = [(p - m) / div / _UNIT for p, m in zip(plus, minus, strict=True)]
+    coeffs = [round(lr * g * _UNIT / q) for g in grads]  # left to right, as coefficients()
+    if coeffs and (max(coeffs) > COEFF_LIMIT or min(coeffs) < -COEFF_LIMIT):
+        coeffs = [min(COEFF_LIMIT, max(-COEFF_LIMIT, c)) for c in coeffs]
     # Integer sums are exact, and int / int rounds once: the same float as np.mean's.
     mean = (sum(plus) / q + sum(minus) / q) / 2
-    return Estimate(
-        grads=np.array(grads, dtype=np.float64),
-        coeffs=np.array(coeffs, dtype=np.int32),
-        loss=mean / Q16,
+    return _new_estimate(
+        Estimate,
+        (np.array(grads, dtype=np.float64), np.array(coeffs, dtype=np.int32), mean / Q16),
     )
 
 

@@ -71,6 +71,14 @@ class Scheduler:
         self.observe(info.step, info.loss, info.forward_passes)
 
 
+def overrides(schedule: Scheduler, method: str) -> bool:
+    """Whether ``schedule``'s class (or the instance) replaces the base Scheduler's ``method``
+    (the trainer skips the base's no-op calls on every step)."""
+    if method in getattr(schedule, "__dict__", ()):
+        return True
+    return getattr(type(schedule), method, None) is not getattr(Scheduler, method)
+
+
 class FixedQ(Scheduler):
     """The same q every step."""
 

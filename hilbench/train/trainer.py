@@ -20,13 +20,14 @@ from hilbench.errors import HilbenchError
 from hilbench.train.estimator import ESTIMATORS, max_q
 from hilbench.train.estimator import forward_passes as step_cost
 from hilbench.train.hybrid import HeadSpec
-from hilbench.train.schedule import Scheduler, StepInfo
+from hilbench.train.schedule import Scheduler, StepInfo, overrides
 from hilbench.train.stopping import BUDGET, Stopper
 from hilbench.zo.aggregate import ALIGN, align_coefficients
 
 STEP_COMMANDS = frozenset(
     {"PROBE", "APPLY", "APPLY_PROBED", "APPLY_PROBE", "HEAD_GRAD"}
 )  # device time
+_new_info = tuple.__new__  # a StepInfo of the step's fields, without NamedTuple's __new__
 TRAIN_SLOT = 0
 TEST_SLOT = 1
 
@@ -71,6 +72,11 @@ class TrainResult:
     weights_crc: int
     stop_reason: str = BUDGET  # why the run ended: the budget spent, or a limit or rule
     head_crc: int | None = None  # the hybrid's head after its last HEAD_GRAD (None: no hybrid)
+
+
+def eps_of(eps: int, factor: float) -> int:
+    """A step's perturbation size: the run's ``eps`` times its schedule's factor, in 1..127."""
+    return int(min(127, max(1, round(eps * factor))))
 
 
 class SeedStream:
@@ -146,19 +152,16 @@ class Trainer:
         return fresh
 
     def _record_timing(self, timing: CommandTiming) -> None:
-        if timing.instructions is not None:  # QEMU -icount: a count, stored as its own source
-            self.trace.append_command(
-                self.step, timing.command, timing.host_s, timing.instructions, timing.source
-            )
-        elif timing.device_s is None or not timing.source:
-            self.trace.append_timing(self.step, timing.command, timing.host_s, "host")
+        command, host_s, device_s, source, instructions = timing  # one unpacking: every step
+        if instructions is not None:  # QEMU -icount: a count, stored as its own source
+            self.trace.append_command(self.step, command, host_s, instructions, source)
+        elif device_s is None or not source:
+            self.trace.append_timing(self.step, command, host_s, "host")
         else:
-            self.trace.append_command(
-                self.step, timing.command, timing.host_s, timing.device_s, timing.source
-            )
-            if timing.command in STEP_COMMANDS:
-                self._step_device_s += timing.device_s
-                self._device_source = timing.source
+            self.trace.append_command(self.step, command, host_s, device_s, source)
+            if command in STEP_COMMANDS:
+                self._step_device_s += device_s
+                self._device_source = source
 
     def _apply(self, pending: tuple[np.ndarray, np.ndarray] | None) -> None:
         """Send an update still held back for the next PROBE (before the weights are read)."""
@@ -239,79 +242,105 @@ class Trainer:
             stop = stopper.after_eval(forward_passes=0, accuracy=accuracy, loss=loss)
         pending: tuple[np.ndarray, np.ndarray] | None = None  # (seeds, coeffs) not yet sent
         head_pass = 1 if self.head is not None else 0  # HEAD_GRAD's forward pass per step
+        append_step, observe_step = self.trace.append_step, self.schedule.observe_step
+        watch_steps = stopper.active  # no limit and no rule: nothing to ask after a step
+        # a constant schedule's factor is 1.0 whatever the fraction: not asked every step
+        lr_constant = s.lr_schedule == "constant"
+        eps_fixed = eps_of(s.eps, 1.0) if s.eps_schedule == "constant" else 0
+        # what every step reads, looked up once
+        schedule, target, head, view_update = (
+            self.schedule,
+            self.target,
+            self.head,
+            self.view.update,
+        )
+        kind, budget, batch_size = s.estimator, s.budget, s.batch_size
+        align = s.aggregator == ALIGN
+        # the base Scheduler's lr_scale is 1.0 and its observe_step does nothing: not called
+        scales_lr = overrides(schedule, "lr_scale")
+        observes = overrides(schedule, "observe_step") or overrides(schedule, "observe")
         while not stop:
-            fits = max_q(s.estimator, s.budget - forward_passes_done - head_pass)
-            q = min(int(self.schedule.next_q(self.step)), fits)
+            fits = max_q(kind, budget - forward_passes_done - head_pass)
+            q = min(int(schedule.next_q(self.step)), fits)
             if q < 1:
                 break
-            frac = forward_passes_done / s.budget
-            lr = s.lr * lr_at(frac) * self.schedule.lr_scale(q)
-            eps = int(min(127, max(1, round(s.eps * eps_at(frac)))))
+            frac = forward_passes_done / budget
+            lr = (
+                s.lr
+                * (1.0 if lr_constant else lr_at(frac))
+                * (schedule.lr_scale(q) if scales_lr else 1.0)
+            )
+            eps = eps_fixed or eps_of(s.eps, eps_at(frac))
             draws = rng.take(q + 1)
             batch_seed, seeds = int(draws[0]), draws[1:]
             started = time.perf_counter()
             self._step_device_s = 0.0
             if pending is None:
-                probe = self.target.probe(
+                probe = target.probe(
                     slot=TRAIN_SLOT,
-                    batch_size=s.batch_size,
+                    batch_size=batch_size,
                     batch_seed=batch_seed,
                     eps=eps,
                     seeds=seeds,
                 )
             else:  # the last step's update travels with this step's PROBE: one round trip
-                probe = self.target.apply_probe(
+                probe = target.apply_probe(
                     pending[0],
                     pending[1],
                     slot=TRAIN_SLOT,
-                    batch_size=s.batch_size,
+                    batch_size=batch_size,
                     batch_seed=batch_seed,
                     eps=eps,
                     seeds=seeds,
                 )
-            if self.head is not None:  # the exact step of the head, on the PROBE's batch
+            if head is not None:  # the exact step of the head, on the PROBE's batch
                 self._head_step(batch_seed, lr_at(frac))
                 forward_passes_done += 1
             est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
-            if s.aggregator == ALIGN and q > 1:  # least squares over the q directions
+            if align and q > 1:  # least squares over the q directions
                 coeffs = align_coefficients(est.grads.tolist(), self.gram(seeds), lr)
                 est = est._replace(coeffs=np.array(coeffs, dtype=np.int32))
             pending = (seeds, est.coeffs)  # applied before anything reads the weights
             host_s = time.perf_counter() - started
-            forward_passes_done += step_cost(s.estimator, q)
+            forward_passes_done += step_cost(kind, q)
             fresh_words, fresh_numbers = self._fresh(q)
-            if self.head is not None:  # HEAD_GRAD's rounding offsets, one per head element
-                fresh_words += self.head.fresh_words
-                fresh_numbers += self.head.elements
-            self.trace.append_step(
-                step=self.step,
-                q=q,
-                seeds=seeds,
-                loss_plus=probe.loss_plus,
-                loss_minus=probe.loss_minus,
-                grads=est.grads,
-                coeffs=est.coeffs,
-                lr=lr,
-                eps=eps,
-                batch_seed=batch_seed,
-                loss=est.loss,
-                forward_passes=forward_passes_done,
-                fresh_words=fresh_words,
-                fresh_numbers=fresh_numbers,
+            if head is not None:  # HEAD_GRAD's rounding offsets, one per head element
+                fresh_words += head.fresh_words
+                fresh_numbers += head.elements
+            grads, loss = est.grads, est.loss
+            append_step(  # (step, q, seeds, loss_plus, loss_minus, grads, coeffs, lr, eps,
+                # batch_seed, loss, forward_passes, fresh_words, fresh_numbers): positional,
+                # cheaper than 14 keywords on every step
+                self.step,
+                q,
+                seeds,
+                probe.loss_plus,
+                probe.loss_minus,
+                grads,
+                est.coeffs,
+                lr,
+                eps,
+                batch_seed,
+                loss,
+                forward_passes_done,
+                fresh_words,
+                fresh_numbers,
             )
-            self.schedule.observe_step(
-                StepInfo(self.step, q, est.loss, forward_passes_done, lr, eps, est.grads)
-            )
+            if observes:
+                observe_step(
+                    _new_info(StepInfo, (self.step, q, loss, forward_passes_done, lr, eps, grads))
+                )
             self.step += 1
-            progress.step, progress.q, progress.loss = self.step, q, est.loss
+            progress.step, progress.q, progress.loss = self.step, q, loss
             progress.forward_passes, progress.step_host_s = forward_passes_done, host_s
             progress.step_device_s, progress.device_source = (
                 self._step_device_s,
                 self._device_source,
             )
-            stop = stopper.after_step(
-                steps=self.step, forward_passes=forward_passes_done, train_loss=est.loss
-            )
+            if watch_steps:
+                stop = stopper.after_step(
+                    steps=self.step, forward_passes=forward_passes_done, train_loss=loss
+                )
             if forward_passes_done >= next_eval:
                 next_eval += s.eval_every
                 pending = self._apply(pending)
@@ -319,7 +348,7 @@ class Trainer:
                 stop = stop or stopper.after_eval(
                     forward_passes=forward_passes_done, accuracy=accuracy, loss=loss
                 )
-            self.view.update(progress)
+            view_update(progress)
         pending = self._apply(pending)
         forward_passes = forward_passes_done
         if self._last_eval is not None and self._last_eval[0] == forward_passes:

@@ -301,3 +301,64 @@ def test_examples_in_the_document_decode() -> None:
         assert f.encode() == w and cobs.decode(w[:-1]) == body
     (probe,) = FrameDecoder().feed(wires[2])
     assert decode_request(probe) == ProbeRequest(1, 32, 7, 2, [0, 0xDEADBEEF])
+
+
+def _bytewise(d: FrameDecoder, data: bytes) -> list[Frame]:
+    """What ``d.feed(data)`` must give: the data a byte at a time (never the one-frame path)."""
+    out: list[Frame] = []
+    for b in data:
+        out += d.feed(bytes([b]))
+    return out
+
+
+def _state(d: FrameDecoder) -> tuple:
+    return d.error_counts, [(p.kind, p.nbytes) for p in d.errors], d.pending, d.discarding
+
+
+def _spoiled(f: Frame, where: int) -> bytes:
+    raw = bytearray(wire(f))
+    raw[where % (len(raw) - 1)] ^= 0x5A  # never the delimiter
+    return bytes(raw)
+
+
+chunks = st.one_of(
+    frames.map(wire),  # a whole frame
+    frames.map(lambda f: b"\x00" + wire(f)),  # as senders send it: a delimiter first
+    st.tuples(small_frames, st.integers(0, 10_000)).map(lambda t: b"\x00" + _spoiled(*t)),
+    st.tuples(small_frames, st.integers(1, 10_000)).map(  # cut short, or its head alone
+        lambda t: (b"\x00" + wire(t[0]))[: t[1] % (len(wire(t[0])) + 1)]
+    ),
+    st.binary(max_size=80),  # junk, delimiters or not
+    st.sampled_from([b"", b"\x00", b"\x00\x00", b"\x01\x00", b"\x00\x01\x00", b"\x02\x00\x00"]),
+    st.integers(MAX_ENCODED_LEN - 2, MAX_ENCODED_LEN + 3).map(  # around the oversize limit
+        lambda n: b"\x00" + b"\x01" * n + b"\x00"
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(chunks, min_size=1, max_size=6))
+def test_one_call_per_chunk_gives_what_bytes_one_at_a_time_give(parts: list[bytes]) -> None:
+    # feed() takes a shortcut for a chunk that is one whole frame, with or without the
+    # delimiter a sender puts first; whatever the chunks, it must give the frames, problems
+    # and state of the slow path, fed the same bytes one at a time.
+    fast, slow = FrameDecoder(), FrameDecoder()
+    for part in parts:
+        assert fast.feed(part) == _bytewise(slow, part)
+        assert _state(fast) == _state(slow)
+    assert fast.frames_decoded == slow.frames_decoded
+
+
+@pytest.mark.parametrize("lead", [b"", b"\x00"])
+def test_a_whole_frame_in_one_chunk(lead: bytes) -> None:
+    f = Frame(PROTOCOL_VERSION, 0x84, 513, bytes(range(40)))
+    d = FrameDecoder()
+    assert d.feed(lead + f.encode()) == [f]
+    assert type(d.feed(lead + f.encode())[0]) is Frame
+    assert d.feed(lead + _spoiled(f, 3)) == []
+    assert d.error_counts["crc"] + d.error_counts["cobs"] == 1 and d.pending == 0
+    # a partial frame buffered before: the chunk completes it, however it starts
+    raw = f.encode()
+    assert d.feed(raw[:5]) == [] and d.feed(raw[5:]) == [f]
+    assert d.feed(raw[:5]) == [] and d.feed(b"\x00" + raw) == [f]  # the head was junk
+    assert d.error_counts["short"] + d.error_counts["cobs"] + d.error_counts["crc"] == 2

@@ -210,3 +210,21 @@ def test_qscheduler_decisions_need_only_losses_so_a_resume_rebuilds_them():
         full.observe_step(StepInfo(step, q, loss, fp, 100.0, 2, rng.standard_normal(q)))
         bare.observe_step(StepInfo(step, q, loss, fp, math.nan, 0, np.zeros(0)))
     assert full.history == bare.history and len(full.history) > 1
+
+
+def test_the_trainer_skips_only_the_base_schedulers_no_op_calls() -> None:
+    from hilbench.train.schedule import FixedQ, QScheduler, Scheduler, overrides
+
+    fixed = FixedQ(4)
+    assert not overrides(fixed, "lr_scale") and not overrides(fixed, "observe_step")
+    assert not overrides(fixed, "observe")
+
+    class Watching(Scheduler):
+        def observe(self, step: int, loss: float, forward_passes: int) -> None:
+            pass
+
+    assert overrides(Watching(), "observe") and not overrides(Watching(), "lr_scale")
+    q = QScheduler()
+    assert overrides(q, "lr_scale") and overrides(q, "observe_step")
+    fixed.observe_step = lambda info: None  # an instance's own method counts too
+    assert overrides(fixed, "observe_step")
