@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,10 +119,12 @@ def test_a_killed_holder_frees_its_board_at_once(board_map):
     finally:
         proc.kill()
         proc.wait()
-    started = time.monotonic()
-    backend = MapBackend(spec, wait=5)
+    # at once: the kernel drops a dead holder's lock, so the first try (no waiting) takes it;
+    # a lock left behind would fail here as the held one did above (no timing: the load and
+    # connect after the lock are as slow as the host is busy)
+    backend = MapBackend(spec, wait=0, status=lambda _: None)
     backend.open()
-    assert time.monotonic() - started < 3
+    assert backend.timings["acquire"] >= 0 and backend.lock is not None
     backend.close()
 
 
