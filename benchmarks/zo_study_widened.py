@@ -379,7 +379,7 @@ def plot(task: str, budget: int, table, best) -> None:
             fp, 100 * acc.mean(axis=0), label=label + (" (best fixed)" if label == best[0] else "")
         )
     ax.set_xlabel("forward passes")
-    ax.set_ylabel("test accuracy % (mean of 5 seeds)")
+    ax.set_ylabel("test accuracy % (the runs' own test items, mean of 5 seeds)", fontsize=8)
     ax.set_title(f"{task}, {budget:,} forward passes")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
