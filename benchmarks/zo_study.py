@@ -897,6 +897,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
         )
         + ".",
         "",
+        WIDENED_NOTES.read_text() if WIDENED_NOTES.exists() else "",
         "## Verdicts",
         "",
         *verdicts,
@@ -932,6 +933,8 @@ SUMMARY = PLOTS / "summary.md"  # hand-written reading of the numbers (update af
 ISSUE29_NOTES = PLOTS / "issue29.md"
 # the hybrid's section (hand-written from its traces: the commands are in it)
 HYBRID_NOTES = PLOTS / "hybrid.md"
+# issue 29's widened study (benchmarks/zo_study_widened.py): its reading, atop both result pages
+WIDENED_NOTES = PLOTS / "widened-summary.md"
 
 
 def _plot(ax, group: list[Outcome], label: str, **kw) -> None:

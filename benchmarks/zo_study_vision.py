@@ -389,6 +389,7 @@ def report(tasks: list[zs.Task], best_lr) -> str:
         "",
         f"**Data in every table: {DATA_LABEL}.**",
         "",
+        zs.WIDENED_NOTES.read_text() if zs.WIDENED_NOTES.exists() else "",
         "## Verdicts",
         "",
         *verdicts,
