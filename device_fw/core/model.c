@@ -609,6 +609,18 @@ static const int8_t *pass_weight_row(void *ctx, int32_t t, uint32_t j);
 static int32_t pass_bias(void *ctx, int32_t t, uint32_t j);
 static uint32_t pass_row_step(void *ctx, int32_t t);
 
+/* The delta table of tensor t for the pass's sign and eps (one multiplier for the whole
+ * tensor), built in the work area and remembered as the pass's table. */
+static int32_t *copy_delta_table(probe_pass *p, int32_t t, const hb_zo_tensor *tt) {
+    const hb_model *m = p->m;
+    const int32_t em = p->sign * (int32_t)(p->eps * tt->eps_mult);
+    int32_t *dtab = work_at(m, m->delta_off);
+    hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
+    p->tab_tensor = t;
+    p->tab_em = em;
+    return dtab;
+}
+
 static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *words) {
     const hb_model *m = p->m;
     const hb_zo_tensor *tt = &m->z.trained[t];
@@ -686,11 +698,7 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
     const int8_t *w = (const int8_t *)tensor_data(m, (uint16_t)t);
     int8_t *out = (int8_t *)dst;
     if (!p->src.pool && !tt->cm && tt->n >= hb_zo_n_values(p->src.dist)) {
-        const int32_t em = p->sign * (int32_t)(p->eps * tt->eps_mult);
-        int32_t *dtab = work_at(m, m->delta_off);
-        hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
-        p->tab_tensor = t;
-        p->tab_em = em;
+        int32_t *dtab = copy_delta_table(p, t, tt);
         if (words) { /* the seed's words, drawn once for its scale and both passes */
             hb_zo_perturb_words(p->src.dist, words, tt->n, w, dtab, out);
             return;
@@ -704,11 +712,7 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
     if (!trailing && p->src.pool && !tt->cm && tt->n >= hb_zo_n_values(p->src.dist)) {
         /* a pool's leading rows with one delta table: row j is the pool's run from o_j
          * (wrapping once), perturbed straight from the pool into the copy */
-        const int32_t em = p->sign * (int32_t)(p->eps * tt->eps_mult);
-        int32_t *dtab = work_at(m, m->delta_off);
-        hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
-        p->tab_tensor = t;
-        p->tab_em = em;
+        int32_t *dtab = copy_delta_table(p, t, tt);
         hb_stream st;
         hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
         const uint32_t P = p->src.pool_size, L = tt->len;
@@ -726,11 +730,7 @@ static void copy_tensor(probe_pass *p, int32_t t, uint8_t *dst, const uint32_t *
     if (trailing && p->src.pool && !tt->cm && tt->n >= hb_zo_n_values(p->src.dist)) {
         /* a pool's depthwise filter with one delta table: its columns straight from the pool
          * into the copy, eight channels at a time */
-        const int32_t em = p->sign * (int32_t)(p->eps * tt->eps_mult);
-        int32_t *dtab = work_at(m, m->delta_off);
-        hb_zo_delta_table(p->src.dist, scales(m)[t], em, dtab);
-        p->tab_tensor = t;
-        p->tab_em = em;
+        int32_t *dtab = copy_delta_table(p, t, tt);
         hb_stream st;
         hb_philox_stream_init(&st, p->seed, HB_STREAM_PERTURB, (uint32_t)t);
         hb_zo_perturb_pool_cols(p->src.dist, p->src.pool, p->src.pool_size,
