@@ -85,29 +85,27 @@ def run_all(specs: list[zs.Spec], workers: int) -> list[zs.Outcome]:
 
 # --- tuning and the rows -----------------------------------------------------------------------
 def tune(task: str, budget: int, workers: int) -> dict[int, float]:
-    """The rate of each fixed q at ``budget``, by training loss on zo_study.TUNE_SEED."""
-    path = zs.OUT / TUNED
-    done = json.loads(path.read_text()) if path.exists() else {}
-    key = f"{task}@{budget}"
-    if key in done:
-        return {int(q): lr for q, lr in done[key].items()}
-    t = zs.TASKS[task]
-    grids = {q: zs.lr_grid(t, q) for q in QS}
-    for _ in range(4):
-        specs = [
-            spec(task, f"fixed:{q}", lr, zs.TUNE_SEED, budget) for q, g in grids.items() for lr in g
-        ]
-        outs = {(o.spec.scheduler, o.spec.lr): o for o in run_all(specs, workers)}
-        if not zs._grow(grids, lambda q, lr, o=outs: o[(f"fixed:{q}", lr)].final_train_loss):
-            break
-    best = {
-        q: g[int(np.argmin([outs[(f"fixed:{q}", lr)].final_train_loss for lr in g]))]
-        for q, g in grids.items()
-    }
-    done = json.loads(path.read_text()) if path.exists() else {}
-    done[key] = best
-    path.write_text(json.dumps(done, indent=1))
-    return best
+    """The rate of each fixed q at ``budget``, by training loss on zo_study.TUNE_SEED (kept in
+    TUNED once tuned)."""
+
+    def grid_search() -> dict[int, float]:
+        grids = {q: zs.lr_grid(zs.TASKS[task], q) for q in QS}
+        for _ in range(4):
+            specs = [
+                spec(task, f"fixed:{q}", lr, zs.TUNE_SEED, budget)
+                for q, g in grids.items()
+                for lr in g
+            ]
+            outs = {(o.spec.scheduler, o.spec.lr): o for o in run_all(specs, workers)}
+            if not zs._grow(grids, lambda q, lr, o=outs: o[(f"fixed:{q}", lr)].final_train_loss):
+                break
+        return {
+            q: g[int(np.argmin([outs[(f"fixed:{q}", lr)].final_train_loss for lr in g]))]
+            for q, g in grids.items()
+        }
+
+    best = _tuned(f"{task}@{budget}", grid_search, max(workers, 1))
+    return {int(q): lr for q, lr in best.items()}
 
 
 def rows(lrs: dict[int, float]) -> list[tuple[str, str, float]]:
@@ -144,7 +142,7 @@ BLOCKS = {"mbv2-ft": "last:4", "r18-ft": "last:4"}
 HEAD_LR0 = 5600.0  # the MLP's head rate tuned in docs/results/hybrid.md: the grid's centre
 
 
-def _tuned(key: str, make, workers: int) -> float | None:
+def _tuned(key: str, make, workers: int) -> float | dict | None:
     """A value tuned once and kept in TUNED under ``key`` (None if not yet and workers == 0)."""
     path = zs.OUT / TUNED
     done = json.loads(path.read_text()) if path.exists() else {}
