@@ -386,6 +386,22 @@ def plot(task: str, budget: int, table, best) -> None:
     plt.close(fig)
 
 
+def write_doc() -> bool:
+    """Write DOC from the run summaries there are; refuse (False) if there are none, so that a
+    fresh clone's ``--report`` does not blank the committed page."""
+    text = report()
+    if "### " not in text:
+        print(
+            f"error: no run summaries under {zs.OUT}: run the study first (without --report); "
+            f"{DOC} is left as it is",
+            file=sys.stderr,
+        )
+        return False
+    DOC.write_text(text)
+    print(f"[widened] wrote {DOC}")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, default=1)
@@ -398,13 +414,11 @@ def main(argv: list[str] | None = None) -> int:
         tasks = args.tasks.split(",")
         for tier in (int(t) for t in args.tiers.split(",")):
             run_all(tier_specs(tier, tasks, args.workers), args.workers)
-            DOC.write_text(report())
+            write_doc()
             if tier == TIERS[0] and not args.no_extras:
                 run_all(extra_specs(tasks, args.workers), args.workers)
-                DOC.write_text(report())
-    DOC.write_text(report())
-    print(f"[widened] wrote {DOC}")
-    return 0
+                write_doc()
+    return 0 if write_doc() else 2
 
 
 if __name__ == "__main__":

@@ -9,7 +9,17 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from hilbench.config import RunConfig, parse_scheduler
+
 ROOT = Path(__file__).resolve().parents[1]
+#: ``hilbench run``'s default schedule, and its q (each step spends 2q forward passes)
+DEFAULT_SCHEDULER = RunConfig().scheduler
+DEFAULT_Q = int(parse_scheduler(DEFAULT_SCHEDULER)[1]["q"])
+
+
+def default_steps(budget: int) -> int:
+    """The steps a default run of ``budget`` forward passes takes."""
+    return budget // (2 * DEFAULT_Q)
 
 
 def hilbench(

@@ -451,18 +451,34 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-#: A trace's size, measured (MLP on digits, fixed:4, two-point; `hilbench run` 1,125 and 2,445
-#: steps: 99,064 and 182,938 bytes): ~28 KB of model blob, attributes and evaluations, then
-#: ~64 bytes a step of 8 forward passes.
-TRACE_FIXED_BYTES = 28_000
-TRACE_BYTES_PER_FORWARD_PASS = 8.0
+#: A trace's size, measured (MLP on digits, two-point; `hilbench run` at 1,200 and 4,800
+#: forward passes: 39,153 and 88,929 bytes at fixed:1, 32,225 and 63,669 at fixed:4): ~23 KB of
+#: model blob, attributes and evaluations, then ~14 bytes a step and ~14 bytes a sample (one
+#: of the step's q perturbations).
+TRACE_FIXED_BYTES = 23_000
+TRACE_BYTES_PER_STEP = 14.0
+TRACE_BYTES_PER_SAMPLE = 14.0
 #: A run whose trace may grow past this is told its size before it starts.
 SAY_TRACE_SIZE = 64 << 20
 
 
-def expected_trace_bytes(budget: int) -> int:
-    """About how large a run's trace grows if it spends ``budget`` forward passes."""
-    return int(TRACE_FIXED_BYTES + budget * TRACE_BYTES_PER_FORWARD_PASS)
+def trace_bytes_per_step(q: int) -> float:
+    """About how many bytes a step of ``q`` samples adds to a trace."""
+    return TRACE_BYTES_PER_STEP + q * TRACE_BYTES_PER_SAMPLE
+
+
+def expected_trace_bytes(budget: int, q: int = 1) -> int:
+    """About how large a run's trace grows if it spends ``budget`` forward passes at ``q``
+    samples a step (2q forward passes; q = 1 writes the most per forward pass)."""
+    return int(TRACE_FIXED_BYTES + budget / (2 * q) * trace_bytes_per_step(q))
+
+
+def _first_q(config: RunConfig) -> int:
+    """The q a run starts at: fixed:Q's Q, a QScheduler's q_min (1 for another schedule)."""
+    from hilbench.config import parse_scheduler
+
+    kind, args = parse_scheduler(config.scheduler)
+    return int(args.get("q", args.get("q_min", 1))) if kind in ("fixed", "qscheduler") else 1
 
 
 def _check_trace_room(config: RunConfig) -> None:
@@ -470,7 +486,8 @@ def _check_trace_room(config: RunConfig) -> None:
     the disk unless a time limit or rule may end it sooner (then warn)."""
     import shutil
 
-    size = expected_trace_bytes(config.budget)
+    q = _first_q(config)
+    size = expected_trace_bytes(config.budget, q)
     here = Path(config.trace).resolve().parent
     while not here.exists() and here != here.parent:
         here = here.parent
@@ -480,7 +497,8 @@ def _check_trace_room(config: RunConfig) -> None:
         return  # (a pseudo file system such as /proc: the writer says what is wrong)
     said = (
         f"the trace of {config.budget:,} forward passes grows to about {_size(size)} "
-        f"(~{TRACE_BYTES_PER_FORWARD_PASS * 8:.0f} bytes a step of 8); {_size(free)} free in {here}"
+        f"(~{trace_bytes_per_step(q):.0f} bytes a step of {2 * q} forward passes); "
+        f"{_size(free)} free in {here}"
     )
     if size > free and not (config.time_limit_s or config.until):
         raise HilbenchError(

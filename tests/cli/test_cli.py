@@ -10,7 +10,7 @@ import threading
 import h5py
 import pytest
 
-from tests.cli_helpers import hilbench
+from tests.cli_helpers import default_steps, hilbench
 
 
 def assert_one_clear_line(proc, *needles: str) -> None:
@@ -28,7 +28,7 @@ def test_run_then_report_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "final test accuracy" in proc.stdout and str(trace) in proc.stdout
     report = json.loads(hilbench("report", str(trace), "--json").stdout)
-    assert report["forward_passes"] == 1200 and report["steps"] == 150
+    assert report["forward_passes"] == 1200 and report["steps"] == default_steps(1200)
     assert report["backend"] == "emulate"
     assert 0.0 <= report["final_accuracy"] <= 1.0
     assert isinstance(report["weights_crc"], int) and report["weights_crc"] > 0

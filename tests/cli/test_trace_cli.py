@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from hilbench.trace import Trace, TraceWriter
-from tests.cli_helpers import ROOT, hilbench
+from tests.cli_helpers import DEFAULT_SCHEDULER, ROOT, default_steps, hilbench
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -59,8 +59,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_report_json_table_and_plots(runs: tuple[Path, Path], tmp_path: Path) -> None:
     a, _ = runs
     data = json.loads(hilbench("report", str(a), "--json").stdout)
-    assert (data["status"], data["forward_passes"], data["steps"]) == ("complete", 1600, 200)
-    assert data["scheduler"] == "fixed:4"
+    assert (data["status"], data["forward_passes"], data["steps"]) == (
+        "complete",
+        1600,
+        default_steps(1600),
+    )
+    assert data["scheduler"] == DEFAULT_SCHEDULER
     # link events (a retry when the machine is busy) are counted, whatever happened
     assert all(isinstance(k, str) and v >= 1 for k, v in data["events"].items())
     probe = [t for t in data["timing"] if t["command"] == "PROBE"]
@@ -78,15 +82,17 @@ def test_report_json_table_and_plots(runs: tuple[Path, Path], tmp_path: Path) ->
 def test_compare_side_by_side_with_one_plot(runs: tuple[Path, Path], tmp_path: Path) -> None:
     a, b = runs
     rows = json.loads(hilbench("compare", str(a), str(b), "--json", "--at", "800").stdout)
-    assert [r["scheduler"] for r in rows] == ["fixed:4", "fixed:2"]
-    assert [r["steps"] for r in rows] == [200, 400]
+    assert [r["scheduler"] for r in rows] == [DEFAULT_SCHEDULER, "fixed:2"]
+    assert [r["steps"] for r in rows] == [default_steps(1600), 400]
     assert all(r["at_forward_passes"] == 800 and 0 <= r["accuracy_at"] <= 1 for r in rows)
     assert rows[0]["accuracy_at"] == Trace.open(a).accuracy_at(800)
     # the per-step PROBE time: after the first step it travels in APPLY_PROBE
     tm = Trace.open(a).timing
     steps = tm[(tm["command"] == "APPLY_PROBE") & (tm["source"] == "modeled")]
     alone = tm[(tm["command"] == "PROBE") & (tm["source"] == "modeled")]
-    assert len(steps) + len(alone) == 200 and len(alone) <= 4  # the first, and after evals
+    assert (
+        len(steps) + len(alone) == default_steps(1600) and len(alone) <= 4
+    )  # the first, and after evals
     assert rows[0]["probe_source"] == "modeled"
     assert rows[0]["probe_p50_s"] == pytest.approx(float(np.median(steps["duration_s"])))
     plot = tmp_path / "cmp" / "both.png"
@@ -102,7 +108,7 @@ def test_replay_matches_and_a_tampered_trace_is_one_line(
     a, _ = runs
     ok = hilbench("replay", str(a))
     assert ok.returncode == 0, ok.stderr
-    assert "replay OK: 200 steps" in ok.stdout
+    assert f"replay OK: {default_steps(1600)} steps" in ok.stdout
     tampered = tmp_path / "tampered.h5"
     shutil.copy(a, tampered)
     with h5py.File(tampered, "r+") as f:
@@ -111,7 +117,9 @@ def test_replay_matches_and_a_tampered_trace_is_one_line(
         row["coeff"] += 3 * 65536
         samples[17] = row
     bad = hilbench("replay", str(tampered))
-    assert_one_clear_line(bad, "replay MISMATCH", "200 steps", "device reported", code=1)
+    assert_one_clear_line(
+        bad, "replay MISMATCH", f"{default_steps(1600)} steps", "device reported", code=1
+    )
 
 
 # ---------------------------------------------------------------- a real run, killed
@@ -256,7 +264,8 @@ def test_watch_follows_a_live_run_to_its_end(tmp_path: Path) -> None:
     assert lines[0].startswith("hilbench watch · ") and "mlp on digits" in lines[0]
     progress = [line for line in lines if line.startswith("[watch] running")]
     assert progress, watch.stdout  # it saw the run in progress ...
-    assert lines[-2].startswith("[watch] complete step 1999") and "16,000/16,000" in lines[-2]
+    last = default_steps(16_000) - 1
+    assert lines[-2].startswith(f"[watch] complete step {last}") and "16,000/16,000" in lines[-2]
     assert lines[-1] == "run 0000 finished: complete"  # ... and exited when it ended
 
 
@@ -264,7 +273,8 @@ def test_watch_on_a_finished_file_shows_it_and_exits(runs: tuple[Path, Path]) ->
     a, _ = runs
     proc = hilbench("watch", str(a))
     assert proc.returncode == 0, proc.stderr
-    assert "[watch] complete step 199" in proc.stdout and "1,600/1,600" in proc.stdout
+    last = default_steps(1600) - 1
+    assert f"[watch] complete step {last} " in proc.stdout and "1,600/1,600" in proc.stdout
 
 
 # ---------------------------------------------------------------- bad input, one line

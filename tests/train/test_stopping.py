@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from hilbench.config import RunConfig, parse_duration, parse_until
+from hilbench.cli.run import expected_trace_bytes, trace_bytes_per_step
+from hilbench.config import RunConfig, parse_duration, parse_scheduler, parse_until
 from hilbench.errors import ConfigError, TraceError
 from hilbench.trace import Trace
 from hilbench.trace.replay import replay
@@ -153,13 +154,41 @@ def small_disk(tmp_path):
     subprocess.run(["umount", str(where)], check=False)
 
 
+@pytest.mark.parametrize("q", [1, 4])
+def test_the_trace_size_estimate_is_within_a_fifth_of_a_real_trace(tmp_path, q):
+    sizes = []
+    for budget in (1_200, 4_800):
+        path = tmp_path / f"q{q}-{budget}.h5"
+        proc = hilbench(
+            "run",
+            "--no-live",
+            "--budget",
+            str(budget),
+            "--scheduler",
+            f"fixed:{q}",
+            "--trace",
+            str(path),
+        )
+        assert proc.returncode == 0, proc.stderr
+        sizes.append((path.stat().st_size, expected_trace_bytes(budget, q)))
+    for real, guess in sizes:
+        assert 0.8 < guess / real < 1.2, sizes
+    # and the growth per forward pass, which is what a long run's size is made of
+    (r1, g1), (r2, g2) = sizes
+    assert 0.8 < (g2 - g1) / (r2 - r1) < 1.2, sizes
+
+
 def test_a_long_run_is_told_its_trace_size_and_one_that_cannot_fit_is_refused(small_disk):
     path = small_disk / "long.h5"
     proc = hilbench("run", "--no-live", "--budget", "10000000", "--trace", str(path))
     assert proc.returncode == 2
+    q = parse_scheduler(RunConfig().scheduler)[1]["q"]  # the default schedule's
+    size = expected_trace_bytes(10_000_000, q)
+    assert size > 4 << 20
+    grows = f"grows to about {size / 2**20:,.1f} MiB"
     assert (
-        "the trace of 10,000,000 forward passes grows to about 76.3 MiB (~64 bytes a step of "
-        "8); 4.0 MiB free" in proc.stderr
+        f"the trace of 10,000,000 forward passes {grows} (~{trace_bytes_per_step(q):.0f} bytes "
+        f"a step of {2 * q} forward passes); 4.0 MiB free" in proc.stderr
     )
     assert "it would fill the disk" in proc.stderr and "--time-limit" in proc.stderr
     assert not path.exists()
@@ -168,5 +197,5 @@ def test_a_long_run_is_told_its_trace_size_and_one_that_cannot_fit_is_refused(sm
         "run", "--no-live", "--budget", "10000000", "--time-limit", "1s", "--trace", str(path)
     )
     assert proc.returncode == 0, proc.stderr
-    assert "grows to about 76.3 MiB" in proc.stderr and "would fill" not in proc.stderr
+    assert grows in proc.stderr and "would fill" not in proc.stderr
     assert Trace.open(path).attrs["stop_reason"].startswith("time limit 1 s")
