@@ -122,7 +122,16 @@ class RecoveringTarget:
     def _logged(self, seeds: np.ndarray, coeffs: np.ndarray, applied: int, command: str) -> None:
         """Log an update the device acknowledged; a CRC checkpoint every ``crc_every``."""
         steps = self.log.steps
-        steps.append((_copy(seeds, _U32), _copy(coeffs, _I32)))
+        steps.append(  # the log's own copies (the caller may reuse its arrays); _copy inline
+            (
+                seeds.copy()
+                if type(seeds) is np.ndarray and seeds.dtype == _U32
+                else _copy(seeds, _U32),
+                coeffs.copy()
+                if type(coeffs) is np.ndarray and coeffs.dtype == _I32
+                else _copy(coeffs, _I32),
+            )
+        )
         if applied != len(steps):
             self._expect_applied(applied, command)
         if self.crc_every and applied % self.crc_every == 0:

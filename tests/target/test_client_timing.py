@@ -144,13 +144,35 @@ def test_a_clean_answer_is_an_rtt_sample_a_retried_one_an_upper_bound():
     assert RETRIED_MARGIN * 0.2 <= timer.measured("eval")[units] < 10.0
 
 
+class LatePort(MemoryPort):
+    """The in-process link whose answers arrive after ``write`` returns (as over a UART), so
+    the client waits for each one (an answer already in when the write returns is read at
+    once, without a wait)."""
+
+    def __init__(self, answer, name: str = "late") -> None:
+        super().__init__(answer, name)
+        self._late = b""
+
+    def write(self, data: bytes) -> int:
+        self._late += self.answer(bytes(data))
+        return len(data)
+
+    def read(self, size: int = 1) -> bytes:
+        if not self._rx and self._late:  # the answer comes in while the client waits
+            self._rx += self._late
+            self._late = b""
+        return super().read(size)
+
+
 def measured() -> tuple[DeviceClient, list[float]]:
     """A target (default timeout 30 s) that has timed PROBE and APPLY_PROBED, not
-    APPLY_PROBE, and holds the seeds of its last PROBE; the waits of its next tries."""
+    APPLY_PROBE, and holds the seeds of its last PROBE; the waits of its next tries (its
+    answers from now on come late, so each first try waits)."""
     target, _, _ = loaded(timeout=30.0)
     probe(target)
     target.apply(SEEDS, COEFFS)
     probe(target)
+    target.port = LatePort(target.port.answer, name="mem")
     return target, record_waits(target)
 
 
