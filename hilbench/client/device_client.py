@@ -57,6 +57,7 @@ def _answer_decoder(req_type: int) -> Callable[[bytes], object] | None:
 
 #: request type -> the decoder of its answer's payload, for answers read straight after writing
 _FAST_ANSWERS = {t: d for t in m.REQUESTS if (d := _answer_decoder(t)) is not None}
+_NAMES = {t: m.type_name(t) for t in m.REQUESTS}  # request type -> its name, looked up once
 UPLOAD_FIX = {
     "model blob": "pass a model blob (hilbench.npu.blob.to_blob builds one)",
     "data blob": "pass a data blob (hilbench.protocol.data_blob.encode, or DeviceClient.load_data)",
@@ -324,7 +325,7 @@ class DeviceClient:
         ``part`` is the request's (kind, units) of work: its first try waits the bound the
         timer derives from measured round trips (``alternative``: parts whose bounds add up
         to one when the kind itself is unmeasured); an explicit ``timeout`` caps every try."""
-        name = m.type_name(req_type)
+        name = _NAMES.get(req_type) or m.type_name(req_type)
         self._seq = seq = (self._seq + 1) & 0xFFFF
         frame = b"\x00" + encode_frame(req_type, seq, payload)
         retries = self.retries if retries is None else _checked_retries(retries)
@@ -825,7 +826,10 @@ class DeviceClient:
         """Apply the update along ``apply_seeds`` (the last PROBE's), then PROBE along
         ``seeds``: (updates applied, the PROBE's answer). One round trip (APPLY_PROBE) when
         the device still holds ``apply_seeds``; APPLY then PROBE otherwise."""
-        apply_seeds = _wire_array(apply_seeds, _U32, "APPLY seeds")
+        if not (  # _wire_array inline: this runs every step
+            type(apply_seeds) is np.ndarray and apply_seeds.dtype == _U32 and apply_seeds.ndim == 1
+        ):
+            apply_seeds = m.int_array(apply_seeds, np.uint32, "APPLY seeds")
         info, probed = self.info, self._probed
         if (
             probed is not None  # a PROBE was answered: HELLO was too

@@ -256,6 +256,7 @@ class Trainer:
         )
         kind, budget, batch_size = s.estimator, s.budget, s.batch_size
         align = s.aggregator == ALIGN
+        fresh_by_q = self._fresh_by_q  # what _fresh remembers, read inline
         # the base Scheduler's lr_scale is 1.0 and its observe_step does nothing: not called
         scales_lr = overrides(schedule, "lr_scale")
         observes = overrides(schedule, "observe_step") or overrides(schedule, "observe")
@@ -303,7 +304,7 @@ class Trainer:
             pending = (seeds, est.coeffs)  # applied before anything reads the weights
             host_s = time.perf_counter() - started
             forward_passes_done += step_cost(kind, q)
-            fresh_words, fresh_numbers = self._fresh(q)
+            fresh_words, fresh_numbers = fresh_by_q.get(q) or self._fresh(q)
             if head is not None:  # HEAD_GRAD's rounding offsets, one per head element
                 fresh_words += head.fresh_words
                 fresh_numbers += head.elements
