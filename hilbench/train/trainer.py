@@ -97,11 +97,25 @@ class SeedStream:
         """The next ``n`` draws (a fresh array)."""
         pos, block = self._pos, self._block
         if pos + n > len(block):
-            fresh = self.rng.integers(0, 2**32, size=max(n, self.BLOCK), dtype=np.uint32)
-            block = self._block = np.concatenate((block[pos:], fresh))
-            pos = 0
+            block, pos = self._refill(n)
         self._pos = pos + n
         return block[pos : pos + n].copy()
+
+    def take_step(self, q: int) -> tuple[int, np.ndarray]:
+        """A step's draws, the ``q + 1`` that ``take(q + 1)`` returns: the batch seed (an int)
+        and the ``q`` perturbation seeds (a fresh array)."""
+        n = q + 1
+        pos, block = self._pos, self._block
+        if pos + n > len(block):
+            block, pos = self._refill(n)
+        self._pos = pos + n
+        return block.item(pos), block[pos + 1 : pos + n].copy()
+
+    def _refill(self, n: int) -> tuple[np.ndarray, int]:
+        """The draws left, then a new block of at least ``n``: (block, position 0)."""
+        fresh = self.rng.integers(0, 2**32, size=max(n, self.BLOCK), dtype=np.uint32)
+        self._block = np.concatenate((self._block[self._pos :], fresh))
+        return self._block, 0
 
 
 class Trainer:
@@ -272,8 +286,7 @@ class Trainer:
                 * (schedule.lr_scale(q) if scales_lr else 1.0)
             )
             eps = eps_fixed or eps_of(s.eps, eps_at(frac))
-            draws = rng.take(q + 1)
-            batch_seed, seeds = int(draws[0]), draws[1:]
+            batch_seed, seeds = rng.take_step(q)
             started = time.perf_counter()
             self._step_device_s = 0.0
             if pending is None:
