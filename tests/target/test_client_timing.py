@@ -176,6 +176,43 @@ def measured() -> tuple[DeviceClient, list[float]]:
     return target, record_waits(target)
 
 
+def test_an_answer_already_in_is_read_without_a_wait():
+    """On the in-process link the answer is in when the write returns: the client decodes it
+    at once (no wait begins) into the message the answer's bytes hold, and times it."""
+    target, link, _ = loaded(timeout=30.0)
+    probe(target)
+    replies: list[bytes] = []
+    link.hostile = lambda n, f, reply: replies.append(reply) or reply
+    timings: list[CommandTiming] = []
+    target.events.command.subscribe(timings.append)
+    waits = record_waits(target)
+    applied, resp = target.apply_probe(
+        SEEDS, COEFFS, slot=0, batch_size=8, batch_seed=4, eps=2, seeds=SEEDS
+    )
+    _, expected = answer_of(replies[-1])
+    assert waits == []  # no try waited: the answer was there
+    assert (applied, resp) == (expected.updates_applied, expected.probe)
+    assert [t.command for t in timings] == ["APPLY_PROBE"]
+    assert target._timer.measured("apply_probe")  # sampled as any clean round trip
+
+
+def test_an_earlier_answer_read_with_the_answer_takes_the_wait_path():
+    """A late copy of an earlier answer in front of the answer: both go to the waiting path,
+    which counts the copy stale and returns the answer (nothing is decoded twice or lost)."""
+    target, link, _ = loaded(timeout=30.0)
+    first: list[bytes] = []
+    link.hostile = lambda n, f, reply: first.append(reply) or reply
+    probe(target)
+    ours: list[bytes] = []
+    # the first PROBE's answer again, then the answer to this one
+    link.hostile = lambda n, f, reply: first[0] + (ours.append(reply) or reply)
+    waits = record_waits(target)
+    resp = probe(target, batch_seed=2)
+    _, expected = answer_of(ours[-1])
+    assert len(waits) == 1 and target.stats["stale"] == 1
+    assert resp == expected
+
+
 def test_apply_probe_first_waits_the_sum_of_its_parts():
     """Never measured itself, APPLY_PROBE waits 2 x (APPLY_PROBED's + PROBE's bounds), a few
     milliseconds here, not the default 30 s: through apply_probe and through a request."""
