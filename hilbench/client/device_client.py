@@ -424,6 +424,7 @@ class DeviceClient:
         return response
 
     def _link_failed(self, name: str, exc: Exception) -> LinkError:
+        """The LinkError of a port that failed (pyserial raised) during request ``name``."""
         return LinkError(
             f"the link to {self.name} failed during {name}: {exc}",
             "check the cable or that the device process is still running",
