@@ -274,11 +274,19 @@ class Trainer:
         # the base Scheduler's lr_scale is 1.0 and its observe_step does nothing: not called
         scales_lr = overrides(schedule, "lr_scale")
         observes = overrides(schedule, "observe_step") or overrides(schedule, "observe")
+        cost_of: dict[int, int] = {}  # q -> its PROBE's forward passes (step_cost), once per q
+        clock = time.perf_counter
         while not stop:
-            fits = max_q(kind, budget - forward_passes_done - head_pass)
-            q = min(int(schedule.next_q(self.step)), fits)
-            if q < 1:
-                break
+            q = int(schedule.next_q(self.step))
+            cost = cost_of.get(q)
+            if cost is None:
+                cost = cost_of[q] = step_cost(kind, q) if q >= 1 else 0
+            left = budget - forward_passes_done - head_pass
+            if q < 1 or cost > left:  # only then can max_q cut q: min(q, max_q(kind, left))
+                q = min(q, max_q(kind, left))
+                if q < 1:
+                    break
+                cost = step_cost(kind, q)
             frac = forward_passes_done / budget
             lr = (
                 s.lr
@@ -287,7 +295,7 @@ class Trainer:
             )
             eps = eps_fixed or eps_of(s.eps, eps_at(frac))
             batch_seed, seeds = rng.take_step(q)
-            started = time.perf_counter()
+            started = clock()
             self._step_device_s = 0.0
             if pending is None:
                 probe = target.probe(
@@ -315,8 +323,8 @@ class Trainer:
                 coeffs = align_coefficients(est.grads.tolist(), self.gram(seeds), lr)
                 est = est._replace(coeffs=np.array(coeffs, dtype=np.int32))
             pending = (seeds, est.coeffs)  # applied before anything reads the weights
-            host_s = time.perf_counter() - started
-            forward_passes_done += step_cost(kind, q)
+            host_s = clock() - started
+            forward_passes_done += cost
             fresh_words, fresh_numbers = fresh_by_q.get(q) or self._fresh(q)
             if head is not None:  # HEAD_GRAD's rounding offsets, one per head element
                 fresh_words += head.fresh_words
