@@ -46,6 +46,18 @@ _PROBE, _APPLY_PROBED, _APPLY_PROBE = (  # plain ints: compared and packed on ev
     int(m.MessageType.APPLY_PROBED),
     int(m.MessageType.APPLY_PROBE),
 )
+
+
+def _answer_decoder(req_type: int) -> Callable[[bytes], object] | None:
+    """The generated decoder of the answer to a request type (None: its answers always take
+    the checks of ``DeviceClient._await``)."""
+    answer = req_type | spec.RESPONSE_BIT
+    return None if answer in (req_type, _LOG, _ERROR) else m.fast_response_decoder(answer)
+
+
+#: request type -> the decoder of its answer's payload, for answers read straight after writing
+_FAST_ANSWERS = {t: d for t in m.REQUESTS if (d := _answer_decoder(t)) is not None}
+_NAMES = {t: m.type_name(t) for t in m.REQUESTS}  # request type -> its name, looked up once
 UPLOAD_FIX = {
     "model blob": "pass a model blob (hilbench.npu.blob.to_blob builds one)",
     "data blob": "pass a data blob (hilbench.protocol.data_blob.encode, or DeviceClient.load_data)",
@@ -313,59 +325,54 @@ class DeviceClient:
         ``part`` is the request's (kind, units) of work: its first try waits the bound the
         timer derives from measured round trips (``alternative``: parts whose bounds add up
         to one when the kind itself is unmeasured); an explicit ``timeout`` caps every try."""
-        name = m.type_name(req_type)
+        name = _NAMES.get(req_type) or m.type_name(req_type)
         self._seq = seq = (self._seq + 1) & 0xFFFF
         frame = b"\x00" + encode_frame(req_type, seq, payload)
         retries = self.retries if retries is None else _checked_retries(retries)
-        timer = self._timer
-        first = timer.first_wait(part, alternative)
-        if timeout is not None:
-            first = min(first, timeout)
         clock = time.perf_counter
-        seen = bytearray()  # the last bytes received (at most _SEEN_BYTES), for messages
         frames_before = self._frames_in
-        silent: list[int] = []  # ms each try waited that ended in silence (a retry followed)
         port = self.port
+        response = None
+        chunk = b""  # what was read before the wait began (the "no answer" error shows it)
         try:
             started = clock()
             port.write(frame)
-            response = self._await(seq, req_type, first, seen)  # (first: within any cap)
-            if response is not None:  # the common case: answered at the first try
-                timer.sample(part, clock() - started)
-            wait = first
-            for attempt in range(1, retries + 1 if response is None else 1):
-                if self._miss == "damaged":  # certain now: the device said so
-                    self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}, damaged")
-                else:  # lost or only late: known once its duplicate answers are in
-                    silent.append(round(wait * 1e3))
-                port.write(frame)
-                wait = timer.wait(first, attempt, timeout)
-                response = self._await(seq, req_type, wait, seen)
-                if response is not None:  # Karn: no sample, but it came within this much
-                    timer.sample(part, clock() - started, retried=True)
-                    break
+            # The common case on a synchronous link (and a late read on any other): the
+            # answer is already in, as one exactly valid frame; no deadline, no timeout bound.
+            # Anything else read here goes on to the waiting below, as if it had read it.
+            fast = _FAST_ANSWERS.get(req_type)
+            if fast is not None and frames_before and not self._pending:
+                waiting = port.in_waiting
+                if waiting:
+                    chunk = port.read(waiting)
+                    frames = self._decoder.feed(chunk)
+                    self._frames_in += len(frames)
+                    if len(frames) == 1:
+                        version, type_, seq_in, body = frames[0]
+                        if seq_in == seq and type_ == req_type | spec.RESPONSE_BIT:
+                            response = fast(body) if version == PROTOCOL_VERSION else None
+                    if response is None:
+                        self._pending.extend(frames)
         except serial.SerialException as exc:
-            raise LinkError(
-                f"the link to {self.name} failed during {name}: {exc}",
-                "check the cable or that the device process is still running",
-            ) from None
-        host_s = clock() - started
-        if self._unsettled:  # earlier requests' duplicates have all come by now
-            self.settle()
-        if silent:
-            u = _Unsettled(
-                name, seq, len(silent), tuple(silent), None if response is None else host_s
-            )
-            if response is None:
-                self._settle(u)  # no answer at all: every try was lost
-            else:
-                self._unsettled[seq] = u
-        if response is None:
-            raise LinkError(
-                f"no answer from {self.name} to {name} after {retries + 1} tries in "
-                f"{host_s:.1f} s (last bytes received: {describe_bytes(bytes(seen))})"
-                + self.device_log.said_before_hello(),
-                self._silence_fix(bytes(seen), self._frames_in - frames_before),
+            raise self._link_failed(name, exc) from None
+        if response is not None:
+            host_s = clock() - started
+            self._timer.sample(part, host_s)
+            if self._unsettled:  # earlier requests' duplicates have all come by now
+                self.settle()
+        else:
+            response, host_s = self._answer_in_time(
+                name,
+                req_type,
+                seq,
+                frame,
+                part,
+                alternative,
+                timeout,
+                retries,
+                started,
+                chunk,
+                frames_before,
             )
         if isinstance(response, m.ErrorResponse):
             code = (
@@ -415,6 +422,76 @@ class DeviceClient:
             for subscriber in subscribers:  # Channel.emit, inline: this runs every round trip
                 subscriber(timing)
         return response
+
+    def _link_failed(self, name: str, exc: Exception) -> LinkError:
+        """The LinkError of a port that failed (pyserial raised) during request ``name``."""
+        return LinkError(
+            f"the link to {self.name} failed during {name}: {exc}",
+            "check the cable or that the device process is still running",
+        )
+
+    def _answer_in_time(
+        self,
+        name: str,
+        req_type: int,
+        seq: int,
+        frame: bytes,
+        part: Part,
+        alternative: tuple[Part, ...],
+        timeout: float | None,
+        retries: int,
+        started: float,
+        chunk: bytes,
+        frames_before: int,
+    ) -> tuple[object, float]:
+        """The answer to ``frame`` (sent at ``started``; ``chunk``: bytes already read since)
+        within its timeouts, re-sending it on silence or a BAD_FRAME report: (answer, round
+        trip in seconds); LinkError when every try went unanswered."""
+        timer = self._timer
+        first = timer.first_wait(part, alternative)
+        if timeout is not None:
+            first = min(first, timeout)
+        clock = time.perf_counter
+        seen = bytearray(chunk[-_SEEN_BYTES:])  # the last bytes received, for messages
+        silent: list[int] = []  # ms each try waited that ended in silence (a retry followed)
+        port = self.port
+        try:
+            response = self._await(seq, req_type, first, seen)  # (first: within any cap)
+            if response is not None:  # answered at the first try
+                timer.sample(part, clock() - started)
+            wait = first
+            for attempt in range(1, retries + 1 if response is None else 1):
+                if self._miss == "damaged":  # certain now: the device said so
+                    self.event("retry", f"{name} seq {seq}: attempt {attempt + 1}, damaged")
+                else:  # lost or only late: known once its duplicate answers are in
+                    silent.append(round(wait * 1e3))
+                port.write(frame)
+                wait = timer.wait(first, attempt, timeout)
+                response = self._await(seq, req_type, wait, seen)
+                if response is not None:  # Karn: no sample, but it came within this much
+                    timer.sample(part, clock() - started, retried=True)
+                    break
+        except serial.SerialException as exc:
+            raise self._link_failed(name, exc) from None
+        host_s = clock() - started
+        if self._unsettled:  # earlier requests' duplicates have all come by now
+            self.settle()
+        if silent:
+            u = _Unsettled(
+                name, seq, len(silent), tuple(silent), None if response is None else host_s
+            )
+            if response is None:
+                self._settle(u)  # no answer at all: every try was lost
+            else:
+                self._unsettled[seq] = u
+        if response is None:
+            raise LinkError(
+                f"no answer from {self.name} to {name} after {retries + 1} tries in "
+                f"{host_s:.1f} s (last bytes received: {describe_bytes(bytes(seen))})"
+                + self.device_log.said_before_hello(),
+                self._silence_fix(bytes(seen), self._frames_in - frames_before),
+            )
+        return response, host_s
 
     def injected_reset_rate(self) -> float:
         """The reset probability --link-faults injects on this link (0.0: none injected)."""
@@ -750,38 +827,47 @@ class DeviceClient:
         """Apply the update along ``apply_seeds`` (the last PROBE's), then PROBE along
         ``seeds``: (updates applied, the PROBE's answer). One round trip (APPLY_PROBE) when
         the device still holds ``apply_seeds``; APPLY then PROBE otherwise."""
-        apply_seeds = _wire_array(apply_seeds, _U32, "APPLY seeds")
-        coeffs = _wire_array(coeffs, _I32, "APPLY coefficients")
-        seeds = _wire_array(seeds, _U32, "PROBE seeds")
-        info = self.info
-        if (
-            self._probed is not None  # a PROBE was answered: HELLO was too
-            and info.capabilities & m.CAP_APPLY_PROBE
-            and apply_seeds.tobytes() == self._probed
-            and _APPLY_PROBE_R_BASE + _APPLY_PROBE_R_PER_SEED * len(seeds) <= info.max_payload
+        if not (  # _wire_array inline: this runs every step
+            type(apply_seeds) is np.ndarray and apply_seeds.dtype == _U32 and apply_seeds.ndim == 1
         ):
+            apply_seeds = m.int_array(apply_seeds, np.uint32, "APPLY seeds")
+        info, probed = self.info, self._probed
+        if (
+            probed is not None  # a PROBE was answered: HELLO was too
+            and info.capabilities & m.CAP_APPLY_PROBE
+            and apply_seeds.tobytes() == probed
+        ):
+            # plain valid values (1-D arrays of the wire dtypes, ints in range): the payload
+            # at once; anything else goes through the messages, which say what is wrong
             payload = m.apply_probe_payload(coeffs, slot, batch_size, batch_seed, eps, seeds)
-            if payload is None:  # not plain valid values: the messages say what is wrong
-                probe = m.ProbeRequest(
-                    slot=slot,
-                    batch_size=batch_size,
-                    batch_seed=int(batch_seed),
-                    eps=eps,
-                    seeds=seeds,
-                )
-                payload = m.ApplyProbeRequest(coeffs=coeffs, probe=probe).pack()
-            # The request (4 (q_apply + q) bytes and a header) is shorter than the two answers
-            # that fit (the PROBE of apply_seeds and this one, 8 q bytes and more): it fits too.
-            self._probed = None
+            if payload is None:
+                coeffs = _wire_array(coeffs, _I32, "APPLY coefficients")
+                seeds = _wire_array(seeds, _U32, "PROBE seeds")
             q = len(seeds)
-            work, key = self.work, (len(coeffs), q, batch_size)
-            parts = self._step_parts
-            if parts is None or parts[0] is not work or parts[1] != key:  # a new q or model
-                parts = self._step_parts = (work, key, work.apply_probe_parts(*key))
-            part, alternative = parts[2]
-            resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative)
-            self._probed = payload[-4 * q :]
-            return resp.updates_applied, resp.probe
+            if _APPLY_PROBE_R_BASE + _APPLY_PROBE_R_PER_SEED * q <= info.max_payload:
+                if payload is None:
+                    probe = m.ProbeRequest(
+                        slot=slot,
+                        batch_size=batch_size,
+                        batch_seed=int(batch_seed),
+                        eps=eps,
+                        seeds=seeds,
+                    )
+                    payload = m.ApplyProbeRequest(coeffs=coeffs, probe=probe).pack()
+                # The request (4 (q_apply + q) bytes and a header) is shorter than the two
+                # answers that fit (the PROBE of apply_seeds and this one, 8 q bytes and
+                # more): it fits too.
+                self._probed = None
+                work, key = self.work, (len(coeffs), q, batch_size)
+                parts = self._step_parts
+                if parts is None or parts[0] is not work or parts[1] != key:  # a new q or model
+                    parts = self._step_parts = (work, key, work.apply_probe_parts(*key))
+                part, alternative = parts[2]
+                resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative)
+                self._probed = payload[-4 * q :]
+                return resp.updates_applied, resp.probe
+        coeffs = _wire_array(coeffs, _I32, "APPLY coefficients")  # all checked before APPLY
+        seeds = _wire_array(seeds, _U32, "PROBE seeds")
         applied = self.apply(apply_seeds, coeffs)
         return applied, self.probe(
             slot=slot, batch_size=batch_size, batch_seed=batch_seed, eps=eps, seeds=seeds

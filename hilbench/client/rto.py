@@ -57,7 +57,8 @@ class RtoEstimator:
 
     def sample(self, rtt_s: float, now: float | None = None) -> None:
         if self.half_life_s is None:
-            self.peak = max(rtt_s, self.peak * PEAK_DECAY)
+            peak = self.peak * PEAK_DECAY
+            self.peak = peak if peak > rtt_s else rtt_s  # max(rtt_s, peak), without the call
         else:
             now = time.monotonic() if now is None else now
             if self._peak_at is not None:
@@ -154,7 +155,9 @@ class WorkTimer:
         clean sample yet, ``RETRIED_MARGIN x`` the time since the first try becomes its
         estimate (an upper bound: the answer came no later than that)."""
         kind, units = part
-        sizes = self._sizes.setdefault(kind, {})
+        sizes = self._sizes.get(kind)
+        if sizes is None:
+            sizes = self._sizes[kind] = {}
         est = sizes.pop(units, None)
         if retried:
             if est is None or est.srtt is None:

@@ -19,6 +19,7 @@ and refusals.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +58,21 @@ def _groups(codec: Codec) -> dict[str, list[str]]:
         if kind == "array":
             out.setdefault(it.count, []).append(attr)  # type: ignore[union-attr]
     return out
+
+
+def _has_dict(cls: type) -> bool:
+    """Whether instances of ``cls`` keep their attributes in a ``__dict__`` (no slots)."""
+    return all("__slots__" not in c.__dict__ for c in cls.__mro__[:-1])
+
+
+def _converted(src: _Source, conv: Callable[[int], Any] | None, v: str) -> str:
+    """The expression of a checked int ``v`` as its attribute (codec.converter's result)."""
+    if conv is None:
+        return v
+    members = getattr(conv, "__self__", None)
+    if type(members) is tuple and getattr(conv, "__name__", "") == "__getitem__":
+        return f"{src.const('T', members)}[{v}]"  # an IntEnum from 0: a subscript, not a call
+    return f"{src.const('C', conv)}({v})"
 
 
 def _unsupported(codec: Codec, kind: str) -> TypeError:
@@ -222,10 +238,7 @@ def decoder(codec: Codec) -> Callable[[bytes], Any]:
                     per = lay.per(it.name)
                     state["counts"].append(f"{per} * {v}")  # type: ignore[attr-defined]
                 if attr is not None:
-                    value = (
-                        v if kind == "count" or extra is None else f"{src.const('C', extra)}({v})"
-                    )
-                    sets.append((attr, value))
+                    sets.append((attr, v if kind == "count" else _converted(src, extra, v)))
             elif kind == "array":
                 flush()
                 dt = src.const("DT", extra)
@@ -241,7 +254,13 @@ def decoder(codec: Codec) -> Callable[[bytes], Any]:
                 raise _unsupported(c, kind)
         msg = f"m{level}"
         builds.append(f"{msg} = new({src.const('K', c.cls)})")
-        builds.extend(f"set({msg}, {a!r}, {value})" for a, value in sets)
+        fields = [f.name for f in dataclasses.fields(c.cls)]
+        values = dict(sets)
+        if _has_dict(c.cls) and sorted(fields) == sorted(values):  # every field: one store
+            items = ", ".join(f"{a!r}: {values[a]}" for a in fields)
+            builds.append(f"set({msg}, '__dict__', {{{items}}})")
+        else:
+            builds.extend(f"set({msg}, {a!r}, {value})" for a, value in sets)
         return msg
 
     builds: list[str] = []

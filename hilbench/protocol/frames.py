@@ -49,6 +49,7 @@ _CRC = struct.Struct("<I")
 assert _HEADER.size == HEADER_SIZE and _CRC.size == CRC_SIZE
 
 PROBLEM_KINDS = spec.FRAME_PROBLEMS
+_BYTES = (bytes, bytearray)  # a tuple built once: ``bytes | bytearray`` is a new union per call
 #: CRC-32 of any bytes followed by their own CRC-32 (little-endian): one pass checks a body
 #: (a 4-byte tail is right exactly when this comes out: appending it is one-to-one)
 _CRC_RESIDUE = zlib.crc32(_CRC.pack(zlib.crc32(b"")))
@@ -96,20 +97,24 @@ def encode_frame(
     type: int, seq: int, payload: bytes = b"", version: int = PROTOCOL_VERSION
 ) -> bytes:
     """Build the wire bytes of one frame: ``cobs(body) + b"\\x00"``."""
-    if not 0 <= version <= 0xFF:
-        raise FrameError(f"frame version {version} out of range 0..255")
-    if not 0 <= type <= 0xFF:
-        raise FrameError(f"frame type {type} out of range 0..255")
-    if not 0 <= seq <= 0xFFFF:
-        raise FrameError(f"frame seq {seq} out of range 0..65535")
+    if not (0 <= version <= 0xFF and 0 <= type <= 0xFF and 0 <= seq <= 0xFFFF):
+        _out_of_range(version, type, seq)  # one test for the three on every frame
     if not isinstance(payload, bytes):
         payload = bytes(payload)
     n = len(payload)
     if n > MAX_PAYLOAD:
         raise FrameError(f"frame payload is {n} bytes, the limit is MAX_PAYLOAD={MAX_PAYLOAD}")
     body = _HEADER.pack(version, type, seq, n) + payload
-    body += _CRC.pack(zlib.crc32(body))
-    return cobs.encode(body) + b"\x00"
+    return cobs.encode(body + _CRC.pack(zlib.crc32(body))) + b"\x00"
+
+
+def _out_of_range(version: int, type: int, seq: int) -> None:
+    """The FrameError of the first header field out of its range (version, type, seq)."""
+    if not 0 <= version <= 0xFF:
+        raise FrameError(f"frame version {version} out of range 0..255")
+    if not 0 <= type <= 0xFF:
+        raise FrameError(f"frame type {type} out of range 0..255")
+    raise FrameError(f"frame seq {seq} out of range 0..65535")
 
 
 class FrameDecoder:
@@ -163,7 +168,7 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[Frame]:
         """Consume ``data``; return the frames completed by it, in order."""
-        if not isinstance(data, bytes | bytearray):
+        if not isinstance(data, _BYTES):
             data = bytes(data)
         if not self._buf and not self._discarded:  # the common case: one whole frame,
             # nothing buffered before it, perhaps after the delimiter a sender puts first

@@ -24,6 +24,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -516,14 +517,12 @@ class ApplyProbeResponse(Message):
     updates_applied: int
     probe: ProbeResponse
 
-    @property
-    def duration_ns(self) -> int:
-        """The PROBE part's duration (the APPLY part's is not measured)."""
-        return self.probe.duration_ns
-
-    @property
-    def timing_source(self) -> TimingSource:
-        return self.probe.timing_source
+    # read from every step's answer: C getters (operator.attrgetter), no Python frame
+    duration_ns = property(
+        attrgetter("probe.duration_ns"),
+        doc="The PROBE part's duration (the APPLY part's is not measured).",
+    )
+    timing_source = property(attrgetter("probe.timing_source"), doc="The PROBE part's source.")
 
 
 # ---- INFER --------------------------------------------------------------------------------------

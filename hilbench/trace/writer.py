@@ -275,9 +275,13 @@ class TraceWriter:
             and (command, "host") in ok
             and (command, source) in ok
         ):
-            self._append_timings(
-                ((step, command, host_s, "host"), (step, command, device_s, source))
-            )
+            with self._lock:  # _append_timings, inline: this runs every round trip
+                if self._closed or self._bg_error or self._stopped:
+                    self._raise_state()
+                timing = self._rows.timing
+                timing.extend(((step, command, host_s, "host"), (step, command, device_s, source)))
+                if len(timing) >= self._other_rows:
+                    self._flush()
             return
         self._append_timings(
             (

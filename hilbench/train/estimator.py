@@ -33,9 +33,12 @@ def two_point(loss_plus: np.ndarray, loss_minus: np.ndarray, *, lr: float, eps: 
     plus, minus = loss_plus.tolist(), loss_minus.tolist()
     q = len(plus)
     div = 2.0 * eps
-    # p - m is exact: |L| < 2^31
-    grads = [(p - m) / div / _UNIT for p, m in zip(plus, minus, strict=True)]
-    coeffs = [round(lr * g * _UNIT / q) for g in grads]  # left to right, as coefficients()
+    grads: list[float] = []
+    coeffs: list[int] = []
+    for p, m in zip(plus, minus, strict=True):  # one loop, no comprehension frames
+        g = (p - m) / div / _UNIT  # p - m is exact: |L| < 2^31
+        grads.append(g)
+        coeffs.append(round(lr * g * _UNIT / q))  # left to right, as coefficients()
     if coeffs and (max(coeffs) > COEFF_LIMIT or min(coeffs) < -COEFF_LIMIT):
         coeffs = [min(COEFF_LIMIT, max(-COEFF_LIMIT, c)) for c in coeffs]
     # Integer sums are exact, and int / int rounds once: the same float as np.mean's.

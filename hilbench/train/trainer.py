@@ -97,11 +97,25 @@ class SeedStream:
         """The next ``n`` draws (a fresh array)."""
         pos, block = self._pos, self._block
         if pos + n > len(block):
-            fresh = self.rng.integers(0, 2**32, size=max(n, self.BLOCK), dtype=np.uint32)
-            block = self._block = np.concatenate((block[pos:], fresh))
-            pos = 0
+            block, pos = self._refill(n)
         self._pos = pos + n
         return block[pos : pos + n].copy()
+
+    def take_step(self, q: int) -> tuple[int, np.ndarray]:
+        """A step's draws, the ``q + 1`` that ``take(q + 1)`` returns: the batch seed (an int)
+        and the ``q`` perturbation seeds (a fresh array)."""
+        n = q + 1
+        pos, block = self._pos, self._block
+        if pos + n > len(block):
+            block, pos = self._refill(n)
+        self._pos = pos + n
+        return block.item(pos), block[pos + 1 : pos + n].copy()
+
+    def _refill(self, n: int) -> tuple[np.ndarray, int]:
+        """The draws left, then a new block of at least ``n``: (block, position 0)."""
+        fresh = self.rng.integers(0, 2**32, size=max(n, self.BLOCK), dtype=np.uint32)
+        self._block = np.concatenate((self._block[self._pos :], fresh))
+        return self._block, 0
 
 
 class Trainer:
@@ -256,14 +270,23 @@ class Trainer:
         )
         kind, budget, batch_size = s.estimator, s.budget, s.batch_size
         align = s.aggregator == ALIGN
+        fresh_by_q = self._fresh_by_q  # what _fresh remembers, read inline
         # the base Scheduler's lr_scale is 1.0 and its observe_step does nothing: not called
         scales_lr = overrides(schedule, "lr_scale")
         observes = overrides(schedule, "observe_step") or overrides(schedule, "observe")
+        cost_of: dict[int, int] = {}  # q -> its PROBE's forward passes (step_cost), once per q
+        clock = time.perf_counter
         while not stop:
-            fits = max_q(kind, budget - forward_passes_done - head_pass)
-            q = min(int(schedule.next_q(self.step)), fits)
-            if q < 1:
-                break
+            q = int(schedule.next_q(self.step))
+            cost = cost_of.get(q)
+            if cost is None:
+                cost = cost_of[q] = step_cost(kind, q) if q >= 1 else 0
+            left = budget - forward_passes_done - head_pass
+            if q < 1 or cost > left:  # only then can max_q cut q: min(q, max_q(kind, left))
+                q = min(q, max_q(kind, left))
+                if q < 1:
+                    break
+                cost = step_cost(kind, q)
             frac = forward_passes_done / budget
             lr = (
                 s.lr
@@ -271,9 +294,8 @@ class Trainer:
                 * (schedule.lr_scale(q) if scales_lr else 1.0)
             )
             eps = eps_fixed or eps_of(s.eps, eps_at(frac))
-            draws = rng.take(q + 1)
-            batch_seed, seeds = int(draws[0]), draws[1:]
-            started = time.perf_counter()
+            batch_seed, seeds = rng.take_step(q)
+            started = clock()
             self._step_device_s = 0.0
             if pending is None:
                 probe = target.probe(
@@ -301,9 +323,9 @@ class Trainer:
                 coeffs = align_coefficients(est.grads.tolist(), self.gram(seeds), lr)
                 est = est._replace(coeffs=np.array(coeffs, dtype=np.int32))
             pending = (seeds, est.coeffs)  # applied before anything reads the weights
-            host_s = time.perf_counter() - started
-            forward_passes_done += step_cost(kind, q)
-            fresh_words, fresh_numbers = self._fresh(q)
+            host_s = clock() - started
+            forward_passes_done += cost
+            fresh_words, fresh_numbers = fresh_by_q.get(q) or self._fresh(q)
             if head is not None:  # HEAD_GRAD's rounding offsets, one per head element
                 fresh_words += head.fresh_words
                 fresh_numbers += head.elements

@@ -144,14 +144,73 @@ def test_a_clean_answer_is_an_rtt_sample_a_retried_one_an_upper_bound():
     assert RETRIED_MARGIN * 0.2 <= timer.measured("eval")[units] < 10.0
 
 
+class LatePort(MemoryPort):
+    """The in-process link whose answers arrive after ``write`` returns (as over a UART), so
+    the client waits for each one (an answer already in when the write returns is read at
+    once, without a wait)."""
+
+    def __init__(self, answer, name: str = "late") -> None:
+        super().__init__(answer, name)
+        self._late = b""
+
+    def write(self, data: bytes) -> int:
+        self._late += self.answer(bytes(data))
+        return len(data)
+
+    def read(self, size: int = 1) -> bytes:
+        if not self._rx and self._late:  # the answer comes in while the client waits
+            self._rx += self._late
+            self._late = b""
+        return super().read(size)
+
+
 def measured() -> tuple[DeviceClient, list[float]]:
     """A target (default timeout 30 s) that has timed PROBE and APPLY_PROBED, not
-    APPLY_PROBE, and holds the seeds of its last PROBE; the waits of its next tries."""
+    APPLY_PROBE, and holds the seeds of its last PROBE; the waits of its next tries (its
+    answers from now on come late, so each first try waits)."""
     target, _, _ = loaded(timeout=30.0)
     probe(target)
     target.apply(SEEDS, COEFFS)
     probe(target)
+    target.port = LatePort(target.port.answer, name="mem")
     return target, record_waits(target)
+
+
+def test_an_answer_already_in_is_read_without_a_wait():
+    """On the in-process link the answer is in when the write returns: the client decodes it
+    at once (no wait begins) into the message the answer's bytes hold, and times it."""
+    target, link, _ = loaded(timeout=30.0)
+    probe(target)
+    replies: list[bytes] = []
+    link.hostile = lambda n, f, reply: replies.append(reply) or reply
+    timings: list[CommandTiming] = []
+    target.events.command.subscribe(timings.append)
+    waits = record_waits(target)
+    applied, resp = target.apply_probe(
+        SEEDS, COEFFS, slot=0, batch_size=8, batch_seed=4, eps=2, seeds=SEEDS
+    )
+    _, expected = answer_of(replies[-1])
+    assert waits == []  # no try waited: the answer was there
+    assert (applied, resp) == (expected.updates_applied, expected.probe)
+    assert [t.command for t in timings] == ["APPLY_PROBE"]
+    assert target._timer.measured("apply_probe")  # sampled as any clean round trip
+
+
+def test_an_earlier_answer_read_with_the_answer_takes_the_wait_path():
+    """A late copy of an earlier answer in front of the answer: both go to the waiting path,
+    which counts the copy stale and returns the answer (nothing is decoded twice or lost)."""
+    target, link, _ = loaded(timeout=30.0)
+    first: list[bytes] = []
+    link.hostile = lambda n, f, reply: first.append(reply) or reply
+    probe(target)
+    ours: list[bytes] = []
+    # the first PROBE's answer again, then the answer to this one
+    link.hostile = lambda n, f, reply: first[0] + (ours.append(reply) or reply)
+    waits = record_waits(target)
+    resp = probe(target, batch_seed=2)
+    _, expected = answer_of(ours[-1])
+    assert len(waits) == 1 and target.stats["stale"] == 1
+    assert resp == expected
 
 
 def test_apply_probe_first_waits_the_sum_of_its_parts():

@@ -27,3 +27,24 @@ def test_taken_draws_are_independent_copies() -> None:
     stream.take(5)
     first[:] = 0
     np.testing.assert_array_equal(SeedStream(np.random.default_rng(3)).take(5), kept)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_a_steps_draws_are_take_of_q_plus_one_split(seed: int) -> None:
+    """take_step(q): the batch seed (an int) and q seeds (a fresh uint32 array) of the same
+    draws take(q + 1) gives, mixed with take() calls across many blocks."""
+    sizes = np.random.default_rng(seed + 3).integers(1, 600, 300)
+    stepped, whole = (
+        SeedStream(np.random.default_rng(seed)),
+        SeedStream(np.random.default_rng(seed)),
+    )
+    for i, q in enumerate(sizes):
+        q = int(q)
+        if i % 3 == 2:  # the other way in, as a resumed run's replay takes them
+            np.testing.assert_array_equal(stepped.take(q), whole.take(q))
+            continue
+        batch_seed, seeds = stepped.take_step(q)
+        draws = whole.take(q + 1)
+        assert type(batch_seed) is int and batch_seed == int(draws[0])
+        assert seeds.dtype == np.uint32 and seeds.base is None  # its own copy
+        np.testing.assert_array_equal(seeds, draws[1:])
