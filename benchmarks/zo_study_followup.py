@@ -11,6 +11,8 @@ the hybrid, and the QScheduler from 3x the rate at MobileNetV2's short budgets.
 3. The QScheduler from 3x the q = 1 rate on MobileNetV2 at 3,000 and 6,000 passes against
    the best fixed q, beside fixed q = 4 at that rate from the first step: what a QScheduler
    that reached q = 4 at once would score, and the first pass at which it changed q.
+4. The QScheduler with factor=4 (q x4 on a change, not x2) at every other cell of the widened
+   study, from the q = 1 rate and from 3x it, against each cell's best fixed q (rerun here).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/zo_study_followup.py --workers 2
     python benchmarks/zo_study_followup.py --report   # docs/results/followup.md, no runs
@@ -93,17 +95,27 @@ def defaults(workers: int) -> dict:
 
 
 # --- 2. bias perturbation in the hybrid ----------------------------------------------------
+LAYER_SPECS = {"weights": "weights", "biases": "biases", "weights and biases": "all"}
+
+
 def _hybrid(layers: str, lr: float, seed: int) -> zs.Spec:
     return w.spec(
-        "mlp-scratch", "fixed:1", lr, seed, 60_000, layers=layers, hybrid="last", head_lr=HEAD_LR
+        "mlp-scratch",
+        "fixed:1",
+        lr,
+        seed,
+        60_000,
+        layers=LAYER_SPECS[layers],
+        hybrid="last",
+        head_lr=HEAD_LR,
     )
 
 
 def biases(workers: int) -> dict:
     rows = []
-    for layers, centre in (("weights", 50.0), ("biases", 50.0), ("all", 50.0)):
+    for layers, centre in (("weights", 50.0), ("biases", 50.0), ("weights and biases", 50.0)):
         lr = w._tuned(
-            f"followup:hybrid-{layers}",
+            f"followup:hybrid-{LAYER_SPECS[layers]}",
             lambda la=layers, c=centre: w._decades(
                 c, lambda v: _hybrid(la, v, zs.TUNE_SEED), workers
             ),
@@ -152,6 +164,46 @@ def short_budgets(workers: int) -> dict:
                 ),
             ],
         }
+    return out
+
+
+# --- 4. factor=4 at every other cell ------------------------------------------------------
+CELLS = {  # (task, budget): (best fixed q, its rate, the q = 1 rate), docs/results/widened.md
+    ("mlp-ft", 20_000): (1, 50.0, 50.0),
+    ("mlp-ft", 40_000): (2, 93.3, 50.0),
+    ("mlp-scratch", 60_000): (1, 50.0, 50.0),
+    ("mlp-scratch", 120_000): (4, 174.0, 50.0),
+    ("mlp-scratch", 240_000): (8, 325.0, 50.0),
+    ("mbv2-ft", 12_000): (1, 150.0, 150.0),
+    ("r18-ft", 3_000): (2, 93.3, 50.0),
+    ("r18-ft", 6_000): (1, 50.0, 50.0),
+    ("r18-ft", 12_000): (2, 93.3, 50.0),
+}
+FACTOR4 = "qscheduler:factor=4"
+
+
+def factor4(workers: int) -> list[dict]:
+    out = []
+    for (task, budget), (q, lr, lr1) in CELLS.items():
+        lr3 = zs._round_lr(3 * lr1)
+        specs = [w.spec(task, f"fixed:{q}", lr, s, budget) for s in SEEDS]
+        specs += [w.spec(task, FACTOR4, v, s, budget) for v in (lr1, lr3) for s in SEEDS]
+        w.run_all(specs, workers)  # the cell's runs in one pool
+        cell = {"task": task, "budget": budget}
+        cell["best"] = _rows(
+            f"fixed q={q}, lr {lr:g}",
+            lambda s, t=task, b=budget, q=q, v=lr: w.spec(t, f"fixed:{q}", v, s, b),
+            workers,
+        )
+        cell["rows"] = [
+            _rows(
+                f"{FACTOR4}, {what} (lr {v:g})",
+                lambda s, t=task, b=budget, v=v: w.spec(t, FACTOR4, v, s, b),
+                workers,
+            )
+            for what, v in (("the q=1 rate", lr1), ("3× the q=1 rate", lr3))
+        ]
+        out.append(cell)
     return out
 
 
@@ -251,6 +303,30 @@ def report(data: dict) -> str:
                 + ", ".join(f"{x:.1f}" for x in a)
                 + f" | {_gap(a, best)} | {_path(r['runs'])} |"
             )
+    cells = data.get("factor4", [])
+    if cells:
+        lines += [
+            "",
+            f"### `{FACTOR4}` at every other cell of the widened study",
+            "",
+            "Targets: within 1 point of the best fixed q from the q = 1 rate, within 2 from 3×.",
+            "",
+            "| task | budget | best fixed q | accuracy % | from the q=1 rate | from 3× | "
+            "q path from 3× (seed 0) |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for c in cells:
+            best = _stats(c["best"]["runs"])
+            gaps = []
+            for r, limit in zip(c["rows"], (1.0, 2.0), strict=True):
+                d = _stats(r["runs"]) - best
+                ok = "met" if d.mean() >= -limit else "missed"
+                gaps.append(f"{_gap(_stats(r['runs']), best)} ({ok})")
+            lines.append(
+                f"| {c['task']} | {c['budget']:,} | {c['best']['label']} | "
+                f"{best.mean():.1f} ± {best.std(ddof=1):.1f} | {gaps[0]} | {gaps[1]} | "
+                f"{_path(c['rows'][1]['runs'])} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -271,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             "defaults": defaults(args.workers),
             "biases": biases(args.workers),
             "short_budgets": short_budgets(args.workers),
+            "factor4": factor4(args.workers),
         }
         tmp = DATA.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(data, indent=1))

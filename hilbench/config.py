@@ -80,8 +80,8 @@ class RunConfig:
     # channel width multiplier, and the image side the data are resized to
     width: float = 0.0
     resolution: int = 0
-    # fixed q = 1 at lr 50: the widened study's best fixed q by training loss on its tuning seed,
-    # from scratch (60,000 passes) and fine-tuning (20,000) alike (docs/results/defaults.md)
+    # fixed q = 1 at lr 50: the widened study's best fixed q by training loss on its tuning seed
+    # for the default task, the MLP from scratch on digits (docs/results/followup.md)
     scheduler: str = "fixed:1"
     budget: int = 30_000  # forward passes (one forward of one perturbed model on one batch)
     seed: int = 0

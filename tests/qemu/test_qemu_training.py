@@ -25,6 +25,12 @@ from hilbench.zo.loss import LossTables
 
 # (model, settings)
 # (the MLP with the two-point estimator: test_qemu_sample.py, 12,000 forward passes)
+#: the schedule these runs use unless a case sets its own: q = 4, so that every step holds
+#: several samples (the aggregation, the per-sample rows); the weights CRCs pinned in this
+#: directory were recorded with it (hilbench run's default was fixed:4 at lr 175 until the
+#: widened study made it fixed:1 at lr 50)
+SCHEDULE = {"scheduler": "fixed:4", "lr": 175.0}
+
 MATRIX = [
     ("cnn", {"estimator": "one-sided", "perturbation": "gaussian", "master": "int16"}),
 ]
@@ -40,7 +46,7 @@ def _run(backend: str, model: str, settings: dict, tmp_path, elf, **extra) -> tu
         seed=5,
         live=False,
         trace=tmp_path / f"{backend}-{len(list(tmp_path.iterdir()))}.h5",
-        **{k: v for k, v in settings.items() if k != "budget"},
+        **{**SCHEDULE, **{k: v for k, v in settings.items() if k != "budget"}},
         **extra,
     )
     result = session.run(config)
@@ -170,6 +176,7 @@ def test_link_faults_and_resets_end_with_the_clean_weights(tmp_path, an547_elf):
         live=False,
         link_faults=spec,
         trace=tmp_path / "faulty.h5",
+        **SCHEDULE,
     )
     backend = _ResettingQemu(an547_elf, FaultSpec.parse(spec), at=(45, 70))
     faulty = session.run(config, backend=backend)

@@ -109,6 +109,8 @@ def test_layers_run_gives_main_weights_on_twin_and_sil(model, tmp_path, sil_path
             model=model,
             layers="last:1",
             budget=1280,
+            scheduler="fixed:4",  # the schedule MAIN_CRC was recorded with
+            lr=175.0,
             seed=5,
             live=False,
             trace=tmp_path / f"{backend}.h5",

@@ -30,7 +30,7 @@ def test_a_hybrid_run_is_the_same_on_the_firmware_and_the_twin(model, settings, 
     head_crc = twin.attrs["head_crc"]
     assert sil.attrs["head_crc"] == head_crc
     # a step costs 2q ZO passes (q + 1 one-sided) and HEAD_GRAD's one
-    q = 4
+    q = int(twin.steps["q"][0])
     per_step = (q + 1 if settings.get("estimator") == "one-sided" else 2 * q) + 1
     assert twin.steps["forward_passes"][0] == per_step
     # the head moved: its initial CRC is not the final one

@@ -22,6 +22,12 @@ from hilbench.zo.loss import LossTables
 
 # (model, settings): every distribution, the pool, the three masters, both roundings, both
 # estimators, biases, per-channel eps and the QScheduler appear at least once.
+#: the schedule these runs use unless a case sets its own: q = 4, so that every step holds
+#: several samples (the aggregation, the per-sample rows); the weights CRCs pinned in this
+#: directory were recorded with it (hilbench run's default was fixed:4 at lr 175 until the
+#: widened study made it fixed:1 at lr 50)
+SCHEDULE = {"scheduler": "fixed:4", "lr": 175.0}
+
 MATRIX = [
     ("mlp", {}),
     ("mlp", {"perturbation": "gaussian", "layers": "all", "master": "int16"}),
@@ -42,7 +48,7 @@ def _run(backend: str, model: str, settings: dict, tmp_path, sil_path) -> tuple:
         seed=5,
         live=False,
         trace=tmp_path / f"{backend}.h5",
-        **{k: v for k, v in settings.items() if k != "budget"},
+        **{**SCHEDULE, **{k: v for k, v in settings.items() if k != "budget"}},
     )
     result = session.run(config)
     trace = Trace.open(result.trace_path)
