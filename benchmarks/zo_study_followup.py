@@ -49,6 +49,7 @@ MLP_RATES = {1: 50.0, 2: 93.3, 4: 174.0, 8: 325.0}
 MLP_BUDGETS = {"mlp-scratch": 60_000, "mlp-ft": 20_000}
 TARGETS = {"mlp-scratch": 0.93, "mlp-ft": 0.91}
 HEAD_LR = 5600.0  # the widened study's tuned head rate of the MLP hybrid from scratch
+FACTOR4 = "qscheduler:factor=4"
 MBV2 = {  # budget: (best fixed q, its rate), the q = 1 rate (docs/results/widened.md)
     3_000: ((4, 1040.0), 300.0),
     6_000: ((4, 1040.0), 300.0),
@@ -143,25 +144,18 @@ def short_budgets(workers: int) -> dict:
             ),
             "rows": [
                 _rows(
-                    f"QScheduler, 3× the q=1 rate (lr {lr3:g})",
-                    lambda s, b=budget, v=lr3: w.spec("mbv2-ft", "qscheduler", v, s, b),
-                    workers,
-                ),
-                _rows(
-                    f"QScheduler factor=4, 3× the q=1 rate (lr {lr3:g})",
-                    lambda s, b=budget, v=lr3: w.spec("mbv2-ft", "qscheduler:factor=4", v, s, b),
-                    workers,
-                ),
-                _rows(
-                    f"fixed q=4 at 3× the q=1 rate (lr {lr3:g}): q = 4 from the first step",
-                    lambda s, b=budget, v=lr3: w.spec("mbv2-ft", "fixed:4", v, s, b),
-                    workers,
-                ),
-                _rows(
-                    f"QScheduler factor=4, the q=1 rate (lr {lr1:g})",
-                    lambda s, b=budget, v=lr1: w.spec("mbv2-ft", "qscheduler:factor=4", v, s, b),
-                    workers,
-                ),
+                    label, lambda s, b=budget, sc=sc, v=v: w.spec("mbv2-ft", sc, v, s, b), workers
+                )
+                for label, sc, v in (
+                    (f"QScheduler, 3× the q=1 rate (lr {lr3:g})", "qscheduler", lr3),
+                    (f"QScheduler factor=4, 3× the q=1 rate (lr {lr3:g})", FACTOR4, lr3),
+                    (
+                        f"fixed q=4 at 3× the q=1 rate (lr {lr3:g}): q = 4 from the first step",
+                        "fixed:4",
+                        lr3,
+                    ),
+                    (f"QScheduler factor=4, the q=1 rate (lr {lr1:g})", FACTOR4, lr1),
+                )
             ],
         }
     return out
@@ -179,7 +173,6 @@ CELLS = {  # (task, budget): (best fixed q, its rate, the q = 1 rate), docs/resu
     ("r18-ft", 6_000): (1, 50.0, 50.0),
     ("r18-ft", 12_000): (2, 93.3, 50.0),
 }
-FACTOR4 = "qscheduler:factor=4"
 
 
 def factor4(workers: int) -> list[dict]:

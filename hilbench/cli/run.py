@@ -474,11 +474,10 @@ def expected_trace_bytes(budget: int, q: int = 1) -> int:
 
 
 def _first_q(config: RunConfig) -> int:
-    """The q a run starts at: fixed:Q's Q, a QScheduler's q_min (1 for another schedule)."""
-    from hilbench.config import parse_scheduler
+    """The q a run's schedule starts at (a QScheduler's q_min)."""
+    from hilbench.train.schedule import make_schedule
 
-    kind, args = parse_scheduler(config.scheduler)
-    return int(args.get("q", args.get("q_min", 1))) if kind in ("fixed", "qscheduler") else 1
+    return make_schedule(config.scheduler).next_q(0)
 
 
 def _check_trace_room(config: RunConfig) -> None:

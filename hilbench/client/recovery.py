@@ -122,16 +122,7 @@ class RecoveringTarget:
     def _logged(self, seeds: np.ndarray, coeffs: np.ndarray, applied: int, command: str) -> None:
         """Log an update the device acknowledged; a CRC checkpoint every ``crc_every``."""
         steps = self.log.steps
-        steps.append(  # the log's own copies (the caller may reuse its arrays); _copy inline
-            (
-                seeds.copy()
-                if type(seeds) is np.ndarray and seeds.dtype == _U32
-                else _copy(seeds, _U32),
-                coeffs.copy()
-                if type(coeffs) is np.ndarray and coeffs.dtype == _I32
-                else _copy(coeffs, _I32),
-            )
-        )
+        steps.append((_copy(seeds, _U32), _copy(coeffs, _I32)))
         if applied != len(steps):
             self._expect_applied(applied, command)
         if self.crc_every and applied % self.crc_every == 0:
@@ -145,21 +136,7 @@ class RecoveringTarget:
             applied, response = self._recovered(
                 self.target.apply_probe, (apply_seeds, coeffs), probe, failures=1
             )
-        steps = self.log.steps  # ``_logged`` inline: this runs every step
-        steps.append(
-            (
-                apply_seeds.copy()
-                if type(apply_seeds) is np.ndarray and apply_seeds.dtype == _U32
-                else _copy(apply_seeds, _U32),
-                coeffs.copy()
-                if type(coeffs) is np.ndarray and coeffs.dtype == _I32
-                else _copy(coeffs, _I32),
-            )
-        )
-        if applied != len(steps):
-            self._expect_applied(applied, "APPLY_PROBE")
-        if self.crc_every and applied % self.crc_every == 0:
-            self.weights_crc()
+        self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE")
         return response
 
     def head_grad(self, **request: object):
