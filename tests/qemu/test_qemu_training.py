@@ -33,6 +33,8 @@ SCHEDULE = {"scheduler": "fixed:4", "lr": 175.0}
 
 MATRIX = [
     ("cnn", {"estimator": "one-sided", "perturbation": "gaussian", "master": "int16"}),
+    # ``hilbench run``'s own schedule and rate (q = 1: one sample a step)
+    ("mlp", {"scheduler": RunConfig().scheduler, "lr": RunConfig().lr}),
 ]
 
 

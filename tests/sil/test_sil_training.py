@@ -20,16 +20,19 @@ from hilbench.trace import Trace
 from hilbench.zo import zocf
 from hilbench.zo.loss import LossTables
 
-# (model, settings): every distribution, the pool, the three masters, both roundings, both
-# estimators, biases, per-channel eps and the QScheduler appear at least once.
 #: the schedule these runs use unless a case sets its own: q = 4, so that every step holds
 #: several samples (the aggregation, the per-sample rows); the weights CRCs pinned in this
 #: directory were recorded with it (hilbench run's default was fixed:4 at lr 175 until the
 #: widened study made it fixed:1 at lr 50)
 SCHEDULE = {"scheduler": "fixed:4", "lr": 175.0}
+#: ``hilbench run``'s own schedule and rate, one case of their own
+DEFAULTS = {"scheduler": RunConfig().scheduler, "lr": RunConfig().lr}
 
+# (model, settings): every distribution, the pool, the three masters, both roundings, both
+# estimators, biases, per-channel eps and the QScheduler appear at least once.
 MATRIX = [
     ("mlp", {}),
+    ("mlp", DEFAULTS),
     ("mlp", {"perturbation": "gaussian", "layers": "all", "master": "int16"}),
     ("mlp", {"perturbation": "uniform", "pool": 256, "master": "int8", "rounding": "stochastic"}),
     ("mlp", {"estimator": "one-sided", "eps_per_channel": True, "scheduler": "qscheduler"}),
