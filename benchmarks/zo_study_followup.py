@@ -131,6 +131,41 @@ def biases(workers: int) -> dict:
     return {"budget": 60_000, "head_lr": HEAD_LR, "rows": rows}
 
 
+# --- 2b. the hybrid of weights and biases with a cosine rate schedule -------------------------
+BACKPROP = 96.2  # the MLP by float backprop, quantized to int8 (docs/results/widened-summary.md)
+
+
+def cosine(workers: int) -> dict:
+    """ZO of the first layer's weights and biases, the head by its gradient, both rates on
+    one cosine decay; the head's rate tuned first (ZO lr 50), then the ZO rate."""
+
+    def make(lr: float, head_lr: float, seed: int) -> zs.Spec:
+        return w.spec(
+            "mlp-scratch",
+            "fixed:1",
+            lr,
+            seed,
+            60_000,
+            layers="all",
+            hybrid="last",
+            head_lr=head_lr,
+            lr_schedule="cosine",
+        )
+
+    head_lr = w._tuned(
+        "followup:cosine-head",
+        lambda: w._decades(HEAD_LR, lambda v: make(50.0, v, zs.TUNE_SEED), workers),
+        workers,
+    )
+    lr = w._tuned(
+        "followup:cosine-zo",
+        lambda: w._decades(50.0, lambda v: make(v, head_lr, zs.TUNE_SEED), workers),
+        workers,
+    )
+    row = _rows("weights and biases, cosine rates", lambda s: make(lr, head_lr, s), workers)
+    return {**row, "lr": lr, "head_lr": head_lr, "backprop": BACKPROP}
+
+
 # --- 3. the QScheduler from 3x at MobileNetV2's short budgets -------------------------------
 def short_budgets(workers: int) -> dict:
     out = {}
@@ -277,6 +312,19 @@ def report(data: dict) -> str:
             + ", ".join(f"{x:.1f}" for x in a)
             + f" | {gap} | {loss:.3f} |"
         )
+    c = data.get("cosine")
+    if c:
+        a = _stats(c["runs"])
+        lines += [
+            "",
+            "Both rates on one cosine decay to 0 (`--lr-schedule cosine`), the head's rate tuned "
+            f"first, then the ZO rate: head lr {c['head_lr']:g}, ZO lr {c['lr']:g}: "
+            f"{a.mean():.1f} ± {a.std(ddof=1):.1f}% ("
+            + ", ".join(f"{x:.1f}" for x in a)
+            + f"), {_gap(a, _stats(b['rows'][2]['runs']))} against the constant rates above, "
+            f"{a.mean() - c['backprop']:+.1f} from backprop's int8 {c['backprop']:g}% "
+            "(target: within 2).",
+        ]
     for budget, s in data["short_budgets"].items():
         best = _stats(s["best"]["runs"])
         lines += [
@@ -339,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         data = {
             "defaults": defaults(args.workers),
             "biases": biases(args.workers),
+            "cosine": cosine(args.workers),
             "short_budgets": short_budgets(args.workers),
             "factor4": factor4(args.workers),
         }
