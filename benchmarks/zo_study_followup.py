@@ -99,7 +99,9 @@ def defaults(workers: int) -> dict:
 LAYER_SPECS = {"weights": "weights", "biases": "biases", "weights and biases": "all"}
 
 
-def _hybrid(layers: str, lr: float, seed: int) -> zs.Spec:
+def _hybrid(
+    layers: str, lr: float, seed: int, head_lr: float = HEAD_LR, lr_schedule: str = "constant"
+) -> zs.Spec:
     return w.spec(
         "mlp-scratch",
         "fixed:1",
@@ -108,7 +110,8 @@ def _hybrid(layers: str, lr: float, seed: int) -> zs.Spec:
         60_000,
         layers=LAYER_SPECS[layers],
         hybrid="last",
-        head_lr=HEAD_LR,
+        head_lr=head_lr,
+        lr_schedule=lr_schedule,
     )
 
 
@@ -140,17 +143,7 @@ def cosine(workers: int) -> dict:
     one cosine decay; the head's rate tuned first (ZO lr 50), then the ZO rate."""
 
     def make(lr: float, head_lr: float, seed: int) -> zs.Spec:
-        return w.spec(
-            "mlp-scratch",
-            "fixed:1",
-            lr,
-            seed,
-            60_000,
-            layers="all",
-            hybrid="last",
-            head_lr=head_lr,
-            lr_schedule="cosine",
-        )
+        return _hybrid("weights and biases", lr, seed, head_lr, "cosine")
 
     head_lr = w._tuned(
         "followup:cosine-head",
