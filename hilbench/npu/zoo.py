@@ -89,7 +89,6 @@ def build_mlp(
     input_zero_point: int = -128,
     logit_range: float = 8.0,
     weight_range: int = 127,
-    head_weight_range: int | None = None,
 ) -> Graph:
     """An int8 MLP ``sizes[0] -> ... -> sizes[-1]``: FC+RELU hidden layers, FC logits.
 
@@ -98,8 +97,7 @@ def build_mlp(
     uniform [0, 1) inputs drawn from the same generator after the weights) widened by
     ``HIDDEN_HEADROOM``; the logits use scale ``logit_range / 127`` with zero point 0.
     Each weight row's largest magnitude becomes ``weight_range`` LSBs (127: the whole int8
-    range; a random init to be trained from scratch uses less, so its weights can grow);
-    ``head_weight_range``, if given, is the last layer's instead.
+    range; a random init to be trained from scratch uses less, so its weights can grow).
     """
     sizes = tuple(int(s) for s in sizes)
     if len(sizes) < 2 or any(s <= 0 for s in sizes):
@@ -137,8 +135,7 @@ def build_mlp(
     n_layers = len(layers)
     for i, ((w, b), a) in enumerate(zip(layers, acts, strict=True)):
         last = i == n_layers - 1
-        wrange = head_weight_range if last and head_weight_range else weight_range
-        wq, wscale = quantize_weights_per_channel(w, wrange)
+        wq, wscale = quantize_weights_per_channel(w, weight_range)
         bq, bscale = quantize_bias(b, in_scale, wscale)
         if last:
             out_scale, out_zp = float(np.float32(logit_range / 127.0)), 0

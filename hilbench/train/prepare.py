@@ -26,11 +26,6 @@ POOL_SEED_SALT = 0x504F4F4C  # "POOL": the pool seed is the run seed xor this
 # maximum (docs/results.md). Pre-trained weights keep the full range. The CNN's converter
 # (npu/convert.py) has no such setting yet.
 RANDOM_INIT_WEIGHT_RANGE = 64
-# The hybrid's exact head (--hybrid last) on a random-init MLP starts at +-32: it has no
-# master, its int8 weights move by stochastic rounding, and from +-64 a sixth of them ended
-# at the clamp (docs/results/followup.md). Its rate is in LSBs, so the same float step takes
-# a quarter of the rate (lr s_w^2).
-HYBRID_HEAD_WEIGHT_RANGE = 32
 
 
 @dataclass(frozen=True)
@@ -114,11 +109,7 @@ def build_graph(config: RunConfig, data: datasets.Dataset) -> Graph:
             calibration=clean.x_train[:CALIBRATION_ITEMS],
             float_weights=pretrained_float_weights(config.model, config.seed),
         )
-    kw: dict = {}
-    if config.model == "mlp":
-        kw["weight_range"] = RANDOM_INIT_WEIGHT_RANGE
-        if config.hybrid == "last":
-            kw["head_weight_range"] = HYBRID_HEAD_WEIGHT_RANGE
+    kw = {"weight_range": RANDOM_INIT_WEIGHT_RANGE} if config.model == "mlp" else {}
     return zoo.build(
         config.model, seed=config.seed, calibration=data.x_train[:CALIBRATION_ITEMS], **kw
     )
