@@ -229,6 +229,49 @@ def factor4(workers: int) -> list[dict]:
     return out
 
 
+# --- 5. the QScheduler's efficiency test at every cell -------------------------------------
+#: the QScheduler with its early efficiency test on (hilbench.train.schedule.QScheduler:
+#: "inefficient"): in the first quarter of the budget, a window whose loss fell by less than a
+#: tenth of the first-order decrease its estimates promised, even 2 standard errors in its
+#: favour, multiplies q by 4
+RHO = "qscheduler:early=0.25,rho_min=0.1,z_rho=2,rho_factor=4"
+
+
+def rho_cells() -> list[tuple[str, int, float]]:
+    """(task, budget, the q = 1 rate) of every cell of the widened study."""
+    cells = [("mbv2-ft", b, lr1) for b, (_, lr1) in MBV2.items()]
+    return cells + [(t, b, lr1) for (t, b), (_, _, lr1) in CELLS.items()]
+
+
+def rho_rule(workers: int) -> list[dict]:
+    """RHO from the q = 1 rate and from 3x it at every cell, seeds 0-4 (the best fixed q of
+    each cell is parts 3 and 4's)."""
+    cells = rho_cells()
+    rates = [(lr1, zs._round_lr(3 * lr1)) for _, _, lr1 in cells]
+    specs = [
+        w.spec(t, RHO, v, s, b)
+        for (t, b, _), pair in zip(cells, rates, strict=True)
+        for v in pair
+        for s in SEEDS
+    ]
+    w.run_all(specs, workers)  # every run in one pool
+    out = []
+    for (t, b, _), (lr1, lr3) in zip(cells, rates, strict=True):
+        rows = [
+            _rows(f"{RHO}, {what} (lr {v:g})", lambda s, t=t, b=b, v=v: w.spec(t, RHO, v, s, b), 0)
+            for what, v in (("the q=1 rate", lr1), ("3× the q=1 rate", lr3))
+        ]
+        out.append({"task": t, "budget": b, "rows": rows})
+    return out
+
+
+def _best_rows(data: dict) -> dict[tuple[str, int], dict]:
+    """The best fixed q's row of every cell, from parts 3 and 4."""
+    best = {("mbv2-ft", int(b)): s["best"] for b, s in data.get("short_budgets", {}).items()}
+    best.update({(c["task"], c["budget"]): c["best"] for c in data.get("factor4", [])})
+    return best
+
+
 # --- the report ------------------------------------------------------------------------------
 def _stats(runs: list[dict]) -> np.ndarray:
     return 100 * np.array([r["accuracy"] for r in runs])
@@ -379,7 +422,39 @@ def report(data: dict) -> str:
                 f"{best.mean():.1f} ± {best.std(ddof=1):.1f} | {gaps[0]} | {gaps[1]} | "
                 f"{_path(c['rows'][1]['runs'])} |"
             )
+    lines += _rho_report(data)
     return "\n".join(lines) + "\n"
+
+
+def _rho_report(data: dict) -> list[str]:
+    cells = data.get("rho")
+    if not cells:
+        return []
+    best = _best_rows(data)
+    lines = [
+        "",
+        f"### The QScheduler's efficiency test, `{RHO}`, at every cell",
+        "",
+        "Against each cell's best fixed q (the tables above). Targets: within 1 point from the "
+        "q = 1 rate, within 2 from 3×.",
+        "",
+        "| task | budget | best fixed q | accuracy % | from the q=1 rate | from 3× | "
+        "q path from 3× (seed 0) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in cells:
+        ref = best[(c["task"], c["budget"])]
+        b = _stats(ref["runs"])
+        gaps = []
+        for r, limit in zip(c["rows"], (1.0, 2.0), strict=True):
+            d = _stats(r["runs"]) - b
+            ok = "met" if d.mean() >= -limit else f"missed by {-limit - d.mean():.1f}"
+            gaps.append(f"{_gap(_stats(r['runs']), b)} ({ok})")
+        lines.append(
+            f"| {c['task']} | {c['budget']:,} | {ref['label']} | {b.mean():.1f} ± "
+            f"{b.std(ddof=1):.1f} | {gaps[0]} | {gaps[1]} | {_path(c['rows'][1]['runs'])} |"
+        )
+    return lines
 
 
 PARTS = {
@@ -388,6 +463,7 @@ PARTS = {
     "cosine": cosine,
     "short_budgets": short_budgets,
     "factor4": factor4,
+    "rho": rho_rule,
 }
 
 

@@ -303,13 +303,14 @@ _QSCHED_INT = {
     "q_max",
     "windows",
     "lookback",
+    "rho_factor",
     "factor",
     "cooldown",
     "min_steps",
     "min_window",
 }
 _QSCHED_INT_DIM = {"dim"}  # the rate coupling's dimension d (0: d >> q)
-_QSCHED_FLOAT = {"z_rise", "early", "rho_min", "warmup", "z_fall", "couple"}
+_QSCHED_FLOAT = {"z_rise", "early", "rho_min", "z_rho", "warmup", "z_fall", "couple"}
 
 
 def parse_scheduler(spec: str) -> tuple[str, dict[str, Any]]:

@@ -158,6 +158,8 @@ class QScheduler(Scheduler):
         z_rise: float = 2.0,
         early: float = 0.0,
         rho_min: float = 0.01,
+        z_rho: float = 0.0,
+        rho_factor: int = 0,
         factor: int = 2,
         cooldown: int = 1,
         min_steps: int = 100,
@@ -177,6 +179,11 @@ class QScheduler(Scheduler):
                 f"qscheduler factor={factor}, windows={windows}, cooldown={cooldown}, "
                 f"min_steps={min_steps}, lookback={lookback} invalid",
                 "use factor >= 2, windows >= 2, cooldown >= 0, min_steps >= 2, lookback >= 1",
+            )
+        if rho_factor == 1 or rho_factor < 0 or z_rho < 0:
+            raise ConfigError(
+                f"qscheduler rho_factor={rho_factor}, z_rho={z_rho} invalid",
+                "use rho_factor >= 2 (0: factor) and z_rho >= 0",
             )
         if not 0.0 <= warmup <= 0.5:
             raise ConfigError(
@@ -200,6 +207,8 @@ class QScheduler(Scheduler):
         self.windows, self.lookback, self.z_rise, self.factor = windows, lookback, z_rise, factor
         self.cooldown, self.min_steps, self.min_window = cooldown, min_steps, min_window
         self.early, self.rho_min, self.warmup, self.z_fall = early, rho_min, warmup, z_fall
+        self.z_rho = z_rho
+        self.rho_factor = rho_factor or factor  # q's multiplier on an "inefficient" change
         self._spent = 0  # forward passes of the steps observed so far
         self.budget = 0
         self.name = "qscheduler"
@@ -266,16 +275,19 @@ class QScheduler(Scheduler):
             self._cool -= 1
             return
         stalled = len(self._means) > self.lookback and m >= self._means[-1 - self.lookback][0]
+        # the window realised under rho_min of the first-order decrease its estimates promised,
+        # even z_rho standard errors in its favour
         inefficient = (
             info.forward_passes <= self.early * self.budget
             and promised > 0
-            and (m1 - m) / promised < self.rho_min
+            and m1 - m + self.z_rho * math.sqrt(v + v1) < self.rho_min * promised
         )
         # during the warm-up the loss must fall, by at least z_fall standard errors a window
         warming = level < 1.0
         slow = warming and self.z_fall is not None and m1 - m < self.z_fall * math.sqrt(v + v1)
         if (rose or stalled or inefficient or slow) and self.q < self.q_max:
-            old_q, self.q = self.q, min(self.q_max, self.q * self.factor)
+            grow = self.rho_factor if inefficient and not (rose or stalled) else self.factor
+            old_q, self.q = self.q, min(self.q_max, self.q * grow)
             if (stalled or inefficient) and not (rose or slow):  # signal-limited: rate follows q
                 self._rate *= self.coupling(self.q) / self.coupling(old_q)
             self._cool = self.cooldown
