@@ -92,6 +92,34 @@ def test_qscheduler_doubles_early_when_the_loss_falls_far_less_than_promised():
     assert feed(late, [2.0 - 0.02 * i for i in range(6)], g=0.01)[-1] == 1
 
 
+def test_the_efficiency_test_counts_the_noise_in_the_windows_favour_and_can_jump_q():
+    """With z_rho, a window fires only if even z_rho standard errors more of decrease would
+    stay under rho_min of the promise; rho_factor is q's multiplier on such a change."""
+    # each window promises 5 nats (see above) and falls 0.3 (6%): under rho_min = 0.1
+    losses = [2.0 - 0.3 * i for i in range(4)]
+
+    def first_change(noise: float, **kw) -> tuple[int, int, str]:
+        s = QScheduler(early=0.25, rho_min=0.1, warmup=0.0, **kw)
+        s.start(40_000)
+        feed(s, losses, noise=noise, g=0.01)
+        return s.history[1] if len(s.history) > 1 else (0, 1, "none")
+
+    assert first_change(0.0, z_rho=2.0)[1:] == (2, "inefficient")
+    # alternating +-3 around the mean: a standard error of 3 / sqrt(500) per window, so 2 of
+    # them in the window's favour (0.38) lift its decrease over the 0.5 nats asked
+    assert first_change(3.0, z_rho=2.0)[2] != "inefficient"
+    assert first_change(3.0, z_rho=0.0)[1:] == (2, "inefficient")
+    assert first_change(0.0, z_rho=2.0, rho_factor=4)[1:] == (4, "inefficient")
+    # a stall still doubles by factor, whatever rho_factor says
+    s = QScheduler(q_max=8, lookback=2, rho_factor=4)
+    s.start(40_000)
+    feed(s, [1.0] * 4)
+    assert s.history[1][1:] == (2, "stalled")
+    assert make_schedule("qscheduler:z_rho=2,rho_factor=4").rho_factor == 4
+    with pytest.raises(ConfigError):
+        QScheduler(rho_factor=1)
+
+
 def test_qscheduler_warms_the_rate_up_over_the_first_tenth_of_the_budget():
     s = QScheduler()
     s.start(12_000)
