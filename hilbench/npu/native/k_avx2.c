@@ -176,13 +176,18 @@ HB_AVX2 HB_INLINE void store8(uint8_t *d, __m128i b, int64_t n) { store_n(d, b, 
  * accumulators' lanes in LPERM order */
 HB_AVX2 HB_INLINE void rq_store8(const __m256i *acc, int rows, int64_t stride,
                                  const opctx *c, int64_t o, int64_t O, const vo8 *v,
-                                 uint8_t *out, const int perm) {
+                                 uint8_t *out, const int perm, const vqs8 *pre) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16], n = O - o;
     if (f[F_FASTRQ]) {
-        const vqs8 q = vqs8_load(c->qp, O16, o);
+        vqs8 loc;
+        const vqs8 *q = pre;
+        if (!q) {
+            loc = vqs8_load(c->qp, O16, o);
+            q = &loc;
+        }
         for (int i = 0; i < rows; i++)
-            store8(out + i * stride, vout8(vmbqm8_sign(lanes(acc[i], perm, 1), &q), v), n);
+            store8(out + i * stride, vout8(vmbqm8_sign(lanes(acc[i], perm, 1), q), v), n);
     } else {
         const vq8 q = vq8_load(c->qp, O16, o);
         const int anyls = (int)f[F_ANYLS];
@@ -194,26 +199,35 @@ HB_AVX2 HB_INLINE void rq_store8(const __m256i *acc, int rows, int64_t stride,
 /* the same for two vectors: 16 channels (o..o+15, o a multiple of 16) */
 HB_AVX2 HB_INLINE void rq_store16(const __m256i *a0, const __m256i *a1, int rows,
                                   int64_t stride, const opctx *c, int64_t o, int64_t O,
-                                  const vo8 *v, uint8_t *out, const int perm) {
+                                  const vo8 *v, uint8_t *out, const int perm,
+                                  const vqs8 *pre) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16], n = O - o;
     if (f[F_FASTRQ]) {
-        const vqs8 q0 = vqs8_load(c->qp, O16, o), q1 = vqs8_load(c->qp, O16, o + 8);
+        /* pre: the two vectors' constants prepared once per op (else loaded here) */
+        vqs8 loc[2];
+        const vqs8 *q = pre;
+        if (!q) {
+            loc[0] = vqs8_load(c->qp, O16, o);
+            loc[1] = vqs8_load(c->qp, O16, o + 8);
+            q = loc;
+        }
+        const vqs8 *q0 = q, *q1 = q + 1;
         int i = 0;
         if (n >= 16) /* whole rows of 16: two pixels at a time */
             for (; i + 2 <= rows; i += 2) {
-                const __m256i b = vout16x2(vmbqm8_sign(lanes(a0[i], perm, 1), &q0),
-                                           vmbqm8_sign(lanes(a1[i], perm, 1), &q1),
-                                           vmbqm8_sign(lanes(a0[i + 1], perm, 1), &q0),
-                                           vmbqm8_sign(lanes(a1[i + 1], perm, 1), &q1), v);
+                const __m256i b = vout16x2(vmbqm8_sign(lanes(a0[i], perm, 1), q0),
+                                           vmbqm8_sign(lanes(a1[i], perm, 1), q1),
+                                           vmbqm8_sign(lanes(a0[i + 1], perm, 1), q0),
+                                           vmbqm8_sign(lanes(a1[i + 1], perm, 1), q1), v);
                 _mm_storeu_si128((__m128i *)(void *)(out + i * stride), _mm256_castsi256_si128(b));
                 _mm_storeu_si128((__m128i *)(void *)(out + (i + 1) * stride),
                                  _mm256_extracti128_si256(b, 1));
             }
         for (; i < rows; i++)
             store_n(out + i * stride,
-                    vout16(vmbqm8_sign(lanes(a0[i], perm, 1), &q0),
-                           vmbqm8_sign(lanes(a1[i], perm, 1), &q1), v),
+                    vout16(vmbqm8_sign(lanes(a0[i], perm, 1), q0),
+                           vmbqm8_sign(lanes(a1[i], perm, 1), q1), v),
                     n, 16);
     } else {
         const vq8 q0 = vq8_load(c->qp, O16, o), q1 = vq8_load(c->qp, O16, o + 8);
@@ -235,7 +249,7 @@ HB_AVX2 static void rq_rows(const int32_t *sums, int64_t rows, const opctx *c, u
         for (int64_t i = 0; i < rows; i++) {
             const __m256i a = _mm256_add_epi32(
                 _mm256_loadu_si256((const void *)(sums + i * O16 + o)), b);
-            rq_store8(&a, 1, 0, c, o, O, &v, out + i * O + o, 0);
+            rq_store8(&a, 1, 0, c, o, O, &v, out + i * O + o, 0, NULL);
         }
     }
 }
