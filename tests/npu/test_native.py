@@ -414,6 +414,23 @@ def test_one_input_shares_the_unbatched_prefix(name, kw):
             _native_vs_numpy(g, x, ov)
 
 
+@needs_native
+def test_first_batched_conv_keeps_its_explicit_rows():
+    """Several sets on one input: the first batched conv (MobileNetV2's stem) reads the same
+    input in every set, so it runs on explicit im2col rows made once and kept (not on the
+    padded input in place, per set); with one set or several inputs it stays implicit. The
+    bytes are compared by test_one_input_shares_the_unbatched_prefix (its stem batched)."""
+    g = zoo.build("mobilenet_v2", seed=5, alpha=0.35, resolution=32, classes=5)
+    stem = g.weight_tensors()[0][0]
+    f = native.F
+    for sets, inputs, shared in ((4, 1, True), (1, 1, False), (4, 2, False)):
+        plan = program.lower(g, frozenset({stem}), sets, inputs)
+        first = plan.prog[1]
+        assert first[f["KIND"]] == native.OP_GEMM and first[f["IM2COL"]]
+        assert first[f["IMPLICIT"]] == int(not shared), (sets, inputs)
+        assert first[f["KEEP"]] == 1
+
+
 def pairs_w(g, i):
     return g.tensors[g.weight_tensors()[i][0]].data
 

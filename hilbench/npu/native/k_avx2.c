@@ -134,6 +134,20 @@ HB_AVX2 HB_INLINE __m128i vout16(__m256i r0, __m256i r1, const vo8 *v) {
     return _mm_min_epu8(_mm_max_epu8(_mm256_castsi256_si128(p), v->lo), v->hi);
 }
 
+/* the same for two pixels' 16 channels (r0, r1 of one, r2, r3 of the other): the low 128
+ * bits for the first, the high ones for the second (one byte pack, permute and clamp for
+ * both) */
+HB_AVX2 HB_INLINE __m256i vout16x2(__m256i r0, __m256i r1, __m256i r2, __m256i r3,
+                                   const vo8 *v) {
+    const __m256i a = _mm256_adds_epi16(_mm256_packs_epi32(r0, r1), v->oo);
+    const __m256i b = _mm256_adds_epi16(_mm256_packs_epi32(r2, r3), v->oo);
+    /* dwords: a's r0 0-3, r1 0-3, b's r2 0-3, r3 0-3 | the same for lanes 4-7 */
+    __m256i p = _mm256_packus_epi16(a, b);
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i lo = _mm256_broadcastsi128_si256(v->lo), hi = _mm256_broadcastsi128_si256(v->hi);
+    return _mm256_min_epu8(_mm256_max_epu8(p, lo), hi);
+}
+
 /* the same for 8 results (the low 8 bytes) */
 HB_AVX2 HB_INLINE __m128i vout8(__m256i r, const vo8 *v) {
     __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
@@ -162,13 +176,18 @@ HB_AVX2 HB_INLINE void store8(uint8_t *d, __m128i b, int64_t n) { store_n(d, b, 
  * accumulators' lanes in LPERM order */
 HB_AVX2 HB_INLINE void rq_store8(const __m256i *acc, int rows, int64_t stride,
                                  const opctx *c, int64_t o, int64_t O, const vo8 *v,
-                                 uint8_t *out, const int perm) {
+                                 uint8_t *out, const int perm, const vqs8 *pre) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16], n = O - o;
     if (f[F_FASTRQ]) {
-        const vqs8 q = vqs8_load(c->qp, O16, o);
+        vqs8 loc;
+        const vqs8 *q = pre;
+        if (!q) {
+            loc = vqs8_load(c->qp, O16, o);
+            q = &loc;
+        }
         for (int i = 0; i < rows; i++)
-            store8(out + i * stride, vout8(vmbqm8_sign(lanes(acc[i], perm, 1), &q), v), n);
+            store8(out + i * stride, vout8(vmbqm8_sign(lanes(acc[i], perm, 1), q), v), n);
     } else {
         const vq8 q = vq8_load(c->qp, O16, o);
         const int anyls = (int)f[F_ANYLS];
@@ -180,15 +199,35 @@ HB_AVX2 HB_INLINE void rq_store8(const __m256i *acc, int rows, int64_t stride,
 /* the same for two vectors: 16 channels (o..o+15, o a multiple of 16) */
 HB_AVX2 HB_INLINE void rq_store16(const __m256i *a0, const __m256i *a1, int rows,
                                   int64_t stride, const opctx *c, int64_t o, int64_t O,
-                                  const vo8 *v, uint8_t *out, const int perm) {
+                                  const vo8 *v, uint8_t *out, const int perm,
+                                  const vqs8 *pre) {
     const int64_t *f = c->f;
     const int64_t O16 = f[F_O16], n = O - o;
     if (f[F_FASTRQ]) {
-        const vqs8 q0 = vqs8_load(c->qp, O16, o), q1 = vqs8_load(c->qp, O16, o + 8);
-        for (int i = 0; i < rows; i++)
+        /* pre: the two vectors' constants prepared once per op (else loaded here) */
+        vqs8 loc[2];
+        const vqs8 *q = pre;
+        if (!q) {
+            loc[0] = vqs8_load(c->qp, O16, o);
+            loc[1] = vqs8_load(c->qp, O16, o + 8);
+            q = loc;
+        }
+        const vqs8 *q0 = q, *q1 = q + 1;
+        int i = 0;
+        if (n >= 16) /* whole rows of 16: two pixels at a time */
+            for (; i + 2 <= rows; i += 2) {
+                const __m256i b = vout16x2(vmbqm8_sign(lanes(a0[i], perm, 1), q0),
+                                           vmbqm8_sign(lanes(a1[i], perm, 1), q1),
+                                           vmbqm8_sign(lanes(a0[i + 1], perm, 1), q0),
+                                           vmbqm8_sign(lanes(a1[i + 1], perm, 1), q1), v);
+                _mm_storeu_si128((__m128i *)(void *)(out + i * stride), _mm256_castsi256_si128(b));
+                _mm_storeu_si128((__m128i *)(void *)(out + (i + 1) * stride),
+                                 _mm256_extracti128_si256(b, 1));
+            }
+        for (; i < rows; i++)
             store_n(out + i * stride,
-                    vout16(vmbqm8_sign(lanes(a0[i], perm, 1), &q0),
-                           vmbqm8_sign(lanes(a1[i], perm, 1), &q1), v),
+                    vout16(vmbqm8_sign(lanes(a0[i], perm, 1), q0),
+                           vmbqm8_sign(lanes(a1[i], perm, 1), q1), v),
                     n, 16);
     } else {
         const vq8 q0 = vq8_load(c->qp, O16, o), q1 = vq8_load(c->qp, O16, o + 8);
@@ -210,7 +249,7 @@ HB_AVX2 static void rq_rows(const int32_t *sums, int64_t rows, const opctx *c, u
         for (int64_t i = 0; i < rows; i++) {
             const __m256i a = _mm256_add_epi32(
                 _mm256_loadu_si256((const void *)(sums + i * O16 + o)), b);
-            rq_store8(&a, 1, 0, c, o, O, &v, out + i * O + o, 0);
+            rq_store8(&a, 1, 0, c, o, O, &v, out + i * O + o, 0, NULL);
         }
     }
 }
@@ -294,6 +333,17 @@ HB_AVX2 HB_INLINE __m128i rq16_out(const rq16 *r, const int fast, __m256i a0, __
     return vout16(vmbqm8(a0, &r->q0, r->anyls), vmbqm8(a1, &r->q1, r->anyls), v);
 }
 
+/* two pixels' (a, b) 16 channels: the low 128 bits for a, the high ones for b */
+HB_AVX2 HB_INLINE __m256i rq16_out2(const rq16 *r, const int fast, __m256i a0, __m256i a1,
+                                    __m256i b0, __m256i b1, const vo8 *v) {
+    if (fast)
+        return vout16x2(vmbqm8_sign(lanes(a0, 0, 1), &r->s0), vmbqm8_sign(lanes(a1, 0, 1), &r->s1),
+                        vmbqm8_sign(lanes(b0, 0, 1), &r->s0), vmbqm8_sign(lanes(b1, 0, 1), &r->s1),
+                        v);
+    return vout16x2(vmbqm8(a0, &r->q0, r->anyls), vmbqm8(a1, &r->q1, r->anyls),
+                    vmbqm8(b0, &r->q0, r->anyls), vmbqm8(b1, &r->q1, r->anyls), v);
+}
+
 /* 3x3, stride 1, dilation 1: taps paired vertically (rows 0 and 1; row 2 with a zero
  * weight), so the widened pairs of one input column serve the three output pixels that
  * read it: per output pixel and 16 channels, one new column (3 loads, 7 widening ops) and
@@ -360,7 +410,16 @@ HB_AVX2 HB_INLINE void dw3s1_block(const uint8_t *P, const opctx *c, int64_t o,
                 }
             }
             uint8_t *d = out + (oy * OW + x0) * OC + o;
-            for (int64_t i = 0; i < nx; i++)
+            int64_t i = 0;
+            if (left >= 16) /* two pixels at a time */
+                for (; i + 2 <= nx; i += 2) {
+                    const __m256i b = rq16_out2(rq, fast, accs[i][0], accs[i][1], accs[i + 1][0],
+                                                accs[i + 1][1], v);
+                    _mm_storeu_si128((__m128i *)(void *)(d + i * OC), _mm256_castsi256_si128(b));
+                    _mm_storeu_si128((__m128i *)(void *)(d + (i + 1) * OC),
+                                     _mm256_extracti128_si256(b, 1));
+                }
+            for (; i < nx; i++)
                 store_n(d + i * OC, rq16_out(rq, fast, accs[i][0], accs[i][1], v), left, 16);
         }
     }
@@ -423,7 +482,36 @@ HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, ui
         rq16 rq;
         rq16_load(&rq, c, o);
         for (int64_t oy = 0; oy < OH; oy++) {
-            for (int64_t ox = 0; ox < OW; ox++) {
+            int64_t ox = 0;
+            if (left >= 16) /* two pixels at a time */
+                for (; ox + 2 <= OW; ox += 2) {
+                    const uint8_t *px = P + ((oy * SH) * WP + ox * SW) * OC + o;
+                    const uint8_t *py = px + SW * OC;
+                    __m256i a0 = bias[0], a1 = bias[1], b0 = bias[0], b1 = bias[1];
+                    for (int64_t p = 0; p < NP; p++) {
+                        const __m128i u0 = _mm_loadu_si128((const void *)(px + toff[2 * p]));
+                        const __m128i u1 = _mm_loadu_si128((const void *)(px + toff[2 * p + 1]));
+                        const __m128i v0 = _mm_loadu_si128((const void *)(py + toff[2 * p]));
+                        const __m128i v1 = _mm_loadu_si128((const void *)(py + toff[2 * p + 1]));
+                        a0 = _mm256_add_epi32(
+                            a0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u0, u1)),
+                                                  wts[p][0]));
+                        a1 = _mm256_add_epi32(
+                            a1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1)),
+                                                  wts[p][1]));
+                        b0 = _mm256_add_epi32(
+                            b0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v0, v1)),
+                                                  wts[p][0]));
+                        b1 = _mm256_add_epi32(
+                            b1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v0, v1)),
+                                                  wts[p][1]));
+                    }
+                    const __m256i b = rq16_out2(&rq, rq.fast, a0, a1, b0, b1, &v);
+                    uint8_t *d = out + (oy * OW + ox) * OC + o;
+                    _mm_storeu_si128((__m128i *)(void *)d, _mm256_castsi256_si128(b));
+                    _mm_storeu_si128((__m128i *)(void *)(d + OC), _mm256_extracti128_si256(b, 1));
+                }
+            for (; ox < OW; ox++) {
                 const uint8_t *px = P + ((oy * SH) * WP + ox * SW) * OC + o;
                 __m256i a0 = bias[0], a1 = bias[1];
                 for (int64_t p = 0; p < NP; p++) {

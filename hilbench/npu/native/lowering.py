@@ -183,7 +183,12 @@ def _lower_gemm(
     direct = use_direct(oh * ow * lw.inputs, k, lw.ratio)
     # packed convs with dilation 1 along W read the padded input in place
     # ("implicit" im2col): each filter row's KW*C bytes padded to 4
+    # the first op reading a batched constant, with one input for several sets: every set
+    # reads the same input, so its explicit im2col rows (K rounded up to 4 once, not per
+    # filter row) are made for the first set only and kept (F_KEEP below)
+    shared_rows = i == lw.first and lw.sets > 1 and lw.inputs == 1
     implicit = native.IMPLICIT and not rows_in_place and not direct and dw == 1
+    implicit = implicit and not shared_rows
     k4 = kh * round_up(kw * c, 4) if implicit else round_up(k, 4)
     f[F["K"]], f[F["K4"]] = k, k4
     f[F["IM2COL"]] = 0 if rows_in_place else 1
