@@ -289,7 +289,9 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
         timer.wrap(recovery.RecoveringTarget, name, "protocol (client, frames, link)")
     timer.wrap(client.Target, "_exchange_payload", "protocol (client, frames, link)")
     timer.wrap(estimator, "two_point", "estimator (coefficients)")
+    timer.wrap(estimator, "two_point_lists", "estimator (coefficients)")
     estimator.ESTIMATORS["two-point"] = estimator.two_point
+    estimator.ON_LISTS["two-point"] = estimator.two_point_lists
     for name in ("append_step", "append_timing", "append_command", "append_eval", "append_event"):
         timer.wrap(TraceWriter, name, "trace")
     timer.wrap(console.PlainView, "update", "console")
@@ -298,6 +300,7 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
     finally:
         timer.restore()
         estimator.ESTIMATORS["two-point"] = estimator.two_point
+        estimator.ON_LISTS["two-point"] = estimator.two_point_lists
     twin = timer.spent.pop("twin")
     print(f"{'part of the host work':<48} {'us/step':>8} {'/ twin':>7}")
     for part, spent in sorted(timer.spent.items(), key=lambda kv: -kv[1]):
