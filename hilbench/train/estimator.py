@@ -40,17 +40,24 @@ def two_point_lists(
 
     ``hilbench.zo.update.coefficients`` in plain floats, its IEEE operations in its order
     (tests/train/test_estimator_exact.py holds both to the vectorised definition), with the
-    clip tested once per step rather than per sample."""
+    clip looked for in the same loop and made only when needed: this runs every step."""
     q = len(plus)
+    if len(minus) != q:
+        raise ValueError(f"{q} losses L+ but {len(minus)} L-: one pair per sample")
     div = 2.0 * eps
+    unit, limit = _UNIT, COEFF_LIMIT
     grads: list[float] = []
     coeffs: list[int] = []
-    for p, m in zip(plus, minus, strict=True):  # one loop, no comprehension frames
-        g = (p - m) / div / _UNIT  # p - m is exact: |L| < 2^31
+    clip = False
+    for p, m in zip(plus, minus):  # noqa: B905 (lengths checked above; a keyword costs)
+        g = (p - m) / div / unit  # p - m is exact: |L| < 2^31
         grads.append(g)
-        coeffs.append(round(lr * g * _UNIT / q))  # left to right, as coefficients()
-    if coeffs and (max(coeffs) > COEFF_LIMIT or min(coeffs) < -COEFF_LIMIT):
-        coeffs = [min(COEFF_LIMIT, max(-COEFF_LIMIT, c)) for c in coeffs]
+        c = round(lr * g * unit / q)  # left to right, as coefficients()
+        coeffs.append(c)
+        if c > limit or c < -limit:
+            clip = True
+    if clip:
+        coeffs = [min(limit, max(-limit, c)) for c in coeffs]
     # Integer sums are exact, and int / int rounds once: the same float as np.mean's.
     mean = (sum(plus) / q + sum(minus) / q) / 2
     return grads, coeffs, mean / Q16
