@@ -11,7 +11,8 @@
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_link.py [wire] [bulk] [host] [codec]
 
-(no argument: all five parts).
+(no argument: all five parts). ``python -m benchmarks.bench_link ...`` from a checkout
+measures that checkout's hilbench; as a script, the installed one (part 4 prints which).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
+import hilbench
 from hilbench import data as datasets
 from hilbench import session
 from hilbench.backend.emulate import EmulatorBackend, single_threaded_blas
@@ -257,6 +259,9 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
         f"\n4. host overhead per step against the twin's compute, MLP, batch 32, "
         f"{budget:,} forward passes, in-memory link, thread CPU time; on {_cpu()}"
     )
+    # run as a script, this file imports the installed hilbench (an editable install may be
+    # another checkout); `python -m benchmarks.bench_link` imports the working directory's
+    print(f"hilbench measured: {Path(hilbench.__file__).parent}")
     print(
         f"{'run':>4} {'schedule':<28} {'host ms/step':>13} {'twin ms/step':>13} {'host / twin':>12}"
     )
