@@ -11,7 +11,8 @@
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_link.py [wire] [bulk] [host] [codec]
 
-(no argument: all five parts).
+(no argument: all five parts). ``python -m benchmarks.bench_link ...`` from a checkout
+measures that checkout's hilbench; as a script, the installed one (part 4 prints which).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
+import hilbench
 from hilbench import data as datasets
 from hilbench import session
 from hilbench.backend.emulate import EmulatorBackend, single_threaded_blas
@@ -257,6 +259,9 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
         f"\n4. host overhead per step against the twin's compute, MLP, batch 32, "
         f"{budget:,} forward passes, in-memory link, thread CPU time; on {_cpu()}"
     )
+    # run as a script, this file imports the installed hilbench (an editable install may be
+    # another checkout); `python -m benchmarks.bench_link` imports the working directory's
+    print(f"hilbench measured: {Path(hilbench.__file__).parent}")
     print(
         f"{'run':>4} {'schedule':<28} {'host ms/step':>13} {'twin ms/step':>13} {'host / twin':>12}"
     )
@@ -289,7 +294,9 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
         timer.wrap(recovery.RecoveringTarget, name, "protocol (client, frames, link)")
     timer.wrap(client.Target, "_exchange_payload", "protocol (client, frames, link)")
     timer.wrap(estimator, "two_point", "estimator (coefficients)")
+    timer.wrap(estimator, "two_point_lists", "estimator (coefficients)")
     estimator.ESTIMATORS["two-point"] = estimator.two_point
+    estimator.ON_LISTS["two-point"] = estimator.two_point_lists
     for name in ("append_step", "append_timing", "append_command", "append_eval", "append_event"):
         timer.wrap(TraceWriter, name, "trace")
     timer.wrap(console.PlainView, "update", "console")
@@ -298,6 +305,7 @@ def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
     finally:
         timer.restore()
         estimator.ESTIMATORS["two-point"] = estimator.two_point
+        estimator.ON_LISTS["two-point"] = estimator.two_point_lists
     twin = timer.spent.pop("twin")
     print(f"{'part of the host work':<48} {'us/step':>8} {'/ twin':>7}")
     for part, spent in sorted(timer.spent.items(), key=lambda kv: -kv[1]):

@@ -115,14 +115,16 @@ class RecoveringTarget:
         return self._call(self.target.probe, **kwargs)
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
+        update = _copied(seeds, coeffs)
         applied = self._call(self.target.apply, seeds, coeffs)
-        self._logged(seeds, coeffs, applied, "APPLY")
+        self._logged(update or (_copy(seeds, _U32), _copy(coeffs, _I32)), applied, "APPLY")
         return applied
 
-    def _logged(self, seeds: np.ndarray, coeffs: np.ndarray, applied: int, command: str) -> None:
-        """Log an update the device acknowledged; a CRC checkpoint every ``crc_every``."""
+    def _logged(self, update: tuple[np.ndarray, np.ndarray], applied: int, command: str) -> None:
+        """Log an update the device acknowledged (the log's own copy); a CRC checkpoint every
+        ``crc_every``."""
         steps = self.log.steps
-        steps.append((_copy(seeds, _U32), _copy(coeffs, _I32)))
+        steps.append(update)
         if applied != len(steps):
             self._expect_applied(applied, command)
         if self.crc_every and applied % self.crc_every == 0:
@@ -130,13 +132,16 @@ class RecoveringTarget:
 
     def apply_probe(self, apply_seeds: np.ndarray, coeffs: np.ndarray, **probe: object):
         """``DeviceClient.apply_probe``, logged as ``apply`` is; returns the PROBE's answer."""
+        update = _copied(apply_seeds, coeffs)  # before the round trip, not after it
         try:  # (``_call`` inline: this runs every step)
             applied, response = self.target.apply_probe(apply_seeds, coeffs, **probe)
         except DeviceReset:
             applied, response = self._recovered(
                 self.target.apply_probe, (apply_seeds, coeffs), probe, failures=1
             )
-        self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE")
+        if update is None:
+            update = (_copy(apply_seeds, _U32), _copy(coeffs, _I32))
+        self._logged(update, applied, "APPLY_PROBE")
         return response
 
     def head_grad(self, **request: object):
@@ -261,6 +266,20 @@ class RecoveringTarget:
             f"reloaded model and {len(self._slots)} data slot(s), replayed {len(steps)} "
             f"updates in {time.perf_counter() - started:.3f} s; weights CRC {crc:#010x}",
         )
+
+
+def _copied(seeds: object, coeffs: object) -> tuple[np.ndarray, np.ndarray] | None:
+    """The log's own copy of an update already in arrays of the wire's dtypes, made before it
+    is sent (the caller may reuse its arrays); None for anything else: the client says first
+    what is wrong with it, and the log copies it (``_copy``) once acknowledged."""
+    if (
+        type(seeds) is np.ndarray
+        and type(coeffs) is np.ndarray
+        and seeds.dtype == _U32
+        and coeffs.dtype == _I32
+    ):
+        return seeds.copy(), coeffs.copy()
+    return None
 
 
 def _copy(values: np.ndarray, dtype: np.dtype) -> np.ndarray:

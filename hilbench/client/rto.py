@@ -105,6 +105,9 @@ class WorkTimer:
         self.peak_half_life_s = peak_half_life_s  # None: per-sample decay (RtoEstimator)
         self._sizes: dict[str, dict[int, RtoEstimator]] = {}
         self._cache: dict[str, dict[int, float]] = {}  # kind -> units -> bound, until a sample
+        #: the part sampled last and its estimator (the last of its kind's sizes): a run
+        #: samples the same part again and again, which needs no reordering
+        self._last: tuple[Part, RtoEstimator] | None = None
 
     def measured(self, kind: str) -> dict[int, float]:
         """The measured sizes of ``kind`` and their current estimates (for reports, tests)."""
@@ -154,6 +157,11 @@ class WorkTimer:
         RTT sample; one that needed retries is not (Karn's rule), but when its size has no
         clean sample yet, ``RETRIED_MARGIN x`` the time since the first try becomes its
         estimate (an upper bound: the answer came no later than that)."""
+        last = self._last
+        if not retried and last is not None and last[0] == part:  # already last of its kind
+            last[1].sample(rtt_s)
+            self._cache.pop(part[0], None)
+            return
         kind, units = part
         sizes = self._sizes.get(kind)
         if sizes is None:
@@ -181,3 +189,4 @@ class WorkTimer:
         while len(sizes) > MAX_SIZES:
             del sizes[next(iter(sizes))]
         self._cache.pop(kind, None)
+        self._last = (part, est)

@@ -258,9 +258,13 @@ class TraceWriter:
     def append_timing(self, step: int, command: str, duration_s: float, source: str) -> None:
         """Buffer one command duration; ``source`` is 'device', 'modeled' or 'host' (seconds),
         or 'instr' (a count of executed instructions)."""
-        self._append_timings(
-            ((step, command, self._duration(step, command, duration_s, source), source),)
-        )
+        if not (  # the per-step case, checked inline: a known name, a finite float >= 0
+            type(duration_s) is float
+            and 0.0 <= duration_s < math.inf
+            and (command, source) in self._names_ok
+        ):
+            duration_s = self._duration(step, command, duration_s, source)
+        self._append_timings(((step, command, duration_s, source),))
 
     def append_command(
         self, step: int, command: str, host_s: float, device_s: float, source: str

@@ -25,28 +25,42 @@ _UNIT = float(1 << FRAC_BITS)  # Q16
 
 def two_point(loss_plus: np.ndarray, loss_minus: np.ndarray, *, lr: float, eps: int) -> Estimate:
     """g_k = (L+ - L-) / 2eps for each sample, averaged over q through the coefficients; the
-    step's loss is the mean of all 2q losses.
+    step's loss is the mean of all 2q losses (:func:`two_point_lists`, as arrays)."""
+    grads, coeffs, loss = two_point_lists(loss_plus.tolist(), loss_minus.tolist(), lr, eps)
+    return _new_estimate(
+        Estimate, (np.array(grads, dtype=np.float64), np.array(coeffs, dtype=np.int32), loss)
+    )
+
+
+def two_point_lists(
+    plus: list[int], minus: list[int], lr: float, eps: int
+) -> tuple[list[float], list[int], float]:
+    """:func:`two_point` on plain lists: (grads, coefficients, loss). The trainer calls this
+    one, every step: its lists go to the trace as they are (no array in and out).
 
     ``hilbench.zo.update.coefficients`` in plain floats, its IEEE operations in its order
     (tests/train/test_estimator_exact.py holds both to the vectorised definition), with the
-    clip tested once per step rather than per sample: this runs every step."""
-    plus, minus = loss_plus.tolist(), loss_minus.tolist()
+    clip looked for in the same loop and made only when needed: this runs every step."""
     q = len(plus)
+    if len(minus) != q:
+        raise ValueError(f"{q} losses L+ but {len(minus)} L-: one pair per sample")
     div = 2.0 * eps
+    unit, limit = _UNIT, COEFF_LIMIT
     grads: list[float] = []
     coeffs: list[int] = []
-    for p, m in zip(plus, minus, strict=True):  # one loop, no comprehension frames
-        g = (p - m) / div / _UNIT  # p - m is exact: |L| < 2^31
+    clip = False
+    for p, m in zip(plus, minus):  # noqa: B905 (lengths checked above; a keyword costs)
+        g = (p - m) / div / unit  # p - m is exact: |L| < 2^31
         grads.append(g)
-        coeffs.append(round(lr * g * _UNIT / q))  # left to right, as coefficients()
-    if coeffs and (max(coeffs) > COEFF_LIMIT or min(coeffs) < -COEFF_LIMIT):
-        coeffs = [min(COEFF_LIMIT, max(-COEFF_LIMIT, c)) for c in coeffs]
+        c = round(lr * g * unit / q)  # left to right, as coefficients()
+        coeffs.append(c)
+        if c > limit or c < -limit:
+            clip = True
+    if clip:
+        coeffs = [min(limit, max(-limit, c)) for c in coeffs]
     # Integer sums are exact, and int / int rounds once: the same float as np.mean's.
     mean = (sum(plus) / q + sum(minus) / q) / 2
-    return _new_estimate(
-        Estimate,
-        (np.array(grads, dtype=np.float64), np.array(coeffs, dtype=np.int32), mean / Q16),
-    )
+    return grads, coeffs, mean / Q16
 
 
 def one_sided(loss_plus: np.ndarray, loss_zero: np.ndarray, *, lr: float, eps: int) -> Estimate:
@@ -57,6 +71,8 @@ def one_sided(loss_plus: np.ndarray, loss_zero: np.ndarray, *, lr: float, eps: i
 
 
 ESTIMATORS = {"two-point": two_point, "one-sided": one_sided}
+#: the estimators with a plain-list form (:func:`two_point_lists`), which the trainer prefers
+ON_LISTS = {"two-point": two_point_lists}
 
 
 def forward_passes(estimator: str, q: int) -> int:

@@ -10,6 +10,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,12 +18,15 @@ from hilbench.client.device_client import CommandTiming, DeviceClient
 from hilbench.config import rate_schedule
 from hilbench.console import NullView, Progress, RunView
 from hilbench.errors import HilbenchError
-from hilbench.train.estimator import ESTIMATORS, max_q
+from hilbench.train.estimator import ESTIMATORS, ON_LISTS, Estimate, max_q
 from hilbench.train.estimator import forward_passes as step_cost
 from hilbench.train.hybrid import HeadSpec
 from hilbench.train.schedule import Scheduler, StepInfo, overrides
 from hilbench.train.stopping import BUDGET, Stopper
 from hilbench.zo.aggregate import ALIGN, align_coefficients
+
+if TYPE_CHECKING:
+    from hilbench.protocol.messages import ProbeResponse
 
 STEP_COMMANDS = frozenset(
     {"PROBE", "APPLY", "APPLY_PROBED", "APPLY_PROBE", "HEAD_GRAD"}
@@ -116,6 +120,21 @@ class SeedStream:
         fresh = self.rng.integers(0, 2**32, size=max(n, self.BLOCK), dtype=np.uint32)
         self._block = np.concatenate((self._block[self._pos :], fresh))
         return self._block, 0
+
+
+def _estimated(
+    estimate: Callable[..., Estimate], probe: ProbeResponse, lr: float, eps: int
+) -> tuple[list[int], list[int], list[float], list[int], float]:
+    """An estimator without a plain-list form, its answer as lists: (L+, L-, grads,
+    coefficients, loss)."""
+    est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
+    return (
+        probe.loss_plus.tolist(),
+        probe.loss_minus.tolist(),
+        est.grads.tolist(),
+        est.coeffs.tolist(),
+        est.loss,
+    )
 
 
 class Trainer:
@@ -239,6 +258,7 @@ class Trainer:
         forward_passes_done = 0
         next_eval = s.eval_every
         estimate = ESTIMATORS[s.estimator]
+        on_lists = ON_LISTS.get(s.estimator)  # its plain-list form, if it has one
         lr_at, eps_at = rate_schedule(s.lr_schedule), rate_schedule(s.eps_schedule)
         self.schedule.start(s.budget)
         self._last_eval = None
@@ -318,28 +338,31 @@ class Trainer:
             if head is not None:  # the exact step of the head, on the PROBE's batch
                 self._head_step(batch_seed, lr_at(frac))
                 forward_passes_done += 1
-            est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
+            if on_lists is not None:  # the estimate on plain lists, which the trace keeps
+                plus, minus = probe.loss_plus.tolist(), probe.loss_minus.tolist()
+                grads, coeffs, loss = on_lists(plus, minus, lr, eps)
+            else:
+                plus, minus, grads, coeffs, loss = _estimated(estimate, probe, lr, eps)
             if align and q > 1:  # least squares over the q directions
-                coeffs = align_coefficients(est.grads.tolist(), self.gram(seeds), lr)
-                est = est._replace(coeffs=np.array(coeffs, dtype=np.int32))
-            pending = (seeds, est.coeffs)  # applied before anything reads the weights
+                coeffs = align_coefficients(grads, self.gram(seeds), lr)
+            # applied before anything reads the weights
+            pending = (seeds, np.array(coeffs, dtype=np.int32))
             host_s = clock() - started
             forward_passes_done += cost
             fresh_words, fresh_numbers = fresh_by_q.get(q) or self._fresh(q)
             if head is not None:  # HEAD_GRAD's rounding offsets, one per head element
                 fresh_words += head.fresh_words
                 fresh_numbers += head.elements
-            grads, loss = est.grads, est.loss
             append_step(  # (step, q, seeds, loss_plus, loss_minus, grads, coeffs, lr, eps,
                 # batch_seed, loss, forward_passes, fresh_words, fresh_numbers): positional,
                 # cheaper than 14 keywords on every step
                 self.step,
                 q,
                 seeds,
-                probe.loss_plus,
-                probe.loss_minus,
+                plus,
+                minus,
                 grads,
-                est.coeffs,
+                coeffs,
                 lr,
                 eps,
                 batch_seed,
@@ -350,7 +373,10 @@ class Trainer:
             )
             if observes:
                 observe_step(
-                    _new_info(StepInfo, (self.step, q, loss, forward_passes_done, lr, eps, grads))
+                    _new_info(
+                        StepInfo,
+                        (self.step, q, loss, forward_passes_done, lr, eps, np.array(grads)),
+                    )
                 )
             self.step += 1
             progress.step, progress.q, progress.loss = self.step, q, loss
