@@ -488,10 +488,9 @@ def main(argv: list[str] | None = None) -> int:
         data = kept
     else:
         wanted = args.part or list(PARTS)
-        data = {name: kept[name] for name in PARTS if name in kept}
+        data = dict(kept)  # parts no longer run here (head_range) keep their data too
         for name in wanted:
             data[name] = PARTS[name](args.workers)
-        data = {name: data[name] for name in PARTS if name in data}  # the page's order
         tmp = DATA.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(DATA)
