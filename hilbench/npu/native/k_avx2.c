@@ -435,6 +435,18 @@ HB_AVX2 static void dw3s1_avx2(const uint8_t *P, const opctx *c, int64_t o, cons
         dw3s1_block(P, c, o, bias, v, &rq, 0, out);
 }
 
+/* one tap pair p of a 16-channel depthwise pixel at px: the pair's two taps' bytes
+ * interleaved, times its weights w (2 x 8 channels), into the pixel's two accumulators */
+HB_AVX2 static inline void dw_pair(const uint8_t *px, const int64_t *toff, const __m256i *w,
+                                   __m256i *a0, __m256i *a1) {
+    const __m128i u0 = _mm_loadu_si128((const void *)(px + toff[0]));
+    const __m128i u1 = _mm_loadu_si128((const void *)(px + toff[1]));
+    *a0 = _mm256_add_epi32(*a0,
+                           _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u0, u1)), w[0]));
+    *a1 = _mm256_add_epi32(*a1,
+                           _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1)), w[1]));
+}
+
 HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, uint8_t *out) {
     (void)accu;
     const int64_t *f = c->f;
@@ -489,22 +501,8 @@ HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, ui
                     const uint8_t *py = px + SW * OC;
                     __m256i a0 = bias[0], a1 = bias[1], b0 = bias[0], b1 = bias[1];
                     for (int64_t p = 0; p < NP; p++) {
-                        const __m128i u0 = _mm_loadu_si128((const void *)(px + toff[2 * p]));
-                        const __m128i u1 = _mm_loadu_si128((const void *)(px + toff[2 * p + 1]));
-                        const __m128i v0 = _mm_loadu_si128((const void *)(py + toff[2 * p]));
-                        const __m128i v1 = _mm_loadu_si128((const void *)(py + toff[2 * p + 1]));
-                        a0 = _mm256_add_epi32(
-                            a0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u0, u1)),
-                                                  wts[p][0]));
-                        a1 = _mm256_add_epi32(
-                            a1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1)),
-                                                  wts[p][1]));
-                        b0 = _mm256_add_epi32(
-                            b0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v0, v1)),
-                                                  wts[p][0]));
-                        b1 = _mm256_add_epi32(
-                            b1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v0, v1)),
-                                                  wts[p][1]));
+                        dw_pair(px, toff + 2 * p, wts[p], &a0, &a1);
+                        dw_pair(py, toff + 2 * p, wts[p], &b0, &b1);
                     }
                     const __m256i b = rq16_out2(&rq, rq.fast, a0, a1, b0, b1, &v);
                     uint8_t *d = out + (oy * OW + ox) * OC + o;
@@ -514,16 +512,7 @@ HB_AVX2 static void dw_avx2(const uint8_t *P, const opctx *c, uint32_t *accu, ui
             for (; ox < OW; ox++) {
                 const uint8_t *px = P + ((oy * SH) * WP + ox * SW) * OC + o;
                 __m256i a0 = bias[0], a1 = bias[1];
-                for (int64_t p = 0; p < NP; p++) {
-                    const __m128i u0 = _mm_loadu_si128((const void *)(px + toff[2 * p]));
-                    const __m128i u1 = _mm_loadu_si128((const void *)(px + toff[2 * p + 1]));
-                    a0 = _mm256_add_epi32(
-                        a0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u0, u1)),
-                                              wts[p][0]));
-                    a1 = _mm256_add_epi32(
-                        a1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(u0, u1)),
-                                              wts[p][1]));
-                }
+                for (int64_t p = 0; p < NP; p++) dw_pair(px, toff + 2 * p, wts[p], &a0, &a1);
                 store_n(out + (oy * OW + ox) * OC + o, rq16_out(&rq, rq.fast, a0, a1, &v), left,
                         16);
             }
