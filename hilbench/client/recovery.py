@@ -115,16 +115,22 @@ class RecoveringTarget:
         return self._call(self.target.probe, **kwargs)
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
-        update = _copied(seeds, coeffs)
         applied = self._call(self.target.apply, seeds, coeffs)
-        self._logged(update or (_copy(seeds, _U32), _copy(coeffs, _I32)), applied, "APPLY")
+        self._logged(seeds, coeffs, applied, "APPLY")
         return applied
 
-    def _logged(self, update: tuple[np.ndarray, np.ndarray], applied: int, command: str) -> None:
-        """Log an update the device acknowledged (the log's own copy); a CRC checkpoint every
-        ``crc_every``."""
+    def _logged(
+        self,
+        seeds: np.ndarray,
+        coeffs: np.ndarray,
+        applied: int,
+        command: str,
+        copied: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        """Log an update the device acknowledged (``copied``: the log's copy made before the
+        round trip, else one made now); a CRC checkpoint every ``crc_every``."""
         steps = self.log.steps
-        steps.append(update)
+        steps.append(copied or (_copy(seeds, _U32), _copy(coeffs, _I32)))
         if applied != len(steps):
             self._expect_applied(applied, command)
         if self.crc_every and applied % self.crc_every == 0:
@@ -139,9 +145,7 @@ class RecoveringTarget:
             applied, response = self._recovered(
                 self.target.apply_probe, (apply_seeds, coeffs), probe, failures=1
             )
-        if update is None:
-            update = (_copy(apply_seeds, _U32), _copy(coeffs, _I32))
-        self._logged(update, applied, "APPLY_PROBE")
+        self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE", update)
         return response
 
     def head_grad(self, **request: object):
