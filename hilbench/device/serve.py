@@ -18,6 +18,9 @@ POLL_S = 0.05
 #: with (the client names the fix when it sees it: hilbench/client/device_client.py).
 BUSY = "busy:"
 BUSY_LINGER_S = 10.0  # how long a refused host is answered before its connection is closed
+#: How long a newcomer waits for the host before it to be seen gone: a host that closed its
+#: socket just before the next one connected is noticed within a poll (POLL_S) of its thread.
+HANDOVER_S = 10 * POLL_S
 
 
 class FrameEndpoint:
@@ -114,6 +117,8 @@ def serve_tcp(
                 continue
             who = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
             current = serving["thread"]
+            if isinstance(current, threading.Thread):
+                current.join(timeout=HANDOVER_S)  # the host before may have closed just now
             if isinstance(current, threading.Thread) and current.is_alive():
                 # a second host: answered at once that the twin is taken, never left silent
                 say(f"refused {who}: serving {serving['who']}")

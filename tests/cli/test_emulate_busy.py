@@ -61,3 +61,17 @@ def test_a_second_host_is_told_the_twin_is_taken(server):
     third = DeviceClient(open_port(url), name="third")  # free again: the next host is served
     assert third.hello().device_id
     third.close()
+
+
+def test_a_host_that_connects_right_after_the_last_one_closed_is_served(server):
+    """The host before has closed its socket but the server has not read its end yet: the
+    newcomer is served, not told the twin is taken by a host that is gone."""
+    url, lines = server
+    for n in range(5):
+        first = DeviceClient(open_port(url), name="first")
+        first.hello()
+        first.close()
+        second = DeviceClient(open_port(url), name=f"second {n}", timeout=2.0, retries=1)
+        assert second.hello().device_id
+        second.close()
+    assert not any(line.startswith("refused") for line in lines)
