@@ -26,6 +26,9 @@ class EmulatorBackend(Backend):
 
     kind = "emulate"
     MEMORY_MIN_RTO_S = 0.001  # answers are immediate: only a lost frame is ever waited for
+    #: the wait of a request not yet measured: its answer is there when the write returns, or
+    #: late by an injected delay (--link-faults max_delay_s), or lost; not a board's 5 s
+    MEMORY_TIMEOUT_S = 0.5
 
     def __init__(
         self, twin: DeviceTwin | None = None, faults: FaultSpec | None = None, link: str = "pty"
@@ -42,10 +45,18 @@ class EmulatorBackend(Backend):
         single_threaded_blas()
         if self.link == "memory":
             port = MemoryPort(FrameEndpoint(self.twin).feed)
-            return self._attach(port, "emulator (in-memory link)", min_rto=self.MEMORY_MIN_RTO_S)
+            return self._attach(
+                port,
+                "emulator (in-memory link)",
+                min_rto=self.MEMORY_MIN_RTO_S,
+                timeout=max(self.MEMORY_TIMEOUT_S, 4 * self._max_delay_s()),
+            )
         self._pty = PtyPair()
         self._server = ThreadedServer(self.twin, self._pty.device_stream())
         return self._connect(self._pty.path, name=f"emulator ({self._pty.path})")
+
+    def _max_delay_s(self) -> float:
+        return self.faults.max_delay_s if self.faults is not None else 0.0
 
     def close(self) -> None:
         super().close()

@@ -113,20 +113,41 @@ class FaultyPort(PortWrapper):
     def read(self, size: int = 1) -> bytes:
         self._deliver_late()
         if not self._ready:
-            chunk = self.port.read(max(1, self.port.in_waiting or 1))
-            if chunk:
-                self._incoming += chunk
-                end = self._incoming.rfind(DELIMITER)
-                if end >= 0:
-                    complete, self._incoming = (
-                        bytes(self._incoming[: end + 1]),
-                        self._incoming[end + 1 :],
-                    )
-                    for frame in _split(complete):
-                        self._send(frame, "device->host")
+            self._pull()
+            if not self._ready and self.synchronous:
+                deadline = time.monotonic() + (self.port.timeout or 0.0)
+                while not self._ready and self._idle(deadline):
+                    self._pull()
         out = bytes(self._ready[:size])
         del self._ready[:size]
         return out
+
+    def _pull(self) -> None:
+        """Take what the device sent and pass its whole frames through the injector."""
+        chunk = self.port.read(max(1, self.port.in_waiting or 1))
+        if chunk:
+            self._incoming += chunk
+            end = self._incoming.rfind(DELIMITER)
+            if end >= 0:
+                complete, self._incoming = (
+                    bytes(self._incoming[: end + 1]),
+                    self._incoming[end + 1 :],
+                )
+                for frame in _split(complete):
+                    self._send(frame, "device->host")
+
+    def _idle(self, deadline: float) -> bool:
+        """Over a synchronous link nothing comes but delayed frames: sleep until the next is
+        due or ``deadline`` (the read's timeout), as a serial port blocks, instead of returning
+        at once to a caller that would spin until its own deadline. True if one went on."""
+        wait = deadline - time.monotonic()
+        if self._late:
+            wait = min(wait, self._late[0][0] - time.monotonic())
+        if wait > 0:
+            time.sleep(wait)
+        late = len(self._late)
+        self._deliver_late()
+        return len(self._late) < late
 
     # --- faults ----------------------------------------------------------------------------
     def _fault(self, kind: str, detail: str) -> None:

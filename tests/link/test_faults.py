@@ -82,3 +82,20 @@ def test_the_same_seed_injects_the_same_faults():
         return bytes(port.port.buffer)
 
     assert run() == run()
+
+
+def test_over_a_synchronous_link_a_read_waits_its_timeout_for_a_delayed_answer():
+    """Over the in-memory link the answer is there when write returns; a delayed one comes
+    within the read's timeout, as over a serial port, not to a caller spinning on empty reads."""
+    from hilbench.link.memory import MemoryPort
+
+    answer = b"\x00" + encode_frame(0x84, 1, b"ok")
+    port = FaultyPort(MemoryPort(lambda data: answer), FaultSpec(delay=1.0, max_delay_s=0.05))
+    port.timeout = 1.0
+    port.write(b"\x00" + encode_frame(4, 1, b"go"))
+    assert port.counts["delay"] == 1
+    assert port.read(4096) == answer  # one read: it slept until the frame was due
+    lost = FaultyPort(MemoryPort(lambda data: answer), FaultSpec(drop=1.0))
+    lost.timeout = 0.05
+    lost.write(b"\x00" + encode_frame(4, 1, b"go"))
+    assert lost.read(4096) == b""  # nothing comes: empty after the timeout
