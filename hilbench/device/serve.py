@@ -117,9 +117,7 @@ def serve_tcp(
                 continue
             who = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
             current = serving["thread"]
-            if isinstance(current, threading.Thread):
-                current.join(timeout=HANDOVER_S)  # the host before may have closed just now
-            if isinstance(current, threading.Thread) and current.is_alive():
+            if isinstance(current, threading.Thread) and _still_serving(current):
                 # a second host: answered at once that the twin is taken, never left silent
                 say(f"refused {who}: serving {serving['who']}")
                 message = (
@@ -139,6 +137,12 @@ def serve_tcp(
         current = serving["thread"]
         if isinstance(current, threading.Thread):
             current.join(timeout=2.0)
+
+
+def _still_serving(thread: threading.Thread) -> bool:
+    """Whether the host before still holds the twin: it may have closed just now."""
+    thread.join(timeout=HANDOVER_S)
+    return thread.is_alive()
 
 
 def _serve_connection(
