@@ -453,12 +453,28 @@ class QemuPort(PortWrapper):
             data = self.port.read(size)
         except serial.SerialException as exc:
             raise self._died(exc) from None
+        if not data and self.process.returncode is not None:
+            # QEMU may have sent its last bytes (a fault's ERROR frame) between the empty
+            # read and its exit: hand them on first; the read after them reports the end
+            data = self._last_bytes()
+            if not data:
+                raise self._died(RuntimeError("QEMU is gone"))
         if data:
             self.tail += data
             del self.tail[:-UART_TAIL_BYTES]
-        elif self.process.returncode is not None:
-            raise self._died(RuntimeError("QEMU is gone"))
         return data
+
+    def _last_bytes(self) -> bytes:
+        """What is left in the connection of a QEMU that has ended, up to its end of file
+        (read byte by byte: pyserial drops a read's bytes when the end of file cuts it)."""
+        rest = bytearray()
+        with contextlib.suppress(serial.SerialException, OSError):
+            while self.port.in_waiting:
+                byte = self.port.read(1)
+                if not byte:
+                    break
+                rest += byte
+        return bytes(rest)
 
     @property
     def in_waiting(self) -> int:
