@@ -18,6 +18,7 @@ report (docs/results.md) and plots (docs/results/*.png) are rebuilt from those s
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import multiprocessing
@@ -33,6 +34,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
+from study_noise import binomial_se, gap_text, noise_note, paired_gap
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(os.environ.get("ZO_STUDY_OUT", ROOT / "traces" / "zo_study"))
@@ -662,6 +664,36 @@ def _fmt(xs: list[float]) -> str:
     return f"{100 * m:.1f} ± {100 * s:.1f}"
 
 
+def _off_budget_rate(label: str) -> bool:
+    """A row run at a rate not tuned for it (one rate for every q, or 3x too large): shown, but
+    no candidate for a task's accuracy target."""
+    return "(one rate)" in label or "3× too large" in label
+
+
+def _final(o: Outcome) -> float:
+    return o.final_accuracy
+
+
+def _accs(g: list[Outcome]) -> list[float]:
+    return [o.final_accuracy for o in g]
+
+
+def _gap_cell(g: list[Outcome], best: list[Outcome], is_best: bool) -> str:
+    """The table's gap column: this row's mean minus the best tuned fixed q's, paired by seed."""
+    if is_best:
+        return "— (best)"
+    gap, se, _ = paired_gap(g, best, _final)
+    return gap_text(gap, se)
+
+
+@functools.cache
+def n_test_items(dataset: str) -> int:
+    """How many test items a run on ``dataset`` is scored on (every run scores all of them)."""
+    from hilbench.data.registry import load
+
+    return len(load(dataset).y_test)
+
+
 def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
     import matplotlib
 
@@ -693,11 +725,12 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
             "",
         ]
         lines += [
-            "| configuration | lr | final test accuracy % (mean ± sd, 3 seeds) | "
+            "| configuration | lr | final test accuracy % (mean ± sd, 3 seeds) | gap to the best "
+            "tuned fixed q (points ± paired s.e.) | "
             + " | ".join(f"at {fp:,}" for fp, _ in t.targets[:-1])
             + (" | " if len(t.targets) > 1 else "")
             + "steps | command (seed 0) |",
-            "| --- | --- | --- | " + "--- | " * (len(t.targets) - 1) + "--- | --- |",
+            "| --- | --- | --- | --- | " + "--- | " * (len(t.targets) - 1) + "--- | --- |",
         ]
         rows = []
         for q in QS:
@@ -714,14 +747,22 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
                 (label, sp.scheduler, sp.lr, {"budget": sp.budget, "estimator": sp.estimator})
             )
         summary: dict[str, float] = {}
+        runs: dict[str, list[Outcome]] = {}
         for label, sched, lr, kw in rows:
             g = group(t.name, sched, lr, **kw)
+            if g:
+                runs[label] = g
+                summary[label] = _mean_std([o.final_accuracy for o in g])[0]
+        own = [f"fixed q={q}, own tuned lr" for q in QS if f"fixed q={q}, own tuned lr" in runs]
+        top = max(own, key=summary.__getitem__) if own else None
+        for label, _sched, lr, _kw in rows:
+            g = runs.get(label)
             if not g:
                 continue
-            summary[label] = _mean_std([o.final_accuracy for o in g])[0]
             mid = "".join(f"{_fmt([o.accuracy_at(fp) for o in g])} | " for fp, _ in t.targets[:-1])
             lines.append(
-                f"| {label} | {lr:g} | {_fmt([o.final_accuracy for o in g])} | {mid}"
+                f"| {label} | {lr:g} | {_fmt([o.final_accuracy for o in g])} | "
+                f"{_gap_cell(g, runs[top], label == top) if top else ''} | {mid}"
                 f"{int(np.mean([o.steps for o in g])):,} | `{g[0].spec.command()}` |"
             )
         lines.append("")
@@ -733,51 +774,43 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
                 lines.append(f"QScheduler ({label}), seed 0: {path}.  ")
         lines.append("")
         # verdicts
-        tuned = {q: summary.get(f"fixed q={q}, own tuned lr") for q in QS}
-        tuned = {q: v for q, v in tuned.items() if v is not None}
-        if tuned:
-            best_q = max(tuned, key=tuned.get)
-            best = tuned[best_q]
+        items = n_test_items(t.dataset)
+        if top is not None:
+            best_q, best, best_g = int(top.split("=")[1].split(",")[0]), summary[top], runs[top]
             for fp, target in t.targets:
-                cands = []
-                for q in QS:
-                    g = group(t.name, f"fixed:{q}", lrs[q])
-                    if g:
-                        cands.append((np.mean([o.accuracy_at(fp) for o in g]), f"fixed q={q}"))
-                gq = group(t.name, "qscheduler", lr1)
-                if gq:
-                    cands.append((np.mean([o.accuracy_at(fp) for o in gq]), "QScheduler"))
-                for label, spec_kw in extra_variants(t, best_lr, outs):
-                    g = group(t.name, spec_kw["scheduler"], spec_kw["lr"], **spec_kw["kw"])
-                    if g:
-                        cands.append((np.mean([o.accuracy_at(fp) for o in g]), label))
-                for label, sp in budget_variants(t):
-                    g = group(t.name, sp.scheduler, sp.lr, budget=sp.budget, estimator=sp.estimator)
-                    if g and sp.budget <= fp:
-                        cands.append((np.mean([o.accuracy_at(fp) for o in g]), label))
-                top, top_label = max(cands) if cands else (math.nan, "")
+                cands: list[tuple[float, str, list[float]]] = []
+                for label, _sched, _lr, kw in rows:
+                    g = runs.get(label)
+                    if not g or _off_budget_rate(label) or kw.get("budget", 0) > fp:
+                        continue
+                    accs = [o.accuracy_at(fp) for o in g]
+                    cands.append((float(np.mean(accs)), label, accs))
+                top_acc, top_label, accs = max(cands) if cands else (math.nan, "", [math.nan])
                 verdicts.append(
                     f"- {t.name}: ≥ {100 * target:.0f}% within {fp:,} forward passes: best "
-                    f"configuration {top_label}: {100 * top:.1f}% (mean of 3 seeds) — "
-                    f"**{'met' if top >= target else 'missed'}**"
+                    f"configuration {top_label}: {_fmt(accs)}% (mean ± sd of 3 seeds; one run's "
+                    f"binomial s.e. on {items:,} test items ≈ {binomial_se(top_acc, items):.1f}) "
+                    f"— **{'met' if top_acc >= target else 'missed'}**"
                 )
-            qs = summary.get("QScheduler, lr tuned for q=1")
-            if qs is not None:
-                gap = 100 * (best - qs)
+            qs_g = runs.get("QScheduler, lr tuned for q=1")
+            if qs_g:
+                gap, se, k = paired_gap(qs_g, best_g, _final)
                 verdicts.append(
-                    f"- {t.name}: QScheduler (lr tuned for q=1) {100 * qs:.1f}% vs best tuned "
-                    f"fixed q={best_q} {100 * best:.1f}%: gap {gap:+.1f} points (target ≤ 1) — "
-                    f"**{'met' if gap <= 1.0 else 'missed'}**"
+                    f"- {t.name}: QScheduler (lr tuned for q=1) {_fmt(_accs(qs_g))}% vs best tuned "
+                    f"fixed q={best_q} {_fmt(_accs(best_g))}%: gap {gap_text(gap, se)} points "
+                    f"(target ≥ −1; {noise_note(k, items, best)}) — "
+                    f"**{'met' if gap >= -1.0 else 'missed'}**"
                 )
-            qs3 = summary.get("QScheduler, lr 3× too large")
+            qs3_g = runs.get("QScheduler, lr 3× too large")
             f13 = summary.get("fixed q=1, lr 3× too large")
-            if qs3 is not None:
+            if qs3_g:
                 allowed = 2.0 if t.init == "random" else 3.0
-                gap = 100 * (best - qs3)
+                gap, se, k = paired_gap(qs3_g, best_g, _final)
                 verdicts.append(
-                    f"- {t.name}: lr 3× too large: QScheduler {100 * qs3:.1f}% (gap {gap:+.1f}, "
-                    f"target ≤ {allowed:g}), fixed q=1 {100 * (f13 or math.nan):.1f}% — "
-                    f"**{'met' if gap <= allowed else 'missed'}**"
+                    f"- {t.name}: lr 3× too large: QScheduler {_fmt(_accs(qs3_g))}% (gap "
+                    f"{gap_text(gap, se)}, target ≥ −{allowed:g}; {noise_note(k, items, best)}), "
+                    f"fixed q=1 {100 * (f13 or math.nan):.1f}% — "
+                    f"**{'met' if gap >= -allowed else 'missed'}**"
                 )
         # plot
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
@@ -828,11 +861,13 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
             "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         means = {}
+        pezo_runs: dict[tuple, list[Outcome]] = {}
         fresh_numbers = None
         for dist, pool, scaling in PEZO_VARIANTS:
             g = group(tname, f"fixed:{PEZO_Q}", lr, perturbation=dist, pool=pool, scaling=scaling)
             if not g:
                 continue
+            pezo_runs[(dist, pool, scaling)] = g
             means[(dist, pool, scaling)] = _mean_std([o.final_accuracy for o in g])[0]
             if dist == "uniform" and pool == 0 and scaling == "auto":
                 fresh_numbers = g[0].fresh_numbers_per_step
@@ -857,23 +892,26 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
                 f"`{g[0].spec.command()}` |"
             )
         pezo_lines.append("")
-        rad = means.get(("rademacher", 0, "auto"))
-        uni = means.get(("uniform", 0, "auto"))
-        if rad is not None and uni is not None:
-            gap = 100 * (rad - uni)
+        rad = pezo_runs.get(("rademacher", 0, "auto"))
+        uni = pezo_runs.get(("uniform", 0, "auto"))
+        items = n_test_items(TASKS[tname].dataset)
+        if rad and uni:
+            gap, se, k = paired_gap(uni, rad, _final)
             verdicts.append(
-                f"- {tname}: PeZO uniform (adaptive) {100 * uni:.1f}% vs Rademacher "
-                f"{100 * rad:.1f}%: gap {gap:+.1f} (target ≤ 1) — "
-                f"**{'met' if gap <= 1 else 'missed'}**"
+                f"- {tname}: PeZO uniform (adaptive) {_fmt(_accs(uni))}% vs Rademacher "
+                f"{_fmt(_accs(rad))}%: gap {gap_text(gap, se)} (target ≥ −1; "
+                f"{noise_note(k, items, means[('rademacher', 0, 'auto')])}) — "
+                f"**{'met' if gap >= -1 else 'missed'}**"
             )
         for pool in (256, 4096):
-            pm = means.get(("uniform", pool, "auto"))
-            if pm is not None and uni is not None:
-                gap = 100 * (uni - pm)
+            pm = pezo_runs.get(("uniform", pool, "auto"))
+            if pm and uni:
+                gap, se, k = paired_gap(pm, uni, _final)
                 verdicts.append(
-                    f"- {tname}: uniform pool P={pool} {100 * pm:.1f}% vs fresh uniform "
-                    f"{100 * uni:.1f}%: gap {gap:+.1f} (target ≤ 1) — "
-                    f"**{'met' if gap <= 1 else 'missed'}**"
+                    f"- {tname}: uniform pool P={pool} {_fmt(_accs(pm))}% vs fresh uniform "
+                    f"{_fmt(_accs(uni))}%: gap {gap_text(gap, se)} (target ≥ −1; "
+                    f"{noise_note(k, items, means[('uniform', 0, 'auto')])}) — "
+                    f"**{'met' if gap >= -1 else 'missed'}**"
                 )
     n_runs, run_s = _run_time(outs)
     text = [

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import zo_study as zs  # noqa: E402
+from study_noise import gap_text, noise_note, paired_gap  # noqa: E402
 
 QS = (1, 2, 4, 8, 16)
 zs.QS = QS  # the grid the issue names (the digits study also ran q = 32)
@@ -243,26 +244,34 @@ def report(tasks: list[zs.Task], best_lr) -> str:
             "",
             f"Data: {DATA_LABEL}.",
             "",
-            "| configuration | lr | final test accuracy % (mean ± sd, seeds 0-2) | peak of the "
-            "test curve % (optimistic, not used) | steps | NPU time / run (modeled) | command "
-            "(seed 0) |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            "| configuration | lr | final test accuracy % (mean ± sd, seeds 0-2) | gap to the "
+            "best tuned fixed q (points ± paired s.e.) | peak of the test curve % (optimistic, "
+            "not used) | steps | NPU time / run (modeled) | command (seed 0) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         summary: dict[str, float] = {}
-        start = None
+        runs: dict[str, list[zs.Outcome]] = {}
         for label, sched, lr in rows(t.name, best_lr):
             g = _group(t.name, sched, lr)
+            if g:
+                runs[label] = g
+            if len(g) == len(zs.SEEDS):
+                summary[label] = float(np.mean([o.final_accuracy for o in g]))
+        own = [k for k in summary if k.endswith("own tuned lr")]
+        top = max(own, key=summary.__getitem__) if own else None
+        start = None
+        for label, _sched, lr in rows(t.name, best_lr):
+            g = runs.get(label)
             if not g:
-                lines.append(f"| {label} | {lr:g} | not run yet | | | | |")
+                lines.append(f"| {label} | {lr:g} | not run yet | | | | | |")
                 continue
             start = start if start is not None else g[0].curve[0][1]
             accs = [o.final_accuracy for o in g]
-            if len(g) == len(zs.SEEDS):
-                summary[label] = float(np.mean(accs))
             peak = [max(a for _, a in o.curve) for o in g]
             dev = device_seconds(g[0])
             lines.append(
                 f"| {label} | {lr:g} | {zs._fmt(accs)}{'' if len(g) == 3 else f' ({len(g)} seeds)'}"
+                f" | {zs._gap_cell(g, runs[top], label == top) if top else ''}"
                 f" | {zs._fmt(peak)} | {int(np.mean([o.steps for o in g])):,} | "
                 f"{dev * 1e3:.1f} ms | `{g[0].spec.command()}` |"
             )
@@ -281,29 +290,26 @@ def report(tasks: list[zs.Task], best_lr) -> str:
                 path = ", ".join(f"q={q} from {fp:,}" for fp, q in g[0].q_changes)
                 lines.append(f"QScheduler ({label}), seed 0: {path}.  ")
         lines.append("")
-        tuned = {q: summary.get(f"fixed q={q}, own tuned lr") for q in QS}
-        tuned = {q: v for q, v in tuned.items() if v is not None}
-        if tuned:
-            best_q = max(tuned, key=tuned.get)
-            best = tuned[best_q]
+        if top is not None:
+            best, items = summary[top], zs.n_test_items(t.dataset)
             for key, allowed, what in (
                 ("QScheduler, lr tuned for q=1", 1.0, "from the rate tuned for q=1"),
                 ("QScheduler, lr 3× too large", 2.0, "from 3× that rate"),
             ):
-                qs = summary.get(key)
-                if qs is None:
+                if key not in summary:
                     continue
-                gap = 100 * (best - qs)
+                gap, se, k = paired_gap(runs[key], runs[top], zs._final)
                 verdicts.append(
-                    f"- {t.name} ({ARCH[t.name]}): QScheduler {what} {100 * qs:.1f}% vs the best "
-                    f"tuned fixed q={best_q} {100 * best:.1f}%: gap {gap:+.1f} points (target ≤ "
-                    f"{allowed:g}) — **{'met' if gap <= allowed else 'missed'}**"
+                    f"- {t.name} ({ARCH[t.name]}): QScheduler {what} {zs._fmt(zs._accs(runs[key]))}"
+                    f"% vs the best tuned {top.split(',')[0]} {zs._fmt(zs._accs(runs[top]))}%: gap "
+                    f"{gap_text(gap, se)} points (target ≥ −{allowed:g}; "
+                    f"{noise_note(k, items, best)}) — **{'met' if gap >= -allowed else 'missed'}**"
                 )
             f13 = summary.get("fixed q=1, lr 3× too large")
             if f13 is not None:
                 verdicts.append(
                     f"- {t.name}: for scale, fixed q=1 at 3× its rate: {100 * f13:.1f}% "
-                    f"({100 * (best - f13):+.1f} points from the best)"
+                    f"({100 * (f13 - best):+.1f} points from the best)"
                 )
         # plot
         fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -365,8 +371,8 @@ def report(tasks: list[zs.Task], best_lr) -> str:
                 gap = float(line.split("gap ")[1].split(" ")[0])
                 verdicts.append(
                     f"- mbv2-ft at {LONG_BUDGET:,} passes, every rate tuned for it: "
-                    f"{line.strip().rstrip('.')} (target ≤ {margin}) — "
-                    f"**{'met' if gap <= margin else 'missed'}**"
+                    f"{line.strip().rstrip('.')} (target ≥ −{margin}) — "
+                    f"**{'met' if gap >= -margin else 'missed'}**"
                 )
     hours = sum(walls) / 3600
     text = [
@@ -424,6 +430,7 @@ def long_section(tasks: list[zs.Task], best_lr, tuned_for: int) -> list[str]:
         if t.name not in LONG_TASKS:
             continue
         found = {}
+        runs: dict[str, list[zs.Outcome]] = {}
         body = []
         for label, sched, lr in rows(t.name, best_lr):
             g = _group(t.name, sched, lr, LONG_BUDGET)
@@ -432,6 +439,7 @@ def long_section(tasks: list[zs.Task], best_lr, tuned_for: int) -> list[str]:
             accs = [o.final_accuracy for o in g]
             if len(g) == len(zs.SEEDS):
                 found[label] = float(np.mean(accs))
+                runs[label] = g
             n = "" if len(g) == len(zs.SEEDS) else f" ({len(g)} seeds)"
             body.append(
                 f"| {label} | {lr:g} | {zs._fmt(accs)}{n} | {int(np.mean([o.steps for o in g])):,}"
@@ -455,12 +463,14 @@ def long_section(tasks: list[zs.Task], best_lr, tuned_for: int) -> list[str]:
         tuned = {k: v for k, v in found.items() if k.endswith("own tuned lr")}
         if tuned:
             best_label = max(tuned, key=tuned.get)
+            items = zs.n_test_items(t.dataset)
             for key in ("QScheduler, lr tuned for q=1", "QScheduler, lr 3× too large"):
                 if key in found:
+                    gap, se, k = paired_gap(runs[key], runs[best_label], zs._final)
                     out.append(
                         f"{key}: {100 * found[key]:.1f}% vs {best_label} "
-                        f"{100 * tuned[best_label]:.1f}%: gap "
-                        f"{100 * (tuned[best_label] - found[key]):+.1f} points.  "
+                        f"{100 * tuned[best_label]:.1f}%: gap {gap_text(gap, se)} points "
+                        f"({noise_note(k, items, tuned[best_label])}).  "
                     )
             out.append("")
     return out

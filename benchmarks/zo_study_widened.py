@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import zo_study as zs  # noqa: E402
 import zo_study_vision as zv  # noqa: E402  (registers the vision tasks)
+from study_noise import gap_text, paired_gap  # noqa: E402
 
 QS = (1, 2, 4, 8)
 SEEDS = (0, 1, 2, 3, 4)
@@ -306,7 +307,6 @@ def report() -> str:
             continue
         fixed = [r for r in table if r[0].startswith("fixed q=")]
         best = max(fixed, key=lambda r: np.mean([_acc(o, held) for o in r[3]]))
-        b = np.array([_acc(o, held) for o in best[3]])
         lines += [
             f"### {task}, {budget:,} forward passes ({zv.ARCH.get(task, 'MLP')})",
             "",
@@ -316,9 +316,8 @@ def report() -> str:
         ]
         for label, _, lr, outs in table:
             a = np.array([_acc(o, held) for o in outs])
-            d = 100 * (a - b)
-            se = d.std(ddof=1) / math.sqrt(len(d))
-            gap = "—" if label == best[0] else f"{d.mean():+.1f} ± {se:.1f}"
+            d, se, _ = paired_gap(outs, best[3], lambda o, held=held: _acc(o, held))
+            gap = "—" if label == best[0] else gap_text(d, se)
             path = ", ".join(f"{q}@{fp:,}" for fp, q in outs[0].q_changes)
             loss = np.mean([o.final_train_loss for o in outs])
             lines.append(
