@@ -45,3 +45,12 @@ def noise_note(seeds: int, items: int, accuracy: float) -> str:
         f"± the s.e. of {seeds} seeds' paired differences; one run's binomial s.e. on "
         f"{items:,} test items ≈ {binomial_se(accuracy, items):.1f}"
     )
+
+
+def verdict(gap: float, bound: float) -> str:
+    """``met`` when the mean gap is at least ``-bound`` points, else by how much it missed (to
+    the hundredth when a tenth would read as on the line)."""
+    if gap >= -bound:
+        return "met"
+    short = -gap - bound
+    return f"missed by {short:.2f}" if short < 0.05 else f"missed by {short:.1f}"

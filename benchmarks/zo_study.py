@@ -34,7 +34,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
-from study_noise import binomial_se, gap_text, noise_note, paired_gap
+from study_noise import binomial_se, gap_text, noise_note, paired_gap, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(os.environ.get("ZO_STUDY_OUT", ROOT / "traces" / "zo_study"))
@@ -678,10 +678,14 @@ def _accs(g: list[Outcome]) -> list[float]:
     return [o.final_accuracy for o in g]
 
 
-def _gap_cell(g: list[Outcome], best: list[Outcome], is_best: bool) -> str:
-    """The table's gap column: this row's mean minus the best tuned fixed q's, paired by seed."""
+def _gap_cell(g: list[Outcome], best: list[Outcome], is_best: bool, at: int = 0) -> str:
+    """The table's gap column: this row's mean minus the best tuned fixed q's, paired by seed;
+    ``at``: a row run at a shorter budget, compared at that many forward passes."""
     if is_best:
         return "— (best)"
+    if at:
+        gap, se, _ = paired_gap(g, best, lambda o: o.accuracy_at(at))
+        return f"{gap_text(gap, se)} (at {at:,})"
     gap, se, _ = paired_gap(g, best, _final)
     return gap_text(gap, se)
 
@@ -755,14 +759,15 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
                 summary[label] = _mean_std([o.final_accuracy for o in g])[0]
         own = [f"fixed q={q}, own tuned lr" for q in QS if f"fixed q={q}, own tuned lr" in runs]
         top = max(own, key=summary.__getitem__) if own else None
-        for label, _sched, lr, _kw in rows:
+        for label, _sched, lr, kw in rows:
             g = runs.get(label)
             if not g:
                 continue
+            at = kw.get("budget", 0) if kw.get("budget", t.budget) < t.budget else 0
             mid = "".join(f"{_fmt([o.accuracy_at(fp) for o in g])} | " for fp, _ in t.targets[:-1])
             lines.append(
                 f"| {label} | {lr:g} | {_fmt([o.final_accuracy for o in g])} | "
-                f"{_gap_cell(g, runs[top], label == top) if top else ''} | {mid}"
+                f"{_gap_cell(g, runs[top], label == top, at) if top else ''} | {mid}"
                 f"{int(np.mean([o.steps for o in g])):,} | `{g[0].spec.command()}` |"
             )
         lines.append("")
@@ -790,7 +795,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
                     f"- {t.name}: ≥ {100 * target:.0f}% within {fp:,} forward passes: best "
                     f"configuration {top_label}: {_fmt(accs)}% (mean ± sd of 3 seeds; one run's "
                     f"binomial s.e. on {items:,} test items ≈ {binomial_se(top_acc, items):.1f}) "
-                    f"— **{'met' if top_acc >= target else 'missed'}**"
+                    f"— **{verdict(100 * (top_acc - target), 0.0)}**"
                 )
             qs_g = runs.get("QScheduler, lr tuned for q=1")
             if qs_g:
@@ -799,7 +804,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
                     f"- {t.name}: QScheduler (lr tuned for q=1) {_fmt(_accs(qs_g))}% vs best tuned "
                     f"fixed q={best_q} {_fmt(_accs(best_g))}%: gap {gap_text(gap, se)} points "
                     f"(target ≥ −1; {noise_note(k, items, best)}) — "
-                    f"**{'met' if gap >= -1.0 else 'missed'}**"
+                    f"**{verdict(gap, 1.0)}**"
                 )
             qs3_g = runs.get("QScheduler, lr 3× too large")
             f13 = summary.get("fixed q=1, lr 3× too large")
@@ -810,7 +815,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
                     f"- {t.name}: lr 3× too large: QScheduler {_fmt(_accs(qs3_g))}% (gap "
                     f"{gap_text(gap, se)}, target ≥ −{allowed:g}; {noise_note(k, items, best)}), "
                     f"fixed q=1 {100 * (f13 or math.nan):.1f}% — "
-                    f"**{'met' if gap >= -allowed else 'missed'}**"
+                    f"**{verdict(gap, allowed)}**"
                 )
         # plot
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
@@ -901,7 +906,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
                 f"- {tname}: PeZO uniform (adaptive) {_fmt(_accs(uni))}% vs Rademacher "
                 f"{_fmt(_accs(rad))}%: gap {gap_text(gap, se)} (target ≥ −1; "
                 f"{noise_note(k, items, means[('rademacher', 0, 'auto')])}) — "
-                f"**{'met' if gap >= -1 else 'missed'}**"
+                f"**{verdict(gap, 1.0)}**"
             )
         for pool in (256, 4096):
             pm = pezo_runs.get(("uniform", pool, "auto"))
@@ -911,7 +916,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
                     f"- {tname}: uniform pool P={pool} {_fmt(_accs(pm))}% vs fresh uniform "
                     f"{_fmt(_accs(uni))}%: gap {gap_text(gap, se)} (target ≥ −1; "
                     f"{noise_note(k, items, means[('uniform', 0, 'auto')])}) — "
-                    f"**{'met' if gap >= -1 else 'missed'}**"
+                    f"**{verdict(gap, 1.0)}**"
                 )
     n_runs, run_s = _run_time(outs)
     text = [

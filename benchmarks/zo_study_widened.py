@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import zo_study as zs  # noqa: E402
 import zo_study_vision as zv  # noqa: E402  (registers the vision tasks)
-from study_noise import gap_text, paired_gap  # noqa: E402
+from study_noise import gap_text, paired_gap, verdict  # noqa: E402
 
 QS = (1, 2, 4, 8)
 SEEDS = (0, 1, 2, 3, 4)
@@ -352,9 +352,9 @@ def verdicts(table, best, held: bool) -> list[str]:
             continue
         gap = 100 * (np.mean([_acc(o, held) for o in outs]) - b)
         bound = 2.0 if "3×" in label else 1.0
-        verdict = "met" if gap >= -bound else f"missed by {-gap - bound:.1f}"
         out.append(
-            f"- {label}: {gap:+.1f} points against {best[0]} (target ≥ −{bound:g}): {verdict}"
+            f"- {label}: {gap:+.1f} points against {best[0]} (target ≥ −{bound:g}): "
+            f"{verdict(gap, bound)}"
         )
     return out
 

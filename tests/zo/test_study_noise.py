@@ -53,3 +53,9 @@ def test_the_binomial_error_is_the_binomial_distributions():
     note = n.noise_note(3, 359, 0.93)
     assert "3 seeds" in note and "359 test items" in note
     assert f"{n.binomial_se(0.93, 359):.1f}" in note
+
+
+def test_a_verdict_says_by_how_much_a_target_was_missed_without_reading_as_on_the_line():
+    assert n.verdict(-0.99, 1.0) == "met" and n.verdict(0.5, 0.0) == "met"
+    assert n.verdict(-1.04, 1.0) == "missed by 0.04"  # not "missed by 0.0" beside "-1.0"
+    assert n.verdict(-3.4, 2.0) == "missed by 1.4"
