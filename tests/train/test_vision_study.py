@@ -60,3 +60,35 @@ def test_the_study_plan(tmp_path):
     }
     assert "--layers last:1" in plan["commands"][0]
     assert plan["tune_grid"] == [522.0, 1040.0, 2090.0]  # (0.5, 1, 2) x 300 x 4^0.9, 3 digits
+
+
+MEMORY = """
+import json, sys
+sys.path.insert(0, "benchmarks")
+import zo_study_vision as v
+print(json.dumps(v.step_memory(v.TASKS["mbv2-ft"])))
+"""
+
+
+def test_the_reports_memory_of_a_step_against_inference_and_backprop(tmp_path):
+    """The report's memory table (docs/results-vision.md): the core built for the M55, the
+    firmware's layout. It once printed an AttributeError into the table instead."""
+    env = {**os.environ, "ZO_STUDY_OUT": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", MEMORY],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert m["trained_head"] == 1280 * 10 + 10  # MobileNetV2's classifier: 1,280 -> 10, bias
+    assert m["trained_all"] > 30 * m["trained_head"]
+    inf = m["inference"]
+    assert m["blob"] + m["act"] < inf < m["sram"]
+    assert inf < m["zo_head"] < 1.15 * inf  # the head's q16 masters and rows beside inference
+    assert inf < m["zo_all_int8"] < 1.05 * inf  # no master: the row buffer only
+    assert m["zo_all"] > m["zo_all_int8"] + 2 * m["trained_all"]  # q16 masters: 4 B a weight
+    assert m["bp_all"] > m["zo_all_int8"] + 4 * m["trained_all"]  # a 4-byte gradient a weight
