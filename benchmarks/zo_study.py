@@ -757,13 +757,14 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
             if g:
                 runs[label] = g
                 summary[label] = _mean_std([o.final_accuracy for o in g])[0]
-        own = [f"fixed q={q}, own tuned lr" for q in QS if f"fixed q={q}, own tuned lr" in runs]
+        own = {f"fixed q={q}, own tuned lr": q for q in QS if f"fixed q={q}, own tuned lr" in runs}
         top = max(own, key=summary.__getitem__) if own else None
         for label, _sched, lr, kw in rows:
             g = runs.get(label)
             if not g:
                 continue
-            at = kw.get("budget", 0) if kw.get("budget", t.budget) < t.budget else 0
+            budget = kw.get("budget", t.budget)
+            at = budget if budget < t.budget else 0  # a shorter budget: compared at its end
             mid = "".join(f"{_fmt([o.accuracy_at(fp) for o in g])} | " for fp, _ in t.targets[:-1])
             lines.append(
                 f"| {label} | {lr:g} | {_fmt([o.final_accuracy for o in g])} | "
@@ -781,7 +782,7 @@ def report(tasks: list[Task], best_lr: dict[str, dict[int, float]]) -> str:
         # verdicts
         items = n_test_items(t.dataset)
         if top is not None:
-            best_q, best, best_g = int(top.split("=")[1].split(",")[0]), summary[top], runs[top]
+            best_q, best, best_g = own[top], summary[top], runs[top]
             for fp, target in t.targets:
                 cands: list[tuple[float, str, list[float]]] = []
                 for label, _sched, _lr, kw in rows:

@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 import zo_study as zs  # noqa: E402
 import zo_study_widened as w  # noqa: E402
+from study_noise import gap_text, verdict  # noqa: E402
 
 from hilbench.config import RunConfig  # noqa: E402
 
@@ -287,7 +288,7 @@ def _stats(runs: list[dict]) -> np.ndarray:
 
 def _gap(a: np.ndarray, b: np.ndarray) -> str:
     d = a - b
-    return f"{d.mean():+.1f} ± {d.std(ddof=1) / math.sqrt(len(d)):.1f}"
+    return gap_text(d.mean(), d.std(ddof=1) / math.sqrt(len(d)))
 
 
 def _path(runs: list[dict]) -> str:
@@ -331,11 +332,11 @@ def report(data: dict) -> str:
     for task, t in d["tasks"].items():
         a = _stats(t["defaults"]["runs"])
         goal = 100 * TARGETS[task]
-        verdict = "met" if a.mean() >= goal else f"missed by {goal - a.mean():.1f}"
+        met = verdict(a.mean() - goal, 0.0)
         lines.append(
             f"| {task} | {t['budget']:,} | {a.mean():.1f} ± {a.std(ddof=1):.1f} | "
             + ", ".join(f"{x:.1f}" for x in a)
-            + f" | ≥ {goal:g}%: {verdict} |"
+            + f" | ≥ {goal:g}%: {met} |"
         )
     b = data["biases"]
     base = _stats(b["rows"][0]["runs"])
@@ -487,7 +488,7 @@ def _rho_report(data: dict) -> list[str]:
         gaps = []
         for r, limit in zip(c["rows"], (1.0, 2.0), strict=True):
             d = _stats(r["runs"]) - b
-            ok = "met" if d.mean() >= -limit else f"missed by {-limit - d.mean():.1f}"
+            ok = verdict(d.mean(), limit)
             gaps.append(f"{_gap(_stats(r['runs']), b)} ({ok})")
         lines.append(
             f"| {c['task']} | {c['budget']:,} | {ref['label']} | {b.mean():.1f} ± "
@@ -580,7 +581,7 @@ def _more_seeds_report(data: dict) -> list[str]:
         for r, limit in zip(rows[1:], (1.0, 2.0), strict=True):
             a = _stats(r["runs"])
             whole = (a - ref).mean()
-            ok = "met" if whole >= -limit else f"missed by {-limit - whole:.1f}"
+            ok = verdict(whole, limit)
             lines.append(
                 f"| {int(budget):,} | {r['label']} | {a.mean():.1f} ± {a.std(ddof=1):.1f} | "
                 f"{_gap(a[:5], ref[:5])} | {_gap(a[5:], ref[5:])} | {_gap(a, ref)} ({ok}) |"
@@ -589,7 +590,7 @@ def _more_seeds_report(data: dict) -> list[str]:
     if mlp:
         a, bp = _stats(mlp["runs"]), 100 * np.array(mlp["backprop"])
         whole = (a - bp).mean()
-        ok = "met" if whole >= -2 else f"missed by {-2 - whole:.1f}"
+        ok = verdict(whole, 2.0)
         lines += [
             "",
             "The MLP from scratch at 60,000 passes against backprop in float, quantized to int8 "
