@@ -207,7 +207,7 @@ class DeviceClient:
         self.session = secrets.randbits(32)  # names this connection in HELLO
         self._decoder = FrameDecoder(on_error=self._host_resync)
         self._pending: list = []
-        self._probed: bytes | None = None  # seeds of the last PROBE the device answered
+        self._probed: list[int] | None = None  # seeds of the last PROBE the device answered
         self._reboot_logged = False  # a NO_SESSION logged the reboot HELLO is about to see
         self._frames_in = 0  # frames decoded from the port (any: answers, late copies, echoes)
         # A synchronous link (the in-memory one: the answer is there when write returns) has
@@ -790,7 +790,7 @@ class DeviceClient:
         response = self._exchange_payload(
             _PROBE, payload, ("probe", self.work.probe_units(q, batch_size))
         )
-        self._probed = payload[-4 * q :]  # the seeds as sent: what APPLY_PROBED will reuse
+        self._probed = seeds.tolist()  # the seeds as sent: what APPLY_PROBED will reuse
         return response
 
     def apply(self, seeds: np.ndarray, coeffs: np.ndarray) -> int:
@@ -800,7 +800,7 @@ class DeviceClient:
         if (
             self._probed is not None  # a PROBE was answered: HELLO was too
             and self.info.capabilities & m.CAP_APPLY_PROBED
-            and seeds.tobytes() == self._probed
+            and seeds.tolist() == self._probed
             and len(coeffs) == len(seeds)  # else APPLY's message says what is wrong
         ):  # the device still holds these seeds from the PROBE: do not send them again
             payload = m.apply_probed_payload(coeffs)
@@ -817,7 +817,6 @@ class DeviceClient:
         self,
         apply_seeds: np.ndarray,
         coeffs: np.ndarray,
-        *,
         slot: int,
         batch_size: int,
         batch_seed: int,
@@ -827,15 +826,21 @@ class DeviceClient:
         """Apply the update along ``apply_seeds`` (the last PROBE's), then PROBE along
         ``seeds``: (updates applied, the PROBE's answer). One round trip (APPLY_PROBE) when
         the device still holds ``apply_seeds``; APPLY then PROBE otherwise."""
-        if not (  # _wire_array inline: this runs every step
-            type(apply_seeds) is np.ndarray and apply_seeds.dtype == _U32 and apply_seeds.ndim == 1
-        ):
-            apply_seeds = m.int_array(apply_seeds, np.uint32, "APPLY seeds")
+        if type(apply_seeds) is not list:  # a list (the trainer's) is compared as it is
+            if not (  # _wire_array inline: this runs every step
+                type(apply_seeds) is np.ndarray
+                and apply_seeds.dtype == _U32
+                and apply_seeds.ndim == 1
+            ):
+                apply_seeds = m.int_array(apply_seeds, np.uint32, "APPLY seeds")
+            apply_list = apply_seeds.tolist()
+        else:
+            apply_list = apply_seeds
         info, probed = self.info, self._probed
         if (
             probed is not None  # a PROBE was answered: HELLO was too
             and info.capabilities & m.CAP_APPLY_PROBE
-            and apply_seeds.tobytes() == probed
+            and apply_list == probed
         ):
             # plain valid values (1-D arrays of the wire dtypes, ints in range): the payload
             # at once; anything else goes through the messages, which say what is wrong
@@ -864,7 +869,8 @@ class DeviceClient:
                     parts = self._step_parts = (work, key, work.apply_probe_parts(*key))
                 part, alternative = parts[2]
                 resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative)
-                self._probed = payload[-4 * q :]
+                # the seeds as sent (the payload's, packed from these): our own list
+                self._probed = seeds.tolist() if type(seeds) is np.ndarray else list(seeds)
                 return resp.updates_applied, resp.probe
         coeffs = _wire_array(coeffs, _I32, "APPLY coefficients")  # all checked before APPLY
         seeds = _wire_array(seeds, _U32, "PROBE seeds")

@@ -42,7 +42,9 @@ class WeightsDiverged(HilbenchError):
 class UpdateLog:
     """The acknowledged updates, in order, and (updates applied, CRC) checkpoints."""
 
-    steps: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    steps: list[tuple[np.ndarray | list[int], np.ndarray | list[int]]] = field(
+        default_factory=list
+    )  # (seeds, coefficients): arrays, or the lists the trainer sent
     checkpoints: list[tuple[int, int]] = field(default_factory=list)
 
     def last_checkpoint(self) -> tuple[int, int] | None:
@@ -136,15 +138,24 @@ class RecoveringTarget:
         if self.crc_every and applied % self.crc_every == 0:
             self.weights_crc()
 
-    def apply_probe(self, apply_seeds: np.ndarray, coeffs: np.ndarray, **probe: object):
-        """``DeviceClient.apply_probe``, logged as ``apply`` is; returns the PROBE's answer."""
+    def apply_probe(
+        self,
+        apply_seeds: np.ndarray,
+        coeffs: np.ndarray,
+        slot: int,
+        batch_size: int,
+        batch_seed: int,
+        eps: int,
+        seeds: np.ndarray,
+    ):
+        """``DeviceClient.apply_probe``, logged as ``apply`` is; returns the PROBE's answer.
+        Its arguments are passed on by position: keywords cost a dict per call, every step."""
         update = _copied(apply_seeds, coeffs)  # before the round trip, not after it
+        args = (apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds)
         try:  # (``_call`` inline: this runs every step)
-            applied, response = self.target.apply_probe(apply_seeds, coeffs, **probe)
+            applied, response = self.target.apply_probe(*args)
         except DeviceReset:
-            applied, response = self._recovered(
-                self.target.apply_probe, (apply_seeds, coeffs), probe, failures=1
-            )
+            applied, response = self._recovered(self.target.apply_probe, args, {}, failures=1)
         self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE", update)
         return response
 
@@ -275,7 +286,8 @@ class RecoveringTarget:
 def _copied(seeds: object, coeffs: object) -> tuple[np.ndarray, np.ndarray] | None:
     """The log's own copy of an update already in arrays of the wire's dtypes, made before it
     is sent (the caller may reuse its arrays); None for anything else: the client says first
-    what is wrong with it, and the log copies it (``_copy``) once acknowledged."""
+    what is wrong with it, and the log copies it (``_copy``) once acknowledged. Two lists (the
+    trainer's, every step) are copied as lists: the log's readers take either."""
     if (
         type(seeds) is np.ndarray
         and type(coeffs) is np.ndarray
@@ -283,6 +295,8 @@ def _copied(seeds: object, coeffs: object) -> tuple[np.ndarray, np.ndarray] | No
         and coeffs.dtype == _I32
     ):
         return seeds.copy(), coeffs.copy()
+    if type(seeds) is list and type(coeffs) is list:
+        return seeds.copy(), coeffs.copy()  # type: ignore[return-value]
     return None
 
 

@@ -6,7 +6,8 @@ turned into the straight-line Python a person would write for one layout -- the 
 ``dataclasses`` writes ``__init__`` -- and compiled once at import:
 
 - :func:`encoder`: ``fn(*attributes) -> bytes | None``, the payload of a message whose
-  attributes are already plain ints in range and 1-D arrays of the wire dtype, without
+  attributes are already plain ints in range and 1-D arrays of the wire dtype (or lists of
+  ints that fit it), without
   building the message; None for anything else (the message then says what is wrong).
 - :func:`decoder`: ``fn(payload) -> message | None``, the message of a payload that is exactly
   valid; None for anything else (the generic codec then says what is wrong).
@@ -60,6 +61,14 @@ def _groups(codec: Codec) -> dict[str, list[str]]:
     return out
 
 
+#: (numpy kind, item size) -> the struct character of the same little-endian integer
+_STRUCT_CHARS = {
+    (kind, size): char
+    for kind, chars in (("i", "bhiq"), ("u", "BHIQ"))
+    for size, char in zip((1, 2, 4, 8), chars, strict=True)
+}
+
+
 def _has_dict(cls: type) -> bool:
     """Whether instances of ``cls`` keep their attributes in a ``__dict__`` (no slots)."""
     return all("__slots__" not in c.__dict__ for c in cls.__mro__[:-1])
@@ -111,15 +120,25 @@ def encoder(codec: Codec, name: str) -> Callable[..., bytes | None]:
             elif kind == "array":
                 params.append(attr)  # type: ignore[arg-type]
                 dt = src.const("DT", extra)
-                conds.append(f"type({attr}) is ndarray and {attr}.dtype == {dt}")
-                conds.append(f"{attr}.ndim == 1")
+                conds.append(
+                    f"(type({attr}) is ndarray and {attr}.dtype == {dt} and {attr}.ndim == 1 "
+                    f"or type({attr}) is list)"
+                )
                 arrays = groups[it.count]  # type: ignore[union-attr]
                 if attr == arrays[-1]:
                     lo, hi = lay.bounds(lay.item(it.count))  # type: ignore[arg-type,union-attr]
                     conds.append(f"{lo} <= len({arrays[0]}) <= {hi}")
                     conds.extend(f"len({a}) == len({arrays[0]})" for a in arrays[1:])
                 flush()
-                pieces.append(f"{attr}.tobytes()")
+                # a list of ints goes through struct, which refuses what the dtype cannot
+                # hold (struct.error: None, and the message says what is wrong)
+                _, hi = lay.bounds(lay.item(it.count))  # type: ignore[arg-type,union-attr]
+                char = _STRUCT_CHARS[np.dtype(extra).kind, np.dtype(extra).itemsize]
+                fmts = src.const("F", tuple(f"<{n}{char}" for n in range(hi + 1)))
+                pieces.append(
+                    f"({attr}.tobytes() if type({attr}) is ndarray "
+                    f"else pack({fmts}[len({attr})], *{attr}))"
+                )
             elif kind == "embed":
                 walk(extra._codec)
             else:
@@ -133,12 +152,17 @@ def encoder(codec: Codec, name: str) -> Callable[..., bytes | None]:
     src.lines.append("    if (")
     src.lines += [f"        {c}" if k == 0 else f"        and {c}" for k, c in enumerate(conds)]
     src.lines.append("    ):")
-    src.lines.append(f"        return {' + '.join(pieces) or repr(b'')}")
+    src.lines.append("        try:")
+    src.lines.append(f"            return {' + '.join(pieces) or repr(b'')}")
+    src.lines.append("        except struct_error:")
+    src.lines.append("            return None")
     src.lines.append("    return None")
+    src.env.update(pack=struct.pack, struct_error=struct.error)
     fn = src.compile(name, f"encoder of {codec.name}")
     fn.__doc__ = (
         f"``{codec.cls.__name__}(...).pack()`` for attributes that are already plain ints in "
-        "range and 1-D arrays of the wire dtype, without building the message; None otherwise "
+        "range and 1-D arrays of the wire dtype or lists of ints that fit it, without "
+        "building the message; None otherwise "
         f"(build {codec.cls.__name__}, which says what is wrong). Generated from the "
         f"{codec.name} layout by hilbench.protocol.fast."
     )

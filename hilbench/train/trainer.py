@@ -94,31 +94,32 @@ class SeedStream:
 
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
-        self._block = np.empty(0, np.uint32)
+        self._block: list[int] = []  # plain ints: a step's seeds are a list slice, no numpy
         self._pos = 0
 
     def take(self, n: int) -> np.ndarray:
-        """The next ``n`` draws (a fresh array)."""
+        """The next ``n`` draws (a fresh uint32 array)."""
         pos, block = self._pos, self._block
         if pos + n > len(block):
             block, pos = self._refill(n)
         self._pos = pos + n
-        return block[pos : pos + n].copy()
+        return np.array(block[pos : pos + n], dtype=np.uint32)
 
-    def take_step(self, q: int) -> tuple[int, np.ndarray]:
-        """A step's draws, the ``q + 1`` that ``take(q + 1)`` returns: the batch seed (an int)
-        and the ``q`` perturbation seeds (a fresh array)."""
+    def take_step(self, q: int) -> tuple[int, list[int]]:
+        """A step's draws, the ``q + 1`` that ``take(q + 1)`` returns: the batch seed and the
+        ``q`` perturbation seeds (a fresh list of ints: what the client packs, the estimator
+        and the trace read, without a numpy call on every step)."""
         n = q + 1
         pos, block = self._pos, self._block
         if pos + n > len(block):
             block, pos = self._refill(n)
         self._pos = pos + n
-        return block.item(pos), block[pos + 1 : pos + n].copy()
+        return block[pos], block[pos + 1 : pos + n]
 
-    def _refill(self, n: int) -> tuple[np.ndarray, int]:
+    def _refill(self, n: int) -> tuple[list[int], int]:
         """The draws left, then a new block of at least ``n``: (block, position 0)."""
         fresh = self.rng.integers(0, 2**32, size=max(n, self.BLOCK), dtype=np.uint32)
-        self._block = np.concatenate((self._block[self._pos :], fresh))
+        self._block = self._block[self._pos :] + fresh.tolist()
         return self._block, 0
 
 
@@ -326,14 +327,8 @@ class Trainer:
                     seeds=seeds,
                 )
             else:  # the last step's update travels with this step's PROBE: one round trip
-                probe = target.apply_probe(
-                    pending[0],
-                    pending[1],
-                    slot=TRAIN_SLOT,
-                    batch_size=batch_size,
-                    batch_seed=batch_seed,
-                    eps=eps,
-                    seeds=seeds,
+                probe = target.apply_probe(  # (by position: keywords cost a dict a step)
+                    pending[0], pending[1], TRAIN_SLOT, batch_size, batch_seed, eps, seeds
                 )
             if head is not None:  # the exact step of the head, on the PROBE's batch
                 self._head_step(batch_seed, lr_at(frac))
@@ -345,8 +340,8 @@ class Trainer:
                 plus, minus, grads, coeffs, loss = _estimated(estimate, probe, lr, eps)
             if align and q > 1:  # least squares over the q directions
                 coeffs = align_coefficients(grads, self.gram(seeds), lr)
-            # applied before anything reads the weights
-            pending = (seeds, np.array(coeffs, dtype=np.int32))
+            # applied before anything reads the weights (lists: the client packs them)
+            pending = (seeds, coeffs)
             host_s = clock() - started
             forward_passes_done += cost
             fresh_words, fresh_numbers = fresh_by_q.get(q) or self._fresh(q)

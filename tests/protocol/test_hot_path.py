@@ -40,7 +40,11 @@ def test_probe_payload_matches_the_message(slot, batch_size, batch_seed, eps, se
         np.zeros(m.MAX_Q + 1, np.uint32),  # q past MAX_Q
         np.zeros((2, 2), np.uint32),  # not 1-D
         np.zeros(3, np.int64),  # another dtype: the message converts or refuses it
-        [1, 2, 3],  # not an array
+        [1.0, 2, 3],  # a list holding a float
+        [-1, 2, 3],  # a list with a value uint32 cannot hold
+        [1, 2**32],
+        [],  # an empty list: q = 0
+        (1, 2, 3),  # a tuple: not a list, not an array
     ],
 )
 def test_probe_payload_leaves_anything_unusual_to_the_message(seeds) -> None:
@@ -61,6 +65,36 @@ def test_apply_probed_payload_matches_the_message(values) -> None:
     fast = m.apply_probed_payload(coeffs)
     try:
         packed = m.ApplyProbedRequest(coeffs=coeffs).pack()
+    except m.MessageError:
+        assert fast is None
+    else:
+        assert fast == packed
+
+
+#: what a caller may put in a list of seeds or coefficients: ints in and out of every range,
+#: bools, floats (whole or not), numpy scalars
+list_values = st.one_of(
+    st.integers(-(2**33), 2**33),
+    st.integers(0, 2**32 - 1),
+    st.integers(-(2**31), 2**31 - 1),
+    st.booleans(),
+    st.floats(-10, 10),
+    st.integers(0, 100).map(np.uint32),
+    st.integers(-100, 100).map(np.int64),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    coeffs=st.lists(list_values, min_size=0, max_size=12),
+    seeds=st.lists(list_values, min_size=0, max_size=12),
+)
+def test_list_payloads_match_the_message_or_are_left_to_it(coeffs, seeds) -> None:
+    """Lists (the trainer's per-step values) pack to the message's bytes exactly when the
+    message takes them; whatever it refuses, the builder leaves to it (None)."""
+    fast = m.apply_probe_payload(coeffs, 0, 32, 7, 2, seeds)
+    try:
+        packed = m.ApplyProbeRequest(coeffs, m.ProbeRequest(0, 32, 7, 2, seeds)).pack()
     except m.MessageError:
         assert fast is None
     else:
