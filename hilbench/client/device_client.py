@@ -58,6 +58,8 @@ def _answer_decoder(req_type: int) -> Callable[[bytes], object] | None:
 #: request type -> the decoder of its answer's payload, for answers read straight after writing
 _FAST_ANSWERS = {t: d for t in m.REQUESTS if (d := _answer_decoder(t)) is not None}
 _NAMES = {t: m.type_name(t) for t in m.REQUESTS}  # request type -> its name, looked up once
+_PROBE_VALUES = m.apply_probe_values  # an APPLY_PROBE answer's values, the losses as lists
+_ProbeValues = m.ApplyProbeValues
 UPLOAD_FIX = {
     "model blob": "pass a model blob (hilbench.npu.blob.to_blob builds one)",
     "data blob": "pass a data blob (hilbench.protocol.data_blob.encode, or DeviceClient.load_data)",
@@ -319,12 +321,15 @@ class DeviceClient:
         *,
         timeout: float | None = None,
         retries: int | None = None,
+        fast: Callable[[bytes], object] | None = None,
     ) -> object:
         """One request (its packed payload) and its answer: retries, timing, errors.
 
         ``part`` is the request's (kind, units) of work: its first try waits the bound the
         timer derives from measured round trips (``alternative``: parts whose bounds add up
-        to one when the kind itself is unmeasured); an explicit ``timeout`` caps every try."""
+        to one when the kind itself is unmeasured); an explicit ``timeout`` caps every try.
+        ``fast``: the reader of an answer read at once as one exactly valid frame (else the
+        type's generated decoder); any other answer is the message, as always."""
         name = _NAMES.get(req_type) or m.type_name(req_type)
         self._seq = seq = (self._seq + 1) & 0xFFFF
         frame = b"\x00" + encode_frame(req_type, seq, payload)
@@ -340,7 +345,8 @@ class DeviceClient:
             # The common case on a synchronous link (and a late read on any other): the
             # answer is already in, as one exactly valid frame; no deadline, no timeout bound.
             # Anything else read here goes on to the waiting below, as if it had read it.
-            fast = _FAST_ANSWERS.get(req_type)
+            if fast is None:
+                fast = _FAST_ANSWERS.get(req_type)
             if fast is not None and frames_before and not self._pending:
                 waiting = port.in_waiting
                 if waiting:
@@ -826,6 +832,43 @@ class DeviceClient:
         """Apply the update along ``apply_seeds`` (the last PROBE's), then PROBE along
         ``seeds``: (updates applied, the PROBE's answer). One round trip (APPLY_PROBE) when
         the device still holds ``apply_seeds``; APPLY then PROBE otherwise."""
+        applied, answer = self._apply_probe(
+            apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds, None
+        )
+        return applied, answer  # type: ignore[return-value]
+
+    def apply_probe_losses(
+        self,
+        apply_seeds: np.ndarray | list[int],
+        coeffs: np.ndarray | list[int],
+        slot: int,
+        batch_size: int,
+        batch_seed: int,
+        eps: int,
+        seeds: np.ndarray | list[int],
+    ) -> tuple[int, list[int], list[int]]:
+        """``apply_probe``, its answer as (updates applied, L+, L-) in plain lists of Q16
+        ints: what the trainer reads every step, with no array made in between."""
+        applied, answer = self._apply_probe(
+            apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds, _PROBE_VALUES
+        )
+        if type(answer) is _ProbeValues:  # read at once: the flat values
+            return applied, answer.loss_plus, answer.loss_minus  # type: ignore[union-attr]
+        return applied, answer.loss_plus.tolist(), answer.loss_minus.tolist()  # type: ignore[union-attr]
+
+    def _apply_probe(
+        self,
+        apply_seeds: np.ndarray | list[int],
+        coeffs: np.ndarray | list[int],
+        slot: int,
+        batch_size: int,
+        batch_seed: int,
+        eps: int,
+        seeds: np.ndarray | list[int],
+        fast: Callable[[bytes], object] | None,
+    ) -> tuple[int, object]:
+        """(updates applied, the PROBE's answer: a ProbeResponse, or what ``fast`` read of an
+        APPLY_PROBE answer read at once)."""
         if type(apply_seeds) is not list:  # a list (the trainer's) is compared as it is
             if not (  # _wire_array inline: this runs every step
                 type(apply_seeds) is np.ndarray
@@ -868,10 +911,12 @@ class DeviceClient:
                 if parts is None or parts[0] is not work or parts[1] != key:  # a new q or model
                     parts = self._step_parts = (work, key, work.apply_probe_parts(*key))
                 part, alternative = parts[2]
-                resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative)
+                resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative, fast=fast)
                 # the seeds as sent (the payload's, packed from these): our own list
                 self._probed = seeds.tolist() if type(seeds) is np.ndarray else list(seeds)
-                return resp.updates_applied, resp.probe
+                if type(resp) is _ProbeValues:
+                    return resp.updates_applied, resp  # type: ignore[union-attr]
+                return resp.updates_applied, resp.probe  # type: ignore[union-attr]
         coeffs = _wire_array(coeffs, _I32, "APPLY coefficients")  # all checked before APPLY
         seeds = _wire_array(seeds, _U32, "PROBE seeds")
         applied = self.apply(apply_seeds, coeffs)

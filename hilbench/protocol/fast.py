@@ -20,6 +20,7 @@ and refusals.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import struct
 from collections.abc import Callable
@@ -95,6 +96,11 @@ def encoder(codec: Codec, name: str) -> Callable[..., bytes | None]:
     conds: list[str] = []
     pieces: list[str] = []
     run: list[tuple[str, str]] = []  # (struct char, expression)
+    # the whole payload as one struct when every array is a list: its format with a {} per
+    # array length, its arguments, and the list parameters
+    whole: list[str] = ["<"]
+    whole_args: list[str] = []
+    lists: list[str] = []
 
     def flush() -> None:
         if run:
@@ -114,9 +120,13 @@ def encoder(codec: Codec, name: str) -> Callable[..., bytes | None]:
                 params.append(attr)  # type: ignore[arg-type]
                 conds.append(f"type({attr}) is int and {lo} <= {attr} <= {hi}")
                 run.append((spec.WIRES[it.wire].fmt, attr))  # type: ignore[union-attr]
+                whole.append(spec.WIRES[it.wire].fmt)  # type: ignore[union-attr]
+                whole_args.append(attr)  # type: ignore[arg-type]
             elif kind == "count":
                 first = groups[it.name][0]
                 run.append((spec.WIRES[it.wire].fmt, f"len({first})"))  # type: ignore[union-attr]
+                whole.append(spec.WIRES[it.wire].fmt)  # type: ignore[union-attr]
+                whole_args.append(f"len({first})")
             elif kind == "array":
                 params.append(attr)  # type: ignore[arg-type]
                 dt = src.const("DT", extra)
@@ -139,6 +149,9 @@ def encoder(codec: Codec, name: str) -> Callable[..., bytes | None]:
                     f"({attr}.tobytes() if type({attr}) is ndarray "
                     f"else pack({fmts}[len({attr})], *{attr}))"
                 )
+                whole.append("{}" + char)
+                whole_args.append(f"*{attr}")
+                lists.append(attr)  # type: ignore[arg-type]
             elif kind == "embed":
                 walk(extra._codec)
             else:
@@ -153,11 +166,21 @@ def encoder(codec: Codec, name: str) -> Callable[..., bytes | None]:
     src.lines += [f"        {c}" if k == 0 else f"        and {c}" for k, c in enumerate(conds)]
     src.lines.append("    ):")
     src.lines.append("        try:")
+    if lists:  # all lists (the trainer's every step): one cached struct per array lengths
+        cache = src.const("W", {})
+        template = src.const("TPL", "".join(whole))
+        key = f"({', '.join(f'len({a})' for a in lists)},)"
+        src.lines.append(f"            if {' and '.join(f'type({a}) is list' for a in lists)}:")
+        src.lines.append(f"                key = {key}")
+        src.lines.append(f"                st = {cache}.get(key)")
+        src.lines.append("                if st is None:")
+        src.lines.append(f"                    st = {cache}[key] = Struct({template}.format(*key))")
+        src.lines.append(f"                return st.pack({', '.join(whole_args)})")
     src.lines.append(f"            return {' + '.join(pieces) or repr(b'')}")
     src.lines.append("        except struct_error:")
     src.lines.append("            return None")
     src.lines.append("    return None")
-    src.env.update(pack=struct.pack, struct_error=struct.error)
+    src.env.update(pack=struct.pack, struct_error=struct.error, Struct=struct.Struct)
     fn = src.compile(name, f"encoder of {codec.name}")
     fn.__doc__ = (
         f"``{codec.cls.__name__}(...).pack()`` for attributes that are already plain ints in "
@@ -207,8 +230,13 @@ def packer(codec: Codec) -> Callable[[Any], bytes]:
     return fn
 
 
-def decoder(codec: Codec) -> Callable[[bytes], Any]:
-    """The generated reader of a payload of ``codec``'s layout that is exactly valid."""
+def decoder(codec: Codec, *, lists: bool = False) -> Callable[[bytes], Any]:
+    """The generated reader of a payload of ``codec``'s layout that is exactly valid.
+
+    ``lists``: its values flat instead, as one named tuple (:func:`flat_fields` names them,
+    embedded layouts flattened) with the arrays as lists of ints -- what a
+    caller that reads every value as plain ints wants (the trainer, every step), without an
+    array made and turned back into a list."""
     if any("_check" in c.__dict__ for c in codec.cls.__mro__[:-2]):
         raise _unsupported(codec, "class-checked")
     src = _Source()
@@ -269,13 +297,21 @@ def decoder(codec: Codec) -> Callable[[bytes], Any]:
                 count = f"v{level}_{it.count}"  # type: ignore[union-attr]
                 if not state["exact"]:
                     body.append(f"if o + {extra.itemsize} * {count} > n: return None")
-                body.append(f"{v} = frombuffer(payload, {dt}, {count}, o)")
+                if lists:
+                    _, hi = lay.bounds(lay.item(it.count))  # type: ignore[arg-type,union-attr]
+                    char = _STRUCT_CHARS[extra.kind, extra.itemsize]
+                    fmts = src.const("F", tuple(f"<{k}{char}" for k in range(hi + 1)))
+                    body.append(f"{v} = list(unpack_from({fmts}[{count}], payload, o))")
+                else:
+                    body.append(f"{v} = frombuffer(payload, {dt}, {count}, o)")
                 body.append(f"o += {extra.itemsize} * {count}")
                 sets.append((attr, v))  # type: ignore[arg-type]
             elif kind == "embed":
                 sets.append((attr, walk(extra._codec, level + 1)))  # type: ignore[arg-type]
             else:
                 raise _unsupported(c, kind)
+        if lists:  # the values themselves, in order (an embed's: its own, joined)
+            return ", ".join(value for _, value in sets)
         msg = f"m{level}"
         builds.append(f"{msg} = new({src.const('K', c.cls)})")
         fields = [f.name for f in dataclasses.fields(c.cls)]
@@ -290,9 +326,16 @@ def decoder(codec: Codec) -> Callable[[bytes], Any]:
     builds: list[str] = []
     top = walk(codec, 0)
     flush()
+    if lists:  # top: the value expressions of flat_fields(codec), in order
+        top = f"new_tuple({src.const('K', flat_type(codec))}, ({top},))"
     if not state["exact"]:
         body.append("if o != n: return None")
-    src.env.update(new=object.__new__, set=object.__setattr__)
+    src.env.update(
+        new=object.__new__,
+        set=object.__setattr__,
+        new_tuple=tuple.__new__,
+        unpack_from=struct.unpack_from,
+    )
     src.lines.append("def decode(payload):")
     src.lines.append("    if type(payload) is not bytes: return None")
     src.lines.append("    n = len(payload)")
@@ -302,9 +345,40 @@ def decoder(codec: Codec) -> Callable[[bytes], Any]:
         src.lines.append(f"    if not ({' and '.join(ranges)}): return None")
     src.lines += [f"    {line}" for line in builds]
     src.lines.append(f"    return {top}")
-    fn = src.compile("decode", f"decoder of {codec.name}")
+    fn = src.compile("decode", f"{'flat ' if lists else ''}decoder of {codec.name}")
+    what = f"its values flat ({flat_type(codec).__name__})" if lists else f"the {codec.name}"
     fn.__doc__ = (
-        f"The {codec.name} in an exactly valid payload (as ``{codec.cls.__name__}.unpack``), "
-        f"None otherwise. Generated from the {codec.name} layout by hilbench.protocol.fast."
+        f"{what} of an exactly valid payload (as ``{codec.cls.__name__}.unpack``), None "
+        f"otherwise. Generated from the {codec.name} layout by hilbench.protocol.fast."
     )
     return fn
+
+
+def flat_fields(codec: Codec) -> tuple[str, ...]:
+    """A message's attributes with every embedded message's put in its place: the fields of
+    a flat decoder's tuple."""
+    out: list[str] = []
+    for kind, _, attr, extra in codec.entries:
+        if kind == "embed":
+            out.extend(flat_fields(extra._codec))
+        elif attr is not None:
+            out.append(attr)
+    if len(set(out)) != len(out):
+        raise TypeError(f"{codec.name}: attribute names repeat once embeds are flattened")
+    return tuple(out)
+
+
+_FLAT_TYPES: dict[str, type] = {}
+
+
+def flat_type(codec: Codec) -> type:
+    """The named tuple of a flat decoder of ``codec`` (one per layout)."""
+    kind = _FLAT_TYPES.get(codec.name)
+    if kind is None:
+        name = f"{codec.cls.__name__}Values"
+        kind = _FLAT_TYPES[codec.name] = collections.namedtuple(name, flat_fields(codec))
+        kind.__doc__ = (
+            f"A {codec.cls.__name__}'s values, flat, arrays as lists of ints "
+            "(hilbench.protocol.fast's flat decoder)."
+        )
+    return kind

@@ -88,6 +88,7 @@ __all__ = [
     "ApplyBatchResponse",
     "ApplyProbeRequest",
     "ApplyProbeResponse",
+    "ApplyProbeValues",
     "ApplyProbedRequest",
     "ApplyProbedResponse",
     "ApplyRequest",
@@ -116,6 +117,7 @@ __all__ = [
     "WeightsCrcRequest",
     "WeightsCrcResponse",
     "apply_probe_payload",
+    "apply_probe_values",
     "apply_probed_payload",
     "decode_request",
     "decode_response",
@@ -607,6 +609,9 @@ RESPONSES: dict[int, type[Message]] = {
 probe_payload = fast.encoder(ProbeRequest._codec, "probe_payload")
 apply_probed_payload = fast.encoder(ApplyProbedRequest._codec, "apply_probed_payload")
 apply_probe_payload = fast.encoder(ApplyProbeRequest._codec, "apply_probe_payload")
+#: an APPLY_PROBE answer's values, flat, the losses as lists (what the trainer reads each step)
+apply_probe_values = fast.decoder(ApplyProbeResponse._codec, lists=True)
+ApplyProbeValues = fast.flat_type(ApplyProbeResponse._codec)  # what it returns
 
 
 # ---- frames -------------------------------------------------------------------------------------

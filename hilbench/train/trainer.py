@@ -10,7 +10,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,9 +23,6 @@ from hilbench.train.hybrid import HeadSpec
 from hilbench.train.schedule import Scheduler, StepInfo, overrides
 from hilbench.train.stopping import BUDGET, Stopper
 from hilbench.zo.aggregate import ALIGN, align_coefficients
-
-if TYPE_CHECKING:
-    from hilbench.protocol.messages import ProbeResponse
 
 STEP_COMMANDS = frozenset(
     {"PROBE", "APPLY", "APPLY_PROBED", "APPLY_PROBE", "HEAD_GRAD"}
@@ -124,18 +120,12 @@ class SeedStream:
 
 
 def _estimated(
-    estimate: Callable[..., Estimate], probe: ProbeResponse, lr: float, eps: int
-) -> tuple[list[int], list[int], list[float], list[int], float]:
-    """An estimator without a plain-list form, its answer as lists: (L+, L-, grads,
-    coefficients, loss)."""
-    est = estimate(probe.loss_plus, probe.loss_minus, lr=lr, eps=eps)
-    return (
-        probe.loss_plus.tolist(),
-        probe.loss_minus.tolist(),
-        est.grads.tolist(),
-        est.coeffs.tolist(),
-        est.loss,
-    )
+    estimate: Callable[..., Estimate], plus: list[int], minus: list[int], lr: float, eps: int
+) -> tuple[list[float], list[int], float]:
+    """An estimator without a plain-list form, on the losses as int32 arrays, its answer as
+    lists: (grads, coefficients, loss)."""
+    est = estimate(np.array(plus, np.int32), np.array(minus, np.int32), lr=lr, eps=eps)
+    return est.grads.tolist(), est.coeffs.tolist(), est.loss
 
 
 class Trainer:
@@ -327,17 +317,20 @@ class Trainer:
                     seeds=seeds,
                 )
             else:  # the last step's update travels with this step's PROBE: one round trip
-                probe = target.apply_probe(  # (by position: keywords cost a dict a step)
+                probe = target.apply_probe_losses(  # (by position: keywords cost a dict)
                     pending[0], pending[1], TRAIN_SLOT, batch_size, batch_seed, eps, seeds
                 )
             if head is not None:  # the exact step of the head, on the PROBE's batch
                 self._head_step(batch_seed, lr_at(frac))
                 forward_passes_done += 1
-            if on_lists is not None:  # the estimate on plain lists, which the trace keeps
+            if type(probe) is tuple:  # (L+, L-) as lists: apply_probe_losses
+                plus, minus = probe
+            else:  # the first step's PROBE answer
                 plus, minus = probe.loss_plus.tolist(), probe.loss_minus.tolist()
+            if on_lists is not None:  # the estimate on plain lists, which the trace keeps
                 grads, coeffs, loss = on_lists(plus, minus, lr, eps)
             else:
-                plus, minus, grads, coeffs, loss = _estimated(estimate, probe, lr, eps)
+                grads, coeffs, loss = _estimated(estimate, plus, minus, lr, eps)
             if align and q > 1:  # least squares over the q directions
                 coeffs = align_coefficients(grads, self.gram(seeds), lr)
             # applied before anything reads the weights (lists: the client packs them)

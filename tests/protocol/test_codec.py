@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from hilbench.protocol import fast, spec
 from hilbench.protocol import messages as m
-from hilbench.protocol import spec
 from hilbench.protocol.codec import Codec
 from hilbench.protocol.frames import PROTOCOL_VERSION, Frame, FrameDecoder
 
@@ -271,6 +271,40 @@ def test_the_fast_decoders_agree_with_the_generic_one(case) -> None:
         assert outcome(lambda: m.decode_request(frame)) == outcome(
             lambda: spec.check_request(cls.TYPE, payload) and codec.generic_unpack(payload)
         )
+
+
+def _flat(msg: m.Message) -> dict:
+    """A message's values by name, its embedded messages' in with them, arrays as lists."""
+    out: dict = {}
+    for f in dataclasses.fields(msg):
+        v = getattr(msg, f.name)
+        if isinstance(v, m.Message):
+            out.update(_flat(v))
+        else:
+            out[f.name] = v.tolist() if isinstance(v, np.ndarray) else v
+    return out
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(FAST).flatmap(lambda c: st.tuples(st.just(c), payload_variants(c))))
+def test_the_flat_decoders_agree_with_the_generic_one(case) -> None:
+    """``fast.decoder(codec, lists=True)``: the generic codec's values, flat, arrays as lists
+    of Python ints; None for whatever the generic codec refuses."""
+    cls, payload = case
+    codec = cls._codec
+    flat = fast.decoder(codec, lists=True)
+    generic = outcome(lambda: codec.generic_unpack(payload))
+    got = flat(payload)
+    if generic[0] == "ok":
+        assert got is not None, payload.hex()
+        assert type(got).__name__ == f"{cls.__name__}Values"
+        assert type(got)._fields == fast.flat_fields(codec)
+        assert got._asdict() == _flat(generic[1]), payload.hex()
+        for v in got:
+            if isinstance(v, list):
+                assert all(type(x) is int for x in v)
+    else:
+        assert got is None, payload.hex()
 
 
 def test_the_fast_paths_cover_the_per_step_messages() -> None:

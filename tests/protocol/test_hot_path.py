@@ -99,3 +99,20 @@ def test_list_payloads_match_the_message_or_are_left_to_it(coeffs, seeds) -> Non
         assert fast is None
     else:
         assert fast == packed
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    coeffs=st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=12),
+    seeds=st.lists(list_values, min_size=0, max_size=12),
+)
+def test_an_array_beside_a_list_packs_as_the_message(coeffs, seeds) -> None:
+    """One argument an array, the other a list: the piecewise path, same bytes or None."""
+    array = np.array(coeffs, np.int32)
+    fast = m.apply_probe_payload(array, 0, 32, 7, 2, seeds)
+    try:
+        packed = m.ApplyProbeRequest(array, m.ProbeRequest(0, 32, 7, 2, seeds)).pack()
+    except m.MessageError:
+        assert fast is None
+    else:
+        assert fast == packed

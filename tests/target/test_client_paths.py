@@ -175,3 +175,31 @@ def test_apply_batch_fills_each_frame_to_its_limit():
     n = len(link.requests)
     assert target.apply_batch(steps) == 30
     assert [len(m.decode_request(f).steps) for f in link.requests[n:]] == [10, 10, 10]
+
+
+def test_apply_probe_losses_gives_apply_probes_answer_as_lists_on_every_path():
+    """The trainer's per-step call: the same request bytes and the same losses as
+    apply_probe, as lists of ints, whether the answer is read at once (the flat decoder) or
+    after a lost first answer and a retry (the message path)."""
+    plain, link_a, _ = loaded()
+    lists, link_b, _ = loaded()
+    start = len(link_a.requests)  # after HELLO (its session id is random) and the uploads
+    for t in (plain, lists):
+        t.probe(slot=0, batch_size=8, batch_seed=3, eps=2, seeds=SEEDS)
+    for step, lose in enumerate((False, True, False)):
+        if lose:  # the next answer to each is lost once: the retry's answer is a message
+            for link in (link_a, link_b):
+                first = len(link.requests)
+                link.hostile = lambda n, f, reply, first=first: b"" if n == first else reply
+        applied_a, answer = plain.apply_probe(SEEDS, COEFFS, 0, 8, 5 + step, 2, SEEDS)
+        applied_b, plus, minus = lists.apply_probe_losses(
+            SEEDS.tolist(), COEFFS.tolist(), 0, 8, 5 + step, 2, SEEDS.tolist()
+        )
+        for link in (link_a, link_b):
+            link.hostile = None
+        assert applied_a == applied_b == step + 1
+        assert plus == answer.loss_plus.tolist() and minus == answer.loss_minus.tolist()
+        assert all(type(v) is int for v in plus + minus)
+    sent = [(f.type, f.payload) for f in link_b.requests[start:]]
+    assert [(f.type, f.payload) for f in link_a.requests[start:]] == sent
+    assert [t for t, _ in sent].count(m.MessageType.APPLY_PROBE) == 4  # 3 and one retry
