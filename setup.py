@@ -1,6 +1,10 @@
-"""Builds the native NPU engine (hilbench/npu/native/) at ``pip install``.
+"""Builds hilbench's two C extensions at ``pip install``.
 
-One extension, ``hilbench.npu.native._engine``: the runner (``_engine.c``) and one file of
+``hilbench.protocol._framing``: the firmware's own framing (device_fw/core/frame.c and
+crc32.c) with a small binding, for the host's per-step frames (hilbench/protocol/frames.py
+falls back to its Python codec without it).
+
+``hilbench.npu.native._engine``, the native NPU engine: the runner (``_engine.c``) and one file of
 kernels per ISA (``k_*.c``, listed in ``hilbench/npu/native/sources.py``). Compiled for the
 baseline of the target architecture (no -march): the x86-64 kernels for AVX-512 VNNI,
 AVX-VNNI and AVX2 carry ``target`` attributes, the ARM64 dot-product kernels theirs, and the
@@ -17,8 +21,30 @@ from setuptools import Extension, setup
 NATIVE = "hilbench/npu/native/"
 SRC = runpy.run_path(NATIVE + "sources.py")
 
+FRAMING = {
+    "sources": [
+        "hilbench/protocol/_framing.c",
+        "device_fw/core/frame.c",
+        "device_fw/core/crc32.c",
+    ],
+    "include_dirs": ["device_fw/core", "device_fw/core/gen"],
+}
+
 setup(
     ext_modules=[
+        Extension(
+            "hilbench.protocol._framing",
+            sources=FRAMING["sources"],
+            depends=[
+                "device_fw/core/hb_frame.h",
+                "device_fw/core/hb_crc.h",
+                "device_fw/core/hb_bytes.h",
+                "device_fw/core/gen/hb_wire.h",
+            ],
+            include_dirs=FRAMING["include_dirs"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
+            optional=True,
+        ),
         Extension(
             "hilbench.npu.native._engine",
             sources=[NATIVE + name for name in SRC["SOURCES"]],

@@ -29,7 +29,7 @@ from hilbench.link.faults import FaultSpec
 from hilbench.link.wrapper import PortWrapper
 from hilbench.protocol import data_blob, spec
 from hilbench.protocol import messages as m
-from hilbench.protocol.frames import PROTOCOL_VERSION, Frame, FrameDecoder, encode_frame
+from hilbench.protocol.frames import PROTOCOL_VERSION, Frame, FrameDecoder, wire_frame
 
 TIMING_SOURCES = {0: None, 1: "device", 2: "modeled", 3: "instr"}  # (TimingSource members too)
 INSTRUCTIONS = "instr"  # executed instructions (QEMU -icount): a count, never seconds
@@ -207,7 +207,7 @@ class DeviceClient:
         self.stats: Counter[str] = Counter()
         self._seq = secrets.randbelow(0x10000)
         self.session = secrets.randbits(32)  # names this connection in HELLO
-        self._decoder = FrameDecoder(on_error=self._host_resync)
+        self._decoder = FrameDecoder(on_error=self._host_resync, native=True)
         self._pending: list = []
         self._probed: list[int] | None = None  # seeds of the last PROBE the device answered
         self._reboot_logged = False  # a NO_SESSION logged the reboot HELLO is about to see
@@ -332,7 +332,7 @@ class DeviceClient:
         type's generated decoder); any other answer is the message, as always."""
         name = _NAMES.get(req_type) or m.type_name(req_type)
         self._seq = seq = (self._seq + 1) & 0xFFFF
-        frame = b"\x00" + encode_frame(req_type, seq, payload)
+        frame = wire_frame(req_type, seq, payload)
         retries = self.retries if retries is None else _checked_retries(retries)
         clock = time.perf_counter
         frames_before = self._frames_in
@@ -996,7 +996,7 @@ class DeviceClient:
     def reset_frame(self) -> bytes:
         """A RESET request frame with the next sequence number, for sending out of band."""
         self._seq = (self._seq + 1) & 0xFFFF
-        return b"\x00" + encode_frame(m.MessageType.RESET, self._seq)
+        return wire_frame(m.MessageType.RESET, self._seq)
 
     def reset(self) -> None:
         """Reboot the device (it answers first); the next command must be HELLO."""

@@ -20,7 +20,7 @@ class MemoryPort:
         self.answer = answer
         self.name = name
         self.timeout: float | None = 0.0
-        self._rx = bytearray()
+        self._rx = b""  # bytes, not a bytearray: an answer is handed on as it came, uncopied
         self.is_open = True
 
     @property
@@ -28,17 +28,17 @@ class MemoryPort:
         return len(self._rx)
 
     def write(self, data: bytes) -> int:
-        self._rx += self.answer(bytes(data))
+        out = self.answer(data if type(data) is bytes else bytes(data))
+        self._rx = self._rx + out if self._rx else out
         return len(data)
 
     def read(self, size: int = 1) -> bytes:
-        if size >= len(self._rx):  # all of it (the usual case): no slicing
-            out = bytes(self._rx)
-            self._rx.clear()
-            return out
-        out = bytes(self._rx[:size])
-        del self._rx[:size]
-        return out
+        rx = self._rx
+        if size >= len(rx):  # all of it (the usual case): the answer's own bytes
+            self._rx = b""
+            return bytes(rx)  # (an answer that is a bytearray: a copy, as from a port)
+        self._rx = rx[size:]
+        return bytes(rx[:size])
 
     def close(self) -> None:
         self.is_open = False

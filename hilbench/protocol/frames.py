@@ -18,6 +18,14 @@ from typing import NamedTuple
 from cobs import cobs
 
 from hilbench.protocol import spec
+
+try:  # the firmware's framing compiled for the host (setup.py), for the host's per-step frames
+    from hilbench.protocol import _framing
+except ImportError as e:  # not built (no C compiler at install time): the Python codec only
+    _framing = None
+    NATIVE_ERROR: str | None = str(e)
+else:
+    NATIVE_ERROR = None
 from hilbench.protocol.spec import (
     CRC_SIZE,
     FRAME_OVERHEAD,
@@ -40,6 +48,7 @@ __all__ = [
     "FrameProblem",
     "encode_frame",
     "max_encoded_len",
+    "wire_frame",
 ]
 
 _HEADER = struct.Struct(
@@ -108,6 +117,21 @@ def encode_frame(
     return cobs.encode(body + _CRC.pack(zlib.crc32(body))) + b"\x00"
 
 
+_native_wire = _framing.wire if _framing is not None else None
+
+
+def wire_frame(type: int, seq: int, payload: bytes = b"", version: int = PROTOCOL_VERSION) -> bytes:
+    """What a host writes for one frame: ``b"\x00" + encode_frame(...)`` (the delimiter
+    first ends any noise before it). Built by the firmware's own encoder (device_fw/core/
+    frame.c, compiled for the host) when it is built, else by :func:`encode_frame`, which also
+    says what is wrong with a field out of range."""
+    if _native_wire is not None:
+        out = _native_wire(version, type, seq, payload)
+        if out is not None:
+            return out
+    return b"\x00" + encode_frame(type, seq, payload, version)
+
+
 def _out_of_range(version: int, type: int, seq: int) -> None:
     """The FrameError of the first header field out of its range (version, type, seq)."""
     if not 0 <= version <= 0xFF:
@@ -125,6 +149,11 @@ class FrameDecoder:
     resynchronises at the next 0x00. Empty frames (two delimiters in a row) are ignored. A run
     longer than ``max_encoded`` is dropped as it arrives (memory stays bounded) and reported
     once, as "oversize", when the 0x00 that ends it arrives.
+
+    ``native``: a read that is exactly one intact frame is checked by the firmware's own
+    decoder, compiled for the host (``_framing.one``), when it is built: the same frame, with
+    fewer Python steps. The host's client asks for it; the twin keeps the Python codec, so the
+    differential tests keep two independent framings on the two sides of a link.
     """
 
     def __init__(
@@ -133,6 +162,7 @@ class FrameDecoder:
         *,
         max_payload: int = MAX_PAYLOAD,
         max_recorded: int = 1000,
+        native: bool = False,
     ) -> None:
         if not 0 <= max_payload <= MAX_PAYLOAD:
             raise FrameError(f"decoder max_payload {max_payload} out of range 0..{MAX_PAYLOAD}")
@@ -145,6 +175,9 @@ class FrameDecoder:
         self.frames_decoded = 0
         self._buf = bytearray()
         self._discarded = 0  # > 0 inside an oversize run: bytes dropped so far
+        # native: one whole intact frame read on its own is checked by the firmware's code
+        # (the host client's every answer); anything else by the Python codec below
+        self._one = _framing.one if native and _framing is not None else None
 
     @property
     def n_errors(self) -> int:
@@ -172,6 +205,11 @@ class FrameDecoder:
             data = bytes(data)
         if not self._buf and not self._discarded:  # the common case: one whole frame,
             # nothing buffered before it, perhaps after the delimiter a sender puts first
+            if self._one is not None:
+                fields = self._one(data, self.max_payload)
+                if fields is not None:
+                    self.frames_decoded += 1
+                    return [_new_frame(Frame, fields)]
             end = len(data) - 1
             start = 1 if end > 0 and data[0] == 0 else 0
             if 0 < end - start <= self.max_encoded and data.find(b"\x00", start) == end:
