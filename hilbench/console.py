@@ -236,8 +236,10 @@ class Tracker:
     def event(self, kind: str) -> None:
         self.events[kind] = self.events.get(kind, 0) + 1
 
-    def update(self, p: Progress) -> None:
-        now = self.clock()
+    def update(self, p: Progress, now: float | None = None) -> None:
+        """Take a step's progress (``now``: the view's clock read, when it has one)."""
+        if now is None:
+            now = self.clock()
         if self._mark is None:
             self._mark = (now, p.step, p.forward_passes)
         else:
@@ -308,7 +310,7 @@ class PlainView:
         self._last = 0.0
         self._title = ""
         self._progress: Progress | None = None
-        self._tracker = Tracker()
+        self._tracker = Tracker(clock)
         self._silent = False  # the output is gone: keep training, stop writing
         self._status_key = ""
         self._status_at = 0.0
@@ -362,8 +364,8 @@ class PlainView:
 
     def update(self, progress: Progress) -> None:
         self._progress = progress
-        self._tracker.update(progress)
-        now = time.monotonic()
+        now = self.clock()  # one clock read a step, for the tracker's rates and the period
+        self._tracker.update(progress, now)
         if now - self._last >= self.period:
             self._last = now
             self._emit(self._line(progress))

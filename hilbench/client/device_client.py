@@ -48,6 +48,13 @@ _PROBE, _APPLY_PROBED, _APPLY_PROBE = (  # plain ints: compared and packed on ev
 )
 
 
+def _probe_answer(applied: int, answer: m.ProbeResponse, lists: bool) -> tuple:
+    """``apply_probe_losses``' answer: (applied, L+, L-) as lists, or (applied, answer)."""
+    if lists:
+        return applied, answer.loss_plus.tolist(), answer.loss_minus.tolist()
+    return applied, answer
+
+
 def _answer_decoder(req_type: int) -> Callable[[bytes], object] | None:
     """The generated decoder of the answer to a request type (None: its answers always take
     the checks of ``DeviceClient._await``)."""
@@ -832,10 +839,9 @@ class DeviceClient:
         """Apply the update along ``apply_seeds`` (the last PROBE's), then PROBE along
         ``seeds``: (updates applied, the PROBE's answer). One round trip (APPLY_PROBE) when
         the device still holds ``apply_seeds``; APPLY then PROBE otherwise."""
-        applied, answer = self._apply_probe(
-            apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds, None
+        return self.apply_probe_losses(  # type: ignore[return-value]
+            apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds, False
         )
-        return applied, answer  # type: ignore[return-value]
 
     def apply_probe_losses(
         self,
@@ -846,29 +852,11 @@ class DeviceClient:
         batch_seed: int,
         eps: int,
         seeds: np.ndarray | list[int],
+        lists: bool = True,
     ) -> tuple[int, list[int], list[int]]:
         """``apply_probe``, its answer as (updates applied, L+, L-) in plain lists of Q16
-        ints: what the trainer reads every step, with no array made in between."""
-        applied, answer = self._apply_probe(
-            apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds, _PROBE_VALUES
-        )
-        if type(answer) is _ProbeValues:  # read at once: the flat values
-            return applied, answer.loss_plus, answer.loss_minus  # type: ignore[union-attr]
-        return applied, answer.loss_plus.tolist(), answer.loss_minus.tolist()  # type: ignore[union-attr]
-
-    def _apply_probe(
-        self,
-        apply_seeds: np.ndarray | list[int],
-        coeffs: np.ndarray | list[int],
-        slot: int,
-        batch_size: int,
-        batch_seed: int,
-        eps: int,
-        seeds: np.ndarray | list[int],
-        fast: Callable[[bytes], object] | None,
-    ) -> tuple[int, object]:
-        """(updates applied, the PROBE's answer: a ProbeResponse, or what ``fast`` read of an
-        APPLY_PROBE answer read at once)."""
+        ints: what the trainer reads every step, with no array made in between (``lists``
+        False: ``apply_probe``'s (updates applied, ProbeResponse), for it)."""
         if type(apply_seeds) is not list:  # a list (the trainer's) is compared as it is
             if not (  # _wire_array inline: this runs every step
                 type(apply_seeds) is np.ndarray
@@ -911,18 +899,20 @@ class DeviceClient:
                 if parts is None or parts[0] is not work or parts[1] != key:  # a new q or model
                     parts = self._step_parts = (work, key, work.apply_probe_parts(*key))
                 part, alternative = parts[2]
+                fast = _PROBE_VALUES if lists else None
                 resp = self._exchange_payload(_APPLY_PROBE, payload, part, alternative, fast=fast)
                 # the seeds as sent (the payload's, packed from these): our own list
                 self._probed = seeds.tolist() if type(seeds) is np.ndarray else list(seeds)
-                if type(resp) is _ProbeValues:
-                    return resp.updates_applied, resp  # type: ignore[union-attr]
-                return resp.updates_applied, resp.probe  # type: ignore[union-attr]
+                if type(resp) is _ProbeValues:  # read at once: the flat values
+                    return resp.updates_applied, resp.loss_plus, resp.loss_minus  # type: ignore[union-attr]
+                return _probe_answer(resp.updates_applied, resp.probe, lists)  # type: ignore[union-attr]
         coeffs = _wire_array(coeffs, _I32, "APPLY coefficients")  # all checked before APPLY
         seeds = _wire_array(seeds, _U32, "PROBE seeds")
         applied = self.apply(apply_seeds, coeffs)
-        return applied, self.probe(
+        answer = self.probe(
             slot=slot, batch_size=batch_size, batch_seed=batch_seed, eps=eps, seeds=seeds
         )
+        return _probe_answer(applied, answer, lists)
 
     def evaluate(self, slot: int, n_items: int, chunk: int = 512) -> tuple[float, float]:
         """(accuracy, mean loss in nats) of the current weights over a whole slot."""

@@ -163,9 +163,19 @@ class RecoveringTarget:
         eps: int,
         seeds: np.ndarray | list[int],
     ) -> tuple[list[int], list[int]]:
-        """``DeviceClient.apply_probe_losses``, logged as ``apply`` is: the PROBE's (L+, L-)."""
-        args = (apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds)
-        _, plus, minus = self._step(self.target.apply_probe_losses, args)
+        """``DeviceClient.apply_probe_losses``, logged as ``apply`` is: the PROBE's (L+, L-).
+        (``_step`` inline: this runs every step.)"""
+        update = _copied(apply_seeds, coeffs)  # before the round trip, not after it
+        try:
+            applied, plus, minus = self.target.apply_probe_losses(
+                apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds
+            )
+        except DeviceReset:
+            args = (apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds)
+            applied, plus, minus = self._recovered(
+                self.target.apply_probe_losses, args, {}, failures=1
+            )
+        self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE", update)
         return plus, minus
 
     def _step(self, command: Callable[..., tuple], args: tuple) -> tuple:

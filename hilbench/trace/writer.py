@@ -276,8 +276,7 @@ class TraceWriter:
             and type(device_s) is float
             and 0.0 <= host_s < math.inf
             and 0.0 <= device_s < math.inf
-            and (command, "host") in ok
-            and (command, source) in ok
+            and (command, source) in ok  # (command, "host") is in with it
         ):
             with self._lock:  # _append_timings, inline: this runs every round trip
                 if self._closed or self._bg_error or self._stopped:
@@ -303,7 +302,8 @@ class TraceWriter:
                     "host (wall clock) or instr (instructions QEMU executed)",
                 )
             S.short_ascii(command, "command name", 16)
-            self._names_ok.add((command, source))
+            # the name is good: with the host's clock too (append_command's one lookup)
+            self._names_ok.update(((command, source), (command, "host")))
         try:
             duration = float(duration_s)
         except (TypeError, ValueError):

@@ -90,14 +90,13 @@ def test_the_first_seconds_say_what_is_happening():
 
 def test_plain_lines_carry_the_same_figures_and_one_line_per_setup_phase():
     out: list[str] = []
-    view = PlainView(write=out.append, period=0.0, width=200)
-    view._tracker = Tracker(Clock())
+    view = PlainView(write=out.append, period=0.0, width=200, clock=Clock())
     view.start(TITLE)
     for pct in (10, 50, 100):
         view.status(f"uploading the model: {pct}%")
     view.status("evaluating the initial weights")
     view.event("retry", "x")
-    clock = view._tracker.clock
+    clock = view.clock  # the view's clock: its tracker's too
     for step in range(1, 301):
         clock.t = step / 100
         view.update(progress(step))
@@ -109,15 +108,14 @@ def test_plain_lines_carry_the_same_figures_and_one_line_per_setup_phase():
 
 def test_plain_lines_fit_80_columns_and_wrap_between_fields_only():
     out: list[str] = []
-    view = PlainView(write=out.append, period=0.0, width=80)
-    view._tracker = Tracker(Clock())
+    view = PlainView(write=out.append, period=0.0, width=80, clock=Clock())
     view.start(TITLE)
     view.status(
         "connected to hilbench-twin (firmware hilbench-twin 0.1.0, protocol 1); 600 MHz, "
         "caches off, arena 4,194,304 B, no watchdog, UART errors 0/0/0/0"
     )
     view.event("retry", "x")
-    clock = view._tracker.clock
+    clock = view.clock  # the view's clock: its tracker's too
     for step in range(1, 12_346):
         clock.t = step / 100
         p = progress(step)
