@@ -39,17 +39,24 @@ def two_point_lists(
     one, every step: its lists go to the trace as they are (no array in and out).
 
     ``hilbench.zo.update.coefficients`` in plain floats, its IEEE operations in its order
-    (tests/train/test_estimator_exact.py holds both to the vectorised definition), in list
-    comprehensions, the clip made only when needed: this runs every step."""
+    (tests/train/test_estimator_exact.py holds both to the vectorised definition), with the
+    clip looked for in the same loop and made only when needed: this runs every step."""
     q = len(plus)
     if len(minus) != q:
         raise ValueError(f"{q} losses L+ but {len(minus)} L-: one pair per sample")
     div = 2.0 * eps
     unit, limit = _UNIT, COEFF_LIMIT
-    # p - m is exact: |L| < 2^31; lr * g * unit / q left to right, as coefficients()
-    grads = [(p - m) / div / unit for p, m in zip(plus, minus)]  # noqa: B905 (checked above)
-    coeffs = [round(lr * g * unit / q) for g in grads]
-    if coeffs and (max(coeffs) > limit or min(coeffs) < -limit):
+    grads: list[float] = []
+    coeffs: list[int] = []
+    clip = False
+    for p, m in zip(plus, minus):  # noqa: B905 (lengths checked above; a keyword costs)
+        g = (p - m) / div / unit  # p - m is exact: |L| < 2^31
+        grads.append(g)
+        c = round(lr * g * unit / q)  # left to right, as coefficients()
+        coeffs.append(c)
+        if c > limit or c < -limit:
+            clip = True
+    if clip:
         coeffs = [min(limit, max(-limit, c)) for c in coeffs]
     # Integer sums are exact, and int / int rounds once: the same float as np.mean's.
     mean = (sum(plus) / q + sum(minus) / q) / 2
