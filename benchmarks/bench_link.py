@@ -240,7 +240,7 @@ def _default_run(budget: int, **kw):
         return session.run(config, view=view, backend=EmulatorBackend(link="memory"))
 
 
-def host_overhead(budget: int = 16_000, repeats: int = 3) -> None:
+def host_overhead(budget: int = 16_000, repeats: int = 5) -> None:
     """Host CPU per step inside the training loop against the twin's CPU, both as thread CPU
     time: the in-memory link runs the twin inside the host's write call, so one thread does
     both and other processes' load does not count. Then the same run with each part of the

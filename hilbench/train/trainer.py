@@ -285,10 +285,13 @@ class Trainer:
         # the base Scheduler's lr_scale is 1.0 and its observe_step does nothing: not called
         scales_lr = overrides(schedule, "lr_scale")
         observes = overrides(schedule, "observe_step") or overrides(schedule, "observe")
+        rates_fixed = lr_constant and not scales_lr and eps_fixed  # nothing to work out a step
         cost_of: dict[int, int] = {}  # q -> its PROBE's forward passes (step_cost), once per q
         clock = time.perf_counter
         while not stop:
-            q = int(schedule.next_q(self.step))
+            q = schedule.next_q(self.step)
+            if type(q) is not int:  # (a scheduler may answer a numpy int)
+                q = int(q)
             cost = cost_of.get(q)
             if cost is None:
                 cost = cost_of[q] = step_cost(kind, q) if q >= 1 else 0
@@ -298,13 +301,16 @@ class Trainer:
                 if q < 1:
                     break
                 cost = step_cost(kind, q)
-            frac = forward_passes_done / budget
-            lr = (
-                s.lr
-                * (1.0 if lr_constant else lr_at(frac))
-                * (schedule.lr_scale(q) if scales_lr else 1.0)
-            )
-            eps = eps_fixed or eps_of(s.eps, eps_at(frac))
+            if rates_fixed:  # (s.lr times 1.0 is s.lr, bit for bit)
+                lr, eps = s.lr, eps_fixed
+            else:
+                frac = forward_passes_done / budget
+                lr = (
+                    s.lr
+                    * (1.0 if lr_constant else lr_at(frac))
+                    * (schedule.lr_scale(q) if scales_lr else 1.0)
+                )
+                eps = eps_fixed or eps_of(s.eps, eps_at(frac))
             batch_seed, seeds = rng.take_step(q)
             started = clock()
             self._step_device_s = 0.0
@@ -321,7 +327,7 @@ class Trainer:
                     pending[0], pending[1], TRAIN_SLOT, batch_size, batch_seed, eps, seeds
                 )
             if head is not None:  # the exact step of the head, on the PROBE's batch
-                self._head_step(batch_seed, lr_at(frac))
+                self._head_step(batch_seed, lr_at(forward_passes_done / budget))
                 forward_passes_done += 1
             if type(probe) is tuple:  # (L+, L-) as lists: apply_probe_losses
                 plus, minus = probe
