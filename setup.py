@@ -53,6 +53,6 @@ setup(
             include_dirs=list(SRC["INCLUDE_DIRS"]),
             extra_compile_args=list(SRC["CFLAGS"]),
             optional=True,
-        )
+        ),
     ]
 )
