@@ -138,55 +138,33 @@ class RecoveringTarget:
         if self.crc_every and applied % self.crc_every == 0:
             self.weights_crc()
 
-    def apply_probe(
-        self,
-        apply_seeds: np.ndarray,
-        coeffs: np.ndarray,
-        slot: int,
-        batch_size: int,
-        batch_seed: int,
-        eps: int,
-        seeds: np.ndarray,
-    ):
-        """``DeviceClient.apply_probe``, logged as ``apply`` is; returns the PROBE's answer.
-        Its arguments are passed on by position: keywords cost a dict per call, every step."""
-        args = (apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds)
-        return self._step(self.target.apply_probe, args)[1]
-
-    def apply_probe_losses(
-        self,
-        apply_seeds: np.ndarray | list[int],
-        coeffs: np.ndarray | list[int],
-        slot: int,
-        batch_size: int,
-        batch_seed: int,
-        eps: int,
-        seeds: np.ndarray | list[int],
-    ) -> tuple[list[int], list[int]]:
-        """``DeviceClient.apply_probe_losses``, logged as ``apply`` is: the PROBE's (L+, L-).
-        (``_step`` inline: this runs every step.)"""
+    def apply_probe(self, apply_seeds: np.ndarray, coeffs: np.ndarray, **probe: object):
+        """``DeviceClient.apply_probe``, logged as ``apply`` is; returns the PROBE's answer."""
         update = _copied(apply_seeds, coeffs)  # before the round trip, not after it
         try:
-            applied, plus, minus = self.target.apply_probe_losses(
-                apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds
-            )
+            applied, response = self.target.apply_probe(apply_seeds, coeffs, **probe)
         except DeviceReset:
-            args = (apply_seeds, coeffs, slot, batch_size, batch_seed, eps, seeds)
+            applied, response = self._recovered(
+                self.target.apply_probe, (apply_seeds, coeffs), probe, failures=1
+            )
+        self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE", update)
+        return response
+
+    def apply_probe_losses(
+        self, apply_seeds: np.ndarray | list[int], coeffs: np.ndarray | list[int], *probe: object
+    ) -> tuple[list[int], list[int]]:
+        """``DeviceClient.apply_probe_losses`` (the PROBE's slot, batch size, batch seed, eps
+        and seeds by position: keywords would cost a dict every step), logged as ``apply`` is:
+        the PROBE's (L+, L-)."""
+        update = _copied(apply_seeds, coeffs)  # before the round trip, not after it
+        try:  # (``_call`` inline: this runs every step)
+            applied, plus, minus = self.target.apply_probe_losses(apply_seeds, coeffs, *probe)
+        except DeviceReset:
             applied, plus, minus = self._recovered(
-                self.target.apply_probe_losses, args, {}, failures=1
+                self.target.apply_probe_losses, (apply_seeds, coeffs, *probe), {}, failures=1
             )
         self._logged(apply_seeds, coeffs, applied, "APPLY_PROBE", update)
         return plus, minus
-
-    def _step(self, command: Callable[..., tuple], args: tuple) -> tuple:
-        """An APPLY_PROBE ``command(*args)`` (args[0:2]: the update), logged once answered."""
-        update = _copied(args[0], args[1])  # before the round trip, not after it
-        try:  # (``_call`` inline: this runs every step)
-            answer = command(*args)
-        except DeviceReset:
-            answer = self._recovered(command, args, {}, failures=1)
-        self._logged(args[0], args[1], answer[0], "APPLY_PROBE", update)
-        return answer
 
     def head_grad(self, **request: object):
         """``DeviceClient.head_grad``; not logged: a recovery replays the ZO updates only, so
