@@ -77,6 +77,21 @@ def _native() -> Check:
     return Check("emulate", "the compiled NPU engine", True, f"kernel table {isa}")
 
 
+def _framing() -> Check:
+    from hilbench.protocol import frames
+
+    what = "the compiled framing (host per-step frames)"
+    if frames.NATIVE_ERROR is not None:
+        return Check(
+            "emulate",
+            what,
+            False,
+            f"cannot load ({frames.NATIVE_ERROR.splitlines()[0][:120]}): the Python codec runs",
+            "python setup.py build_ext --inplace (a source checkout), or pip install -e .",
+        )
+    return Check("emulate", what, True, "device_fw/core/frame.c, built for this host")
+
+
 def _qemu() -> Check:
     from hilbench.errors import HilbenchError
     from hilbench.launch.qemu import check_qemu
@@ -245,6 +260,7 @@ def checks(trace_dir: Path) -> list[Check]:
     for name, dist in (("numpy", None), ("h5py", None), ("rich", None), ("serial", "pyserial")):
         rows.append(_package(name, "emulate", "pip install -e .", dist=dist))
     rows.append(_native())
+    rows.append(_framing())
     rows.append(_tool("make", "sil", f"{APT} make"))
     rows.append(_tool("gcc", "sil", f"{APT} gcc"))
     rows.append(_tool("clang", "sil", f"{APT} clang  (the fuzzers and sanitizers only)"))

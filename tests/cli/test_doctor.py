@@ -32,6 +32,7 @@ def test_doctor_names_what_this_machine_has_per_backend(tmp_path):
     rows = {r["what"]: r for r in json.loads(hilbench("doctor", "--json").stdout)}
     assert rows["Python package numpy"]["found"] == np.__version__
     assert rows["the compiled NPU engine"]["ok"]
+    assert rows["the compiled framing (host per-step frames)"]["ok"]
     if shutil.which("qemu-system-arm"):
         assert rows["qemu-system-arm (mps3-an547)"]["found"].startswith("QEMU emulator version")
     disk = rows["free space where traces go"]
