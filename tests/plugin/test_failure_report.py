@@ -134,7 +134,7 @@ def test_a_run_that_died_says_how_it_ended(pytester):
     pytester.makepyfile(
         test_sample="""
         def test_board_unplugged(zo_session, device, monkeypatch):
-            real, calls = device.apply_probe, []
+            real, calls = device.apply_probe_losses, []  # the trainer's call every step
 
             def dies(*args, **kwargs):
                 calls.append(1)
@@ -142,7 +142,7 @@ def test_a_run_that_died_says_how_it_ended(pytester):
                     raise RuntimeError("board unplugged at step 11")
                 return real(*args, **kwargs)
 
-            monkeypatch.setattr(device, "apply_probe", dies)
+            monkeypatch.setattr(device, "apply_probe_losses", dies)
             zo_session(budget=400, scheduler="fixed:2")
         """
     )
