@@ -290,7 +290,8 @@ def host_overhead(budget: int = 16_000, repeats: int = 5) -> None:
     timer = _SelfTimes()
     timer.wrap(device_server.FrameEndpoint, "feed", "twin")
     timer.wrap(trainer.Trainer, "run", "training loop (seeds, scheduler, bookkeeping)")
-    for name in ("probe", "apply", "apply_probe", "weights_crc", "evaluate"):
+    # apply_probe_losses: the trainer's per-step call (the client's, nested, is the same part)
+    for name in ("probe", "apply", "apply_probe", "apply_probe_losses", "weights_crc", "evaluate"):
         timer.wrap(recovery.RecoveringTarget, name, "protocol (client, frames, link)")
     timer.wrap(client.Target, "_exchange_payload", "protocol (client, frames, link)")
     timer.wrap(estimator, "two_point", "estimator (coefficients)")
@@ -378,6 +379,11 @@ def codec_costs(q: int = 4) -> None:
         (
             "host: APPLY_PROBE answer unpacked",
             lambda: m.ApplyProbeResponse.unpack(both_p),
+            lambda: both._codec.generic_unpack(both_p),
+        ),
+        (
+            "host: APPLY_PROBE answer read to lists",
+            lambda: m.apply_probe_values(both_p),
             lambda: both._codec.generic_unpack(both_p),
         ),
         (
