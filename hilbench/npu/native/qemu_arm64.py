@@ -1,6 +1,7 @@
 """Build the native engine for ARM64 Linux and test it under qemu-aarch64 (user mode).
 
     python -m hilbench.npu.native.qemu_arm64 [--sysroot DIR] [--oracle] [-- PYTEST-ARGS]
+    python -m hilbench.npu.native.qemu_arm64 --prepare     # step 1 only (tools/install-deps)
 
 For a machine without an ARM64 CPU (Debian/Ubuntu x86-64 with ``gcc-aarch64-linux-gnu``
 and ``qemu-user``, and ``dpkg --add-architecture arm64 && apt-get update`` done once):
@@ -18,6 +19,9 @@ and ``qemu-user``, and ``dpkg --add-architecture arm64 && apt-get update`` done 
    ``portable`` runs). ``--oracle`` runs the oracle's 1,350 single-op cases (its generators
    and seeds) and 400 random FC layers instead of the default subset (2-4 minutes per CPU
    model on 2 cores).
+
+``--prepare`` does step 1 and nothing else: ``tools/install-deps`` runs it, so that the
+test suite (``tests/npu/test_native_arm64.py``, which does steps 2 and 3) downloads nothing.
 
 TFLM has no ARM64 wheel, so the ARM64 tables are compared with the numpy path, which the
 x86-64 oracle tests compare with TFLM byte for byte on the same cases.
@@ -71,6 +75,7 @@ DEBS = (
     "libcom-err2",
     "libkeyutils1",
 )
+DEFAULT_ROOT = Path.home() / ".cache/hilbench/arm64"
 WHEELS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments", "threadpoolctl")
 
 
@@ -87,10 +92,16 @@ def _need(tool: str, package: str) -> None:
         raise SetupError(f"{tool} not found; install it: apt-get install {package}")
 
 
+def prepared(root: Path) -> Path | None:
+    """The sysroot's site dir if ``sysroot`` has run (nothing to download), else None."""
+    site = root / "site"
+    return site if (root / "usr/bin" / PY).exists() and (site / "numpy").exists() else None
+
+
 def sysroot(root: Path) -> Path:
     """Unpack the arm64 Python and its libraries into root (once); return its site dir."""
     site = root / "site"
-    if (root / "usr/bin" / PY).exists() and (site / "numpy").exists():
+    if prepared(root):
         return site
     _need("apt-get", "apt")
     _need("dpkg", "dpkg")
@@ -155,8 +166,9 @@ def test(root: Path, site: Path, cpu: str, oracle: bool, args: list[str]) -> int
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sysroot", type=Path, default=Path.home() / ".cache/hilbench/arm64")
+    ap.add_argument("--sysroot", type=Path, default=DEFAULT_ROOT)
     ap.add_argument("--oracle", action="store_true", help="all the oracle's cases")
+    ap.add_argument("--prepare", action="store_true", help="only unpack the sysroot")
     ap.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     a = ap.parse_args(argv)
     if sysconfig.get_platform() != "linux-x86_64":
@@ -165,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         site = sysroot(a.sysroot.expanduser())
+        if a.prepare:
+            print(f"qemu_arm64: arm64 sysroot ready in {a.sysroot.expanduser()}", flush=True)
+            return 0
         print(f"built {build(a.sysroot.expanduser())}", flush=True)
         status = 0
         for cpu in ("max", "cortex-a72"):
