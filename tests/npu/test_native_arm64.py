@@ -10,6 +10,7 @@ qemu-user and unpacks the arm64 sysroot (``--prepare``), so nothing downloads he
 from __future__ import annotations
 
 import re
+import subprocess
 import sysconfig
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -61,6 +62,13 @@ def sysroot() -> tuple[Path, Path]:
         qemu_arm64.build(root)
     except qemu_arm64.SetupError as e:
         pytest.fail(f"{e} (tools/install-deps installs it)", pytrace=False)
+    except subprocess.CalledProcessError as e:
+        pytest.fail(
+            f"cross-compiling the engine for aarch64 failed ({e.returncode}; the compiler's "
+            "messages are in the captured output); tools/install-deps installs "
+            "gcc-aarch64-linux-gnu and libc6-dev-arm64-cross",
+            pytrace=False,
+        )
     return root, site
 
 
