@@ -22,34 +22,21 @@ spreads over all of them. It prints the CPU and the native kernel table it ran.
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from benchmarks.bench_npu import MODELS, cpu, perturbed_sets
+from benchmarks.bench_npu import MODELS, best_of, cpu, perturbed_sets
 from hilbench.npu import native, zoo
 from hilbench.npu.graph import Graph
 from hilbench.npu.tflite import export_tflite
-
-
-def shortest(fn: Callable[[], object], repeat: int) -> float:
-    """Shortest thread CPU time of fn (s) over repeat calls, after one warm-up."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - t)
-    return best
 
 
 def native_ops(g: Graph, x: np.ndarray, ov: dict, repeat: int) -> tuple[list[float], float, float]:
     """Each op's shortest time in the engine (s), one set's repacking (s, batched) and
     the shortest whole call (s, one input)."""
     engine = native.engine_module()
-    call = shortest(lambda: g.run(x), repeat)
+    call = best_of(lambda: g.run(x), repeat)
     engine.profile(True)
     for _ in range(repeat):
         g.run(x)
@@ -84,7 +71,7 @@ def litert_invoke(model: Graph, repeat: int, rng: np.random.Generator) -> float:
     it.allocate_tensors()
     x = rng.integers(-128, 128, (1, *model.tensors[model.input].shape)).astype(np.int8)
     it.set_tensor(it.get_input_details()[0]["index"], x)
-    return shortest(it.invoke, repeat)
+    return best_of(it.invoke, repeat)
 
 
 def shape(g: Graph, name: str) -> str:
