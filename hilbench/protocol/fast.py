@@ -70,6 +70,14 @@ _STRUCT_CHARS = {
 }
 
 
+def _list_formats(src: _Source, lay: Any, count: str, dtype: Any) -> tuple[str, str]:
+    """An array's struct character and the name of its formats by length (``<{n}{char}``
+    for every length the array's count allows): how a list of its ints is packed or read."""
+    _, hi = lay.bounds(lay.item(count))
+    char = _STRUCT_CHARS[np.dtype(dtype).kind, np.dtype(dtype).itemsize]
+    return src.const("F", tuple(f"<{n}{char}" for n in range(hi + 1))), char
+
+
 def _has_dict(cls: type) -> bool:
     """Whether instances of ``cls`` keep their attributes in a ``__dict__`` (no slots)."""
     return all("__slots__" not in c.__dict__ for c in cls.__mro__[:-1])
@@ -142,9 +150,7 @@ def encoder(codec: Codec, name: str) -> Callable[..., bytes | None]:
                 flush()
                 # a list of ints goes through struct, which refuses what the dtype cannot
                 # hold (struct.error: None, and the message says what is wrong)
-                _, hi = lay.bounds(lay.item(it.count))  # type: ignore[arg-type,union-attr]
-                char = _STRUCT_CHARS[np.dtype(extra).kind, np.dtype(extra).itemsize]
-                fmts = src.const("F", tuple(f"<{n}{char}" for n in range(hi + 1)))
+                fmts, char = _list_formats(src, lay, it.count, extra)  # type: ignore[union-attr]
                 pieces.append(
                     f"({attr}.tobytes() if type({attr}) is ndarray "
                     f"else pack({fmts}[len({attr})], *{attr}))"
@@ -159,8 +165,7 @@ def encoder(codec: Codec, name: str) -> Callable[..., bytes | None]:
 
     walk(codec)
     flush()
-    if len(set(params)) != len(params):
-        raise TypeError(f"{codec.name}: attribute names repeat once embeds are flattened")
+    flat_fields(codec)  # refuses attribute names that repeat once embeds are flattened
     src.lines.append(f"def {name}({', '.join(params)}):")
     src.lines.append("    if (")
     src.lines += [f"        {c}" if k == 0 else f"        and {c}" for k, c in enumerate(conds)]
@@ -298,9 +303,7 @@ def decoder(codec: Codec, *, lists: bool = False) -> Callable[[bytes], Any]:
                 if not state["exact"]:
                     body.append(f"if o + {extra.itemsize} * {count} > n: return None")
                 if lists:
-                    _, hi = lay.bounds(lay.item(it.count))  # type: ignore[arg-type,union-attr]
-                    char = _STRUCT_CHARS[extra.kind, extra.itemsize]
-                    fmts = src.const("F", tuple(f"<{k}{char}" for k in range(hi + 1)))
+                    fmts, _ = _list_formats(src, lay, it.count, extra)  # type: ignore[union-attr]
                     body.append(f"{v} = list(unpack_from({fmts}[{count}], payload, o))")
                 else:
                     body.append(f"{v} = frombuffer(payload, {dt}, {count}, o)")
