@@ -21,27 +21,22 @@ from setuptools import Extension, setup
 NATIVE = "hilbench/npu/native/"
 SRC = runpy.run_path(NATIVE + "sources.py")
 
-FRAMING = {
-    "sources": [
-        "hilbench/protocol/_framing.c",
-        "device_fw/core/frame.c",
-        "device_fw/core/crc32.c",
-    ],
-    "include_dirs": ["device_fw/core", "device_fw/core/gen"],
-}
-
 setup(
     ext_modules=[
         Extension(
             "hilbench.protocol._framing",
-            sources=FRAMING["sources"],
+            sources=[
+                "hilbench/protocol/_framing.c",
+                "device_fw/core/frame.c",
+                "device_fw/core/crc32.c",
+            ],
             depends=[
                 "device_fw/core/hb_frame.h",
                 "device_fw/core/hb_crc.h",
                 "device_fw/core/hb_bytes.h",
                 "device_fw/core/gen/hb_wire.h",
             ],
-            include_dirs=FRAMING["include_dirs"],
+            include_dirs=["device_fw/core", "device_fw/core/gen"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror"],
             optional=True,
         ),

@@ -314,25 +314,22 @@ class Trainer:
             batch_seed, seeds = rng.take_step(q)
             started = clock()
             self._step_device_s = 0.0
-            if pending is None:
-                probe = target.probe(
+            if pending is None:  # the first step: a PROBE alone
+                answer = target.probe(
                     slot=TRAIN_SLOT,
                     batch_size=batch_size,
                     batch_seed=batch_seed,
                     eps=eps,
                     seeds=seeds,
                 )
+                plus, minus = answer.loss_plus.tolist(), answer.loss_minus.tolist()
             else:  # the last step's update travels with this step's PROBE: one round trip
-                probe = target.apply_probe_losses(  # (by position: keywords cost a dict)
+                plus, minus = target.apply_probe_losses(  # (by position: keywords cost a dict)
                     pending[0], pending[1], TRAIN_SLOT, batch_size, batch_seed, eps, seeds
                 )
             if head is not None:  # the exact step of the head, on the PROBE's batch
                 self._head_step(batch_seed, lr_at(forward_passes_done / budget))
                 forward_passes_done += 1
-            if type(probe) is tuple:  # (L+, L-) as lists: apply_probe_losses
-                plus, minus = probe
-            else:  # the first step's PROBE answer
-                plus, minus = probe.loss_plus.tolist(), probe.loss_minus.tolist()
             if on_lists is not None:  # the estimate on plain lists, which the trace keeps
                 grads, coeffs, loss = on_lists(plus, minus, lr, eps)
             else:
